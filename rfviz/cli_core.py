@@ -1,0 +1,125 @@
+"""Core CLI commands: ``estimators`` (the catalog) and ``mse`` (closed form and Monte Carlo at one pair)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+import numpy as np
+
+from .cli import command, emit, parse_assignments, parse_vector
+from .engine import monte_carlo
+from .estimators import REGISTRY, get_estimator
+from .geometry import canonical_pair, check_d
+from .numerics import LOG10
+from .params import ParameterError
+
+INPUT_KEYS = ("r", "theta", "d", "x", "y")
+
+
+def _run_estimators(args: argparse.Namespace) -> int:
+    catalog = [cls.describe() for cls in REGISTRY.values()]
+    if args.json:
+        emit({"estimators": catalog}, True)
+    else:
+        for item in catalog:
+            params = ", ".join(f"{p['name']}={p['default']}" for p in item["params"])
+            print(f"{item['name']:<22} {item['title']}  [{params}]")
+    return 0
+
+
+@command("estimators", "list every registered estimator with its parameters")
+def _configure_estimators(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_run_estimators)
+
+
+def resolve_inputs(values: dict[str, str]) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """x, y from ``x=``/``y=`` or from (r, theta, d) in the canonical embedding."""
+    if "x" in values or "y" in values:
+        if "x" not in values or "y" not in values:
+            raise ParameterError("x and y must be given together")
+        if any(k in values for k in ("r", "theta", "d")):
+            raise ParameterError("give either x and y, or r, theta and d, not both")
+        x = parse_vector("x", values["x"])
+        y = parse_vector("y", values["y"])
+        if x.shape != y.shape:
+            raise ParameterError(f"x and y must have the same length, got {x.size} and {y.size}")
+        return x, y, {"x": x.tolist(), "y": y.tolist(), "d": int(x.size)}
+    r = _number("r", values.get("r", "1.0"))
+    theta = _number("theta", values.get("theta", str(math.pi / 2)))
+    d_text = values.get("d", "2")
+    try:
+        d = check_d(int(float(d_text)) if float(d_text) == int(float(d_text)) else d_text)
+    except (TypeError, ValueError) as exc:
+        if isinstance(exc, ParameterError):
+            raise
+        raise ParameterError(f"d must be an integer in [1, inf), got {d_text!r}") from None
+    x, y = canonical_pair(r, theta, d)
+    return x, y, {"r": r, "theta": theta, "d": d}
+
+
+def _number(name: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ParameterError(f"{name} must be a number, got {text!r}") from None
+
+
+def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, device: str) -> dict[str, Any]:
+    """The JSON object of ``python -m rfviz mse``."""
+    cls = get_estimator(name)
+    inputs = {k: v for k, v in assignments.items() if k in INPUT_KEYS}
+    est = cls(**{k: v for k, v in assignments.items() if k not in INPUT_KEYS})
+    x, y, input_info = resolve_inputs(inputs)
+    d = x.shape[-1]
+    est.check_dimension(d)
+    log_k, sign = est.kernel_log_value(x, y)
+    log_mse = float(est.log_mse(x, y)) if est.closed_form_available() else None
+    report: dict[str, Any] = {
+        "estimator": name,
+        "kernel": est.kernel,
+        "params": dict(est.params),
+        "inputs": input_info,
+        "kernel_value": float(sign) * math.exp(float(log_k)) if float(log_k) < 709 else None,
+        "log10_kernel_value": float(log_k) / LOG10,
+        "mse": math.exp(log_mse) if log_mse is not None and log_mse < 709 else None,
+        "log10_mse": None if log_mse is None or not math.isfinite(log_mse) else log_mse / LOG10,
+        "mc": None,
+    }
+    if trials:
+        res = monte_carlo(est, x, y, trials=trials, seed=seed, device=device)
+        report["mc"] = {
+            "mse": float(res.mse[0]),
+            "stderr": float(res.mse_stderr[0]),
+            "log10_mse": float(res.log10_mse[0]),
+            "mean": float(res.mean[0]),
+            "bias_z": float(res.bias_z[0]),
+            "trials": res.trials,
+            "device": res.device,
+        }
+        if log_mse is not None:
+            report["mc"]["z_vs_closed_form"] = float(res.z_against(np.array([log_mse]))[0])
+    return report
+
+
+def _run_mse(args: argparse.Namespace) -> int:
+    if args.trials < 0:
+        raise ParameterError(f"trials must be an integer in [0, inf), got {args.trials}")
+    if args.trials == 1:
+        raise ParameterError("trials must be 0 (no Monte Carlo) or at least 2, got 1")
+    emit(mse_report(args.name, parse_assignments(args.params), args.trials, args.seed, args.device), args.json)
+    return 0
+
+
+@command("mse", "closed-form MSE of one estimator at one input pair, and optionally its Monte-Carlo twin")
+def _configure_mse(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="estimator name (see `python -m rfviz estimators`)")
+    p.add_argument("params", nargs="*",
+                   help="key=value: r, theta (radians), d, x=1,2,3, y=..., and estimator parameters")
+    p.add_argument("--trials", type=int, default=0, help="Monte-Carlo trials (0: closed form only)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of the Monte-Carlo run")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_run_mse)

@@ -1,0 +1,274 @@
+"""The estimator protocol and its registry (modelled on scipy.stats' distributions).
+
+An estimator is one small class: it declares its parameters once (``spec``), samples its random variables
+in torch (``sample``), computes K̂(x, y) from them (``estimate``) and its feature maps (``features``), and,
+where a closed form exists, its MSE as a log (``log_mse``) in numpy. A new estimator is one new class
+decorated with ``@register``; the app, the CLI, the engine and the tests iterate over ``REGISTRY``.
+
+Shapes: torch inputs x, y are (P, dim) point pairs; samples have a leading ``trials`` axis; ``estimate``
+returns (trials, P). numpy inputs to ``log_mse`` are (..., dim) and broadcast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from ..geometry import canonical_pair, check_d, embed_pair, pair_stats
+from ..kernels import gaussian_log_correction
+from ..numerics import exp_or_inf, to_log10
+from ..params import KERNEL_PARAM, Param, ParameterError, validate_params
+
+Samples = dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class PairStats:
+    """Everything a closed form may need about the input pairs, as broadcast numpy arrays.
+
+    ``x``/``y`` are the coordinates actually passed (possibly reduced to span(x, y)); ``d`` is the true
+    dimension of the input space.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    xx: np.ndarray
+    yy: np.ndarray
+    xy: np.ndarray
+    d: int
+
+    @property
+    def z2(self) -> np.ndarray:
+        """|x + y|²."""
+        return np.maximum(self.xx + self.yy + 2.0 * self.xy, 0.0)
+
+    @property
+    def delta2(self) -> np.ndarray:
+        """|x - y|²."""
+        return np.maximum(self.xx + self.yy - 2.0 * self.xy, 0.0)
+
+    @classmethod
+    def of(cls, x: np.ndarray, y: np.ndarray, d: int | None = None) -> PairStats:
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(y, dtype=float)
+        xx, yy, xy = pair_stats(x, y)
+        dim = x.shape[-1]
+        d = dim if d is None else check_d(d)
+        if d < dim:
+            raise ParameterError(f"d must be ≥ {dim} (the length of x and y), got {d}")
+        return cls(x, y, xx, yy, xy, d)
+
+
+class Estimator:
+    """Base class of every random-feature kernel estimator. Subclasses set the class attributes and hooks."""
+
+    name: ClassVar[str]
+    title: ClassVar[str]
+    family: ClassVar[str] = "softmax"
+    reference: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    spec: ClassVar[tuple[Param, ...]] = ()
+    isotropic: ClassVar[bool] = True
+    """True when K̂'s law depends on x, y only through |x|², |y|², x·y (so the engine may sample in span(x, y))."""
+    has_closed_form: ClassVar[bool] = True
+    min_dim: ClassVar[int] = 1
+
+    def __init__(self, **params: Any) -> None:
+        self.params: dict[str, Any] = validate_params(self.spec, params, self.name)
+        self.validate()
+
+    # ----------------------------------------------------------------- hooks
+    def validate(self) -> None:
+        """Cross-parameter checks (raise ParameterError naming the parameter and its valid range)."""
+
+    def closed_form_available(self) -> bool:
+        """Whether ``log_mse`` exists for these parameters (some couplings have none)."""
+        return self.has_closed_form
+
+    def check_dimension(self, d: int) -> None:
+        """Raise ParameterError if the estimator is undefined in dimension d."""
+        check_d(d, self.min_dim)
+
+    def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
+               dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
+        """Draw the random variables of ``trials`` independent estimators; inputs live in the first ``dim``
+        coordinates (default d; isotropic estimators accept dim < d)."""
+        raise NotImplementedError
+
+    def estimate(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
+                 log_scale: torch.Tensor | None = None) -> torch.Tensor:
+        """K̂(x, y)·e^{-log_scale} for every trial and pair: shape (trials, P).
+
+        ``log_scale`` (shape (P,)) is subtracted inside the exponent so that estimates of huge kernels stay
+        finite; the engine passes log|K|, making the result K̂/|K|.
+        """
+        raise NotImplementedError
+
+    def features(self, samples: Samples, u: torch.Tensor, side: str = "query") -> torch.Tensor:
+        """Feature map φ(u), shape (trials, P, F), such that Σ φ_query(x)·φ_key(y) = K̂(x, y)
+        (a plain product, no conjugation, for complex features)."""
+        raise NotImplementedError
+
+    def _log_mse(self, s: PairStats) -> np.ndarray:
+        """Natural log of the closed-form MSE for the pairs in ``s``."""
+        raise NotImplementedError(f"{self.name} has no closed-form MSE")
+
+    def log_abs_kernel(self, s: PairStats) -> tuple[np.ndarray, np.ndarray]:
+        """(log|K(x, y)|, sign K(x, y)) of the target kernel."""
+        raise NotImplementedError
+
+    def log_scale(self, s: PairStats) -> np.ndarray:
+        """A natural magnitude of K̂ used to keep Monte-Carlo arithmetic finite (default log|K|)."""
+        return self.log_abs_kernel(s)[0]
+
+    # --------------------------------------------------------------- public
+    @property
+    def kernel(self) -> str:
+        return self.params.get("kernel", self.family)
+
+    def log_mse(self, x: np.ndarray, y: np.ndarray, d: int | None = None) -> np.ndarray:
+        """Natural log of the closed-form MSE at pairs (x, y), shape (..., dim) each; -inf where exact.
+
+        ``d`` is the true dimension when x, y are given in reduced coordinates (isotropic estimators only).
+        """
+        if not self.closed_form_available():
+            raise NotImplementedError(f"{self.name} has no closed-form MSE for {self.params}")
+        s = PairStats.of(x, y, d)
+        if not self.isotropic and s.d != s.x.shape[-1]:
+            raise ParameterError(f"{self.name} depends on coordinates: pass x, y in R^d (d = {s.d})")
+        self.check_dimension(s.d)
+        out = np.asarray(self._log_mse(s), dtype=float)
+        if np.any(np.isnan(out)):
+            raise FloatingPointError(f"{self.name}: NaN in the closed-form MSE for params {self.params}")
+        return out
+
+    def mse(self, x: np.ndarray, y: np.ndarray, d: int | None = None) -> np.ndarray:
+        """Closed-form MSE (inf where it overflows float64; use ``log_mse`` there)."""
+        return exp_or_inf(self.log_mse(x, y, d))
+
+    def log10_mse_grid(self, r: np.ndarray | float, theta: np.ndarray | float, d: int,
+                       embedding: str = "canonical") -> np.ndarray:
+        """log10 MSE on a grid of (r, θ) (broadcast), inputs in the canonical embedding of R^d."""
+        x, y = self.grid_pairs(r, theta, d, embedding)
+        return to_log10(self.log_mse(x, y, d=d))
+
+    def grid_pairs(self, r: np.ndarray | float, theta: np.ndarray | float, d: int,
+                   embedding: str = "canonical") -> tuple[np.ndarray, np.ndarray]:
+        """Pairs at (r, θ): reduced 2-D coordinates for isotropic estimators, full R^d ones otherwise."""
+        check_d(d)
+        self.check_dimension(d)
+        if embedding != "canonical" or not self.isotropic:
+            return embed_pair(r, theta, d, embedding)
+        return canonical_pair(r, theta, min(d, 2))
+
+    def kernel_log_value(self, x: np.ndarray, y: np.ndarray, d: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(log|K(x, y)|, sign) of the target kernel."""
+        return self.log_abs_kernel(PairStats.of(x, y, d))
+
+    @classmethod
+    def describe(cls) -> dict[str, Any]:
+        """JSON-ready description (CLI ``estimators --json``, the app's pickers)."""
+        return {
+            "name": cls.name,
+            "title": cls.title,
+            "family": cls.family,
+            "reference": cls.reference,
+            "description": cls.description,
+            "isotropic": cls.isotropic,
+            "closed_form": cls.has_closed_form,
+            "params": [p.to_json() for p in cls.spec],
+        }
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}({args})"
+
+
+class SoftmaxFamilyEstimator(Estimator):
+    """Estimators of the softmax kernel SM(x, y) = e^{x·y}, each also a Gaussian-kernel estimator.
+
+    Subclasses implement the softmax hooks; the Gaussian kernel is handled here once (HRF §1, CRT §1):
+    φ_gauss(u) = e^{-|u|²/2} φ_SM(u), so K̂_gauss = e^{-(|x|²+|y|²)/2} K̂_SM and MSE_gauss = e^{-|x|²-|y|²} MSE_SM.
+    """
+
+    family: ClassVar[str] = "softmax"
+
+    def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
+        raise NotImplementedError(f"{self.name} has no closed-form MSE")
+
+    def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
+                          log_scale: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _log_mse(self, s: PairStats) -> np.ndarray:
+        out = self._log_mse_softmax(s)
+        if self.kernel == "gaussian":
+            out = out + gaussian_log_correction(s.xx, s.yy)
+        return out
+
+    def log_abs_kernel(self, s: PairStats) -> tuple[np.ndarray, np.ndarray]:
+        logk = s.xy if self.kernel == "softmax" else -0.5 * s.delta2
+        return np.asarray(logk, float), np.ones_like(np.asarray(logk, float))
+
+    def estimate(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
+                 log_scale: torch.Tensor | None = None) -> torch.Tensor:
+        if log_scale is None:
+            log_scale = torch.zeros(x.shape[0], device=x.device, dtype=x.dtype)
+        if self.kernel == "gaussian":
+            log_scale = log_scale + 0.5 * ((x * x).sum(-1) + (y * y).sum(-1))
+        return self._estimate_softmax(samples, x, y, log_scale)
+
+    def features(self, samples: Samples, u: torch.Tensor, side: str = "query") -> torch.Tensor:
+        phi = self._features_softmax(samples, u, side)
+        if self.kernel == "gaussian":
+            phi = phi * torch.exp(-0.5 * (u * u).sum(-1))[None, :, None]
+        return phi
+
+
+def with_kernel(*specs: Param) -> tuple[Param, ...]:
+    """Spec of a softmax-family estimator: its own parameters plus ``kernel``."""
+    return (*specs, KERNEL_PARAM)
+
+
+# ------------------------------------------------------------------ registry
+REGISTRY: dict[str, type[Estimator]] = {}
+
+
+def register(cls: type[Estimator]) -> type[Estimator]:
+    """Class decorator adding an estimator to the registry under ``cls.name``."""
+    for attr in ("name", "title"):
+        if not isinstance(getattr(cls, attr, None), str):
+            raise TypeError(f"{cls.__name__} must define a string class attribute {attr!r}")
+    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
+        raise ValueError(f"an estimator named {cls.name!r} is already registered")
+    REGISTRY[cls.name] = cls
+    return cls
+
+
+def get_estimator(name: str) -> type[Estimator]:
+    """The registered class called ``name``; ParameterError listing the names otherwise."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ParameterError(f"estimator must be one of {', '.join(sorted(REGISTRY))}, got {name!r}") from None
+
+
+def create(name: str, **params: Any) -> Estimator:
+    """Instantiate a registered estimator with validated parameters."""
+    return get_estimator(name)(**params)
+
+
+def projections(w: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """ω·u for samples w (trials, m, dim) and points u (P, dim): shape (trials, P, m)."""
+    return torch.einsum("tmk,pk->tpm", w, u)
+
+
+def sq_norm(u: torch.Tensor) -> torch.Tensor:
+    """|u|² over the last axis."""
+    return (u * u).sum(-1)

@@ -1,0 +1,112 @@
+"""Trigonometric and positive random features of the softmax kernel (HRF paper §2.1, Lemma 2.2).
+
+Each takes m projections ω drawn under a ``coupling`` (iid by default; see rfviz.sampling).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+import torch
+
+from ..coupling import coupled_log_mse, has_coupled_closed_form
+from ..numerics import log1mexp, log_expm1
+from ..params import COUPLING_PARAM, M_PARAM, Param
+from ..sampling import sample_omegas
+from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
+
+
+class _ProjectionEstimator(SoftmaxFamilyEstimator):
+    """Softmax estimators built from m projections ω with a selectable coupling."""
+
+    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, COUPLING_PARAM)
+
+    def closed_form_available(self) -> bool:
+        return self.params["coupling"] == "iid" or has_coupled_closed_form(self)
+
+    def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
+               dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
+        self.check_dimension(d)
+        w, w_sq = sample_omegas(self.params["coupling"], trials, self.params["m"], d, d if dim is None else dim,
+                                generator, device, dtype)
+        return {"w": w, "w_sq": w_sq}
+
+    def _log_mse(self, s: PairStats) -> np.ndarray:
+        if self.params["coupling"] != "iid":
+            out = coupled_log_mse(self, s)
+            return out if self.kernel == "softmax" else out - (s.xx + s.yy)
+        return super()._log_mse(s)
+
+
+@register
+class Trig(_ProjectionEstimator):
+    """Trigonometric RF: SM_trig = e^{(|x|²+|y|²)/2}·(1/m) Σ cos(ω_i·(x−y)) (HRF eq. 2; Rahimi & Recht)."""
+
+    name = "trig"
+    title = "Trigonometric RF (sin/cos)"
+    reference = "HRF paper (Choromanski et al. 2022) eq. 2; MSE Lemma 2.2 eq. 7"
+    description = "Real, bounded, not positive; exact at θ = 0 (x = y)."
+
+    def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
+        """MSE_trig = e^{|x|²+|y|²}(1 − e^{−|x−y|²})²/(2m) (HRF Lemma 2.2, expanded in the reference F1)."""
+        return s.xx + s.yy + 2.0 * log1mexp(s.delta2) - math.log(2 * self.params["m"])
+
+    def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
+                          log_scale: torch.Tensor) -> torch.Tensor:
+        c = torch.cos(projections(samples["w"], x - y)).mean(-1)
+        return c * torch.exp(0.5 * (sq_norm(x) + sq_norm(y)) - log_scale)
+
+    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+        p = projections(samples["w"], u)
+        scale = torch.exp(0.5 * sq_norm(u))[None, :, None] / math.sqrt(self.params["m"])
+        return torch.cat([torch.sin(p), torch.cos(p)], -1) * scale
+
+
+@register
+class Positive(_ProjectionEstimator):
+    """One-sided positive RF: e^{−(|x|²+|y|²)/2}·(1/m) Σ e^{ω_i·(x+y)} (HRF E2′ = CE with A = I)."""
+
+    name = "positive"
+    title = "Positive RF (one-sided)"
+    reference = "HRF paper §2.1 (E2′) and Performers; MSE = SM²(e^{|x+y|²} − 1)/m (HRF F6 with A = I)"
+    description = "Strictly positive, unbounded; m features."
+
+    def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
+        """MSE = SM²(e^{|x+y|²} − 1)/m (reference F6, plain CE with A = I; CRT §3.2 PosRF)."""
+        return 2.0 * s.xy + log_expm1(s.z2) - math.log(self.params["m"])
+
+    def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
+                          log_scale: torch.Tensor) -> torch.Tensor:
+        a = projections(samples["w"], x + y) - (0.5 * (sq_norm(x) + sq_norm(y)) + log_scale)[None, :, None]
+        return torch.exp(torch.logsumexp(a, -1) - math.log(a.shape[-1]))
+
+    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+        p = projections(samples["w"], u) - 0.5 * sq_norm(u)[None, :, None]
+        return torch.exp(p) / math.sqrt(self.params["m"])
+
+
+@register
+class PositiveAntithetic(_ProjectionEstimator):
+    """Antithetic positive RF (FAVOR+): e^{−(|x|²+|y|²)/2}·(1/m) Σ cosh(ω_i·(x+y)) (HRF eq. 3)."""
+
+    name = "positive_antithetic"
+    title = "Positive RF, antithetic (FAVOR+)"
+    reference = "HRF paper eq. 3; MSE Lemma 2.2 eq. 7"
+    description = "Strictly positive, unbounded; exact at θ = π (x = −y); 2m features."
+
+    def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
+        """MSE_++ = e^{|x|²+|y|²+4x·y}(1 − e^{−|x+y|²})²/(2m) (HRF Lemma 2.2, reference F1)."""
+        return s.xx + s.yy + 4.0 * s.xy + 2.0 * log1mexp(s.z2) - math.log(2 * self.params["m"])
+
+    def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
+                          log_scale: torch.Tensor) -> torch.Tensor:
+        p = projections(samples["w"], x + y)
+        a = torch.cat([p, -p], -1) - (0.5 * (sq_norm(x) + sq_norm(y)) + log_scale)[None, :, None]
+        return torch.exp(torch.logsumexp(a, -1) - math.log(a.shape[-1]))
+
+    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+        p = projections(samples["w"], u)
+        h = -0.5 * sq_norm(u)[None, :, None]
+        return torch.exp(torch.cat([p + h, -p + h], -1)) / math.sqrt(2 * self.params["m"])

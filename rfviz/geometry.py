@@ -1,0 +1,90 @@
+"""Input geometry: the canonical embedding of (r, θ, d) and the rotation-invariant statistics of pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .params import ParameterError
+
+
+def check_theta(theta: np.ndarray | float) -> np.ndarray:
+    """θ must lie in [0, π] (angle between x and y)."""
+    t = np.asarray(theta, dtype=float)
+    if not np.all(np.isfinite(t)) or np.any(t < 0.0) or np.any(t > np.pi + 1e-12):
+        bad = t[~((t >= 0) & (t <= np.pi + 1e-12))].ravel()
+        raise ParameterError(f"theta must be in [0, π] (radians), got {bad[0]:g}")
+    return np.minimum(t, np.pi)
+
+
+def check_r(r: np.ndarray | float) -> np.ndarray:
+    """r (input norm) must be finite and ≥ 0."""
+    a = np.asarray(r, dtype=float)
+    if not np.all(np.isfinite(a)) or np.any(a < 0):
+        bad = a[~(np.isfinite(a) & (a >= 0))].ravel()
+        raise ParameterError(f"r must be a number in [0, inf), got {bad[0]:g}")
+    return a
+
+
+def check_d(d: int, minimum: int = 1) -> int:
+    """d (input dimension) must be an integer ≥ minimum."""
+    if isinstance(d, bool) or int(d) != d or d < minimum:
+        raise ParameterError(f"d must be an integer in [{minimum}, inf), got {d!r}")
+    return int(d)
+
+
+def canonical_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """x = r·e1, y = r(cos θ·e1 + sin θ·e2) in R^d, broadcast over r and θ: arrays of shape (..., d).
+
+    d = 1 admits only θ ∈ {0, π}.
+    """
+    r = check_r(r)
+    theta = check_theta(theta)
+    d = check_d(d)
+    r, theta = np.broadcast_arrays(r, theta)
+    if d == 1 and np.any(np.abs(np.sin(theta)) > 1e-12):
+        raise ParameterError("d must be ≥ 2 for an angle theta other than 0 or π")
+    x = np.zeros((*r.shape, d))
+    y = np.zeros((*r.shape, d))
+    x[..., 0] = r
+    y[..., 0] = r * np.cos(theta)
+    if d > 1:
+        y[..., 1] = r * np.sin(theta)
+    return x, y
+
+
+def pair_stats(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(|x|², |y|², x·y) over the last axis."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.shape[-1] != y.shape[-1]:
+        raise ParameterError(f"x and y must have the same dimension, got {x.shape[-1]} and {y.shape[-1]}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ParameterError("x and y must be finite")
+    return np.sum(x * x, -1), np.sum(y * y, -1), np.sum(x * y, -1)
+
+
+def project_to_span(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinates of (x, y) in an orthonormal basis of span(x, y): shape (..., 2) each.
+
+    Rotation-invariant estimators give the same distribution of K̂ for these 2-D coordinates
+    (with the ω-sampler told the true d), which is what makes the fast Monte-Carlo path possible.
+    """
+    xx, yy, xy = pair_stats(x, y)
+    nx = np.sqrt(xx)
+    safe = np.where(nx > 0, nx, 1.0)
+    y1 = np.where(nx > 0, xy / safe, np.sqrt(yy))
+    y2 = np.sqrt(np.maximum(yy - y1**2, 0.0))
+    return np.stack([nx, np.zeros_like(nx)], -1), np.stack([y1, y2], -1)
+
+
+EMBEDDINGS: dict[str, object] = {"canonical": canonical_pair}
+"""Ways to place a pair at (r, θ) in R^d. Coordinate-dependent estimators (PoisRF, GeomRF, Rademacher and
+TensorSRHT sketches) let the user choose; other modules register more (``flat``, ``rotation_average``)."""
+
+
+def embed_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int,
+               embedding: str = "canonical") -> tuple[np.ndarray, np.ndarray]:
+    """Pairs at (r, θ) in R^d under the named embedding (default: canonical)."""
+    if embedding not in EMBEDDINGS:
+        raise ParameterError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {embedding!r}")
+    return EMBEDDINGS[embedding](r, theta, d)  # type: ignore[operator]

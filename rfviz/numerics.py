@@ -1,0 +1,66 @@
+"""Log-space helpers: MSEs span hundreds of orders of magnitude, so every closed form is computed as a log."""
+
+from __future__ import annotations
+
+import numpy as np
+
+LOG2 = float(np.log(2.0))
+LOG10 = float(np.log(10.0))
+
+
+def log_expm1(t: np.ndarray | float) -> np.ndarray:
+    """log(e^t - 1) without overflow or cancellation; -inf for t == 0, NaN-free for t >= 0.
+
+    Negative t (which only round-off can produce in a variance) is clipped to 0, giving -inf.
+    """
+    t = np.maximum(np.asarray(t, dtype=float), 0.0)
+    with np.errstate(divide="ignore"):
+        return np.where(t > 30.0, t + np.log1p(-np.exp(-t)), np.log(np.expm1(np.minimum(t, 30.0))))
+
+
+def log1mexp(a: np.ndarray | float) -> np.ndarray:
+    """log(1 - e^{-a}) for a >= 0 (Mächler's two-branch rule); -inf at a = 0."""
+    a = np.maximum(np.asarray(a, dtype=float), 0.0)
+    with np.errstate(divide="ignore"):
+        return np.where(a > LOG2, np.log1p(-np.exp(-a)), np.log(-np.expm1(-a)))
+
+
+def log_diff_exp(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
+    """log(e^a - e^b) for a >= b; -inf where a == b. Round-off with a < b (by < 1e-12 relative) gives -inf."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return a + log1mexp(a - b)
+
+
+def log_add_exp(*terms: np.ndarray | float) -> np.ndarray:
+    """log(Σ e^{t_i}), elementwise over broadcast arrays."""
+    out = np.asarray(terms[0], dtype=float)
+    for t in terms[1:]:
+        out = np.logaddexp(out, np.asarray(t, dtype=float))
+    return out
+
+
+def log_cosh(t: np.ndarray | float) -> np.ndarray:
+    """log cosh(t) for real t, overflow-free."""
+    t = np.abs(np.asarray(t, dtype=float))
+    return t + np.log1p(np.exp(-2.0 * t)) - LOG2
+
+
+def log_cosh_m1(t: np.ndarray | float) -> np.ndarray:
+    """log(cosh(t) - 1) = log 2 + 2 log sinh(|t|/2), overflow-free; -inf at t = 0."""
+    h = np.abs(np.asarray(t, dtype=float)) / 2.0
+    with np.errstate(divide="ignore"):
+        log_sinh = h + log1mexp(2.0 * h) - LOG2
+    return LOG2 + 2.0 * log_sinh
+
+
+def to_log10(log_value: np.ndarray | float) -> np.ndarray:
+    """Natural log to log10."""
+    return np.asarray(log_value, dtype=float) / LOG10
+
+
+def exp_or_inf(log_value: np.ndarray | float) -> np.ndarray:
+    """e^{log_value}, inf where it overflows float64 (no warning)."""
+    with np.errstate(over="ignore"):
+        return np.exp(np.asarray(log_value, dtype=float))

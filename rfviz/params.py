@@ -1,0 +1,168 @@
+"""Declarative parameter specs: each estimator declares its parameters once; the app, CLI and tests read them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Kind = Literal["float", "int", "bool", "choice", "complex"]
+
+
+class ParameterError(ValueError):
+    """An input outside its valid range. The message names the parameter and the range."""
+
+
+def _fmt(v: float) -> str:
+    return f"{v:g}"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: name, type, valid range, default and the help text shown in the UI and CLI.
+
+    ``low``/``high`` bound the valid range (``low_open``/``high_open`` make a bound strict);
+    ``ui_low``/``ui_high`` are the slider's range when the valid range is unbounded;
+    ``log`` suggests a log-scaled slider.
+    """
+
+    name: str
+    default: Any
+    kind: Kind = "float"
+    help: str = ""
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple[str, ...] = ()
+    ui_low: float | None = None
+    ui_high: float | None = None
+    log: bool = False
+    label: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    # ------------------------------------------------------------------ ranges
+    def range_text(self) -> str:
+        """Human-readable valid range, used in every error message."""
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
+        if self.kind == "bool":
+            return "true or false"
+        lo = "(" if self.low_open or self.low is None else "["
+        hi = ")" if self.high_open or self.high is None else "]"
+        a = "-inf" if self.low is None else _fmt(self.low)
+        b = "inf" if self.high is None else _fmt(self.high)
+        kind = {"int": "an integer", "complex": "a complex number with real part"}.get(self.kind, "a number")
+        if self.low is None and self.high is None:
+            return kind
+        return f"{kind} in {lo}{a}, {b}{hi}"
+
+    def _check_bounds(self, v: float) -> None:
+        bad = (
+            (self.low is not None and (v < self.low or (self.low_open and v == self.low)))
+            or (self.high is not None and (v > self.high or (self.high_open and v == self.high)))
+        )
+        if bad:
+            raise ParameterError(f"{self.name} must be {self.range_text()}, got {v:g}")
+
+    # ------------------------------------------------------------ validation
+    def validate(self, value: Any) -> Any:
+        """Coerce ``value`` to this parameter's type and check its range; raise ParameterError otherwise."""
+        if isinstance(value, str) and self.kind != "choice":
+            return self.parse(value)
+        if self.kind == "choice":
+            if value not in self.choices:
+                raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
+            return value
+        if self.kind == "bool":
+            if isinstance(value, bool):
+                return value
+            raise ParameterError(f"{self.name} must be true or false, got {value!r}")
+        if self.kind == "complex":
+            try:
+                c = complex(value)
+            except (TypeError, ValueError):
+                raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}") from None
+            if not (math.isfinite(c.real) and math.isfinite(c.imag)):
+                raise ParameterError(f"{self.name} must be finite, got {value!r}")
+            self._check_bounds(c.real)
+            return c
+        if isinstance(value, bool):
+            raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}") from None
+        if not math.isfinite(f):
+            raise ParameterError(f"{self.name} must be finite, got {value!r}")
+        if self.kind == "int":
+            if f != int(f):
+                raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
+            self._check_bounds(f)
+            return int(f)
+        self._check_bounds(f)
+        return f
+
+    def parse(self, text: str) -> Any:
+        """Parse a CLI/URL string (``m=10``, ``A=-0.1+0.05j``, ``shared=true``)."""
+        t = text.strip()
+        if self.kind == "bool":
+            low = t.lower()
+            if low in ("true", "1", "yes", "on"):
+                return True
+            if low in ("false", "0", "no", "off"):
+                return False
+            raise ParameterError(f"{self.name} must be true or false, got {text!r}")
+        if self.kind == "choice":
+            return self.validate(t)
+        if self.kind == "complex":
+            try:
+                return self.validate(complex(t.replace(" ", "").replace("i", "j")))
+            except ValueError as exc:
+                if isinstance(exc, ParameterError):
+                    raise
+                raise ParameterError(f"{self.name} must be {self.range_text()}, got {text!r}") from None
+        try:
+            num = float(t)
+        except ValueError:
+            raise ParameterError(f"{self.name} must be {self.range_text()}, got {text!r}") from None
+        return self.validate(num)
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON description (for ``python -m rfviz estimators --json`` and the app)."""
+        default = self.default
+        if isinstance(default, complex):
+            default = {"re": default.real, "im": default.imag}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "default": default,
+            "low": self.low,
+            "high": self.high,
+            "low_open": self.low_open,
+            "high_open": self.high_open,
+            "choices": list(self.choices),
+            "range": self.range_text(),
+            "help": self.help,
+        }
+
+
+def validate_params(specs: tuple[Param, ...], values: dict[str, Any], owner: str) -> dict[str, Any]:
+    """Fill defaults, validate each value against its spec, and reject unknown names."""
+    by_name = {p.name: p for p in specs}
+    unknown = set(values) - set(by_name)
+    if unknown:
+        names = ", ".join(sorted(by_name)) or "none"
+        raise ParameterError(f"{owner} has no parameter {sorted(unknown)[0]!r}; its parameters are: {names}")
+    return {p.name: p.validate(values[p.name]) if p.name in values else p.default for p in specs}
+
+
+# Parameters shared by many estimators: declared once here.
+M_PARAM = Param("m", 10, "int", "number of random projections ω (trig and antithetic features are 2m numbers)", low=1,
+                ui_low=1, ui_high=256, log=True, label="m (random features)")
+KERNEL_PARAM = Param("kernel", "softmax", "choice", "target kernel: softmax exp(x·y) or Gaussian exp(-|x-y|²/2)",
+                     choices=("softmax", "gaussian"))
+COUPLING_PARAM = Param("coupling", "iid", "choice",
+                       "how the m projections ω are drawn jointly (Simplex RF paper §3): iid Gaussian, orthogonal "
+                       "blocks, simplex blocks, or simplex+ (data-dependent)",
+                       choices=("iid", "orthogonal", "simplex", "simplex_plus"))

@@ -1,0 +1,136 @@
+"""Core protocol: parameter specs, registry, feature maps, kernels, log-space numerics, and the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from mc_helpers import assert_mc_matches_closed_form
+
+import rfviz
+from rfviz.geometry import canonical_pair, project_to_span
+from rfviz.numerics import log1mexp, log_cosh_m1, log_expm1
+from rfviz.params import Param, ParameterError
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def test_log_helpers_match_direct_formulas_where_safe():
+    t = np.array([1e-12, 0.3, 1.0, 25.0])
+    np.testing.assert_allclose(log_expm1(t), np.log(np.expm1(t)), rtol=1e-12)
+    np.testing.assert_allclose(log1mexp(t), np.log(-np.expm1(-t)), rtol=1e-9)
+    np.testing.assert_allclose(log_cosh_m1(t[1:]), np.log(np.cosh(t[1:]) - 1), rtol=1e-9)
+    assert np.isfinite(log_expm1(1e4)) and log_expm1(1e4) == pytest.approx(1e4)
+    assert log_expm1(0.0) == -np.inf
+
+
+def test_param_validation_messages_name_parameter_and_range():
+    m = Param("m", 10, "int", low=1)
+    with pytest.raises(ParameterError, match=r"m must be an integer in \[1, inf\)"):
+        m.validate(0)
+    with pytest.raises(ParameterError, match="m must be"):
+        m.parse("2.5")
+    a = Param("A", 0.0, "complex", high=0.125, high_open=True)
+    assert a.parse("-0.1+0.05i") == complex(-0.1, 0.05)
+    with pytest.raises(ParameterError, match="A must be"):
+        a.validate(0.2)
+    b = Param("shared", True, "bool")
+    assert b.parse("false") is False
+    c = Param("kernel", "softmax", "choice", choices=("softmax", "gaussian"))
+    with pytest.raises(ParameterError, match="kernel must be one of softmax, gaussian"):
+        c.validate("laplace")
+
+
+def test_registry_entries_follow_the_protocol():
+    assert {"trig", "positive", "positive_antithetic"} <= set(rfviz.REGISTRY)
+    for name, cls in rfviz.REGISTRY.items():
+        assert cls.name == name and cls.title and cls.reference, name
+        est = cls()  # defaults are valid
+        desc = cls.describe()
+        json.dumps(desc)
+        assert [p["name"] for p in desc["params"]] == [p.name for p in cls.spec]
+        assert isinstance(est.closed_form_available(), bool)
+
+
+@pytest.mark.parametrize("name", ["trig", "positive", "positive_antithetic"])
+@pytest.mark.parametrize("kernel", ["softmax", "gaussian"])
+def test_features_inner_product_equals_estimate(name, kernel):
+    est = rfviz.create(name, m=7, kernel=kernel)
+    gen = torch.Generator().manual_seed(3)
+    x, y = canonical_pair(np.array([0.4, 1.1]), np.array([0.5, 2.0]), 3)
+    s = est.sample(5, 3, generator=gen, device=torch.device("cpu"))
+    xt, yt = torch.as_tensor(x), torch.as_tensor(y)
+    phi_x = est.features(s, xt, "query")
+    phi_y = est.features(s, yt, "key")
+    direct = (phi_x * phi_y).sum(-1)
+    torch.testing.assert_close(est.estimate(s, xt, yt), direct, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["trig", "positive", "positive_antithetic"])
+def test_gaussian_mse_is_softmax_mse_times_exp_minus_norms(name):
+    x, y = canonical_pair(np.array([0.3, 0.9, 2.0]), np.array([0.2, 1.7, 3.0]), 5)
+    sm = rfviz.create(name, kernel="softmax").log_mse(x, y)
+    ga = rfviz.create(name, kernel="gaussian").log_mse(x, y)
+    np.testing.assert_allclose(ga, sm - (x * x).sum(-1) - (y * y).sum(-1), rtol=1e-12)
+
+
+def test_reduced_coordinates_preserve_pair_statistics():
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(4, 6)), rng.normal(size=(4, 6))
+    x2, y2 = project_to_span(x, y)
+    for a, b in ((x2, x), (y2, y)):
+        np.testing.assert_allclose((a * a).sum(-1), (b * b).sum(-1), rtol=1e-12)
+    np.testing.assert_allclose((x2 * y2).sum(-1), (x * y).sum(-1), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["trig", "positive", "positive_antithetic"])
+@pytest.mark.parametrize("kernel", ["softmax", "gaussian"])
+def test_closed_form_matches_monte_carlo(name, kernel):
+    # Three points away from heavy tails: |x+y|² ≤ 4 keeps the positive features' 4th moment modest.
+    r = np.array([0.4, 0.8, 1.0])
+    theta = np.array([0.5, 1.6, 2.6])
+    x, y = canonical_pair(r, theta, 6)
+    assert_mc_matches_closed_form(rfviz.create(name, m=8, kernel=kernel), x, y, trials=20000, seed=11)
+
+
+@pytest.mark.parametrize("name", ["trig", "positive", "positive_antithetic"])
+def test_log_mse_finite_up_to_r_20(name):
+    est = rfviz.create(name, m=16)
+    r, th = np.meshgrid(np.linspace(0.05, 20, 41), np.linspace(0.01, math.pi - 0.01, 17))
+    out = est.log10_mse_grid(r, th, d=8)
+    assert np.all(np.isfinite(out))
+
+
+def test_invalid_theta_raises_named_error():
+    with pytest.raises(ParameterError, match="theta must be in"):
+        rfviz.create("trig").log10_mse_grid(1.0, 3.5, d=2)
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "rfviz", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+
+
+def test_cli_estimators_json_lists_registry():
+    out = _cli("estimators", "--json")
+    assert out.returncode == 0, out.stderr
+    names = {e["name"] for e in json.loads(out.stdout)["estimators"]}
+    assert names == set(rfviz.REGISTRY)
+
+
+def test_cli_mse_json_shape_and_bad_input():
+    out = _cli("mse", "trig", "r=1", "theta=1", "d=3", "m=10", "--trials", "200", "--json")
+    assert out.returncode == 0, out.stderr
+    obj = json.loads(out.stdout)
+    assert set(obj) >= {"estimator", "kernel", "params", "kernel_value", "mse", "log10_mse", "mc"}
+    assert obj["mse"] == pytest.approx(math.exp(2) * (1 - math.exp(-2 * (1 - math.cos(1)))) ** 2 / 20, rel=1e-12)
+    assert set(obj["mc"]) >= {"mse", "stderr", "mean", "trials", "device"}
+    for bad in (["trig", "m=0"], ["trig", "theta=4"], ["nope"], ["trig", "x=1,2", "y=1"], ["trig", "m"]):
+        res = _cli("mse", *bad)
+        assert res.returncode == 2, (bad, res.stdout, res.stderr)
+        assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
