@@ -23,7 +23,9 @@ Run = Callable[[argparse.Namespace], int]
 COMMANDS: dict[str, tuple[str, Configure, Run]] = {}
 
 # Modules whose import registers further commands (one line each).
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "rfviz.cli_figure",
+]
 
 
 class UsageError(ValueError):
