@@ -1,0 +1,1 @@
+"""Pure plotly figure builders (no Streamlit): one module per topic."""
