@@ -1,34 +1,53 @@
-"""Monte-Carlo engine: sampled mean, MSE and standard errors of any estimator over many input pairs.
+"""Monte-Carlo engine: sampled mean, MSE and standard errors of any estimator over grids of input pairs.
 
-Design:
+Design (issue 5):
 * **Log-scaled arithmetic.** Each estimate is computed as K̂·e^{-s} with s = the estimator's ``log_scale``
-  (log|K| by default), so values stay O(1) whatever the kernel's size; MSE = e^{2s}·mean|K̂e^{-s} − Ke^{-s}|²
-  is reported as a log.
-* **Reproducible blocks.** Trials are drawn in blocks of ``block_trials``, block b from its own generator
-  seeded with (seed, b): the same seed gives the same numbers whatever the memory budget or chunking.
-* **Bounded memory.** Within a block, pairs are processed in chunks sized so that the estimated working set
-  (trials × pairs × the estimator's ``work_per_pair``) stays under ``memory_budget`` bytes.
+  (log|K| by default), so values stay O(1) whatever the kernel's size (float32 stays in range on a GPU);
+  MSE = e^{2s}·mean|K̂e^{-s} − Ke^{-s}|² is reported as a log.
+* **Reproducible blocks.** Trials are drawn in blocks of ``block_trials``; block b comes from its own generator
+  seeded with (seed, b). The same (seed, block_trials, device, dtype) gives the same numbers whatever the memory
+  budget or the chunking (which only changes floating-point summation order).
+* **Bounded memory.** Work is split into units of (trials of one block) × (pairs) sized from ``memory_budget``
+  and from a cache-sized speed target; pairs are first split into super-chunks when the per-pair state (inputs,
+  accumulators, one block of estimates) would not fit. The engine accounts the working set of every unit
+  (inputs + accumulators + one block of samples + the estimator's per-(trial, pair) work) and reports the
+  peak in ``MCResult.peak_bytes`` (plus ``torch.cuda.max_memory_allocated`` on a GPU).
 * **Fast path.** For isotropic estimators, pairs are reduced to their coordinates in span(x, y) and ω is
-  sampled in 2 reduced coordinates (see rfviz.sampling), never as d-vectors.
+  sampled in 2 reduced coordinates (rfviz.sampling): 2 numbers per ω for iid, a random orthonormal 2-frame per
+  block of d coupled ω. Estimators with ``isotropic = False`` get full d-vectors (generic path).
+* **Statistics.** Per block, mean and M2 of the estimates and of the squared errors; blocks are combined with
+  Chan, Golub & LeVeque's parallel update in float64 on the device.
+
+Entry points: ``monte_carlo`` (explicit pairs, any batch shape), ``monte_carlo_grid`` (θ × r grid),
+``sweep`` (1-D sweep of any estimator parameter).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import dataclass, field
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import torch
 
-from .estimators.base import Estimator, PairStats
-from .geometry import canonical_pair, project_to_span
+from .estimators.base import Estimator, PairStats, Samples, get_estimator
+from .geometry import check_r, check_theta, project_to_span
 from .numerics import LOG10
 from .params import ParameterError
 from .sampling import resolve_device
 
-DEFAULT_MEMORY_BUDGET = 256 * 2**20
-DEFAULT_BLOCK_TRIALS = 512
+DEFAULT_MEMORY_BUDGET = 512 * 2**20
+"""Default working-set budget (bytes): comfortable on a laptop, and far more than the fast path needs."""
+DEFAULT_BLOCK_TRIALS = 128
+"""Trials per independently seeded block (part of the determinism contract together with the seed)."""
+DEFAULT_CHUNK_BYTES = 16 * 2**20
+"""Speed target for one unit's accounted work: cache-sized units run 2-3× faster than huge ones on a CPU."""
+MIN_MEMORY_BUDGET = 2**16
+_ACCUMULATOR_BYTES_PER_PAIR = 6 * 16  # count, means and M2s in float64/complex128
+_BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR = 3 * 16  # one block of estimates, squared errors and a temporary
 
 
 class Cancelled(RuntimeError):
@@ -37,7 +56,10 @@ class Cancelled(RuntimeError):
 
 @dataclass
 class MCResult:
-    """Monte-Carlo estimates at P pairs; all arrays have shape (P,). Values are kept as logs where they can overflow."""
+    """Monte-Carlo estimates; all arrays share one shape (pairs, or a grid whose named axes are in ``axes``).
+
+    Values that can overflow are kept as logs: ``log_scale`` s, and everything else is relative to e^{s}.
+    """
 
     log_scale: np.ndarray
     target: np.ndarray  # K·e^{-s}
@@ -50,6 +72,18 @@ class MCResult:
     dtype: str
     peak_bytes: int = 0
     extras: dict = field(default_factory=dict)
+    axes: dict[str, np.ndarray] = field(default_factory=dict)
+    """Grid axes in array-axis order, e.g. {"theta": (T,), "r": (R,)}; empty for plain pair lists."""
+    cuda_peak_bytes: int | None = None
+    """torch.cuda.max_memory_allocated during the run (None on the CPU)."""
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
+    elapsed_s: float = 0.0
+    units: int = 0
+    """Number of work units (chunks) the run was split into."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(np.shape(self.rel_mse))
 
     @property
     def log_mse(self) -> np.ndarray:
@@ -73,7 +107,7 @@ class MCResult:
 
     @property
     def log10_mse_stderr(self) -> np.ndarray:
-        """Standard error of log10 MSE (delta method)."""
+        """Standard error of log10 MSE (delta method): the error bar of a log-scale plot."""
         with np.errstate(divide="ignore", invalid="ignore"):
             return self.rel_mse_stderr / (self.rel_mse * LOG10)
 
@@ -92,10 +126,18 @@ class MCResult:
             return np.where(se > 0, diff / np.where(se > 0, se, 1.0), np.where(np.abs(diff) > 1e-9, np.inf, 0.0))
 
     def z_against(self, log_mse: np.ndarray) -> np.ndarray:
-        """z-score of the sampled MSE against a closed-form log MSE."""
+        """z-score of the sampled MSE against a closed-form log MSE (broadcast to the result's shape)."""
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             expected_rel = np.exp(np.asarray(log_mse) - 2.0 * self.log_scale)
             return (self.rel_mse - expected_rel) / self.rel_mse_stderr
+
+    def reshaped(self, shape: tuple[int, ...], axes: dict[str, np.ndarray] | None = None) -> MCResult:
+        """The same result with every per-pair array reshaped to ``shape`` (and the named ``axes``)."""
+        arrays = {k: np.reshape(getattr(self, k), shape) for k in _PER_PAIR_FIELDS}
+        return replace(self, **arrays, axes=dict(axes or {}))
+
+
+_PER_PAIR_FIELDS = ("log_scale", "target", "mean_ratio", "ratio_sd", "rel_mse", "rel_mse_stderr")
 
 
 def _seed_for_block(seed: int, block: int) -> int:
@@ -104,6 +146,70 @@ def _seed_for_block(seed: int, block: int) -> int:
 
 def _default_dtype(device: torch.device) -> torch.dtype:
     return torch.float64 if device.type == "cpu" else torch.float32
+
+
+def _feature_count(estimator: Estimator) -> int:
+    """Rough number of random features per input (2m for trig/antithetic, plus hybrids' n): sizes the work."""
+    p = estimator.params
+    return int(p.get("m", 1)) * (1 + int(p.get("n", 0))) * 2
+
+
+def work_per_pair(estimator: Estimator) -> int:
+    """Elements of live intermediate tensors per (trial, pair) inside ``estimate``.
+
+    Estimators may define ``work_per_pair()``; the default allows four live copies of the feature count
+    (projections, shifted exponents, their exponentials, one temporary) plus a constant.
+    """
+    hook = getattr(estimator, "work_per_pair", None)
+    value = hook() if callable(hook) else 4 * _feature_count(estimator) + 16
+    return max(1, int(value))
+
+
+def _samples_nbytes(samples: Samples) -> int:
+    return int(sum(t.numel() * t.element_size() for t in samples.values() if isinstance(t, torch.Tensor)))
+
+
+def _slice_trials(samples: Samples, start: int, stop: int, n: int) -> Samples:
+    """Trials [start, stop) of a block: every tensor with a leading ``trials`` axis is sliced (protocol)."""
+    if start == 0 and stop == n:
+        return samples
+    return {k: (v[start:stop] if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == n else v)
+            for k, v in samples.items()}
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """How a run is split: pair super-chunks, and (trials × pairs) units inside each block."""
+
+    super_pairs: int
+    unit_trials: int
+    unit_pairs: int
+    fixed_bytes: int  # per super-chunk: inputs, accumulators, one block of estimates
+    unit_bytes: int
+
+
+def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_bytes: int, budget: int,
+          chunk_bytes: int) -> _Plan:
+    """Chunk sizes with fixed + 2·samples + unit work ≤ budget (samples counted twice: drawing them needs
+    temporaries), units no larger than ``chunk_bytes`` (speed). ParameterError when one trial of one pair does
+    not fit."""
+    per_pair_fixed = (2 * dim + 2) * itemsize + _ACCUMULATOR_BYTES_PER_PAIR + block * _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR
+    unit_cost = per_pair * itemsize  # bytes of work per (trial, pair)
+    minimum = 2 * sample_bytes + per_pair_fixed + unit_cost
+    if minimum > budget:
+        raise ParameterError(f"memory_budget must be at least {minimum} bytes for this estimator with "
+                             f"block_trials={block} (or lower block_trials), got {budget}")
+    free = budget - 2 * sample_bytes - unit_cost  # ≥ per_pair_fixed
+    # Per-pair state (inputs, accumulators, one block of estimates) takes at most half of what is free.
+    super_pairs = max(1, min(P, free // (2 * per_pair_fixed)))
+    fixed = super_pairs * per_pair_fixed
+    budget_units = (budget - 2 * sample_bytes - fixed) // unit_cost  # ≥ 1 by construction
+    units = max(1, min(budget_units, chunk_bytes // unit_cost))
+    if units >= block:
+        unit_trials, unit_pairs = block, max(1, min(super_pairs, units // block))
+    else:
+        unit_trials, unit_pairs = units, 1
+    return _Plan(super_pairs, unit_trials, unit_pairs, fixed, unit_trials * unit_pairs * unit_cost)
 
 
 def monte_carlo(
@@ -118,28 +224,41 @@ def monte_carlo(
     dtype: torch.dtype | None = None,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     block_trials: int = DEFAULT_BLOCK_TRIALS,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     progress: Callable[[float], None] | None = None,
     cancel: Callable[[], bool] | None = None,
 ) -> MCResult:
     """Sample ``trials`` independent estimates of K̂ at each pair (x[i], y[i]) and summarise them.
 
-    x, y: arrays (..., dim) (a single pair may be 1-D); ``d`` is the true dimension when pairs are given in
-    reduced coordinates. Returns an ``MCResult`` with flattened (P,) arrays.
+    x, y: arrays (..., dim), broadcast against each other (a single pair may be 1-D); ``d`` is the true
+    dimension when pairs are given in reduced coordinates (isotropic estimators). The result's arrays have the
+    broadcast batch shape (a single pair gives shape (1,)). ``device``: auto (CUDA when available), cpu or
+    cuda; ``dtype`` defaults to float64 on the CPU and float32 on a GPU. ``progress(fraction)`` is called after
+    every unit of work; ``cancel()`` returning True raises ``Cancelled``.
     """
-    if trials < 2:
+    if isinstance(trials, bool) or int(trials) != trials or trials < 2:
         raise ParameterError(f"trials must be an integer in [2, inf), got {trials}")
-    if memory_budget < 2**16:
-        raise ParameterError(f"memory_budget must be at least 65536 bytes, got {memory_budget}")
+    if memory_budget < MIN_MEMORY_BUDGET:
+        raise ParameterError(f"memory_budget must be at least {MIN_MEMORY_BUDGET} bytes, got {memory_budget}")
+    if block_trials < 2:
+        raise ParameterError(f"block_trials must be an integer in [2, inf), got {block_trials}")
+    if chunk_bytes < 1:
+        raise ParameterError(f"chunk_bytes must be an integer in [1, inf), got {chunk_bytes}")
+    trials = int(trials)
+    started = time.perf_counter()
     dev = resolve_device(device)
     dtype = dtype or _default_dtype(dev)
     x = np.atleast_2d(np.asarray(x, dtype=float))
     y = np.atleast_2d(np.asarray(y, dtype=float))
     x, y = np.broadcast_arrays(x, y)
+    batch_shape = x.shape[:-1]
     x = x.reshape(-1, x.shape[-1])
     y = y.reshape(-1, y.shape[-1])
     stats = PairStats.of(x, y, d)
     d = stats.d
     estimator.check_dimension(d)
+    if not estimator.isotropic and x.shape[-1] != d:
+        raise ParameterError(f"{estimator.name} depends on coordinates: pass x, y in R^d (d = {d})")
     if estimator.isotropic and x.shape[-1] > 2:
         x, y = project_to_span(x, y)
     dim = x.shape[-1]
@@ -148,91 +267,187 @@ def monte_carlo(
     target = sign * np.exp(log_abs - log_scale)
 
     P = len(x)
-    xt = torch.as_tensor(x, device=dev, dtype=dtype)
-    yt = torch.as_tensor(y, device=dev, dtype=dtype)
-    st = torch.as_tensor(log_scale, device=dev, dtype=dtype)
-    tt = torch.as_tensor(target, device=dev, dtype=dtype)
-
     itemsize = torch.empty((), dtype=dtype).element_size()
-    per_pair = max(1, int(getattr(estimator, "work_per_pair", lambda: 8 * _feature_count(estimator))()))
-    n_blocks = -(-trials // block_trials)
-    # Pair-chunk size so that block × chunk × per_pair × itemsize ≤ budget (at least one pair).
-    bt = min(block_trials, trials)
-    chunk = max(1, min(P, memory_budget // max(1, bt * per_pair * itemsize)))
-    peak = bt * chunk * per_pair * itemsize
+    per_pair = work_per_pair(estimator)
+    block = min(int(block_trials), trials)
+    n_blocks = -(-trials // block)
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
 
-    # Accumulators (float64): Chan's parallel mean/M2 for the ratio and for the squared error.
-    n_acc = 0
-    mean_r = np.zeros(P, dtype=complex)
-    m2_r = np.zeros(P)
-    mean_e = np.zeros(P)
-    m2_e = np.zeros(P)
-    done = 0
-    total_work = n_blocks * (-(-P // chunk))
-    for b in range(n_blocks):
-        nb = min(block_trials, trials - b * block_trials)
+    def draw(b: int) -> Samples:
         gen = torch.Generator(device=dev)
         gen.manual_seed(_seed_for_block(seed, b))
-        samples = estimator.sample(nb, d, generator=gen, device=dev, dtype=dtype, dim=dim)
-        r_mean = np.empty(P, dtype=complex)
-        r_m2 = np.empty(P)
-        e_mean = np.empty(P)
-        e_m2 = np.empty(P)
-        for start in range(0, P, chunk):
-            if cancel is not None and cancel():
-                raise Cancelled("Monte-Carlo run cancelled")
-            sl = slice(start, min(P, start + chunk))
-            ratio = estimator.estimate(samples, xt[sl], yt[sl], st[sl])  # (nb, p)
-            if ratio.shape != (nb, sl.stop - sl.start):
-                raise ValueError(f"{estimator.name}.estimate returned shape {tuple(ratio.shape)}, "
-                                 f"expected {(nb, sl.stop - sl.start)}")
-            err2 = (ratio - tt[sl]).abs() ** 2
-            r = ratio.to(torch.complex128 if ratio.is_complex() else torch.float64)
-            e = err2.to(torch.float64)
-            rm = r.mean(0)
-            r_mean[sl] = rm.cpu().numpy()
-            r_m2[sl] = ((r - rm).abs() ** 2).sum(0).cpu().numpy()
-            em = e.mean(0)
-            e_mean[sl] = em.cpu().numpy()
-            e_m2[sl] = ((e - em) ** 2).sum(0).cpu().numpy()
-            done += 1
-            if progress is not None:
-                progress(done / total_work)
-        # Chan et al. merge of (n_acc, mean, M2) with (nb, block mean, block M2).
-        n_new = n_acc + nb
-        delta_r = r_mean - mean_r
-        mean_r = mean_r + delta_r * nb / n_new
-        m2_r = m2_r + r_m2 + np.abs(delta_r) ** 2 * n_acc * nb / n_new
-        delta_e = e_mean - mean_e
-        mean_e = mean_e + delta_e * nb / n_new
-        m2_e = m2_e + e_m2 + delta_e**2 * n_acc * nb / n_new
-        n_acc = n_new
+        return estimator.sample(min(block, trials - b * block), d, generator=gen, device=dev, dtype=dtype, dim=dim)
 
-    if not np.all(np.isfinite(mean_e)):
+    first = draw(0)
+    plan = _plan(P, dim, block, per_pair, itemsize, _samples_nbytes(first), memory_budget, chunk_bytes)
+    n_super = -(-P // plan.super_pairs)
+    units_per_block = [-(-nb // plan.unit_trials) for nb in (min(block, trials - b * block) for b in range(n_blocks))]
+    total_units = sum(-(-min(plan.super_pairs, P - s * plan.super_pairs) // plan.unit_pairs) * sum(units_per_block)
+                      for s in range(n_super))
+
+    out = {k: np.empty(P, dtype=complex) for k in ("mean_r", "m2_r", "mean_e", "m2_e")}
+    peak = 0
+    done = 0
+    for s in range(n_super):
+        ps = slice(s * plan.super_pairs, min(P, (s + 1) * plan.super_pairs))
+        p_count = ps.stop - ps.start
+        xt = torch.as_tensor(x[ps], device=dev, dtype=dtype)
+        yt = torch.as_tensor(y[ps], device=dev, dtype=dtype)
+        st = torch.as_tensor(log_scale[ps], device=dev, dtype=dtype)
+        tt = torch.as_tensor(target[ps], device=dev, dtype=torch.float64)
+        acc = _ChanAccumulator(p_count, dev)
+        for b in range(n_blocks):
+            samples = first if b == 0 else draw(b)
+            nb = min(block, trials - b * block)
+            sample_bytes = _samples_nbytes(samples)
+            ratios: torch.Tensor | None = None
+            for t0 in range(0, nb, plan.unit_trials):
+                t1 = min(nb, t0 + plan.unit_trials)
+                sub = _slice_trials(samples, t0, t1, nb)
+                for p0 in range(0, p_count, plan.unit_pairs):
+                    if cancel is not None and cancel():
+                        raise Cancelled("Monte-Carlo run cancelled")
+                    p1 = min(p_count, p0 + plan.unit_pairs)
+                    ratio = estimator.estimate(sub, xt[p0:p1], yt[p0:p1], st[p0:p1])
+                    if tuple(ratio.shape) != (t1 - t0, p1 - p0):
+                        raise ValueError(f"{estimator.name}.estimate returned shape {tuple(ratio.shape)}, "
+                                         f"expected {(t1 - t0, p1 - p0)}")
+                    if ratios is None:
+                        ratios = torch.empty((nb, p_count), device=dev,
+                                             dtype=torch.complex128 if ratio.is_complex() else torch.float64)
+                    ratios[t0:t1, p0:p1] = ratio
+                    unit_bytes = (t1 - t0) * (p1 - p0) * per_pair * itemsize
+                    peak = max(peak, plan.fixed_bytes + 2 * sample_bytes + unit_bytes)
+                    done += 1
+                    if progress is not None:
+                        progress(done / total_units)
+            acc.add_block(ratios, tt)
+        for k, v in acc.result().items():
+            out[k][ps] = v
+        if s + 1 < n_super:
+            first = draw(0)
+
+    mean_r, m2_r, mean_e, m2_e = out["mean_r"], out["m2_r"].real, out["mean_e"].real, out["m2_e"].real
+    if not (np.all(np.isfinite(mean_e)) and np.all(np.isfinite(mean_r))):
         raise FloatingPointError(f"{estimator.name}: non-finite Monte-Carlo estimates (the estimator overflowed)")
-    var_r = m2_r / (n_acc - 1)
-    var_e = m2_e / (n_acc - 1)
-    return MCResult(
+    var_r = m2_r / (trials - 1)
+    var_e = m2_e / (trials - 1)
+    res = MCResult(
         log_scale=log_scale,
         target=target,
         mean_ratio=mean_r if np.any(np.imag(mean_r)) else np.real(mean_r),
-        ratio_sd=np.sqrt(var_r),
+        ratio_sd=np.sqrt(np.maximum(var_r, 0.0)),
         rel_mse=mean_e,
-        rel_mse_stderr=np.sqrt(var_e / n_acc),
-        trials=n_acc,
+        rel_mse_stderr=np.sqrt(np.maximum(var_e, 0.0) / trials),
+        trials=trials,
         device=str(dev),
         dtype=str(dtype).replace("torch.", ""),
         peak_bytes=int(peak),
+        cuda_peak_bytes=int(torch.cuda.max_memory_allocated(dev)) if dev.type == "cuda" else None,
+        memory_budget=int(memory_budget),
+        elapsed_s=time.perf_counter() - started,
+        units=total_units,
+        extras={"block_trials": block, "plan": plan, "work_per_pair": per_pair, "d": d, "dim": dim},
     )
+    return res.reshaped(batch_shape) if batch_shape != (P,) else res
 
 
-def _feature_count(estimator: Estimator) -> int:
-    """Rough number of random features per pair (m, plus n for hybrids): sizes the working set."""
-    p = estimator.params
-    return int(p.get("m", 1)) * (1 + int(p.get("n", 0))) * 2 + 2
+class _ChanAccumulator:
+    """Running (count, mean, M2) of the estimates and of their squared errors, per pair, in float64 on the device
+    (Chan, Golub & LeVeque 1979 pairwise update of one block at a time)."""
+
+    def __init__(self, pairs: int, device: torch.device) -> None:
+        self.n = 0
+        self.mean_r = torch.zeros(pairs, device=device, dtype=torch.complex128)
+        self.m2_r = torch.zeros(pairs, device=device, dtype=torch.float64)
+        self.mean_e = torch.zeros(pairs, device=device, dtype=torch.float64)
+        self.m2_e = torch.zeros(pairs, device=device, dtype=torch.float64)
+
+    def add_block(self, ratios: torch.Tensor, target: torch.Tensor) -> None:
+        nb = ratios.shape[0]
+        err = (ratios - target).abs() ** 2
+        r_mean = ratios.mean(0)
+        r_m2 = ((ratios - r_mean).abs() ** 2).sum(0)
+        e_mean = err.mean(0)
+        e_m2 = ((err - e_mean) ** 2).sum(0)
+        n_new = self.n + nb
+        delta_r = r_mean - self.mean_r
+        self.mean_r = self.mean_r + delta_r * (nb / n_new)
+        self.m2_r = self.m2_r + r_m2 + delta_r.abs() ** 2 * (self.n * nb / n_new)
+        delta_e = e_mean - self.mean_e
+        self.mean_e = self.mean_e + delta_e * (nb / n_new)
+        self.m2_e = self.m2_e + e_m2 + delta_e**2 * (self.n * nb / n_new)
+        self.n = n_new
+
+    def result(self) -> dict[str, np.ndarray]:
+        return {"mean_r": self.mean_r.cpu().numpy(), "m2_r": self.m2_r.cpu().numpy(),
+                "mean_e": self.mean_e.cpu().numpy(), "m2_e": self.m2_e.cpu().numpy()}
 
 
-def monte_carlo_grid(estimator: Estimator, r: np.ndarray, theta: np.ndarray, d: int, **kwargs) -> MCResult:
-    """Monte Carlo over a broadcast grid of (r, θ) in the canonical embedding of R^d (flattened result)."""
-    x, y = estimator.grid_pairs(r, theta, d) if not estimator.isotropic else canonical_pair(r, theta, min(d, 2))
-    return monte_carlo(estimator, x, y, d=d, **kwargs)
+def _axis(name: str, values: np.ndarray | float) -> np.ndarray:
+    a = np.atleast_1d(np.asarray(values, dtype=float))
+    if a.ndim != 1:
+        raise ParameterError(f"{name} must be a number or a 1-D array of numbers, got shape {a.shape}")
+    return a
+
+
+def monte_carlo_grid(estimator: Estimator, r: np.ndarray | float, theta: np.ndarray | float, d: int, *,
+                     embedding: str = "canonical", **kwargs: Any) -> MCResult:
+    """Monte Carlo on the θ × r grid (outer product of the 1-D axes) in the canonical (or named) embedding of R^d.
+
+    The result has shape (len(theta), len(r)) and ``axes = {"theta": θ, "r": r}`` (rows θ, columns r, the
+    layout of the app's heat maps). kwargs go to ``monte_carlo``.
+    """
+    r_axis = check_r(_axis("r", r))
+    theta_axis = check_theta(_axis("theta", theta))
+    rr, tt = np.meshgrid(r_axis, theta_axis)
+    x, y = estimator.grid_pairs(rr, tt, d, embedding)
+    res = monte_carlo(estimator, x, y, d=d, **kwargs)
+    return res.reshaped(rr.shape, {"theta": theta_axis, "r": r_axis})
+
+
+def sweep(estimator: str | type[Estimator] | Estimator, param: str, values: Sequence[Any],
+          base_params: dict[str, Any] | None, x: np.ndarray, y: np.ndarray, *, d: int | None = None,
+          progress: Callable[[float], None] | None = None, **kwargs: Any) -> MCResult:
+    """Monte Carlo along a 1-D sweep of any estimator parameter: one estimator instance per value.
+
+    ``estimator``: a registered name, a class, or an instance (whose parameters become the base, overridden by
+    ``base_params``). Every value uses the same seed (common random numbers, so curves are smooth). The result
+    has shape (len(values), *pair_shape) with ``axes = {param: values}`` (+ the pair axis when there are several
+    pairs). kwargs go to ``monte_carlo``; ``progress`` reports the fraction of the whole sweep.
+    """
+    if isinstance(estimator, Estimator):
+        cls: type[Estimator] = type(estimator)
+        base = {**estimator.params, **(base_params or {})}
+    else:
+        cls = get_estimator(estimator) if isinstance(estimator, str) else estimator
+        base = dict(base_params or {})
+    names = [p.name for p in cls.spec]
+    if param not in names:
+        raise ParameterError(f"param must be one of {', '.join(names)}, got {param!r}")
+    values = list(values)
+    if not values:
+        raise ParameterError("values must be a non-empty sequence")
+    results: list[MCResult] = []
+    for i, value in enumerate(values):
+        inner = None if progress is None else (lambda f, i=i: progress((i + f) / len(values)))
+        results.append(monte_carlo(cls(**{**base, param: value}), x, y, d=d, progress=inner, **kwargs))
+    return stack_results(results, param, values)
+
+
+def stack_results(results: Sequence[MCResult], axis_name: str, axis_values: Sequence[Any]) -> MCResult:
+    """Stack same-shaped results along a new leading named axis (peak bytes: the max; time and units: summed)."""
+    first = results[0]
+    arrays = {k: np.stack([np.asarray(getattr(r, k)) for r in results]) for k in _PER_PAIR_FIELDS}
+    if np.iscomplexobj(arrays["mean_ratio"]) and not np.any(np.imag(arrays["mean_ratio"])):
+        arrays["mean_ratio"] = np.real(arrays["mean_ratio"])
+    cuda = [r.cuda_peak_bytes for r in results if r.cuda_peak_bytes is not None]
+    axes = {axis_name: np.asarray(list(axis_values)), **first.axes}
+    if not first.axes and first.shape != (1,):
+        axes["pair"] = np.arange(int(np.prod(first.shape)))
+    if first.shape == (1,):
+        arrays = {k: v[:, 0] for k, v in arrays.items()}
+    return replace(first, **arrays, axes=axes, peak_bytes=max(r.peak_bytes for r in results),
+                   cuda_peak_bytes=max(cuda) if cuda else None, elapsed_s=sum(r.elapsed_s for r in results),
+                   units=sum(r.units for r in results), extras={"runs": [r.extras for r in results]})

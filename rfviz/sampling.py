@@ -13,6 +13,7 @@ themselves in ``COUPLINGS``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -46,35 +47,79 @@ def register_coupling(name: str) -> Callable[[OmegaSampler], OmegaSampler]:
     return deco
 
 
+EXACT_SUM_MAX_DOF = 8
+"""Up to this many degrees of freedom χ² is drawn as an exact sum of squared normals; above, by Marsaglia–Tsang."""
+
+
+def gamma_marsaglia_tsang(shape: tuple[int, ...], alpha: float, generator: torch.Generator,
+                          device: torch.device) -> torch.Tensor:
+    """Gamma(alpha, 1) samples in float64, driven only by ``generator`` (torch's own Gamma sampler takes none).
+
+    Marsaglia & Tsang (2000), "A simple method for generating gamma variables", exact rejection sampler:
+    with a = alpha − 1/3, c = 1/√(9a), x ~ N(0, 1), v = (1 + cx)³, u ~ U(0, 1), accept a·v when v > 0 and
+    log u < x²/2 + a − a·v + a·log v (acceptance > 95% for alpha ≥ 1). alpha < 1 uses Gamma(alpha + 1)·U^{1/alpha}.
+    Rejected entries are redrawn in vectorised rounds, so the cost is ~2.1 random numbers per sample whatever alpha
+    (a sum of squares would need 2·alpha normals).
+    """
+    if alpha <= 0:
+        raise ParameterError(f"alpha must be a number in (0, inf), got {alpha}")
+    boost = alpha < 1.0
+    a = (alpha + 1.0 if boost else alpha) - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * a)
+    out = torch.empty(shape, device=device, dtype=torch.float64).reshape(-1)
+    pending = torch.arange(out.numel(), device=device)
+    while pending.numel() > 0:
+        n = pending.numel()
+        x = torch.randn(n, generator=generator, device=device, dtype=torch.float64)
+        u = torch.rand(n, generator=generator, device=device, dtype=torch.float64)
+        v = (1.0 + c * x) ** 3
+        ok = (v > 0) & (torch.log(u) < 0.5 * x * x + a - a * v + a * torch.log(v.clamp_min(1e-300)))
+        out[pending[ok]] = a * v[ok]
+        pending = pending[~ok]
+    if boost:
+        u = torch.rand(out.numel(), generator=generator, device=device, dtype=torch.float64)
+        out = out * u.pow(1.0 / alpha)
+    return out.reshape(shape)
+
+
 def chi_square(shape: tuple[int, ...], dof: int, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype) -> torch.Tensor:
-    """χ²_dof samples (zeros when dof = 0), via the Gamma(dof/2, 2) law."""
+    """χ²_dof samples (zeros when dof = 0), driven only by ``generator`` (deterministic under a seed).
+
+    dof ≤ EXACT_SUM_MAX_DOF: sum of squared normals; larger dof: 2·Gamma(dof/2, 1) by Marsaglia–Tsang (exact
+    in law, O(1) random numbers per sample instead of dof, which matters for the engine at large d).
+    """
     if dof <= 0:
         return torch.zeros(shape, device=device, dtype=dtype)
-    # torch's Gamma sampler takes no generator: draw it from a seeded, generator-driven uniform instead.
-    # For integer dof use the sum of squares in chunks of ≤ 64 (exact and deterministic under the generator).
-    total = torch.zeros(shape, device=device, dtype=dtype)
-    remaining = dof
-    while remaining > 0:
-        k = min(remaining, 64)
-        g = torch.randn((*shape, k), generator=generator, device=device, dtype=dtype)
-        total += (g * g).sum(-1)
-        remaining -= k
-    return total
+    if dof <= EXACT_SUM_MAX_DOF:
+        g = torch.randn((*shape, dof), generator=generator, device=device, dtype=dtype)
+        return (g * g).sum(-1)
+    return (2.0 * gamma_marsaglia_tsang(shape, dof / 2.0, generator, device)).to(dtype)
 
 
 def random_frame(trials: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
                  dtype: torch.dtype) -> torch.Tensor:
     """First ``dim`` rows of Haar-random rotations of R^d: shape (trials, dim, d), orthonormal rows.
 
-    Costs O(d·dim²) per trial instead of the O(d³) of a full Haar matrix.
+    Gram–Schmidt on iid Gaussian vectors (= QR with a positive-diagonal R, Mezzadri 2007), which is Haar on the
+    Stiefel manifold. Costs O(d·dim²) per trial instead of the O(d³) of a full Haar matrix; for dim ≤ 4 the
+    orthogonalisation is written out (two Gram–Schmidt passes for round-off) instead of a batched LAPACK QR.
     """
-    g = torch.randn((trials, d, dim), generator=generator, device=device, dtype=dtype)
-    q, r = torch.linalg.qr(g)
-    # Fix the signs so that q is Haar-distributed (Mezzadri 2007).
-    sign = torch.sign(torch.diagonal(r, dim1=-2, dim2=-1))
-    sign = torch.where(sign == 0, torch.ones_like(sign), sign)
-    return (q * sign.unsqueeze(-2)).transpose(-1, -2)
+    g = torch.randn((trials, dim, d), generator=generator, device=device, dtype=dtype)
+    if dim > 4:
+        q, r = torch.linalg.qr(g.transpose(-1, -2))
+        sign = torch.sign(torch.diagonal(r, dim1=-2, dim2=-1))
+        sign = torch.where(sign == 0, torch.ones_like(sign), sign)
+        return (q * sign.unsqueeze(-2)).transpose(-1, -2)
+    rows: list[torch.Tensor] = []
+    for i in range(dim):
+        v = g[:, i]
+        for _ in range(2 if i else 1):
+            for q in rows:
+                v = v - (v * q).sum(-1, keepdim=True) * q
+            v = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)
+        rows.append(v)
+    return torch.stack(rows, 1)
 
 
 @register_coupling("iid")
