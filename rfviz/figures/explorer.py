@@ -1,0 +1,226 @@
+"""MSE explorer: analytic and sampled MSE surfaces of any registered estimators over a θ × r grid.
+
+Pure functions (numpy in, numpy/plotly out) used by pages/mse_explorer.py and testable without Streamlit.
+Inputs follow the canonical embedding x = r·e1, y = r(cos θ·e1 + sin θ·e2) in R^d (same-length inputs,
+as in HRF Fig. 1), or a coordinate embedding for estimators that depend on coordinates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..engine import monte_carlo
+from ..estimators import REGISTRY, Estimator, create
+from ..numerics import LOG10
+from ..params import ParameterError
+from .common import columns_to_csv, heatmaps, lines, surfaces
+
+QUANTITIES: dict[str, str] = {
+    "log10_mse": "log10 MSE",
+    "rel_error": "log10 relative error √MSE/|K|",
+    "ratio": "log10 MSE ratio (A / B)",
+}
+"""What the surface shows; all in log10 because MSEs span hundreds of orders of magnitude."""
+
+SOFTMAX_KERNELS = ("softmax", "gaussian")
+DISAGREEMENT_Z = 4.0
+ROUNDOFF = 1e-10
+"""Differences below this fraction of K² are floating-point round-off, never flagged."""
+
+
+def kernel_options() -> list[str]:
+    """Kernels offered: softmax and Gaussian (any softmax-family estimator), then the other families."""
+    others = sorted({cls.family for cls in REGISTRY.values()
+                     if not any(p.name == "kernel" for p in cls.spec)} - set(SOFTMAX_KERNELS))
+    return [*SOFTMAX_KERNELS, *others]
+
+
+def estimators_for_kernel(kernel: str) -> list[str]:
+    """Registered estimators of ``kernel`` (softmax-family ones estimate both softmax and Gaussian)."""
+    out = []
+    for name, cls in REGISTRY.items():
+        names = {p.name for p in cls.spec}
+        if kernel in SOFTMAX_KERNELS and "kernel" in names:
+            kernel_param = next(p for p in cls.spec if p.name == "kernel")
+            if kernel in kernel_param.choices:
+                out.append(name)
+        elif kernel not in SOFTMAX_KERNELS and cls.family == kernel and "kernel" not in names:
+            out.append(name)
+    return out
+
+
+def make_estimator(name: str, params: Mapping[str, Any], kernel: str) -> Estimator:
+    """Instantiate ``name`` with ``params`` (the kernel added where the estimator has a kernel parameter)."""
+    cls = REGISTRY[name] if name in REGISTRY else None
+    if cls is None:
+        raise ParameterError(f"estimator must be one of {', '.join(sorted(REGISTRY))}, got {name!r}")
+    full = dict(params)
+    if any(p.name == "kernel" for p in cls.spec):
+        full["kernel"] = kernel
+    return create(name, **full)
+
+
+def make_axes(r_max: float, n_r: int, n_theta: int, r_min: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """r ∈ [r_min, r_max] and θ ∈ [0, π] grids; ParameterError naming the bad value otherwise."""
+    if not (np.isfinite(r_max) and r_max > 0):
+        raise ParameterError(f"r_max must be a number in (0, inf), got {r_max:g}")
+    if not (0 <= r_min < r_max):
+        raise ParameterError(f"r_min must be in [0, r_max) = [0, {r_max:g}), got {r_min:g}")
+    for label, n in (("grid points in r", n_r), ("grid points in θ", n_theta)):
+        if int(n) != n or n < 2 or n > 400:
+            raise ParameterError(f"{label} must be an integer in [2, 400], got {n}")
+    return np.linspace(r_min, r_max, int(n_r)), np.linspace(0.0, np.pi, int(n_theta))
+
+
+@dataclass
+class Surface:
+    """Analytic log10 MSE and log10 |K| of one estimator on the (r, θ) grid (arrays of shape (len(r), len(θ)))."""
+
+    name: str
+    log10_mse: np.ndarray
+    log10_kernel: np.ndarray
+    closed_form: bool
+
+
+def analytic_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r: np.ndarray,
+                     theta: np.ndarray, embedding: str = "canonical") -> Surface:
+    """Closed-form log10 MSE on the grid r × θ (NaN everywhere when the estimator has no closed form here)."""
+    est = make_estimator(name, params, kernel)
+    r = np.asarray(r, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    x, y = est.grid_pairs(r[:, None], theta[None, :], d, embedding)
+    log_k, _ = est.kernel_log_value(x, y, d)
+    log10_k = np.asarray(log_k, dtype=float) / LOG10
+    if not est.closed_form_available():
+        return Surface(name, np.full(log10_k.shape, np.nan), log10_k, False)
+    return Surface(name, est.log_mse(x, y, d) / LOG10, log10_k, True)
+
+
+@dataclass
+class Sampled:
+    """Monte-Carlo log10 MSE, its standard error and the z-score against the closed form, on a grid."""
+
+    name: str
+    log10_mse: np.ndarray
+    log10_stderr: np.ndarray
+    z: np.ndarray
+    trials: int
+    device: str
+
+    @property
+    def disagreements(self) -> int:
+        """Points where analytic and sampled MSE differ by more than 4 standard errors."""
+        return int(np.sum(np.abs(np.nan_to_num(self.z, nan=0.0)) > DISAGREEMENT_Z))
+
+
+def sampled_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r: np.ndarray, theta: np.ndarray,
+                    trials: int, seed: int = 0, embedding: str = "canonical", device: str = "auto",
+                    progress: Callable[[float], None] | None = None,
+                    cancel: Callable[[], bool] | None = None) -> Sampled:
+    """Sampled MSE on the grid r × θ through rfviz.engine.monte_carlo (cancellable, with progress)."""
+    est = make_estimator(name, params, kernel)
+    r = np.asarray(r, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    x, y = est.grid_pairs(r[:, None], theta[None, :], d, embedding)
+    shape = x.shape[:-1]
+    res = monte_carlo(est, x, y, d=d, trials=int(trials), seed=int(seed), device=device, progress=progress,
+                      cancel=cancel)
+    res_shape = np.shape(res.rel_mse)  # the engine returns flat (P,) or batch-shaped arrays
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log10_mse = np.reshape(res.log10_mse, shape)
+        se = np.reshape(res.log10_mse_stderr, shape)
+        if est.closed_form_available():
+            expected = np.exp(np.reshape(est.log_mse(x, y, d), res_shape) - 2.0 * res.log_scale)  # MSE / e^{2s}
+            diff = res.rel_mse - expected
+            z = np.reshape(diff / res.rel_mse_stderr, shape)
+            # Round-off (e.g. θ = π in floating point, where an estimator is exact) is not a disagreement.
+            negligible = np.reshape(np.abs(diff) <= ROUNDOFF * np.maximum(np.abs(res.target) ** 2, expected), shape)
+            z = np.where(np.isfinite(z) & ~negligible, z, np.where(negligible, 0.0, np.nan))
+        else:
+            z = np.full(shape, np.nan)
+    return Sampled(name, log10_mse, se, z, res.trials, res.device)
+
+
+def quantity(surfaces: Sequence[Surface], which: str, pair: tuple[str, str] | None = None,
+             field: str = "log10_mse") -> dict[str, np.ndarray]:
+    """The plotted quantity per panel: log10 MSE, log10 √MSE/|K|, or log10 MSE_A/MSE_B (one panel)."""
+    by_name = {s.name: s for s in surfaces}
+    if which == "log10_mse":
+        return {s.name: getattr(s, field) for s in surfaces}
+    if which == "rel_error":
+        return {s.name: 0.5 * getattr(s, field) - s.log10_kernel for s in surfaces}
+    if which == "ratio":
+        if pair is None or pair[0] not in by_name or pair[1] not in by_name or pair[0] == pair[1]:
+            raise ParameterError("the ratio needs two different selected estimators A and B")
+        a, b = (getattr(by_name[k], field) for k in pair)
+        with np.errstate(invalid="ignore"):
+            return {f"{pair[0]} / {pair[1]}": a - b}
+    raise ParameterError(f"quantity must be one of {', '.join(QUANTITIES)}, got {which!r}")
+
+
+def sampled_quantity(surfaces: Sequence[Surface], sampled: Mapping[str, Sampled], which: str,
+                     pair: tuple[str, str] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Sampled version of ``quantity``: {panel: (value, standard error)} for the panels that were sampled."""
+    by_name = {s.name: s for s in surfaces}
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if which == "ratio":
+        if pair and all(k in sampled for k in pair):
+            a, b = sampled[pair[0]], sampled[pair[1]]
+            with np.errstate(invalid="ignore"):
+                out[f"{pair[0]} / {pair[1]}"] = (a.log10_mse - b.log10_mse, np.hypot(a.log10_stderr, b.log10_stderr))
+        return out
+    for name, s in sampled.items():
+        if which == "rel_error":
+            # log10_kernel on the sampled grid is recomputed by the caller's Surface of that grid
+            out[name] = (0.5 * s.log10_mse - by_name[name].log10_kernel, 0.5 * s.log10_stderr)
+        else:
+            out[name] = (s.log10_mse, s.log10_stderr)
+    return out
+
+
+# ----------------------------------------------------------------------------------- figures
+def _labels(which: str) -> str:
+    return QUANTITIES[which]
+
+
+def heatmap_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str,
+                   disagree: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None, title: str = "") -> go.Figure:
+    """Heatmaps over θ (x-axis) × r (y-axis); red crosses where sampled and analytic disagree by > 4 SE."""
+    markers = {k: (th, rr, f"|z| > {DISAGREEMENT_Z:g}") for k, (rr, th) in (disagree or {}).items()}
+    return heatmaps(theta, r, values, xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
+                    diverging=which == "ratio", markers=markers)
+
+
+def surface_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str,
+                   sampled_points: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None,
+                   title: str = "") -> go.Figure:
+    """3-D surfaces over θ × r; sampled points with ±2 SE bars."""
+    return surfaces(theta, r, values, xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
+                    points=sampled_points)
+
+
+def slice_figure(axis: str, coord: np.ndarray, values: Mapping[str, np.ndarray], which: str, at: float,
+                 sampled: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None) -> go.Figure:
+    """The quantity along r (θ fixed) or along θ (r fixed), with sampled points ± 2 SE."""
+    if axis == "theta":
+        title = f"slice at θ = {at:.3g} rad"
+        return lines(coord, values, xlabel="r", ylabel=_labels(which), title=title, points=sampled)
+    title = f"slice at r = {at:.3g}"
+    return lines(coord, values, xlabel="θ", ylabel=_labels(which), title=title, theta_axis=True, points=sampled)
+
+
+def grid_csv(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str) -> str:
+    """Long-format CSV (panel, r, theta, value) of the plotted surfaces."""
+    rr, tt = np.meshgrid(r, theta, indexing="ij")
+    cols: dict[str, list[Any]] = {"panel": [], "r": [], "theta": [], which: []}
+    for name, z in values.items():
+        cols["panel"] += [name] * rr.size
+        cols["r"] += list(rr.ravel())
+        cols["theta"] += list(tt.ravel())
+        cols[which] += list(np.asarray(z, dtype=float).ravel())
+    return columns_to_csv({k: np.asarray(v, dtype=object if k == "panel" else float) for k, v in cols.items()})

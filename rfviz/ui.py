@@ -1,0 +1,329 @@
+"""Streamlit helpers shared by the app's pages (the only rfviz module that imports streamlit).
+
+``import rfviz`` never imports this module; pages do (``from rfviz import ui``).
+
+* ``PageState``: widgets whose state lives in the URL's query parameters, so a view can be shared. On the first
+  run of a page the widget starts from the URL (``?m=10&kernel=gaussian``), afterwards every change is written back.
+  A malformed URL value falls back to the default with a visible ``st.error``.
+* ``param_widget`` / ``estimator_params``: widgets generated from an estimator's ``spec`` (rfviz.params.Param).
+* ``guard``: a context manager turning ``ParameterError`` into ``st.error`` so the page keeps working.
+* ``cached``: ``st.cache_data`` for pure computations; ``downloads``: CSV + HTML download buttons
+  (generated lazily, on click); ``header``: title, explanation and the LaTeX formula with its source;
+  ``sidebar_info``: the compute device.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import streamlit as st
+
+from .params import Param, ParameterError
+
+T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+PAGES: dict[str, tuple[str, str]] = {
+    "mse_explorer": ("MSE explorer", ":material/grid_on:"),
+    "hybrid": ("Hybrid estimators", ":material/merge_type:"),
+    "gerf": ("GERF / OPRF / discrete RFs", ":material/functions:"),
+    "coupling": ("Coupling (simplex RFs)", ":material/change_history:"),
+    "optimal_sampling": ("Optimal sampling Ψ", ":material/target:"),
+    "dot_product": ("Dot-product sketches", ":material/scatter_plot:"),
+}
+"""URL path → (title, icon) of every page; app.py builds the navigation from it (stable links for the gallery)."""
+
+
+# --------------------------------------------------------------------------- values <-> URL text
+def to_text(value: Any) -> str:
+    """Serialise a widget value for the URL."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, complex):
+        return f"{value.real:g}{value.imag:+g}j"
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    if isinstance(value, list | tuple):
+        return ",".join(to_text(v) for v in value)
+    return str(value)
+
+
+def _parse_bool(text: str) -> bool:
+    low = text.strip().lower()
+    if low in ("true", "1", "yes", "on"):
+        return True
+    if low in ("false", "0", "no", "off"):
+        return False
+    raise ParameterError(f"must be true or false, got {text!r}")
+
+
+def _parse_number(text: str, kind: type) -> float | int:
+    try:
+        f = float(text)
+    except ValueError:
+        raise ParameterError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(f):
+        raise ParameterError(f"must be finite, got {text!r}")
+    if kind is int:
+        if f != int(f):
+            raise ParameterError(f"must be an integer, got {text!r}")
+        return int(f)
+    return f
+
+
+# --------------------------------------------------------------------------- page state
+class PageState:
+    """Widgets of one page, synchronised with the URL query parameters.
+
+    Widget keys are ``"<page>.<name>"`` in ``st.session_state``; the URL uses ``name`` alone.
+    """
+
+    def __init__(self, page: str) -> None:
+        self.page = page
+        self.url_errors: list[str] = []
+
+    def key(self, name: str) -> str:
+        return f"{self.page}.{name}"
+
+    def _init(self, name: str, default: T, parse: Callable[[str], T], check: Callable[[T], bool] | None = None) -> None:
+        """Seed the widget's session state from the URL (first run) or the default."""
+        key = self.key(name)
+        if key in st.session_state:
+            return
+        value = default
+        raw = st.query_params.get(name)
+        if raw is not None:
+            try:
+                parsed = parse(raw)
+                if check is not None and not check(parsed):
+                    raise ParameterError(f"value {raw!r} is out of the widget's range")
+                value = parsed
+            except (ParameterError, ValueError) as exc:
+                self.url_errors.append(f"URL parameter {name}: {exc}; using the default {to_text(default)}")
+        st.session_state[key] = value
+
+    def _sync(self, name: str, value: Any) -> None:
+        text = to_text(value)
+        if st.query_params.get(name) != text:
+            st.query_params[name] = text
+
+    def show_url_errors(self) -> None:
+        """Show what could not be read from the URL (each once)."""
+        for msg in self.url_errors:
+            st.error(msg, icon=":material/link_off:")
+        self.url_errors.clear()
+
+    # -- widgets -----------------------------------------------------------
+    def selectbox(self, label: str, name: str, options: Sequence[str], default: str | None = None,
+                  container: Any = st, **kw: Any) -> str:
+        options = list(options)
+        default = options[0] if default is None or default not in options else default
+        self._init(name, default, str, lambda v: v in options)
+        if st.session_state[self.key(name)] not in options:
+            st.session_state[self.key(name)] = default
+        value = container.selectbox(label, options, key=self.key(name), **kw)
+        self._sync(name, value)
+        return value
+
+    def radio(self, label: str, name: str, options: Sequence[str], default: str | None = None,
+              container: Any = st, **kw: Any) -> str:
+        options = list(options)
+        default = options[0] if default is None or default not in options else default
+        self._init(name, default, str, lambda v: v in options)
+        if st.session_state[self.key(name)] not in options:
+            st.session_state[self.key(name)] = default
+        value = container.radio(label, options, key=self.key(name), horizontal=True, **kw)
+        self._sync(name, value)
+        return value
+
+    def multiselect(self, label: str, name: str, options: Sequence[str], default: Sequence[str],
+                    container: Any = st, **kw: Any) -> list[str]:
+        options = list(options)
+
+        def parse(text: str) -> list[str]:
+            return [t for t in text.split(",") if t]
+
+        self._init(name, [d for d in default if d in options], parse, lambda v: all(x in options for x in v))
+        key = self.key(name)
+        st.session_state[key] = [v for v in st.session_state[key] if v in options]
+        value = container.multiselect(label, options, key=key, **kw)
+        self._sync(name, value)
+        return list(value)
+
+    def slider(self, label: str, name: str, low: float, high: float, default: float, step: float | None = None,
+               container: Any = st, **kw: Any) -> float:
+        kind = int if all(isinstance(v, int) for v in (low, high, default)) and (step is None or
+                                                                                  isinstance(step, int)) else float
+        self._init(name, kind(default), lambda t: _parse_number(t, kind), lambda v: low <= v <= high)
+        value = container.slider(label, kind(low), kind(high), key=self.key(name),
+                                 step=None if step is None else kind(step), **kw)
+        self._sync(name, value)
+        return value
+
+    def number(self, label: str, name: str, default: float, kind: type = float, container: Any = st,
+               **kw: Any) -> float:
+        """Unbounded number input: range checks belong to the computation (so errors are shown, not clamped)."""
+        self._init(name, kind(default), lambda t: _parse_number(t, kind))
+        value = container.number_input(label, key=self.key(name), step=1 if kind is int else kw.pop("step", None),
+                                       **kw)
+        self._sync(name, value)
+        return value
+
+    def toggle(self, label: str, name: str, default: bool = False, container: Any = st, **kw: Any) -> bool:
+        self._init(name, default, _parse_bool)
+        value = container.toggle(label, key=self.key(name), **kw)
+        self._sync(name, value)
+        return bool(value)
+
+    def text(self, label: str, name: str, default: str, container: Any = st, **kw: Any) -> str:
+        self._init(name, default, str)
+        value = container.text_input(label, key=self.key(name), **kw)
+        self._sync(name, value)
+        return value
+
+
+# --------------------------------------------------------------------------- spec-driven widgets
+def slider_range(p: Param) -> tuple[float, float] | None:
+    """Finite slider range for a float parameter (ui_low/ui_high, else low/high), or None."""
+    lo = p.ui_low if p.ui_low is not None else p.low
+    hi = p.ui_high if p.ui_high is not None else p.high
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
+        return None
+    return float(lo), float(hi)
+
+
+def param_widget(state: PageState, p: Param, prefix: str = "", container: Any = st,
+                 default: Any = None) -> Any:
+    """A widget for one Param: selectbox (choice), toggle (bool), number input (int; complex as text),
+    slider (float with a finite UI range) or number input (float otherwise). Returns the raw value;
+    validation is left to the estimator (so invalid values show an error instead of being clamped)."""
+    name = f"{prefix}{p.name}"
+    label = p.label or p.name
+    default = p.default if default is None else default
+    help_text = f"{p.help} (valid: {p.range_text()})" if p.help else p.range_text()
+    if p.kind == "choice":
+        return state.selectbox(label, name, p.choices, default, container=container, help=help_text)
+    if p.kind == "bool":
+        return state.toggle(label, name, bool(default), container=container, help=help_text)
+    if p.kind == "complex":
+        return state.text(label, name, to_text(complex(default)), container=container,
+                          help=help_text + "; write e.g. -0.1+0.2j")
+    if p.kind == "int":
+        return state.number(label, name, int(default), int, container=container, help=help_text)
+    rng = slider_range(p)
+    if rng is not None and rng[0] <= float(default) <= rng[1]:
+        lo, hi = rng
+        step = float(f"{(hi - lo) / 200:.1g}")
+        return state.slider(label, name, lo, hi, float(default), step=step, container=container, help=help_text)
+    return state.number(label, name, float(default), float, container=container, help=help_text, format="%g")
+
+
+def estimator_params(state: PageState, spec: Sequence[Param], prefix: str = "", skip: Sequence[str] = (),
+                     container: Any = st, defaults: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Widgets for every Param of ``spec`` not in ``skip``; returns {name: raw value}."""
+    defaults = defaults or {}
+    return {p.name: param_widget(state, p, prefix, container, defaults.get(p.name))
+            for p in spec if p.name not in skip}
+
+
+# --------------------------------------------------------------------------- page furniture
+def header(title: str, intro: str, formulas: Sequence[tuple[str, str]] = ()) -> None:
+    """Title, a short explanation and each plotted formula (LaTeX) with its source paper and equation."""
+    st.title(title)
+    st.markdown(intro)
+    if formulas:
+        with st.expander("What is plotted: formulas and sources", expanded=False):
+            for latex, source in formulas:
+                st.latex(latex)
+                st.caption(source)
+
+
+@contextmanager
+def guard(context: str = "") -> Iterator[None]:
+    """Show a ParameterError as ``st.error`` (naming the parameter and its range) and carry on."""
+    try:
+        yield
+    except ParameterError as exc:
+        st.error(f"{context}{exc}", icon=":material/error:")
+    except NotImplementedError as exc:
+        st.warning(f"{context}{exc}", icon=":material/construction:")
+
+
+def cached(fn: F) -> F:
+    """``st.cache_data`` for a pure computation (arguments must be hashable values, results picklable)."""
+    return st.cache_data(show_spinner=False, max_entries=256)(fn)  # type: ignore[return-value]
+
+
+def memo(namespace: str, key: Any, compute: Callable[[], T], max_entries: int = 32) -> T:
+    """Session-scoped memo for computations that draw Streamlit elements while running (progress bars),
+    which ``st.cache_data`` cannot replay. ``key`` must be hashable."""
+    store: dict[Any, Any] = st.session_state.setdefault(f"_memo.{namespace}", {})
+    if key in store:
+        return store[key]
+    value = compute()
+    if len(store) >= max_entries:
+        store.pop(next(iter(store)))
+    store[key] = value
+    return value
+
+
+def freeze(value: Any) -> Any:
+    """A hashable version of nested dicts/lists/arrays (for ``memo`` keys)."""
+    if isinstance(value, dict):
+        return tuple(sorted((k, freeze(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(freeze(v) for v in value)
+    if hasattr(value, "tolist"):
+        return freeze(value.tolist())
+    return value
+
+
+def downloads(stem: str, csv: Callable[[], str] | str | None, fig: Any = None, container: Any = st,
+              key: str | None = None) -> None:
+    """CSV (data) and HTML (figure) download buttons; contents are generated when clicked."""
+    cols = container.columns(2)
+    key = key or stem
+    if csv is not None:
+        cols[0].download_button("Data (CSV)", csv, file_name=f"{stem}.csv", mime="text/csv",
+                                icon=":material/download:", key=f"dl-csv-{key}", on_click="ignore")
+    if fig is not None:
+        cols[1].download_button("Figure (HTML)", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
+                                file_name=f"{stem}.html", mime="text/html", icon=":material/download:",
+                                key=f"dl-html-{key}", on_click="ignore")
+
+
+def plot(fig: Any, key: str | None = None) -> None:
+    """Draw a plotly figure at full width."""
+    st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
+
+
+@st.cache_resource(show_spinner=False)
+def _device_text() -> str:
+    import torch
+
+    from .sampling import resolve_device
+
+    dev = resolve_device("auto")
+    if dev.type == "cuda":
+        return f"CUDA · {torch.cuda.get_device_name(dev)}"
+    return f"CPU · {torch.get_num_threads()} threads"
+
+
+def device_text() -> str:
+    """The compute device Monte-Carlo runs use (rfviz.sampling.resolve_device('auto'))."""
+    return _device_text()
+
+
+def sidebar_info() -> None:
+    """Compute device and version in the sidebar."""
+    from . import __version__
+
+    st.sidebar.caption(f"Compute device: **{device_text()}** · rfviz {__version__}")
+
+
+def missing_module(what: str, exc: Exception) -> None:
+    """Explain that a part of the package is not available (yet) instead of failing."""
+    st.info(f"{what} is not available in this installation ({exc}).", icon=":material/hourglass_empty:")
