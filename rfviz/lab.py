@@ -1,0 +1,454 @@
+"""The estimator lab: is a (new) estimator unbiased, and where does its MSE beat the known mechanisms?
+
+``check_estimator`` runs one Monte-Carlo experiment over a grid of (r, θ) (canonical embedding of R^d) and reports:
+
+* **bias**: at each point the z-score of the sampled mean of K̂ against the true kernel (MCResult.bias_z), its
+  two-sided normal p-value, and Holm's step-down test over the grid (family-wise error ≤ α under any dependence
+  between the points; the points share their random draws, so they are dependent). Verdict "bias detected" iff
+  Holm rejects at least one point.
+* **heavy tails**: the CLT behind a z-score needs trials ≫ the kurtosis κ of K̂ (positive RFs at large |x + y|
+  are log-normal-like). κ is estimated from the engine's output (κ = 1 + n·SE(rel_mse)²/rel_mse²); points with
+  κ > trials/20 are left out of the bias test (κ > trials/100 for the closed-form test, which needs higher
+  moments), and the report lists them with that reason.
+* **closed form**: if the estimator gives one, the z-score of the sampled MSE against it (Holm at α as well).
+* **MSE ratio map**: log10(MSE_candidate / MSE_builtin) against chosen built-ins with the same m and kernel
+  (closed forms where they exist, Monte Carlo otherwise): negative where the candidate wins.
+* **features**: finite, positive (real and > 0), bounded-looking (the largest |φ| does not grow with more
+  samples), and consistent with ``estimate`` (Σ φ_query(x)·φ_key(y) = K̂(x, y)).
+
+The summary verdict is "unbiased" or "bias detected"; other findings are warnings.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from scipy.special import erfc, ndtri
+
+from .engine import MCResult, monte_carlo
+from .estimators.base import REGISTRY, Estimator
+from .numerics import LOG10
+from .params import ParameterError
+from .plugins import call_guarded, instantiate, protocol_guard
+
+DEFAULT_R: tuple[float, ...] = (0.5, 1.0, 1.5)
+DEFAULT_THETA: tuple[float, ...] = (0.0, math.pi / 4, math.pi / 2, 3 * math.pi / 4, math.pi)
+DEFAULT_D = 8
+DEFAULT_TRIALS = 4000
+DEFAULT_ALPHA = 0.01
+DEFAULT_COMPARE: tuple[str, ...] = ("trig", "positive", "positive_antithetic")
+BIAS_KURTOSIS_FRACTION = 1 / 20
+"""A point enters the bias test only if its estimated kurtosis κ ≤ trials·this (CLT for the mean)."""
+CLOSED_FORM_KURTOSIS_FRACTION = 1 / 100
+"""Stricter for the closed-form test: the MSE's own standard error needs the 4th moment to be well sampled."""
+TIE_LOG10 = 0.05
+"""|log10 ratio| below this counts as a tie in the win/lose summary (about ±12 %)."""
+EXACT_REL_MSE = 1e-24
+"""A relative MSE (MSE/K²) below this is round-off: the estimator is exact at that point (e.g. positive RFs at
+θ = π, trig at θ = 0)."""
+FEATURE_TRIALS = 1024
+FEATURE_GROWTH_TOLERANCE = 1.1
+"""Features look bounded if max|φ| over all samples ≤ this × max|φ| over the first 1/16 of them."""
+SHARED_PARAMS = ("m", "kernel", "coupling")
+"""Parameters copied from the candidate to each comparator (a like-for-like comparison)."""
+
+
+# --------------------------------------------------------------------------- statistics helpers
+def two_sided_p(z: np.ndarray) -> np.ndarray:
+    """Two-sided normal p-value of z-scores (inf → 0; NaN, an undefined z, → 1)."""
+    p = erfc(np.abs(np.asarray(z, dtype=float)) / math.sqrt(2.0))
+    return np.where(np.isnan(p), 1.0, p)
+
+
+def holm_reject(p: np.ndarray, alpha: float, mask: np.ndarray | None = None) -> np.ndarray:
+    """Holm's step-down procedure (Holm 1979) over the entries where ``mask`` is true: reject p_(k) while
+    p_(k) ≤ α/(M − k), k = 0, 1, …; controls the family-wise error at α under any dependence."""
+    p = np.asarray(p, dtype=float)
+    mask = np.ones(p.shape, bool) if mask is None else np.asarray(mask, bool)
+    reject = np.zeros(p.shape, bool)
+    idx = np.flatnonzero(mask.ravel())
+    order = idx[np.argsort(p.ravel()[idx], kind="stable")]
+    M = len(order)
+    flat = reject.ravel()
+    for k, i in enumerate(order):
+        if p.ravel()[i] > alpha / (M - k):
+            break
+        flat[i] = True
+    return flat.reshape(p.shape)
+
+
+def bonferroni_z(alpha: float, tests: int) -> float:
+    """|z| above which a single point is significant after Bonferroni (Holm's first, strictest step)."""
+    return float(ndtri(1.0 - alpha / (2 * max(tests, 1))))
+
+
+def kurtosis(res: MCResult) -> np.ndarray:
+    """Kurtosis of K̂ about the target, E(K̂ − K)⁴ / (E(K̂ − K)²)², from the engine's MSE and its standard error.
+
+    NaN where the estimator is exact up to round-off (relative MSE ≤ EXACT_REL_MSE): there is no spread.
+    """
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        kappa = 1.0 + res.trials * res.rel_mse_stderr**2 / res.rel_mse**2
+    return np.where(res.rel_mse > EXACT_REL_MSE, kappa, np.nan)
+
+
+# --------------------------------------------------------------------------- report
+@dataclass
+class Comparison:
+    """MSE of the candidate relative to one built-in: log10 ratio per grid point (< 0: the candidate wins)."""
+
+    name: str
+    params: dict[str, Any]
+    source: str  # "closed form" or "monte carlo"
+    log10_ratio: np.ndarray
+    wins: int
+    losses: int
+    ties: int
+
+
+@dataclass
+class LabReport:
+    """Everything the lab found; grids are (len(r), len(theta)) arrays (rows r, columns θ)."""
+
+    estimator: str
+    title: str
+    params: dict[str, Any]
+    kernel: str
+    d: int
+    trials: int
+    seed: int
+    alpha: float
+    r: np.ndarray
+    theta: np.ndarray
+    bias_z: np.ndarray
+    bias_p: np.ndarray
+    kurtosis: np.ndarray
+    bias_tested: np.ndarray
+    bias_rejected: np.ndarray
+    log10_mse: np.ndarray
+    mse_source: str
+    closed_form_z: np.ndarray | None = None
+    closed_form_tested: np.ndarray | None = None
+    closed_form_rejected: np.ndarray | None = None
+    comparisons: list[Comparison] = field(default_factory=list)
+    skipped_comparisons: dict[str, str] = field(default_factory=dict)
+    features: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def biased(self) -> bool:
+        return bool(self.bias_rejected.any())
+
+    @property
+    def verdict(self) -> str:
+        return "bias detected" if self.biased else "unbiased"
+
+    @property
+    def exit_code(self) -> int:
+        """CLI exit code: 0 unbiased, 1 bias detected."""
+        return 1 if self.biased else 0
+
+    @property
+    def z_critical(self) -> float:
+        return bonferroni_z(self.alpha, int(self.bias_tested.sum()))
+
+    @property
+    def closed_form_agrees(self) -> bool | None:
+        if self.closed_form_rejected is None:
+            return None
+        return not bool(self.closed_form_rejected.any())
+
+    def summary(self) -> str:
+        """One sentence: the verdict and why."""
+        n = int(self.bias_tested.sum())
+        total = self.bias_z.size
+        if self.biased:
+            k = int(self.bias_rejected.sum())
+            i = np.unravel_index(np.nanargmax(np.where(self.bias_rejected, np.abs(self.bias_z), -1)), self.bias_z.shape)
+            return (f"BIAS DETECTED: the mean of K̂ differs from the kernel at {k} of {n} tested grid points "
+                    f"(Holm, α = {self.alpha:g}); worst z = {self.bias_z[i]:+.1f} at r = {self.r[i[0]]:g}, "
+                    f"θ = {self.theta[i[1]]:.3f}")
+        max_z = float(np.max(np.abs(self.bias_z[self.bias_tested]))) if n else float("nan")
+        return (f"UNBIASED: no grid point rejects E[K̂] = K (Holm over {n} of {total} points, α = {self.alpha:g}; "
+                f"max |z| = {max_z:.2f}, first Holm threshold {self.z_critical:.2f})")
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict (non-finite floats become null through rfviz.cli.jsonable)."""
+        out: dict[str, Any] = {
+            "estimator": self.estimator,
+            "title": self.title,
+            "params": self.params,
+            "kernel": self.kernel,
+            "d": self.d,
+            "trials": self.trials,
+            "seed": self.seed,
+            "alpha": self.alpha,
+            "verdict": self.verdict,
+            "summary": self.summary(),
+            "grid": {"r": self.r, "theta": self.theta, "layout": "rows r, columns theta"},
+            "bias": {
+                "z": self.bias_z,
+                "p": self.bias_p,
+                "tested": self.bias_tested,
+                "rejected": self.bias_rejected,
+                "kurtosis": self.kurtosis,
+                "method": "two-sided z of the mean, Holm step-down over tested points",
+                "first_threshold_abs_z": self.z_critical,
+            },
+            "closed_form": None if self.closed_form_z is None else {
+                "z": self.closed_form_z,
+                "tested": self.closed_form_tested,
+                "rejected": self.closed_form_rejected,
+                "agrees": self.closed_form_agrees,
+            },
+            "log10_mse": self.log10_mse,
+            "mse_source": self.mse_source,
+            "comparisons": {c.name: {"params": c.params, "source": c.source, "log10_ratio": c.log10_ratio,
+                                     "wins": c.wins, "losses": c.losses, "ties": c.ties} for c in self.comparisons},
+            "skipped_comparisons": self.skipped_comparisons,
+            "features": self.features,
+            "warnings": self.warnings,
+        }
+        return out
+
+    def to_text(self) -> str:
+        """Human-readable report (what ``python -m rfviz check`` prints)."""
+        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        lines = [f"estimator   {self.estimator} ({self.title}) [{params}]",
+                 f"setting     kernel={self.kernel}, d={self.d}, trials={self.trials}, seed={self.seed}, "
+                 f"grid {len(self.r)} r × {len(self.theta)} θ",
+                 f"verdict     {self.summary()}", "", "bias z-score of the mean (rows r, columns θ; "
+                 "* = rejected by Holm, ~ = heavy-tailed, left out):"]
+        lines += _grid_text(self.r, self.theta, self.bias_z, self.bias_rejected, ~self.bias_tested)
+        if self.closed_form_z is not None:
+            agrees = "agrees" if self.closed_form_agrees else "DISAGREES"
+            lines += ["", f"closed-form MSE vs Monte Carlo: {agrees} (z-scores, * = rejected, ~ = left out):"]
+            lines += _grid_text(self.r, self.theta, self.closed_form_z, self.closed_form_rejected,
+                                ~self.closed_form_tested)
+        else:
+            lines += ["", "closed-form MSE: none given"]
+        for c in self.comparisons:
+            lines += ["", f"log10 MSE ratio vs {c.name} ({c.source}); < 0: {self.estimator} wins "
+                      f"(wins {c.wins}, loses {c.losses}, ties {c.ties}):"]
+            lines += _grid_text(self.r, self.theta, c.log10_ratio, None, None, fmt="{:+7.2f}")
+        for name, why in self.skipped_comparisons.items():
+            lines.append(f"not compared with {name}: {why}")
+        f = self.features
+        lines += [""]
+        if f.get("available"):
+            lines.append(f"features    {f['count']} per input; finite: {f['finite']}; positive: {f['positive']}; "
+                         f"bounded (observed): {f['bounded_observed']} (max|φ| growth {f['max_growth']:.2f}); "
+                         f"Σφ·φ = K̂: {f['consistent']} (max rel. diff {f['max_rel_diff']:.1e})")
+        else:
+            lines.append(f"features    {f.get('reason', 'not available')}")
+        for w in self.warnings:
+            lines.append(f"warning     {w}")
+        return "\n".join(lines)
+
+
+def _grid_text(r: np.ndarray, theta: np.ndarray, values: np.ndarray, mark: np.ndarray | None,
+               skip: np.ndarray | None, fmt: str = "{:+7.2f}") -> list[str]:
+    head = "   r \\ θ " + "".join(f"{t:>9.3f}" for t in theta)
+    rows = [head]
+    for i, rv in enumerate(r):
+        cells = []
+        for j in range(len(theta)):
+            v = values[i, j]
+            text = fmt.format(v) if np.isfinite(v) else f"{v:>7}"
+            tag = "*" if mark is not None and mark[i, j] else ("~" if skip is not None and skip[i, j] else " ")
+            cells.append(f"{text:>8}{tag}")
+        rows.append(f"{rv:>8g} " + "".join(cells))
+    return rows
+
+
+# --------------------------------------------------------------------------- the check
+def _grid(r: Sequence[float], theta: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    r_arr = np.asarray(r, dtype=float).ravel()
+    t_arr = np.asarray(theta, dtype=float).ravel()
+    if r_arr.size == 0 or t_arr.size == 0:
+        raise ParameterError("the grid needs at least one r and one theta value")
+    if np.any(~np.isfinite(r_arr)) or np.any(r_arr < 0):
+        raise ParameterError(f"r must be numbers in [0, inf), got {r_arr.tolist()}")
+    if np.any(~np.isfinite(t_arr)) or np.any(t_arr < 0) or np.any(t_arr > math.pi + 1e-12):
+        raise ParameterError(f"theta must be in [0, π] (radians), got {t_arr.tolist()}")
+    return r_arr, np.minimum(t_arr, math.pi)
+
+
+def _run_mc(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, trials: int, seed: int, device: str,
+            progress: Callable[[float], None] | None) -> MCResult:
+    with protocol_guard(f"{type(est).__name__} ({est.name})", "the Monte-Carlo run (sample/estimate)"):
+        try:
+            return monte_carlo(est, x, y, d=d, trials=trials, seed=seed, device=device, progress=progress)
+        except FloatingPointError as exc:
+            raise ParameterError(f"{est.name}: {exc}; its estimates are NaN or inf on this grid "
+                                 "(compute K̂ in log space, or use a smaller r)") from None
+
+
+def comparator(name: str, candidate: Estimator) -> Estimator:
+    """Built-in ``name`` with the candidate's m, kernel and coupling where it has those parameters."""
+    if name not in REGISTRY:
+        raise ParameterError(f"compare must name built-in estimators ({', '.join(sorted(REGISTRY))}), got {name!r}")
+    cls = REGISTRY[name]
+    own = {p.name: p for p in cls.spec}
+    params = {k: candidate.params[k] for k in SHARED_PARAMS if k in own and k in candidate.params}
+    if "kernel" not in own and cls.family != candidate.kernel:
+        raise ParameterError(f"{name} estimates the {cls.family} kernel, not {candidate.kernel}")
+    return cls(**params)
+
+
+def check_features(est: Estimator, x: np.ndarray, y: np.ndarray, log_scale: np.ndarray, d: int, seed: int,
+                   r: np.ndarray) -> dict[str, Any]:
+    """Positivity, finiteness, observed boundedness and consistency (Σ φ_q·φ_k = K̂) of the feature maps."""
+    owner = f"{type(est).__name__} ({est.name})"
+    gen = torch.Generator().manual_seed(int(seed) + 1)
+    dt = torch.float64
+    samples = call_guarded(owner, "sample", est.sample, FEATURE_TRIALS, d, generator=gen,
+                           device=torch.device("cpu"), dtype=dt, dim=x.shape[-1])
+    xt, yt = torch.as_tensor(x, dtype=dt), torch.as_tensor(y, dtype=dt)
+    try:
+        phi_q = est.features(samples, xt, "query")
+        phi_k = est.features(samples, yt, "key")
+    except NotImplementedError:
+        return {"available": False, "reason": "no feature map (features() not implemented)"}
+    except Exception as exc:
+        with protocol_guard(owner, "features"):
+            raise exc
+    if not (isinstance(phi_q, torch.Tensor) and phi_q.dim() == 3 and phi_q.shape[:2] == (FEATURE_TRIALS, len(x))):
+        raise ParameterError(f"{owner}: features must return shape (trials, pairs, features)")
+    finite = bool(torch.isfinite(phi_q).all() and torch.isfinite(phi_k).all())
+    positive = bool(not phi_q.is_complex() and not phi_k.is_complex() and (phi_q > 0).all() and (phi_k > 0).all())
+    # Boundedness, observed: at the largest r, does max|φ| keep growing when we look at 16× more samples?
+    big = np.isclose(r, r.max())
+    both = torch.cat([phi_q[:, big], phi_k[:, big]], 1).abs()
+    head = both[: max(1, FEATURE_TRIALS // 16)].max()
+    growth = float(both.max() / head) if float(head) > 0 else 1.0
+    # Consistency with estimate: (Σ φ_q·φ_k)·e^{-s} against K̂·e^{-s}, relative to max(|K̂e^{-s}|, 1).
+    st = torch.as_tensor(log_scale, dtype=dt)
+    prod = (phi_q * phi_k).sum(-1) * torch.exp(-st)[None, :]
+    est_vals = call_guarded(owner, "estimate", est.estimate, samples, xt, yt, st)
+    diff = (prod - est_vals).abs() / torch.clamp(est_vals.abs(), min=1.0)
+    max_rel = float(diff.max()) if finite else float("nan")
+    return {"available": True, "count": int(phi_q.shape[-1]), "finite": finite, "positive": positive,
+            "bounded_observed": bool(finite and growth <= FEATURE_GROWTH_TOLERANCE), "max_growth": growth,
+            "consistent": bool(finite and max_rel < 1e-6), "max_rel_diff": max_rel}
+
+
+def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Sequence[float] = DEFAULT_THETA,
+                    d: int = DEFAULT_D, trials: int = DEFAULT_TRIALS, seed: int = 0, alpha: float = DEFAULT_ALPHA,
+                    compare: Sequence[str] = DEFAULT_COMPARE, device: str = "cpu",
+                    check_feature_maps: bool = True,
+                    progress: Callable[[float], None] | None = None) -> LabReport:
+    """Run the lab's checks on ``est`` over the (r, θ) grid in R^d; see the module docstring."""
+    if not 0 < alpha < 1:
+        raise ParameterError(f"alpha must be a number in (0, 1), got {alpha:g}")
+    if int(trials) != trials or trials < 100:
+        raise ParameterError(f"trials must be an integer in [100, inf), got {trials}")
+    r_arr, t_arr = _grid(r, theta)
+    owner = f"{type(est).__name__} ({est.name})"
+    rr, tt = np.meshgrid(r_arr, t_arr, indexing="ij")
+    with protocol_guard(owner, "grid_pairs"):
+        x, y = est.grid_pairs(rr, tt, d)
+    shape = rr.shape
+    x2, y2 = x.reshape(-1, x.shape[-1]), y.reshape(-1, y.shape[-1])
+    compare = [c for c in compare if c != est.name]
+    # Progress: the candidate's MC run is most of the work; each MC comparator another share.
+    stages = 1 + len(compare) + (1 if check_feature_maps else 0)
+
+    def stage(i: int) -> Callable[[float], None] | None:
+        if progress is None:
+            return None
+        return lambda f: progress(min(1.0, (i + f) / stages))
+
+    res = _run_mc(est, x2, y2, d, trials, seed, device, stage(0))
+    bias_z = np.asarray(res.bias_z, float)
+    kappa = kurtosis(res)
+    exact = np.asarray(res.rel_mse) <= EXACT_REL_MSE
+    tested = exact | (kappa <= trials * BIAS_KURTOSIS_FRACTION)
+    p = two_sided_p(bias_z)
+    rejected = holm_reject(p, alpha, tested)
+    warnings: list[str] = []
+    left_out = int((~tested).sum())
+    if left_out:
+        warnings.append(f"{left_out} of {tested.size} grid points are heavy-tailed (kurtosis > trials/20) and were "
+                        "left out of the bias test; more trials or a smaller r would include them")
+    if not tested.any():
+        warnings.append("no grid point could be tested: every point is heavy-tailed at this trial count")
+
+    log_mse_mc = np.asarray(res.log_mse, float)
+    cf_z = cf_tested = cf_rejected = None
+    log_mse_cand, mse_source = log_mse_mc, "monte carlo"
+    has_cf = call_guarded(owner, "closed_form_available", est.closed_form_available)
+    if has_cf:
+        log_mse_cf = np.asarray(call_guarded(owner, "log_mse", est.log_mse, x2, y2, d), float).ravel()
+        cf_z = np.asarray(res.z_against(log_mse_cf), float)
+        with np.errstate(over="ignore"):
+            cf_exact = np.exp(log_mse_cf - 2.0 * res.log_scale) <= EXACT_REL_MSE
+        both_exact = exact & cf_exact
+        cf_z = np.where(both_exact, 0.0, cf_z)
+        cf_tested = exact | (kappa <= trials * CLOSED_FORM_KURTOSIS_FRACTION)
+        cf_rejected = holm_reject(two_sided_p(cf_z), alpha, cf_tested | np.isinf(cf_z))
+        if cf_rejected.any():
+            warnings.append(f"the closed-form MSE disagrees with Monte Carlo at {int(cf_rejected.sum())} grid points")
+        else:
+            log_mse_cand, mse_source = log_mse_cf, "closed form"
+
+    comparisons: list[Comparison] = []
+    skipped: dict[str, str] = {}
+    for i, name in enumerate(compare, start=1):
+        try:
+            other = comparator(name, est)
+        except ParameterError as exc:
+            skipped[name] = str(exc)
+            continue
+        try:
+            if other.closed_form_available():
+                ox, oy = other.grid_pairs(rr, tt, d)
+                log_other = other.log_mse(ox.reshape(-1, ox.shape[-1]), oy.reshape(-1, oy.shape[-1]), d).ravel()
+                source = "closed form"
+            else:
+                ox, oy = other.grid_pairs(rr, tt, d)
+                mc = monte_carlo(other, ox.reshape(-1, ox.shape[-1]), oy.reshape(-1, oy.shape[-1]), d=d,
+                                 trials=trials, seed=seed, device=device, progress=stage(i))
+                log_other, source = np.asarray(mc.log_mse, float), "monte carlo"
+        except (ParameterError, NotImplementedError, FloatingPointError) as exc:
+            skipped[name] = str(exc)
+            continue
+        with np.errstate(invalid="ignore"):
+            ratio = (log_mse_cand - log_other) / LOG10
+        ratio = np.where((log_mse_cand == -np.inf) & (log_other == -np.inf), 0.0, ratio)
+        comparisons.append(Comparison(name, dict(other.params), source, ratio.reshape(shape),
+                                      wins=int(np.sum(ratio < -TIE_LOG10)), losses=int(np.sum(ratio > TIE_LOG10)),
+                                      ties=int(np.sum(np.abs(ratio) <= TIE_LOG10))))
+
+    features: dict[str, Any] = {"available": False, "reason": "not checked"}
+    if check_feature_maps:
+        features = check_features(est, x2, y2, res.log_scale, d, seed, rr.ravel())
+        if features.get("available"):
+            if not features["finite"]:
+                warnings.append("the feature map returned NaN or inf on this grid")
+            elif not features["consistent"]:
+                warnings.append(f"Σ φ_query(x)·φ_key(y) differs from estimate() (max relative difference "
+                                f"{features['max_rel_diff']:.2g})")
+        if progress is not None:
+            progress(1.0)
+
+    return LabReport(
+        estimator=est.name, title=type(est).title, params=dict(est.params), kernel=est.kernel, d=d,
+        trials=res.trials, seed=seed, alpha=alpha, r=r_arr, theta=t_arr,
+        bias_z=bias_z.reshape(shape), bias_p=p.reshape(shape), kurtosis=kappa.reshape(shape),
+        bias_tested=tested.reshape(shape), bias_rejected=rejected.reshape(shape),
+        log10_mse=(log_mse_cand / LOG10).reshape(shape), mse_source=mse_source,
+        closed_form_z=None if cf_z is None else cf_z.reshape(shape),
+        closed_form_tested=None if cf_tested is None else cf_tested.reshape(shape),
+        closed_form_rejected=None if cf_rejected is None else cf_rejected.reshape(shape),
+        comparisons=comparisons, skipped_comparisons=skipped, features=features, warnings=warnings)
+
+
+def check(target: type[Estimator], params: dict[str, Any] | None = None, **kwargs: Any) -> LabReport:
+    """Instantiate ``target`` (validated parameters, plugin failures as one-line errors) and check it."""
+    return check_estimator(instantiate(target, params), **kwargs)

@@ -1,0 +1,316 @@
+"""Loading user estimators (plugins) and checking that they follow the estimator protocol.
+
+A plugin is an ordinary Python class that subclasses ``rfviz.estimators.base.Estimator`` (or
+``SoftmaxFamilyEstimator``) in the user's own file or package. Three ways to name it, all on the machine that
+runs rfviz (the browser never uploads or runs code):
+
+* a spec string: ``path/to/file.py`` or ``path/to/file.py:Class`` or ``package.module:Class`` (CLI ``--plugin``
+  and ``python -m rfviz check SPEC``);
+* the ``RFVIZ_PLUGINS`` environment variable: specs separated by commas or semicolons;
+* entry points in the group ``rfviz.estimators`` of an installed package (``name = "pkg.mod:Class"``).
+
+Loaded plugins live in ``PLUGINS`` (name → class), not in ``REGISTRY``: the built-in catalog stays what it is,
+so tests and pages that iterate the registry are not changed by what a user happened to load.
+
+Every failure (file missing, import error, not an Estimator, protocol broken, a method raising, NaN, wrong
+shape) is a ``PluginError`` (a ``ParameterError``) with a one-line message naming the plugin and the step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import inspect
+import os
+import pathlib
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from importlib import metadata
+from types import ModuleType
+from typing import Any, TypeVar
+
+import numpy as np
+import torch
+
+from .estimators.base import REGISTRY, Estimator, SoftmaxFamilyEstimator
+from .params import Param, ParameterError
+
+ENV_VAR = "RFVIZ_PLUGINS"
+ENTRY_POINT_GROUP = "rfviz.estimators"
+PLUGINS: dict[str, type[Estimator]] = {}
+"""Plugin estimators loaded in this process, by name (filled by ``load_plugin``)."""
+
+T = TypeVar("T")
+
+
+class PluginError(ParameterError):
+    """A plugin could not be loaded or does not follow the estimator protocol (one-line message)."""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+@contextmanager
+def protocol_guard(owner: str, step: str) -> Iterator[None]:
+    """Turn any exception raised by estimator code during ``step`` into a one-line PluginError.
+
+    ParameterErrors pass through unchanged (they already name a parameter and its range).
+    """
+    try:
+        yield
+    except ParameterError:
+        raise
+    except Exception as exc:  # plugin code may raise anything; report it in one line
+        raise PluginError(f"{owner}: {step} raised {_one_line(exc)}") from exc
+
+
+def call_guarded(owner: str, step: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` under ``protocol_guard``."""
+    with protocol_guard(owner, step):
+        return fn(*args, **kwargs)
+
+
+# --------------------------------------------------------------------------- spec parsing and import
+def is_plugin_spec(text: str) -> bool:
+    """Whether ``text`` names a plugin (a .py path, or module:Class) rather than a registered estimator name."""
+    return text.endswith(".py") or ".py:" in text or ":" in text or os.sep in text or "/" in text
+
+
+def split_spec(spec: str) -> tuple[str, str | None]:
+    """``"a/b.py:Cls"`` → ``("a/b.py", "Cls")``; ``"pkg.mod:Cls"`` → ``("pkg.mod", "Cls")``; no class → None."""
+    spec = spec.strip()
+    if not spec:
+        raise PluginError("plugin spec must be path/to/file.py[:Class] or module:Class, got an empty string")
+    head, sep, tail = spec.rpartition(":")
+    if sep and head and tail.isidentifier() and not (len(head) == 1 and head.isalpha()):  # not a Windows drive
+        return head, tail
+    return spec, None
+
+
+def _import_file(path: pathlib.Path) -> ModuleType:
+    if not path.is_file():
+        raise PluginError(f"plugin file {str(path)!r} does not exist")
+    if path.suffix != ".py":
+        raise PluginError(f"plugin file must be a .py file, got {str(path)!r}")
+    resolved = path.resolve()
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:10]
+    mod_name = f"rfviz_plugin_{resolved.stem}_{digest}"
+    if mod_name in sys.modules:
+        return sys.modules[mod_name]
+    spec = importlib.util.spec_from_file_location(mod_name, resolved)
+    if spec is None or spec.loader is None:
+        raise PluginError(f"cannot import plugin file {str(path)!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[mod_name] = module  # dataclasses and pickling look the module up by name
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[mod_name]
+        raise PluginError(f"importing plugin file {str(path)!r} raised {_one_line(exc)}") from exc
+    return module
+
+
+def _import_module(name: str) -> ModuleType:
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and name.startswith(exc.name):
+            raise PluginError(f"plugin module {name!r} was not found (is it installed or on PYTHONPATH?)") from None
+        raise PluginError(f"importing plugin module {name!r} raised {_one_line(exc)}") from exc
+    except Exception as exc:
+        raise PluginError(f"importing plugin module {name!r} raised {_one_line(exc)}") from exc
+
+
+def estimator_classes(module: ModuleType) -> list[type[Estimator]]:
+    """Concrete Estimator subclasses defined in ``module`` itself (not imported into it), in source order."""
+    found = [obj for obj in vars(module).values()
+             if inspect.isclass(obj) and issubclass(obj, Estimator) and obj.__module__ == module.__name__
+             and not obj.__name__.startswith("_") and "name" in vars(obj)]
+    return sorted(found, key=lambda c: inspect.getsourcelines(c)[1] if _has_source(c) else 0)
+
+
+def _has_source(cls: type) -> bool:
+    try:
+        inspect.getsourcelines(cls)
+    except (OSError, TypeError):
+        return False
+    return True
+
+
+def resolve_spec(spec: str) -> list[type[Estimator]]:
+    """The estimator classes a spec names (one with ``:Class``, every one defined in the file/module otherwise)."""
+    target, cls_name = split_spec(spec)
+    looks_like_path = target.endswith(".py") or "/" in target or os.sep in target
+    module = _import_file(pathlib.Path(target)) if looks_like_path else _import_module(target)
+    if cls_name is not None:
+        if not hasattr(module, cls_name):
+            available = ", ".join(c.__name__ for c in estimator_classes(module)) or "none"
+            raise PluginError(f"plugin {spec!r}: {target!r} has no attribute {cls_name!r} "
+                              f"(estimator classes there: {available})")
+        return [getattr(module, cls_name)]
+    classes = estimator_classes(module)
+    if not classes:
+        raise PluginError(f"plugin {spec!r} defines no Estimator subclass (subclass rfviz.estimators.base.Estimator "
+                          "or SoftmaxFamilyEstimator and set a `name`)")
+    return classes
+
+
+# --------------------------------------------------------------------------- protocol validation
+def _overrides(cls: type, method: str, base: type) -> bool:
+    return getattr(cls, method, None) is not getattr(base, method, None)
+
+
+def validate_class(cls: Any, origin: str = "") -> type[Estimator]:
+    """Static protocol checks: an Estimator subclass with name, title, spec and the required methods."""
+    where = f"plugin {origin!r}: " if origin else ""
+    if not (inspect.isclass(cls) and issubclass(cls, Estimator)):
+        raise PluginError(f"{where}{getattr(cls, '__name__', cls)!r} is not an Estimator subclass (subclass "
+                          "rfviz.estimators.base.Estimator or SoftmaxFamilyEstimator)")
+    label = f"{where}{cls.__name__}"
+    for attr in ("name", "title"):
+        value = getattr(cls, attr, None)
+        if not isinstance(value, str) or not value.strip():
+            raise PluginError(f"{label} must define a non-empty string class attribute {attr!r}")
+    if not cls.name.isidentifier():
+        raise PluginError(f"{label}: name must be a Python identifier (letters, digits, _), got {cls.name!r}")
+    spec = getattr(cls, "spec", None)
+    if not isinstance(spec, tuple) or not all(isinstance(p, Param) for p in spec):
+        raise PluginError(f"{label}: spec must be a tuple of rfviz.params.Param")
+    if not _overrides(cls, "sample", Estimator):
+        raise PluginError(f"{label} must implement sample(trials, d, *, generator, device, dtype, dim)")
+    if issubclass(cls, SoftmaxFamilyEstimator):
+        if not _overrides(cls, "_estimate_softmax", SoftmaxFamilyEstimator) and not _overrides(
+                cls, "estimate", SoftmaxFamilyEstimator):
+            raise PluginError(f"{label} must implement _estimate_softmax(samples, x, y, log_scale)")
+    else:
+        if not _overrides(cls, "estimate", Estimator):
+            raise PluginError(f"{label} must implement estimate(samples, x, y, log_scale)")
+        if not _overrides(cls, "log_abs_kernel", Estimator):
+            raise PluginError(f"{label} must implement log_abs_kernel(stats) (its target kernel), or subclass "
+                              "SoftmaxFamilyEstimator")
+    if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
+        raise PluginError(f"{label}: name {cls.name!r} is already used by a built-in estimator; choose another")
+    return cls
+
+
+def smoke_test(est: Estimator, d: int = 3, trials: int = 4) -> None:
+    """Run the estimator once on two small pairs: sample, estimate, closed form (if any), features (if any).
+
+    Raises PluginError naming the method that raised, returned the wrong type/shape, or returned NaN/inf.
+    """
+    owner = f"{type(est).__name__} ({est.name})"
+    d = max(d, int(getattr(est, "min_dim", 1)))
+    x, y = est.grid_pairs(np.array([0.5, 0.8]), np.array([0.4, 2.0]), d)
+    call_guarded(owner, "check_dimension", est.check_dimension, d)
+    gen = torch.Generator().manual_seed(0)
+    dim = x.shape[-1]
+    samples = call_guarded(owner, "sample", est.sample, trials, d, generator=gen, device=torch.device("cpu"),
+                           dtype=torch.float64, dim=dim)
+    if not isinstance(samples, dict) or not all(isinstance(v, torch.Tensor) for v in samples.values()):
+        raise PluginError(f"{owner}: sample must return a dict of torch tensors, got {type(samples).__name__}")
+    xt, yt = torch.as_tensor(x), torch.as_tensor(y)
+    out = call_guarded(owner, "estimate", est.estimate, samples, xt, yt, torch.zeros(len(x), dtype=torch.float64))
+    if not isinstance(out, torch.Tensor):
+        raise PluginError(f"{owner}: estimate must return a torch tensor, got {type(out).__name__}")
+    if tuple(out.shape) != (trials, len(x)):
+        raise PluginError(f"{owner}: estimate returned shape {tuple(out.shape)}, expected (trials, pairs) = "
+                          f"{(trials, len(x))}")
+    if not bool(torch.isfinite(out).all()):
+        raise PluginError(f"{owner}: estimate returned NaN or inf at r ≤ 0.8 (compute in log space)")
+    from .estimators.base import PairStats  # local: keeps the import list short
+
+    log_k, _sign = call_guarded(owner, "log_abs_kernel", est.log_abs_kernel, PairStats.of(x, y, d))
+    if np.shape(log_k) != (len(x),) or not np.all(np.isfinite(log_k)):
+        raise PluginError(f"{owner}: log_abs_kernel must return finite arrays of shape ({len(x)},)")
+    if call_guarded(owner, "closed_form_available", est.closed_form_available):
+        lm = call_guarded(owner, "log_mse", est.log_mse, x, y, d)
+        if np.shape(lm) != (len(x),) or np.any(np.isnan(lm)):
+            raise PluginError(f"{owner}: log_mse must return a NaN-free array of shape ({len(x)},), got {lm!r}")
+    try:
+        phi = est.features(samples, xt, "query")
+    except NotImplementedError:
+        return
+    except Exception as exc:
+        raise PluginError(f"{owner}: features raised {_one_line(exc)}") from exc
+    if not isinstance(phi, torch.Tensor) or phi.dim() != 3 or tuple(phi.shape[:2]) != (trials, len(x)):
+        shape = tuple(phi.shape) if isinstance(phi, torch.Tensor) else type(phi).__name__
+        raise PluginError(f"{owner}: features returned {shape}, expected shape (trials, pairs, features)")
+
+
+def instantiate(cls: type[Estimator], params: dict[str, Any] | None = None) -> Estimator:
+    """``cls(**params)`` with plugin failures turned into one-line errors."""
+    with protocol_guard(cls.__name__, "__init__"):
+        return cls(**(params or {}))
+
+
+# --------------------------------------------------------------------------- public loading API
+def load_plugin(spec: str, *, check: bool = True) -> list[type[Estimator]]:
+    """Import the estimator class(es) named by ``spec``, validate them and add them to ``PLUGINS``."""
+    classes = resolve_spec(spec)
+    for cls in classes:
+        validate_class(cls, spec)
+        if check:
+            smoke_test(instantiate(cls))
+        existing = PLUGINS.get(cls.name)
+        if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
+            raise PluginError(f"plugin {spec!r}: another plugin already uses the name {cls.name!r}")
+        PLUGINS[cls.name] = cls
+    return classes
+
+
+def env_specs(environ: dict[str, str] | None = None) -> list[str]:
+    """Plugin specs listed in ``RFVIZ_PLUGINS`` (comma- or semicolon-separated)."""
+    raw = (os.environ if environ is None else environ).get(ENV_VAR, "")
+    return [s.strip() for s in raw.replace(";", ",").split(",") if s.strip()]
+
+
+def entry_point_specs() -> list[str]:
+    """``module:attr`` values of the installed entry points in the group ``rfviz.estimators``."""
+    return [ep.value for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)]
+
+
+def discover(environ: dict[str, str] | None = None, extra: Iterable[str] = ()) -> tuple[
+        dict[str, type[Estimator]], list[str]]:
+    """Load every plugin named by ``extra``, ``RFVIZ_PLUGINS`` and the entry points.
+
+    Returns (name → class of the ones that loaded, one error line per spec that failed): a broken plugin
+    must not take the app down.
+    """
+    loaded: dict[str, type[Estimator]] = {}
+    errors: list[str] = []
+    for spec in [*extra, *env_specs(environ), *entry_point_specs()]:
+        try:
+            for cls in load_plugin(spec):
+                loaded[cls.name] = cls
+        except PluginError as exc:
+            errors.append(str(exc))
+    return loaded, errors
+
+
+def resolve_estimator(target: str, extra_plugins: Iterable[str] = ()) -> type[Estimator]:
+    """An estimator class from a built-in name, a loaded plugin's name, or a plugin spec."""
+    for spec in extra_plugins:
+        load_plugin(spec)
+    if is_plugin_spec(target):
+        classes = load_plugin(target)
+        if len(classes) > 1:
+            names = ", ".join(c.__name__ for c in classes)
+            raise PluginError(f"plugin {target!r} defines several estimators ({names}); add :Class to pick one")
+        return classes[0]
+    if target in REGISTRY:
+        return REGISTRY[target]
+    if target not in PLUGINS:
+        for spec in env_specs():
+            try:
+                load_plugin(spec)
+            except PluginError:
+                continue
+    if target in PLUGINS:
+        return PLUGINS[target]
+    names = ", ".join(sorted({*REGISTRY, *PLUGINS}))
+    raise PluginError(f"estimator must be a built-in or loaded plugin name ({names}), or a plugin spec "
+                      f"path/to/file.py[:Class] or module:Class, got {target!r}")
