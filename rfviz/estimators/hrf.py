@@ -1,0 +1,463 @@
+"""Estimators of the Hybrid Random Features paper beyond trig/positive (Choromanski et al., ICLR 2022).
+
+* ``trig_phase``: random Fourier features with a random phase, √2·cos(ω·u + b) (Rahimi & Recht).
+* ``complex_exponential`` / ``complex_exponential_diag``: the CE estimator with A = a·I or A = diag(a_k)
+  (HRF §2.3 eqs. 13–18; closed-form variance: reference F6 [derived]).
+* ``hybrid_angular``: λ̂·SM_++ + (1 − λ̂)·SM_trig with the angular λ (HRF eq. 19, App. D; corrected eq. 47).
+* ``hybrid_gaussian``: the normalised bipolar Gaussian hybrid (HRF App. F).
+
+All are softmax-family estimators, so ``kernel=gaussian`` comes from the base class. The λ maps and moments
+live in rfviz.hybrid; the trig and ++ parts reuse rfviz.estimators.classic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+
+from ..hybrid import LambdaMoments, angle_between, angular_lambda_moments, gaussian_lambda_moments, log_mse_bipolar
+from ..numerics import LOG2, log1mexp, log_cosh, log_cosh_m1, log_diff_exp, log_expm1
+from ..params import M_PARAM, Param, ParameterError
+from ..sampling import sample_omegas
+from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
+from .classic import PositiveAntithetic, Trig
+
+A_MIN_MODULUS = 1e-3
+A_MAX_MODULUS = 1e3
+
+
+def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
+    return torch.complex64 if dtype in (torch.float32, torch.float16, torch.bfloat16) else torch.complex128
+
+
+def _sample_iid(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
+                dtype: torch.dtype) -> torch.Tensor:
+    """m iid N(0, I_d) projections in reduced coordinates (rfviz.sampling), shape (trials, m, dim)."""
+    return sample_omegas("iid", trials, m, d, dim, generator, device, dtype)[0]
+
+
+# --------------------------------------------------------------------------------------- trig_phase
+@register
+class TrigPhase(SoftmaxFamilyEstimator):
+    """Random Fourier features with phase: φ(u) = √(2/m)·e^{|u|²/2}·[cos(ω_i·u + b_i)], b_i ~ U[0, 2π)
+    (Rahimi & Recht; the e^{|u|²/2} factor turns the Gaussian-kernel features into softmax ones, HRF eq. 1).
+
+    MSE [derived]: 2cos(ω·x + b)cos(ω·y + b) = cos(ω·Δ) + cos(ω·(x + y) + 2b); the second term has mean 0,
+    second moment 1/2 and zero covariance with the first (average over b), so the per-feature variance is
+    e^{|x|²+|y|²}[Var cos(ω·Δ) + 1/2] = e^{|x|²+|y|²}[(1 − e^{−|Δ|²})² + 1]/2 and
+    MSE = e^{|x|²+|y|²}[(1 − e^{−|x−y|²})² + 1]/(2m). Verified by Monte Carlo in tests/test_hrf.py.
+    """
+
+    name = "trig_phase"
+    title = "Random Fourier features with phase (√2 cos(ω·x + b))"
+    reference = "Rahimi & Recht 2007; HRF paper eq. 1 scaling; MSE [derived] (rfviz, MC-verified)"
+    description = "m real features; never exact (the phase term adds variance 1/2 per feature, even at x = y)."
+    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM)
+
+    def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
+               dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
+        self.check_dimension(d)
+        m = self.params["m"]
+        w = _sample_iid(trials, m, d, d if dim is None else dim, generator, device, dtype)
+        b = 2.0 * math.pi * torch.rand((trials, m), generator=generator, device=device, dtype=dtype)
+        return {"w": w, "b": b}
+
+    def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
+        """log MSE = |x|² + |y|² + log(1 + (1 − e^{−|x−y|²})²) − log 2m ([derived], see the class docstring)."""
+        return s.xx + s.yy + np.log1p(np.exp(2.0 * log1mexp(s.delta2))) - math.log(2 * self.params["m"])
+
+    def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
+                          log_scale: torch.Tensor) -> torch.Tensor:
+        b = samples["b"][:, None, :]
+        prod = torch.cos(projections(samples["w"], x) + b) * torch.cos(projections(samples["w"], y) + b)
+        return 2.0 * prod.mean(-1) * torch.exp(0.5 * (sq_norm(x) + sq_norm(y)) - log_scale)
+
+    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+        scale = torch.exp(0.5 * sq_norm(u))[None, :, None] * math.sqrt(2.0 / self.params["m"])
+        return torch.cos(projections(samples["w"], u) + samples["b"][:, None, :]) * scale
+
+
+# ------------------------------------------------------------------------------ complex exponential
+def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antithetic: bool = False,
+                                variance: str = "real_part") -> np.ndarray:
+    """log MSE of the CE estimator with m iid ω, from w = Ax + (Aᵀ)^{-1}y (..., d) complex and log SM = x·y.
+
+    Reference F6 [derived] (HRF §2.3, Lemma 2.4): with a = |w|², w² = Σ w_k² = b + ic,
+    complex:   E|X − SM|² = SM²(e^a − 1)/m            (antithetic: SM²(cosh a − 1)/m);
+    real_part: Var Re X  = SM²(e^a + Re e^{w²} − 2)/(2m) (antithetic: cosh in place of exp).
+    The real-part bracket is rewritten without cancellation, with |u|² = (a + b)/2, |v|² = (a − b)/2
+    (u, v = Re w, Im w): e^a + e^b cos c − 2 = 2(e^{|u|²} − 1)cosh|v|² + 2(cosh|v|² − 1) − 2e^b sin²(c/2), and
+    cosh a + cosh b cos c − 2 = (cosh a − 1) + (cosh b − 1)cos c − 2 sin²(c/2).
+    """
+    w = np.asarray(w, dtype=complex)
+    a = np.sum(np.abs(w) ** 2, -1)
+    ww = np.sum(w * w, -1)
+    b, c = ww.real, ww.imag
+    log_sm2 = 2.0 * np.asarray(log_sm, float)
+    if variance == "complex":
+        core = log_cosh_m1(a) if antithetic else log_expm1(a)
+        return log_sm2 + core - math.log(m)
+    if variance != "real_part":
+        raise ParameterError(f"variance must be one of real_part, complex, got {variance!r}")
+    with np.errstate(divide="ignore"):
+        log_sin2 = LOG2 + 2.0 * np.log(np.abs(np.sin(c / 2)))
+        if antithetic:
+            cos_c = np.cos(c)
+            t2 = log_cosh_m1(b) + np.log(np.abs(cos_c))
+            pos = np.where(cos_c > 0, np.logaddexp(log_cosh_m1(a), t2), log_cosh_m1(a))
+            neg = np.where(cos_c < 0, np.logaddexp(log_sin2, t2), log_sin2)
+        else:
+            u2 = np.maximum((a + b) / 2, 0.0)
+            v2 = np.maximum((a - b) / 2, 0.0)
+            pos = np.logaddexp(LOG2 + log_expm1(u2) + log_cosh(v2), LOG2 + log_cosh_m1(v2))
+            neg = b + log_sin2
+    return log_sm2 + log_diff_exp(pos, np.minimum(neg, pos)) - math.log(2 * m)
+
+
+def _format_complex(c: complex) -> str:
+    c = complex(c)
+    return f"{c.real:g}" if c.imag == 0 else f"{c.real:g}{c.imag:+g}j"
+
+
+def _check_a_entry(name: str, value: complex) -> complex:
+    mod = abs(value)
+    if not (math.isfinite(mod) and A_MIN_MODULUS <= mod <= A_MAX_MODULUS):
+        raise ParameterError(f"{name} must be a complex number with modulus in [{A_MIN_MODULUS:g}, "
+                             f"{A_MAX_MODULUS:g}] (A must be invertible), got {_format_complex(value)}")
+    return complex(value)
+
+
+@dataclass(frozen=True)
+class ComplexListParam(Param):
+    """A comma-separated list of complex numbers with modulus in [1e-3, 1e3] (``"1+0.5j, 0.8, 1j"``).
+
+    Its ``kind`` is ``"complex_list"``; the value is a tuple of complex numbers.
+    """
+
+    def range_text(self) -> str:
+        return (f"a comma-separated list of complex numbers with modulus in [{A_MIN_MODULUS:g}, {A_MAX_MODULUS:g}]"
+                f" (e.g. 1+0.5j,0.8,1j)")
+
+    def validate(self, value: Any) -> Any:
+        if isinstance(value, str):
+            items: list[Any] = [t for t in value.replace(" ", "").split(",") if t]
+        elif isinstance(value, list | tuple | np.ndarray):
+            items = list(value)
+        else:
+            raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
+        if not items:
+            raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
+        out = []
+        for item in items:
+            try:
+                c = complex(item.replace("i", "j")) if isinstance(item, str) else complex(item)
+            except (TypeError, ValueError):
+                raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}") from None
+            out.append(_check_a_entry(self.name, c))
+        return tuple(out)
+
+    def parse(self, text: str) -> Any:
+        return self.validate(text)
+
+    def to_json(self) -> dict[str, Any]:
+        out = super().to_json()
+        out["default"] = ",".join(_format_complex(c) for c in self.default)
+        return out
+
+
+A_PARAM = Param("A", 1j, "complex", "scalar a of A = a·I in the CE estimator (HRF §2.3); a = i gives trig "
+                "(real part), a = 1 the positive RF; any |a| in [1e-3, 1e3]", ui_low=-3.0, ui_high=3.0,
+                label="A = a·I (complex)")
+A_DIAG_PARAM = ComplexListParam("A_diag", (1 + 0.5j, 0.8 + 0j), "complex_list",
+                                "diagonal of A = diag(a_1..a_d) (HRF §2.3, App. H), one complex entry per input "
+                                "coordinate, comma-separated; |a_k| in [1e-3, 1e3]", label="diag(A)")
+ANTITHETIC_PARAM = Param("antithetic", False, "bool",
+                         "use each ω as the pair (ω, −ω): exp → cosh (with A = I this is FAVOR+)")
+VARIANCE_PARAM = Param("variance", "real_part", "choice",
+                       "real_part: K̂ = Re(Ψ_A(x)ᵀΨ_B(y)), MSE = Var Re K̂; complex: the complex K̂, MSE = E|K̂ − K|²",
+                       choices=("real_part", "complex"))
+
+
+@register
+class ComplexExponential(SoftmaxFamilyEstimator):
+    """Complex exponential (CE) estimator with A = a·I: Ψ_A(x)ᵀΨ_B(y), B = (Aᵀ)^{-1},
+    Ψ_M(u) = m^{-1/2}e^{−(Mu)²/2}[e^{ω_i·Mu}] with the complex square (Mu)² = Σ(Mu)_k², no conjugate
+    (HRF §2.3 eqs. 13–16, Lemma 2.4). Exact iff w = Ax + (Aᵀ)^{-1}y = 0 (eq. 17). A = iI: real part = trig;
+    A = I: ``positive``; A = I antithetic: ``positive_antithetic`` (reference E3, F6).
+    """
+
+    name = "complex_exponential"
+    title = "Complex exponential RF, A = a·I"
+    reference = "HRF paper §2.3 eqs. 13–18; MSE reference F6 [derived]"
+    description = "Unbiased; real part can be negative; exact where Ax + (Aᵀ)⁻¹y = 0."
+    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, A_PARAM, ANTITHETIC_PARAM, VARIANCE_PARAM)
+
+    def validate(self) -> None:
+        _check_a_entry("A", self.params["A"])
+
+    def diagonal(self, dim: int) -> np.ndarray:
+        """Diagonal of A on ``dim`` coordinates (A = a·I is isotropic, so reduced coordinates are fine)."""
+        return np.full(dim, self.params["A"], dtype=complex)
+
+    def w(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """w = Ax + (Aᵀ)^{-1}y for diagonal A (HRF eq. 17)."""
+        diag = self.diagonal(np.shape(x)[-1])
+        return np.asarray(x) * diag + np.asarray(y) / diag
+
+    def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
+               dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
+        self.check_dimension(d)
+        return {"w": _sample_iid(trials, self.params["m"], d, d if dim is None else dim, generator, device, dtype)}
+
+    def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
+        """Reference F6 [derived] via ``log_mse_complex_exponential``."""
+        return log_mse_complex_exponential(self.w(s.x, s.y), s.xy, self.params["m"], self.params["antithetic"],
+                                           self.params["variance"])
+
+    def _exponents(self, samples: Samples, u: torch.Tensor, diag: torch.Tensor) -> torch.Tensor:
+        """ω·Mu − (Mu)²/2 (complex), shape (trials, P, m) or (trials, P, 2m) for antithetic pairs."""
+        mu = u.to(diag.dtype) * diag
+        p = projections(samples["w"].to(diag.dtype), mu)
+        if self.params["antithetic"]:
+            p = torch.cat([p, -p], -1)
+        return p - 0.5 * (mu * mu).sum(-1)[None, :, None]
+
+    def _diag_tensor(self, dim: int, like: torch.Tensor) -> torch.Tensor:
+        return torch.as_tensor(self.diagonal(dim), device=like.device, dtype=_complex_dtype(like.dtype))
+
+    def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
+                          log_scale: torch.Tensor) -> torch.Tensor:
+        diag = self._diag_tensor(x.shape[-1], x)
+        expo = self._exponents(samples, x, diag) + self._exponents(samples, y, 1.0 / diag)
+        # Ψ_A(x)_i·Ψ_B(y)_i = e^{ω_i·w − ((Ax)² + (By)²)/2}: the exponents add term by term.
+        expo = expo - log_scale.to(expo.dtype)[None, :, None]
+        top = expo.real.amax(-1, keepdim=True)
+        val = torch.exp(top[..., 0]) * torch.exp(expo - top).mean(-1)
+        return val.real if self.params["variance"] == "real_part" else val
+
+    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+        diag = self._diag_tensor(u.shape[-1], u)
+        expo = self._exponents(samples, u, diag if side == "query" else 1.0 / diag)
+        phi = torch.exp(expo) / math.sqrt(expo.shape[-1])
+        if self.params["variance"] == "complex":
+            return phi
+        # Re Σ a_i b_i = Σ Re a_i Re b_i − Im a_i Im b_i: real features [Re, Im] against [Re, −Im].
+        return torch.cat([phi.real, phi.imag if side == "query" else -phi.imag], -1)
+
+
+@register
+class ComplexExponentialDiag(ComplexExponential):
+    """CE estimator with a complex diagonal A = diag(a_1..a_d) (HRF §2.3; App. H eqs. 85–88 choose a_k per
+    cluster pair). Not isotropic: the inputs' coordinates matter, so ``A_diag`` has one entry per coordinate."""
+
+    name = "complex_exponential_diag"
+    title = "Complex exponential RF, A = diag(a_k)"
+    reference = "HRF paper §2.3 eqs. 13–18, App. H eqs. 85–88; MSE reference F6 [derived]"
+    description = "Coordinate-dependent; exact where a_k x_k + y_k/a_k = 0 for every k."
+    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, A_DIAG_PARAM, ANTITHETIC_PARAM, VARIANCE_PARAM)
+    isotropic: ClassVar[bool] = False
+
+    def validate(self) -> None:
+        """Entries are checked by ``ComplexListParam``."""
+
+    def check_dimension(self, d: int) -> None:
+        super().check_dimension(d)
+        k = len(self.params["A_diag"])
+        if d != k:
+            raise ParameterError(f"d must equal the number of A_diag entries ({k}) for {self.name}, got {d}")
+
+    def diagonal(self, dim: int) -> np.ndarray:
+        diag = np.asarray(self.params["A_diag"], dtype=complex)
+        if dim != diag.size:
+            raise ParameterError(f"x and y must have {diag.size} coordinates (one per A_diag entry), got {dim}")
+        return diag
+
+
+# ---------------------------------------------------------------------------------------- hybrids
+N_PARAM = Param("n", 4, "int", "number of random projections τ that estimate the λ-coefficient", low=1, ui_low=1,
+                ui_high=64, log=True, label="n (λ features)")
+SHARED_PARAM = Param("shared", True, "bool",
+                     "trig and ++ share the same m projections ω (variant II, HRF eq. 23); false: independent ω "
+                     "(variant I, eq. 22). Only matters when |x| ≠ |y|")
+SIGMA_PARAM = Param("sigma", 1.0, "float", "bandwidth σ of the Gaussian λ-coefficient (HRF App. F)", low=0.0,
+                    low_open=True, ui_low=0.05, ui_high=5.0, log=True, label="σ")
+R_NORM_PARAM = Param("r_norm", 0.0, "float",
+                     "length r in ρ = 1 − e^{−2σ²r²} (HRF eq. 68). 0: the inputs' common length, which then must "
+                     "satisfy |x| = |y| (App. F); > 0: a fixed normaliser, any x, y", low=0.0, ui_low=0.0,
+                     ui_high=5.0)
+
+
+class _BipolarHybrid(SoftmaxFamilyEstimator):
+    """λ̂·SM_++ + (1 − λ̂)·SM_trig (HRF eq. 12), λ̂ = a − q(x)·q(y) from n projections τ independent of ω.
+
+    Subclasses give λ̂ (``_lambda_hat``), its linearisation (``_lambda_features`` → a(u), q(u)) and its moments.
+    Feature map (Lemma 2.3 made real and asymmetric, reference E6): query [√|a|φ_++, √|1−a|φ_trig, q⊗φ_++,
+    q⊗φ_trig], key [sgn(a)√|a|φ_++, sgn(1−a)√|1−a|φ_trig, −q⊗φ_++, q⊗φ_trig]; dimension 4m(k + 1), k = dim q.
+    """
+
+    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, N_PARAM, SHARED_PARAM)
+
+    def __init__(self, **params: Any) -> None:
+        super().__init__(**params)
+        self._pos = PositiveAntithetic(m=self.params["m"])
+        self._trig = Trig(m=self.params["m"])
+
+    def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
+               dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
+        self.check_dimension(d)
+        dim = d if dim is None else dim
+        m, n = self.params["m"], self.params["n"]
+        w_pos = _sample_iid(trials, m, d, dim, generator, device, dtype)
+        w_trig = w_pos if self.params["shared"] else _sample_iid(trials, m, d, dim, generator, device, dtype)
+        tau = torch.randn((trials, n, dim), generator=generator, device=device, dtype=dtype)
+        return {"w_pos": w_pos, "w_trig": w_trig, "tau": tau}
+
+    # hooks
+    def _lambda_hat(self, samples: Samples, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def _lambda_features(self, samples: Samples, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        raise NotImplementedError
+
+    def _moments(self, s: PairStats) -> LambdaMoments:
+        raise NotImplementedError
+
+    # protocol
+    def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
+        """HRF Thm 3.1: eq. 22 (independent) or eq. 23 (shared), with this λ̂'s moments."""
+        return log_mse_bipolar(self._pos._log_mse_softmax(s), self._trig._log_mse_softmax(s), self._moments(s), s,
+                               self.params["m"], self.params["shared"])
+
+    def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
+                          log_scale: torch.Tensor) -> torch.Tensor:
+        lam = self._lambda_hat(samples, x, y)
+        pos = self._pos._estimate_softmax({"w": samples["w_pos"]}, x, y, log_scale)
+        trig = self._trig._estimate_softmax({"w": samples["w_trig"]}, x, y, log_scale)
+        return lam * pos + (1.0 - lam) * trig
+
+    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+        a, q = self._lambda_features(samples, u)  # a: (P,), q: (trials, P, k)
+        phi_pos = self._pos._features_softmax({"w": samples["w_pos"]}, u, side)
+        phi_trig = self._trig._features_softmax({"w": samples["w_trig"]}, u, side)
+        trials, points = q.shape[:2]
+
+        def kron(v: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
+            return (v[..., :, None] * phi[..., None, :]).reshape(trials, points, -1)
+
+        root_a = a.abs().sqrt()[None, :, None]
+        root_b = (1.0 - a).abs().sqrt()[None, :, None]
+        if side == "query":
+            blocks = [root_a * phi_pos, root_b * phi_trig, kron(q, phi_pos), kron(q, phi_trig)]
+        else:
+            sa, sb = torch.sign(a)[None, :, None], torch.sign(1.0 - a)[None, :, None]
+            blocks = [sa * root_a * phi_pos, sb * root_b * phi_trig, -kron(q, phi_pos), kron(q, phi_trig)]
+        return torch.cat(blocks, -1)
+
+
+def _signs(tau: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """sgn(τ_j·u) with sgn(0) := +1 (reference §8: np.sign(0) = 0 would break λ̂ ∈ {k/n}), (trials, P, n)."""
+    p = projections(tau, u)
+    return torch.where(p >= 0, torch.ones_like(p), -torch.ones_like(p))
+
+
+@register
+class HybridAngular(_BipolarHybrid):
+    """Angular hybrid: λ̂ = K/n, K = #{j : τ_j separates x and y} ~ Binomial(n, θ/π) (HRF eq. 19, App. D,
+    Goemans–Williamson). MSE: HRF Thm D.1 eqs. 45/46 for any x, y; on S(r) the CORRECTED eq. 47 (reference F4).
+    λ̂ ≡ 0 at θ = 0 (equals trig) and ≡ 1 at θ = π (equals positive_antithetic)."""
+
+    name = "hybrid_angular"
+    title = "Angular hybrid RF (λ = θ/π)"
+    reference = "HRF paper eq. 19, Thm 3.1 eqs. 22–23, Thm D.1 eqs. 45–46, eq. 47 (corrected)"
+    description = "Trig near θ = 0, FAVOR+ near θ = π; exact at both ends for |x| = |y|; 4m(n+1) features."
+
+    def _lambda_hat(self, samples: Samples, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        split = (_signs(samples["tau"], x) != _signs(samples["tau"], y)).to(x.dtype)
+        return split.mean(-1)
+
+    def _lambda_features(self, samples: Samples, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """λ̂ = 1/2 − (1/2n)Σ s_j(x)s_j(y): a = 1/2, q = s/√(2n) (reference E6)."""
+        s = _signs(samples["tau"], u)
+        return torch.full((u.shape[0],), 0.5, dtype=u.dtype, device=u.device), s / math.sqrt(2 * self.params["n"])
+
+    def _moments(self, s: PairStats) -> LambdaMoments:
+        """Reference F2 with θ = ∠(x, y) (θ = π/2 if x or y is 0, matching sgn(0) := +1)."""
+        return angular_lambda_moments(angle_between(s.x, s.y), self.params["n"])
+
+
+@register
+class HybridGaussian(_BipolarHybrid):
+    """Normalised bipolar Gaussian hybrid: λ(x, y) = (1 − e^{−σ²|x−y|²/2})/ρ, ρ = 1 − e^{−2σ²r²}, estimated with
+    n trig RFs, λ̂ = (1 − (1/n)Σcos(σ τ_i·(x − y)))/ρ ∈ [0, 2/ρ] (HRF App. F eqs. 67–70, with the σ that the
+    printed eq. 70 omits). MSE: Thm F.2 (eqs. 71–79; reference F5), plus the variant-II correction (eq. 23) for
+    shared ω when |x| ≠ |y| (reference F5 caveat: Thm F.1's "same with shared projections" needs |x| = |y|).
+
+    r: with ``r_norm = 0`` (default, the paper's setting) r = |x| = |y| and unequal lengths raise ParameterError;
+    with ``r_norm > 0`` ρ uses that fixed r for every pair (λ̂ stays unbiased for its λ; λ(π) = 1 only if |x| = r).
+    """
+
+    name = "hybrid_gaussian"
+    title = "Gaussian hybrid RF (normalised, App. F)"
+    reference = "HRF paper App. F, Thms F.1–F.2 eqs. 67–79; reference F5"
+    description = "Zero variance at θ = 0 but not at θ = π; λ̂ may exceed 1; needs |x| = |y| unless r_norm > 0."
+    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, N_PARAM, SIGMA_PARAM, R_NORM_PARAM, SHARED_PARAM)
+    rtol_same_length: ClassVar[float] = 1e-9
+
+    def _check_same_length(self, xx: np.ndarray, yy: np.ndarray, rtol: float) -> None:
+        if self.params["r_norm"] > 0:
+            return
+        xx, yy = np.asarray(xx, float), np.asarray(yy, float)
+        bad = np.abs(xx - yy) > rtol * np.maximum(np.maximum(xx, yy), 1e-300)
+        if np.any(bad):
+            i = np.flatnonzero(np.ravel(bad))[0]
+            nx, ny = math.sqrt(np.ravel(xx)[i]), math.sqrt(np.ravel(yy)[i])
+            raise ParameterError(f"x and y must have the same length |x| = |y| for {self.name} with r_norm = 0 "
+                                 f"(ρ = 1 − e^{{−2σ²r²}} needs one r, HRF App. F), got |x| = {nx:g}, |y| = {ny:g}; "
+                                 f"set r_norm > 0 to fix r")
+
+    def _log_rho(self, r2: torch.Tensor) -> torch.Tensor:
+        """log ρ for squared lengths r2 (or the fixed r_norm)."""
+        if self.params["r_norm"] > 0:
+            r2 = torch.full_like(r2, self.params["r_norm"] ** 2)
+        t = 2.0 * self.params["sigma"] ** 2 * r2
+        return torch.log(-torch.expm1(-t))
+
+    def _lambda_hat(self, samples: Samples, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        xx, yy = sq_norm(x), sq_norm(y)
+        rtol = 64 * torch.finfo(x.dtype).eps
+        self._check_same_length(xx.detach().cpu().numpy(), yy.detach().cpu().numpy(), max(rtol, 1e-12))
+        log_rho = self._log_rho(0.5 * (xx + yy))
+        # 1 − cos t = 2 sin²(t/2): no cancellation at small σ τ·(x − y).
+        one_minus_g = 2.0 * (torch.sin(0.5 * self.params["sigma"] * projections(samples["tau"], x - y)) ** 2).mean(-1)
+        lam = one_minus_g * torch.exp(-log_rho)[None, :]
+        return torch.where(torch.isfinite(log_rho)[None, :], lam, torch.zeros_like(lam))
+
+    def _lambda_features(self, samples: Samples, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """λ̂ = 1/ρ − (1/(nρ))Σ[cos(στ·x)cos(στ·y) + sin(στ·x)sin(στ·y)]: a = 1/ρ, q = [cos, sin]/√(nρ) (eq. 70
+        with σ restored). With r_norm = 0, ρ uses |u|, so φ_query(x)·φ_key(y) = K̂ needs |x| = |y|."""
+        log_rho = self._log_rho(sq_norm(u))
+        p = self.params["sigma"] * projections(samples["tau"], u)
+        scale = torch.exp(-0.5 * log_rho)[None, :, None] / math.sqrt(self.params["n"])
+        return torch.exp(-log_rho), torch.cat([torch.cos(p), torch.sin(p)], -1) * scale
+
+    def _moments(self, s: PairStats) -> LambdaMoments:
+        """Reference F5 (HRF eqs. 72–73) with D² from coordinates (no cancellation at small θ)."""
+        self._check_same_length(s.xx, s.yy, self.rtol_same_length)
+        r = self.params["r_norm"] if self.params["r_norm"] > 0 else np.sqrt(0.5 * (s.xx + s.yy))
+        delta2 = np.sum((s.x - s.y) ** 2, -1)
+        return gaussian_lambda_moments(delta2, r, self.params["sigma"], self.params["n"])
+
+
+__all__ = [
+    "ComplexExponential",
+    "ComplexExponentialDiag",
+    "ComplexListParam",
+    "HybridAngular",
+    "HybridGaussian",
+    "TrigPhase",
+    "log_mse_complex_exponential",
+]

@@ -1,0 +1,405 @@
+"""λ-coefficient maps, their moments and the hybrid relative errors of the HRF paper, as plain numpy functions.
+
+Hybrid Random Features (Choromanski et al., ICLR 2022; reference: shared/reference/hybrid_random_features.md).
+A bipolar hybrid is K̂ = λ̂·SM_++ + (1 − λ̂)·SM_trig (HRF eq. 12) with λ̂ independent of both base estimators.
+Everything that can overflow is returned as a natural log; the moments of λ̂ are O(1) and returned as values.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+from .estimators.base import PairStats
+from .estimators.classic import PositiveAntithetic, Trig
+from .geometry import canonical_pair, check_r, check_theta
+from .numerics import LOG2, log1mexp, log_diff_exp
+from .params import ParameterError
+
+PI = np.pi
+
+
+class LambdaMoments(NamedTuple):
+    """Moments of a λ-estimator λ̂ that enter the hybrid MSE (HRF Thm 3.1)."""
+
+    mean: np.ndarray  # E[λ̂]
+    second: np.ndarray  # E[λ̂²]
+    variance: np.ndarray  # Var λ̂
+    one_minus_second: np.ndarray  # E[(1 − λ̂)²]
+    cross: np.ndarray  # E[λ̂(1 − λ̂)]
+
+
+def check_n(n: int) -> int:
+    """n (number of λ projections τ) must be an integer ≥ 1."""
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise ParameterError(f"n must be an integer in [1, inf), got {n!r}")
+    return int(n)
+
+
+def check_m(m: int) -> int:
+    """m (number of base projections ω) must be an integer ≥ 1."""
+    if isinstance(m, bool) or int(m) != m or m < 1:
+        raise ParameterError(f"m must be an integer in [1, inf), got {m!r}")
+    return int(m)
+
+
+def check_sigma(sigma: float) -> float:
+    """σ (Gaussian λ bandwidth, HRF App. F) must be a finite number > 0."""
+    s = float(sigma)
+    if not (np.isfinite(s) and s > 0):
+        raise ParameterError(f"sigma must be a number in (0, inf), got {sigma!r}")
+    return s
+
+
+def angle_between(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """θ = ∠(x, y) ∈ [0, π] over the last axis, accurate near 0 and π (Kahan: 2·atan2(|x̂ − ŷ|, |x̂ + ŷ|)).
+
+    A zero vector gets θ = π/2: with sgn(0) := +1 a sign projection separates 0 from y with probability
+    1/2 = θ/π, so the angular λ-moments stay exact under that convention.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    nx = np.linalg.norm(x, axis=-1, keepdims=True)
+    ny = np.linalg.norm(y, axis=-1, keepdims=True)
+    ux = x / np.where(nx > 0, nx, 1.0)
+    uy = y / np.where(ny > 0, ny, 1.0)
+    theta = 2.0 * np.arctan2(np.linalg.norm(ux - uy, axis=-1), np.linalg.norm(ux + uy, axis=-1))
+    return np.where((nx[..., 0] > 0) & (ny[..., 0] > 0), theta, PI / 2)
+
+
+# ------------------------------------------------------------------------------------------- angular λ
+def angular_lambda(theta: np.ndarray | float) -> np.ndarray:
+    """λ(θ) = θ/π, the angular λ-coefficient (HRF eq. 19; 1 − k_0, App. D.1)."""
+    return check_theta(theta) / PI
+
+
+def angular_lambda_moments(theta: np.ndarray | float, n: int) -> LambdaMoments:
+    """Moments of λ̂ = 1/2 − (1/2n)Σ sgn(τ_j·x)sgn(τ_j·y) = Binomial(n, p)/n, p = θ/π (HRF Lemma 3.2 eq. 24;
+    reference F2; Var and the Binomial law [derived])."""
+    n = check_n(n)
+    p = angular_lambda(theta)
+    second = p * (p - p / n + 1.0 / n)
+    return LambdaMoments(p, second, p * (1 - p) / n, (1 - p) * (1 - p + p / n), (1 - 1.0 / n) * p * (1 - p))
+
+
+# ------------------------------------------------------------------------------------------ Gaussian λ
+def log_gaussian_rho(r: np.ndarray | float, sigma: float) -> np.ndarray:
+    """log ρ, ρ = 1 − e^{−2σ²r²}, the normaliser of the Gaussian λ (HRF App. F eq. 68); −inf at r = 0."""
+    return log1mexp(2.0 * check_sigma(sigma) ** 2 * np.asarray(r, float) ** 2)
+
+
+def gaussian_lambda(theta: np.ndarray | float, r: np.ndarray | float, sigma: float) -> np.ndarray:
+    """λ(θ, r) = (1 − e^{−2σ²r² sin²(θ/2)})/(1 − e^{−2σ²r²}) on the sphere S(r) (HRF eq. 76).
+
+    0 at θ = 0, 1 at θ = π; the limit sin²(θ/2) is returned at r = 0.
+    """
+    theta = check_theta(theta)
+    r = check_r(r)
+    s2 = np.sin(theta / 2) ** 2
+    t = 2.0 * check_sigma(sigma) ** 2 * r**2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.expm1(-t * s2) / np.expm1(-t)
+    return np.where(t > 0, lam, s2 + 0.0 * lam)
+
+
+def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, sigma: float, n: int) -> LambdaMoments:
+    """Moments of λ̂ = 1/ρ − (1/(nρ))Σ cos(σ τ_i·(x − y)), the normalised Gaussian λ estimated with n trig RFs
+    (HRF App. F eqs. 69, 72–73; reference F5). ``delta2`` = |x − y|², ``r`` the normalising length of ρ.
+
+    With g = e^{−σ²D²/2} and Var_G = (1 − e^{−σ²D²})²/(2n): E λ̂ = (1 − g)/ρ, E λ̂² = ((1 − g)² + Var_G)/ρ²,
+    E(1 − λ̂)² = ((1 − ρ − g)² + Var_G)/ρ². Where ρ = 0 (r = 0) λ̂ := 0 (both base estimators are exact there).
+    """
+    n = check_n(n)
+    s2 = check_sigma(sigma) ** 2
+    delta2 = np.maximum(np.asarray(delta2, float), 0.0)
+    r = check_r(r)
+    t = 2.0 * s2 * r**2
+    rho = -np.expm1(-t)
+    ok = rho > 0
+    rho_safe = np.where(ok, rho, 1.0)
+    one_minus_g = -np.expm1(-s2 * delta2 / 2)
+    var_g = np.expm1(-s2 * delta2) ** 2 / (2 * n)
+    # 1 − ρ − g = e^{−2σ²r²} − e^{−σ²D²/2} = −e^{−2σ²r²}·expm1(2σ²r² − σ²D²/2), free of cancellation.
+    gap = -np.exp(-t) * np.expm1(t - s2 * delta2 / 2)
+    mean = one_minus_g / rho_safe
+    second = (one_minus_g**2 + var_g) / rho_safe**2
+    one_minus_second = (gap**2 + var_g) / rho_safe**2
+    zero = np.zeros_like(mean)
+    mean, second = np.where(ok, mean, zero), np.where(ok, second, zero)
+    one_minus_second = np.where(ok, one_minus_second, 1.0 + zero)
+    variance = np.where(ok, var_g / rho_safe**2, zero)
+    return LambdaMoments(mean, second, variance, one_minus_second, mean - second)
+
+
+def gaussian_lambda_moments_tr(theta: np.ndarray | float, r: np.ndarray | float, sigma: float,
+                               n: int) -> LambdaMoments:
+    """Gaussian λ moments on the sphere S(r): D² = 4r² sin²(θ/2) (HRF eqs. 78–79)."""
+    theta = check_theta(theta)
+    r = check_r(r)
+    return gaussian_lambda_moments(4.0 * r**2 * np.sin(theta / 2) ** 2, r, sigma, n)
+
+
+# ------------------------------------------------------------------------------------- bipolar MSE
+def log_mse_bipolar(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray, moments: LambdaMoments,
+                    s: PairStats | None = None, m: int | None = None, shared: bool = False) -> np.ndarray:
+    """log MSE of λ̂·SM_++ + (1 − λ̂)·SM_trig (softmax kernel; HRF Thm 3.1).
+
+    Variant I (eq. 22): E[λ̂²]·MSE_++ + E[(1 − λ̂)²]·MSE_trig. Variant II (``shared``: trig and ++ share the
+    m projections, eq. 23) subtracts (2/m)·SM²·(1 − cos(|x|² − |y|²))·E[λ̂(1 − λ̂)], which needs ``s`` and ``m``;
+    it vanishes for |x| = |y| and for n = 1 (angular λ̂).
+    """
+    with np.errstate(divide="ignore"):
+        out = np.logaddexp(np.log(moments.second) + log_mse_pos, np.log(moments.one_minus_second) + log_mse_trig)
+        if not shared:
+            return out
+        if s is None or m is None:
+            raise ValueError("the shared-projection correction (HRF eq. 23) needs the pair statistics and m")
+        # log[(2/m)·SM²·2 sin²((|x|²−|y|²)/2)]; cross may be negative (Gaussian λ̂ can exceed 1).
+        log_corr = (2 * LOG2 - np.log(check_m(m)) + 2.0 * s.xy + 2.0 * np.log(np.abs(np.sin((s.xx - s.yy) / 2))))
+        cross = np.asarray(moments.cross, float)
+        log_term = log_corr + np.log(np.abs(cross))
+        plus = np.logaddexp(out, log_term)
+        minus = log_diff_exp(out, np.minimum(log_term, out))
+    return np.where(cross > 0, minus, np.where(cross < 0, plus, out))
+
+
+def _same_length_stats(theta: np.ndarray | float, r: np.ndarray | float) -> PairStats:
+    x, y = canonical_pair(r, theta, 2)
+    return PairStats.of(x, y)
+
+
+def log_mse_trig_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
+    """log MSE_trig on S(r) (HRF Lemma 2.2; reference F1), reusing the ``trig`` estimator's closed form."""
+    return Trig(m=m)._log_mse_softmax(_same_length_stats(theta, r))
+
+
+def log_mse_pos_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
+    """log MSE_++ on S(r) (HRF Lemma 2.2; reference F1), reusing ``positive_antithetic``'s closed form."""
+    return PositiveAntithetic(m=m)._log_mse_softmax(_same_length_stats(theta, r))
+
+
+def log_mse_angular_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int, n: int) -> np.ndarray:
+    """log MSE of the angular hybrid on S(r): CORRECTED HRF eq. 47 (reference F4 erratum: the trig coefficient
+    is E[(1 − λ̂)²] = (1 − p)(1 − p + p/n), not the printed E[λ̂(1 − λ̂)]); shared = independent here."""
+    mom = angular_lambda_moments(theta, n)
+    return log_mse_bipolar(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m), mom)
+
+
+def log_mse_angular_hybrid_tr_as_printed(theta: np.ndarray | float, r: np.ndarray | float, m: int,
+                                         n: int) -> np.ndarray:
+    """HRF eq. 47 AS PRINTED (wrong: second coefficient p(1 − 1/n − p + p/n) = E[λ̂(1 − λ̂)]); for the erratum view."""
+    mom = angular_lambda_moments(theta, n)
+    wrong = mom._replace(one_minus_second=mom.cross)
+    return log_mse_bipolar(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m), wrong)
+
+
+def log_mse_gaussian_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int, n: int,
+                               sigma: float) -> np.ndarray:
+    """log MSE of the normalised Gaussian hybrid on S(r) (HRF Thm F.2, eqs. 77–79; reference F5)."""
+    mom = gaussian_lambda_moments_tr(theta, r, sigma, n)
+    return log_mse_bipolar(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m), mom)
+
+
+# ----------------------------------------------------------------------------------------- oracle λ*
+def oracle_lambda(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndarray:
+    """λ* = MSE_trig/(MSE_trig + MSE_++), the best deterministic λ (reference F7 [derived])."""
+    from scipy.special import expit
+
+    return expit(np.asarray(log_mse_trig, float) - np.asarray(log_mse_pos, float))
+
+
+def log_oracle_mse(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndarray:
+    """log MSE* = log[MSE_trig·MSE_++/(MSE_trig + MSE_++)] (reference F7 [derived]); −inf if either is exact."""
+    a = np.asarray(log_mse_pos, float)
+    b = np.asarray(log_mse_trig, float)
+    with np.errstate(invalid="ignore"):
+        out = a + b - np.logaddexp(a, b)
+    return np.where(np.isneginf(a) | np.isneginf(b), -np.inf, out)
+
+
+def oracle_lambda_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
+    """λ*(θ, r) on S(r) (reference F7); strongly non-linear in θ, unlike θ/π."""
+    return oracle_lambda(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m))
+
+
+def log_oracle_mse_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
+    """log MSE* on S(r) (reference F7), a lower envelope of every bipolar hybrid with independent λ̂."""
+    return log_oracle_mse(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m))
+
+
+# ---------------------------------------------------------------------------------- relative errors
+def log_relative_error(log_mse: np.ndarray, theta: np.ndarray | float, r: np.ndarray | float) -> np.ndarray:
+    """log ε_{θ,r} = log(√MSE/SM) with SM = e^{r² cos θ} on S(r) (HRF Def. 3.3)."""
+    return 0.5 * np.asarray(log_mse, float) - check_r(r) ** 2 * np.cos(check_theta(theta))
+
+
+def log_eps_trig_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
+    """log ε_trig = log[(2m)^{-1/2} e^{2r² sin²(θ/2)}(1 − e^{−4r² sin²(θ/2)})] (HRF Lemma 3.4 eq. 25)."""
+    a = 4.0 * check_r(r) ** 2 * np.sin(check_theta(theta) / 2) ** 2
+    return a / 2 + log1mexp(a) - 0.5 * np.log(2 * check_m(m))
+
+
+def log_eps_pos_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
+    """log ε_++(θ) = log ε_trig(π − θ) (HRF Lemma 3.4)."""
+    return log_eps_trig_tr(PI - check_theta(theta), r, m)
+
+
+def log_w(r: np.ndarray | float) -> np.ndarray:
+    """log W(r), W(r) = e^{2r²}(1 − e^{−4r²}); ε_{S(r)}(trig) = ε_{S(r)}(++) = W(r)/√(2m) (HRF eq. 26)."""
+    r2 = check_r(r) ** 2
+    return 2.0 * r2 + log1mexp(4.0 * r2)
+
+
+def log_eps_angular_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int, n: int) -> np.ndarray:
+    """log ε_{θ,r} of the angular hybrid = log[e^{r²}/√(2m)·√h_r(θ)], h_r(θ) = a_r(θ) + a_r(π − θ),
+    a_r(θ) = p(p − p/n + 1/n)·e^{2r² cos θ}(1 − e^{−4r² cos²(θ/2)})² (HRF eqs. 48–50, with the e^{r²} prefactor
+    of eq. 48; eq. 66 prints e^{2r²}, a typo: reference §4)."""
+    theta = check_theta(theta)
+    r2 = check_r(r) ** 2
+
+    def log_a(t: np.ndarray) -> np.ndarray:
+        second = angular_lambda_moments(t, n).second
+        with np.errstate(divide="ignore"):
+            return np.log(second) + 2 * r2 * np.cos(t) + 2 * log1mexp(4 * r2 * np.cos(t / 2) ** 2)
+
+    log_h = np.logaddexp(log_a(theta), log_a(PI - theta))
+    return r2 - 0.5 * np.log(2 * check_m(m)) + 0.5 * log_h
+
+
+def max_log_eps_angular_hybrid(r: float, m: int, n: int, grid: int = 4001) -> tuple[float, float]:
+    """(θ*, log max_θ ε_{θ,r}) of the angular hybrid on S(r), the max-relative-error of HRF Def. 3.3:
+    a grid search refined by a bounded scalar maximisation."""
+    thetas = np.linspace(0.0, PI, grid)
+    vals = log_eps_angular_hybrid_tr(thetas, r, m, n)
+    k = int(np.argmax(vals))
+    lo, hi = thetas[max(k - 1, 0)], thetas[min(k + 1, grid - 1)]
+    res = minimize_scalar(lambda t: -float(log_eps_angular_hybrid_tr(t, r, m, n)), bounds=(lo, hi),
+                          method="bounded", options={"xatol": 1e-13})
+    if -res.fun >= vals[k]:
+        return float(res.x), float(-res.fun)
+    return float(thetas[k]), float(vals[k])
+
+
+def _check_r_thm35(r: np.ndarray | float) -> np.ndarray:
+    r = np.asarray(r, float)
+    if not np.all(np.isfinite(r)) or np.any(r < 1.0):
+        raise ParameterError(f"r must be a number in [1, inf) for the Theorem 3.5 bound, got {np.ravel(r)[0]:g}")
+    return r
+
+
+def log_bound_thm35_printed(r: np.ndarray | float, m: int, n: int) -> np.ndarray:
+    """HRF Thm 3.5 eq. 27 AS PRINTED: (1/r)·W(r)/√(2m)·√(1/π − 1/(nπ) + 1/(n√π)), r ≥ 1.
+
+    FALSE for small n and large r (e.g. n = 1, r ≥ 5): reference §4 erratum.
+    """
+    r = _check_r_thm35(r)
+    n = check_n(n)
+    inner = 1 / PI - 1 / (n * PI) + 1 / (n * np.sqrt(PI))
+    return log_w(r) - np.log(r) - 0.5 * np.log(2 * check_m(m)) + 0.5 * np.log(inner)
+
+
+def log_bound_thm35_corrected(r: np.ndarray | float, m: int, n: int) -> np.ndarray:
+    """CORRECTED Thm 3.5 bound: W(r)/√(2m)·√((1 − 1/n)/(π r²) + 1/(n√π r)), r ≥ 1 (reference §4 erratum: the
+    b² term of the proof, App. D.3 eq. 64, peaks at e^{2r²}/(2n√π r), not /r²)."""
+    r = _check_r_thm35(r)
+    n = check_n(n)
+    inner = (1 - 1 / n) / (PI * r**2) + 1 / (n * np.sqrt(PI) * r)
+    return log_w(r) - 0.5 * np.log(2 * check_m(m)) + 0.5 * np.log(inner)
+
+
+def log_endpoint_slope(r: np.ndarray | float, m: int, n: int) -> np.ndarray:
+    """log lim_{θ→0} ε/√θ = log lim_{θ→π} ε/√(π − θ) = log[W(r)/√(2π m n)] (HRF Thm 3.5; the paper's √(θ − π)
+    should read √(π − θ))."""
+    return log_w(r) - 0.5 * np.log(2 * PI * check_m(m) * check_n(n))
+
+
+# --------------------------------------------------------------------------- complex-exponential loss
+def _as_matrix(a: np.ndarray | complex, d: int) -> np.ndarray:
+    a = np.asarray(a, dtype=complex)
+    if a.ndim == 0:
+        return a * np.eye(d)
+    if a.ndim == 1:
+        return np.diag(a)
+    return a
+
+
+def ce_w(a: np.ndarray | complex, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """w = Ax + (Aᵀ)^{-1}y (HRF eq. 17: the CE estimator is exact iff w = 0). ``a``: scalar (A = a·I), diagonal
+    vector or d×d matrix; x, y real d-vectors."""
+    x = np.asarray(x, float)
+    y = np.asarray(y, float)
+    mat = _as_matrix(a, x.shape[-1])
+    if not np.isfinite(np.linalg.cond(mat)) or np.linalg.cond(mat) > 1e15:
+        raise ParameterError("A must be an invertible complex matrix (A ∈ GL(d, C)); got a singular one")
+    return mat @ x + np.linalg.solve(mat.T, y)
+
+
+def ce_loss(a: np.ndarray | complex, x: np.ndarray, y: np.ndarray) -> float:
+    """l(A) = |Ax + (Aᵀ)^{-1}y|² (HRF eq. 21); for real A the CE MSE is SM²(e^{l(A)} − 1)/m (reference F6)."""
+    w = ce_w(a, x, y)
+    return float(np.sum(np.abs(w) ** 2))
+
+
+def ce_loss_min_real_diagonal(xc: np.ndarray, yc: np.ndarray) -> float:
+    """min over real diagonal A of l(A) = 4·Σ_{k: x_k y_k > 0} x_k y_k (reference E9 [derived])."""
+    return float(4.0 * np.sum(np.clip(np.asarray(xc, float) * np.asarray(yc, float), 0.0, None)))
+
+
+def real_diagonal_a(xc: np.ndarray, yc: np.ndarray, big: float = 1e8) -> np.ndarray:
+    """Minimiser of l(A) over real diagonal A (HRF App. H.2 eq. 88): a_k = √|y_k/x_k|; ``big`` if x_k = 0 ≠ y_k;
+    1 if x_k = y_k = 0. Returns the diagonal."""
+    xc = np.asarray(xc, float)
+    yc = np.asarray(yc, float)
+    a = np.where(xc != 0, np.sqrt(np.abs(yc / np.where(xc != 0, xc, 1.0))), big)
+    return np.where((xc == 0) & (yc == 0), 1.0, a)
+
+
+def complex_diagonal_a(xc: np.ndarray, yc: np.ndarray) -> np.ndarray:
+    """Complex diagonal A with Ax + A^{-1}y = 0 where every entry is nonzero (HRF App. H.2 eqs. 85–87):
+    a_k = i√(y_k/x_k) if x_k y_k > 0, √(−y_k/x_k) if x_k y_k < 0, 1 + i if x_k = y_k = 0. Returns the diagonal."""
+    xc = np.asarray(xc, float)
+    yc = np.asarray(yc, float)
+    if np.any((xc == 0) != (yc == 0)):
+        raise ParameterError("x and y must be zero in the same coordinates for a zero-loss complex diagonal A")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = yc / np.where(xc != 0, xc, 1.0)
+    prod = xc * yc
+    return np.where(prod > 0, 1j * np.sqrt(np.abs(ratio)), np.where(prod < 0, np.sqrt(np.abs(ratio)), 1.0 + 1.0j))
+
+
+__all__ = [
+    "LambdaMoments",
+    "angle_between",
+    "angular_lambda",
+    "angular_lambda_moments",
+    "ce_loss",
+    "ce_loss_min_real_diagonal",
+    "ce_w",
+    "complex_diagonal_a",
+    "gaussian_lambda",
+    "gaussian_lambda_moments",
+    "gaussian_lambda_moments_tr",
+    "log_bound_thm35_corrected",
+    "log_bound_thm35_printed",
+    "log_endpoint_slope",
+    "log_eps_angular_hybrid_tr",
+    "log_eps_pos_tr",
+    "log_eps_trig_tr",
+    "log_gaussian_rho",
+    "log_mse_angular_hybrid_tr",
+    "log_mse_angular_hybrid_tr_as_printed",
+    "log_mse_bipolar",
+    "log_mse_gaussian_hybrid_tr",
+    "log_mse_pos_tr",
+    "log_mse_trig_tr",
+    "log_oracle_mse",
+    "log_oracle_mse_tr",
+    "log_relative_error",
+    "log_w",
+    "max_log_eps_angular_hybrid",
+    "oracle_lambda",
+    "oracle_lambda_tr",
+    "real_diagonal_a",
+]
