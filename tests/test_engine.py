@@ -1,0 +1,256 @@
+"""Monte-Carlo engine (issue 5): agreement with every closed form, determinism, bounded memory, grids, sweeps,
+progress/cancel, the samplers it relies on, and the CUDA path when a GPU is present."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import scipy.stats
+import torch
+
+import rfviz
+from rfviz.engine import Cancelled, MCResult, monte_carlo, monte_carlo_grid, stack_results, sweep
+from rfviz.estimators.classic import Positive
+from rfviz.geometry import canonical_pair
+from rfviz.params import ParameterError
+from rfviz.sampling import chi_square, gamma_marsaglia_tsang, random_frame
+
+Z_TOL = 4.0
+CPU = torch.device("cpu")
+# Moderate points: |x|, |y| ≤ 0.8 keeps |x+y|² ≤ 2.6, where every softmax-family estimator has a light enough
+# tail for the standard error of the sampled MSE to be trustworthy at a few thousand trials.
+R_POINTS = np.array([0.3, 0.6, 0.8])
+THETA_POINTS = np.array([0.7, 1.6, 2.5])
+
+
+def _pairs(est: rfviz.Estimator, d: int) -> tuple[np.ndarray, np.ndarray]:
+    return est.grid_pairs(R_POINTS, THETA_POINTS, d)
+
+
+def _supported_d(est: rfviz.Estimator) -> int:
+    """A moderate dimension the estimator accepts (some tie d to a parameter, e.g. the length of A_diag)."""
+    for d in (4, 3, 2, 5, 6, 8, 16, 1):
+        try:
+            est.check_dimension(d)
+        except ParameterError:
+            continue
+        return d
+    pytest.fail(f"{est} accepts none of the dimensions 1-8, 16")
+
+
+@pytest.mark.parametrize("name", sorted(rfviz.REGISTRY))
+def test_engine_matches_every_registered_closed_form(name):
+    est = rfviz.create(name)
+    if not est.closed_form_available():
+        pytest.skip(f"{name} has no closed-form MSE with its default parameters {est.params}")
+    d = _supported_d(est)
+    x, y = _pairs(est, d)
+    res = monte_carlo(est, x, y, d=d, trials=6000, seed=5, device="cpu")
+    assert res.dtype == "float64" and res.device == "cpu"
+    z = res.z_against(est.log_mse(x, y, d=d))
+    assert np.all(np.abs(z) < Z_TOL), f"{est}: MSE z-scores {z} (MC {res.mse}, closed {est.mse(x, y, d=d)})"
+    assert np.all(np.abs(res.bias_z) < Z_TOL), f"{est}: bias z-scores {res.bias_z}"
+
+
+class _PositiveFullVectors(Positive):
+    """Positive RF forced onto the generic path (full d-vectors): not registered, test-only."""
+
+    name = "positive_full_vectors_test"
+    isotropic = False
+
+
+def test_generic_full_vector_path_matches_closed_form():
+    est = _PositiveFullVectors(m=8)
+    x, y = canonical_pair(R_POINTS, THETA_POINTS, 5)
+    res = monte_carlo(est, x, y, trials=6000, seed=2, device="cpu")
+    assert res.extras["dim"] == 5  # full vectors, not reduced coordinates
+    z = res.z_against(est.log_mse(x, y))
+    assert np.all(np.abs(z) < Z_TOL), z
+
+
+def test_generic_path_rejects_reduced_coordinates():
+    est = _PositiveFullVectors(m=8)
+    x, y = canonical_pair(0.5, 1.0, 2)
+    with pytest.raises(ParameterError, match="pass x, y in R\\^d"):
+        monte_carlo(est, x, y, d=5, trials=10, device="cpu")
+
+
+@pytest.mark.parametrize("name", ["trig", "positive_antithetic"])
+def test_orthogonal_two_frame_fast_path_matches_full_vectors(name):
+    """The reduced-coordinate sampler of coupled blocks (a random orthonormal 2-frame per block) must give the
+    law of the full d-dimensional orthogonal coupling: compare both MSEs with a two-sample z."""
+    d = 6
+    est = rfviz.create(name, m=12, coupling="orthogonal")
+    x, y = canonical_pair(np.array([0.6, 0.8]), np.array([1.0, 2.2]), d)
+    fast = monte_carlo(est, x, y, trials=6000, seed=3, device="cpu")  # projected to span(x, y): dim 2
+    full_cls = type(f"{type(est).__name__}Full", (type(est),), {"isotropic": False, "name": f"{name}_full_test"})
+    full = monte_carlo(full_cls(m=12, coupling="orthogonal"), x, y, trials=6000, seed=4, device="cpu")
+    assert fast.extras["dim"] == 2 and full.extras["dim"] == d
+    z = (fast.rel_mse - full.rel_mse) / np.hypot(fast.rel_mse_stderr, full.rel_mse_stderr)
+    assert np.all(np.abs(z) < Z_TOL), z
+    # Orthogonal coupling must beat iid here (SimRF Thm 3.2 direction for positive/trig features at small r).
+    iid = monte_carlo(rfviz.create(name, m=12), x, y, trials=6000, seed=3, device="cpu")
+    assert np.all(fast.rel_mse < iid.rel_mse)
+
+
+def test_same_seed_identical_different_seed_different():
+    est = rfviz.create("positive_antithetic", m=16)
+    x, y = _pairs(est, 8)
+    a = monte_carlo(est, x, y, d=8, trials=300, seed=9, device="cpu")
+    b = monte_carlo(est, x, y, d=8, trials=300, seed=9, device="cpu")
+    c = monte_carlo(est, x, y, d=8, trials=300, seed=10, device="cpu")
+    for field in ("mean_ratio", "rel_mse", "rel_mse_stderr", "ratio_sd"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    assert not np.array_equal(a.rel_mse, c.rel_mse)
+
+
+@pytest.mark.parametrize("name", ["trig", "positive"])
+def test_memory_budget_and_chunking_do_not_change_estimates(name):
+    est = rfviz.create(name, m=32, coupling="orthogonal")
+    r, th = np.linspace(0.2, 1.2, 12), np.linspace(0.1, 3.0, 10)
+    kw = dict(d=64, trials=400, seed=1, device="cpu", block_trials=64)
+    ref = monte_carlo_grid(est, r, th, **kw)
+    for budget, chunk in ((2**20, 2**14), (4 * 2**20, 2**17), (2**30, 2**30)):
+        res = monte_carlo_grid(est, r, th, memory_budget=budget, chunk_bytes=chunk, **kw)
+        for field in ("mean_ratio", "rel_mse", "rel_mse_stderr"):
+            np.testing.assert_allclose(getattr(res, field), getattr(ref, field), rtol=1e-11, atol=0)
+    small = monte_carlo_grid(est, r, th, memory_budget=2**20, chunk_bytes=2**14, **kw)
+    assert small.units > ref.units
+
+
+def test_grid_larger_than_budget_runs_in_chunks_within_budget():
+    est = rfviz.create("positive", m=64)
+    r, th = np.linspace(0.05, 1.0, 64), np.linspace(0.01, math.pi - 0.01, 64)  # θ = π would be exact (x + y = 0)
+    budget = 2**20
+    # Unchunked, one block of estimates alone over the 4096 pairs would take 128·4096·16 bytes = 8 MiB.
+    res = monte_carlo_grid(est, r, th, d=64, trials=256, seed=0, device="cpu", memory_budget=budget)
+    plan = res.extras["plan"]
+    assert res.shape == (64, 64) and set(res.axes) == {"theta", "r"}
+    assert plan.super_pairs < 64 * 64 and res.units > 64
+    assert 0 < res.peak_bytes <= budget
+    assert np.all(np.isfinite(res.log_mse))
+
+
+def test_budget_too_small_for_one_block_names_the_parameter():
+    est = _PositiveFullVectors(m=256)
+    x, y = canonical_pair(0.5, 1.0, 512)
+    with pytest.raises(ParameterError, match="memory_budget must be at least"):
+        monte_carlo(est, x, y, trials=256, device="cpu", memory_budget=2**20)
+
+
+def test_progress_reaches_one_and_cancel_raises():
+    est = rfviz.create("trig", m=16)
+    seen: list[float] = []
+    monte_carlo_grid(est, np.linspace(0.1, 1, 8), np.linspace(0.1, 3, 8), d=16, trials=500, seed=0, device="cpu",
+                     block_trials=100, progress=seen.append)
+    assert len(seen) >= 5 and seen[-1] == pytest.approx(1.0) and np.all(np.diff(seen) > 0)
+    calls = {"n": 0}
+
+    def cancel() -> bool:
+        calls["n"] += 1
+        return calls["n"] > 2
+
+    with pytest.raises(Cancelled):
+        monte_carlo_grid(est, np.linspace(0.1, 1, 8), np.linspace(0.1, 3, 8), d=16, trials=500, device="cpu",
+                         block_trials=100, cancel=cancel)
+
+
+def test_sweep_over_m_has_axes_and_matches_closed_forms():
+    x, y = canonical_pair(0.7, 1.2, 8)
+    ms = [2, 8, 32]
+    seen: list[float] = []
+    res = sweep("trig", "m", ms, {"kernel": "gaussian"}, x, y, trials=4000, seed=3, device="cpu",
+                progress=seen.append)
+    assert res.shape == (3,) and list(res.axes) == ["m"] and list(res.axes["m"]) == ms
+    closed = np.array([float(rfviz.create("trig", m=m, kernel="gaussian").log_mse(x, y)) for m in ms])
+    assert np.all(np.abs(res.z_against(closed)) < Z_TOL)
+    assert seen[-1] == pytest.approx(1.0)
+    # MSE ∝ 1/m for iid trig features (HRF Lemma 2.2): the sweep must see it.
+    assert res.mse[0] > res.mse[1] > res.mse[2]
+    with pytest.raises(ParameterError, match="param must be one of"):
+        sweep("trig", "nope", [1], None, x, y, trials=10)
+
+
+def test_sweep_from_instance_over_pairs_and_stack():
+    est = rfviz.create("positive", m=4)
+    x, y = _pairs(est, 4)
+    res = sweep(est, "kernel", ["softmax", "gaussian"], None, x, y, d=4, trials=200, seed=0, device="cpu")
+    assert res.shape == (2, 3) and list(res.axes) == ["kernel", "pair"]
+    assert isinstance(stack_results([res, res], "rep", [0, 1]), MCResult)
+
+
+@pytest.mark.parametrize("name", ["positive", "positive_antithetic"])
+def test_float32_log_space_matches_closed_form_far_outside_float32_range(name):
+    """r = 20 near θ = π: SM(x, y) ≈ e^{-399} and the MSE ≈ e^{-800} (float32 ends at e^{±88}); |x + y|² ≤ 1.3
+    keeps the positive features' tails light, so the standard error is meaningful."""
+    est = rfviz.create(name, m=16)
+    x, y = canonical_pair(np.array([20.0, 20.0]), np.array([math.pi - 0.057, math.pi - 0.03]), 8)
+    res = monte_carlo(est, x, y, trials=4000, seed=0, device="cpu", dtype=torch.float32)
+    assert res.dtype == "float32"
+    log_mse = est.log_mse(x, y)
+    assert np.all(log_mse < -700) and np.all(np.isfinite(res.log_mse))
+    assert np.all(np.abs(res.z_against(log_mse)) < Z_TOL), res.z_against(log_mse)
+
+
+def test_input_validation():
+    est = rfviz.create("trig")
+    x, y = canonical_pair(0.5, 1.0, 3)
+    with pytest.raises(ParameterError, match="trials must be"):
+        monte_carlo(est, x, y, trials=1)
+    with pytest.raises(ParameterError, match="device must be one of"):
+        monte_carlo(est, x, y, trials=10, device="tpu")
+    with pytest.raises(ParameterError, match="memory_budget must be at least"):
+        monte_carlo(est, x, y, trials=10, memory_budget=10)
+
+
+# ------------------------------------------------------------------ samplers used by the engine
+@pytest.mark.parametrize("dof", [1, 5, 9, 62, 1001])
+def test_chi_square_law(dof):
+    gen = torch.Generator().manual_seed(dof)
+    s = chi_square((20000,), dof, gen, CPU, torch.float64).numpy()
+    assert scipy.stats.kstest(s, scipy.stats.chi2(dof).cdf).pvalue > 1e-4
+    se = math.sqrt(2 * dof / s.size)
+    assert abs(s.mean() - dof) < Z_TOL * se
+
+
+def test_gamma_sampler_small_shape_and_determinism():
+    a = gamma_marsaglia_tsang((20000,), 0.4, torch.Generator().manual_seed(1), CPU)
+    b = gamma_marsaglia_tsang((20000,), 0.4, torch.Generator().manual_seed(1), CPU)
+    assert torch.equal(a, b)
+    assert scipy.stats.kstest(a.numpy(), scipy.stats.gamma(0.4).cdf).pvalue > 1e-4
+    with pytest.raises(ParameterError, match="alpha must be"):
+        gamma_marsaglia_tsang((3,), 0.0, torch.Generator(), CPU)
+
+
+@pytest.mark.parametrize("dim", [2, 7])
+def test_random_frame_orthonormal_and_uniform(dim):
+    d = 9
+    f = random_frame(4000, d, dim, torch.Generator().manual_seed(0), CPU, torch.float64)
+    gram = f @ f.transpose(-1, -2)
+    torch.testing.assert_close(gram, torch.eye(dim, dtype=torch.float64).expand_as(gram), atol=1e-12, rtol=0)
+    # Haar: each entry has E[f²] = 1/d with Var = 2(d−1)/(d²(d+2)); test the mean of the first entry.
+    sq = f[:, 0, 0].numpy() ** 2
+    se = math.sqrt(2 * (d - 1) / (d * d * (d + 2)) / sq.size)
+    assert abs(sq.mean() - 1 / d) < Z_TOL * se
+
+
+# ------------------------------------------------------------------ devices
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine; the CPU path is tested above")
+def test_cuda_path_matches_closed_form_and_reports_gpu_memory():
+    est = rfviz.create("positive_antithetic", m=16)
+    x, y = _pairs(est, 8)
+    res = monte_carlo(est, x, y, d=8, trials=20000, seed=0, device="cuda")
+    assert res.device.startswith("cuda") and res.dtype == "float32"
+    assert np.all(np.abs(res.z_against(est.log_mse(x, y, d=8))) < Z_TOL)
+    assert res.cuda_peak_bytes is not None and res.cuda_peak_bytes > 0
+    again = monte_carlo(est, x, y, d=8, trials=20000, seed=0, device="cuda")
+    np.testing.assert_array_equal(res.rel_mse, again.rel_mse)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is present, so device='cuda' is valid here")
+def test_cuda_request_without_gpu_is_a_parameter_error():
+    x, y = canonical_pair(0.5, 1.0, 3)
+    with pytest.raises(ParameterError, match="device must be one of auto, cpu"):
+        monte_carlo(rfviz.create("trig"), x, y, trials=10, device="cuda")
