@@ -173,8 +173,9 @@ A_PARAM = Param("A", 1j, "complex", "scalar a of A = a·I in the CE estimator (H
                 "(real part), a = 1 the positive RF; any |a| in [1e-3, 1e3]", ui_low=-3.0, ui_high=3.0,
                 label="A = a·I (complex)")
 A_DIAG_PARAM = ComplexListParam("A_diag", (1 + 0.5j, 0.8 + 0j), "complex_list",
-                                "diagonal of A = diag(a_1..a_d) (HRF §2.3, App. H), one complex entry per input "
-                                "coordinate, comma-separated; |a_k| in [1e-3, 1e3]", label="diag(A)")
+                                "diagonal of A = diag(a_1..a_k, 1, …, 1) (HRF §2.3, App. H): complex entries for the "
+                                "first k input coordinates, comma-separated, |a_k| in [1e-3, 1e3]; later coordinates "
+                                "use a = 1", label="diag(A)")
 ANTITHETIC_PARAM = Param("antithetic", False, "bool",
                          "use each ω as the pair (ω, −ω): exp → cosh (with A = I this is FAVOR+)")
 VARIANCE_PARAM = Param("variance", "real_part", "choice",
@@ -252,7 +253,8 @@ class ComplexExponential(SoftmaxFamilyEstimator):
 @register
 class ComplexExponentialDiag(ComplexExponential):
     """CE estimator with a complex diagonal A = diag(a_1..a_d) (HRF §2.3; App. H eqs. 85–88 choose a_k per
-    cluster pair). Not isotropic: the inputs' coordinates matter, so ``A_diag`` has one entry per coordinate."""
+    cluster pair). Not isotropic: the inputs' coordinates matter. ``A_diag`` lists a_1..a_k for the first k
+    coordinates (k ≤ d); the remaining coordinates use a = 1."""
 
     name = "complex_exponential_diag"
     title = "Complex exponential RF, A = diag(a_k)"
@@ -267,14 +269,17 @@ class ComplexExponentialDiag(ComplexExponential):
     def check_dimension(self, d: int) -> None:
         super().check_dimension(d)
         k = len(self.params["A_diag"])
-        if d != k:
-            raise ParameterError(f"d must equal the number of A_diag entries ({k}) for {self.name}, got {d}")
+        if d < k:
+            raise ParameterError(f"d must be an integer in [{k}, inf) (A_diag has {k} entries) for {self.name}, "
+                                 f"got {d}")
 
     def diagonal(self, dim: int) -> np.ndarray:
+        """(a_1..a_k, 1, …, 1): coordinates beyond the listed entries use a = 1."""
         diag = np.asarray(self.params["A_diag"], dtype=complex)
-        if dim != diag.size:
-            raise ParameterError(f"x and y must have {diag.size} coordinates (one per A_diag entry), got {dim}")
-        return diag
+        if dim < diag.size:
+            raise ParameterError(f"x and y must have at least {diag.size} coordinates (A_diag has {diag.size} "
+                                 f"entries), got {dim}")
+        return np.concatenate([diag, np.ones(dim - diag.size, dtype=complex)])
 
 
 # ---------------------------------------------------------------------------------------- hybrids
