@@ -135,6 +135,7 @@ class LabReport:
     closed_form_z: np.ndarray | None = None
     closed_form_tested: np.ndarray | None = None
     closed_form_rejected: np.ndarray | None = None
+    closed_form_error: str | None = None
     comparisons: list[Comparison] = field(default_factory=list)
     skipped_comparisons: dict[str, str] = field(default_factory=dict)
     features: dict[str, Any] = field(default_factory=dict)
@@ -159,6 +160,8 @@ class LabReport:
 
     @property
     def closed_form_agrees(self) -> bool | None:
+        if self.closed_form_error is not None:
+            return False
         if self.closed_form_rejected is None:
             return None
         return not bool(self.closed_form_rejected.any())
@@ -206,6 +209,7 @@ class LabReport:
                 "rejected": self.closed_form_rejected,
                 "agrees": self.closed_form_agrees,
             },
+            "closed_form_error": self.closed_form_error,
             "log10_mse": self.log10_mse,
             "mse_source": self.mse_source,
             "comparisons": {c.name: {"params": c.params, "source": c.source, "log10_ratio": c.log10_ratio,
@@ -230,6 +234,8 @@ class LabReport:
             lines += ["", f"closed-form MSE vs Monte Carlo: {agrees} (z-scores, * = rejected, ~ = left out):"]
             lines += _grid_text(self.r, self.theta, self.closed_form_z, self.closed_form_rejected,
                                 ~self.closed_form_tested)
+        elif self.closed_form_error is not None:
+            lines += ["", f"closed-form MSE: FAILED ({self.closed_form_error})"]
         else:
             lines += ["", "closed-form MSE: none given"]
         for c in self.comparisons:
@@ -383,8 +389,15 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
     cf_z = cf_tested = cf_rejected = None
     log_mse_cand, mse_source = log_mse_mc, "monte carlo"
     has_cf = call_guarded(owner, "closed_form_available", est.closed_form_available)
+    log_mse_cf = None
+    cf_error = None
     if has_cf:
-        log_mse_cf = np.asarray(call_guarded(owner, "log_mse", est.log_mse, x2, y2, d), float).ravel()
+        try:
+            log_mse_cf = np.asarray(call_guarded(owner, "log_mse", est.log_mse, x2, y2, d), float).ravel()
+        except (ParameterError, NotImplementedError) as exc:
+            cf_error = str(exc)
+            warnings.append(f"the closed-form MSE could not be evaluated on this grid: {exc}")
+    if log_mse_cf is not None:
         cf_z = np.asarray(res.z_against(log_mse_cf), float)
         with np.errstate(over="ignore"):
             cf_exact = np.exp(log_mse_cf - 2.0 * res.log_scale) <= EXACT_REL_MSE
@@ -446,7 +459,8 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
         closed_form_z=None if cf_z is None else cf_z.reshape(shape),
         closed_form_tested=None if cf_tested is None else cf_tested.reshape(shape),
         closed_form_rejected=None if cf_rejected is None else cf_rejected.reshape(shape),
-        comparisons=comparisons, skipped_comparisons=skipped, features=features, warnings=warnings)
+        closed_form_error=cf_error, comparisons=comparisons, skipped_comparisons=skipped, features=features,
+        warnings=warnings)
 
 
 def check(target: type[Estimator], params: dict[str, Any] | None = None, **kwargs: Any) -> LabReport:

@@ -1,0 +1,88 @@
+"""``python -m rfviz check TARGET``: the estimator lab from the command line (see rfviz.lab).
+
+TARGET is a built-in name, the name of a loaded plugin, or a plugin spec (``path/to/file.py[:Class]``,
+``package.module:Class``). Exit code 0: unbiased; 1: bias detected; 2: bad input or a broken plugin (one line on
+stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from .cli import UsageError, command, jsonable, parse_assignments, parse_vector
+from .lab import DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_R, DEFAULT_THETA, DEFAULT_TRIALS, check
+from .params import ParameterError
+from .plugins import PluginError, resolve_estimator
+
+
+def _angles(text: str) -> list[float]:
+    """θ values in radians; ``deg`` suffix for degrees (``0,45,90deg``), or ``N`` alone for N equispaced in [0, π]."""
+    t = text.strip()
+    if t.isdigit():
+        n = int(t)
+        if n < 1:
+            raise ParameterError(f"theta must be a count ≥ 1 or a list of angles, got {text!r}")
+        return [math.pi * i / max(n - 1, 1) for i in range(n)] if n > 1 else [math.pi / 2]
+    if t.endswith("deg"):
+        return [math.radians(v) for v in parse_vector("theta", t[:-3])]
+    return parse_vector("theta", t).tolist()
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    cls = resolve_estimator(args.target, args.plugin or ())
+    params = parse_assignments(args.params)
+    if args.kernel is not None:
+        if "kernel" in params:
+            raise UsageError("kernel given twice (--kernel and kernel=)")
+        params["kernel"] = args.kernel
+    compare = [c for c in args.compare.split(",") if c.strip()] if args.compare is not None else list(DEFAULT_COMPARE)
+    if args.d < 1:
+        raise ParameterError(f"d must be an integer in [1, inf), got {args.d}")
+    report = check(cls, params, r=parse_vector("r", args.r).tolist(), theta=_angles(args.theta), d=args.d,
+                   trials=args.trials, seed=args.seed, alpha=args.alpha, compare=compare, device=args.device,
+                   check_feature_maps=not args.no_features)
+    if args.json:
+        print(json.dumps(jsonable(report.to_json()), indent=2))
+    else:
+        print(report.to_text())
+    return report.exit_code
+
+
+def _run_guarded(args: argparse.Namespace) -> int:
+    """Plugin code may fail in any way: report it on one line (exit 2), never with a traceback."""
+    try:
+        return _run_check(args)
+    except (ParameterError, UsageError, NotImplementedError, BrokenPipeError):
+        raise
+    except Exception as exc:  # a last resort for failures outside the guarded estimator calls
+        raise PluginError(f"check of {args.target!r} failed: {type(exc).__name__}: {' '.join(str(exc).split())}") \
+            from exc
+
+
+@command("check", "estimator lab: test a (new) estimator for bias and compare its MSE with the built-ins")
+def _configure_check(p: argparse.ArgumentParser) -> None:
+    p.add_argument("target", help="built-in or plugin name, or a plugin spec path/to/file.py[:Class] or module:Class")
+    p.add_argument("params", nargs="*", help="estimator parameters as key=value (e.g. m=16 sigma=1.3)")
+    p.add_argument("--plugin", action="append", metavar="SPEC",
+                   help="load a plugin first (path/to/file.py[:Class] or module:Class); repeatable")
+    p.add_argument("--kernel", default=None, help="target kernel (softmax or gaussian for the softmax family)")
+    p.add_argument("--d", type=int, default=DEFAULT_D, help=f"input dimension (default {DEFAULT_D})")
+    p.add_argument("--r", default=",".join(f"{v:g}" for v in DEFAULT_R),
+                   help="input norms |x| = |y| of the grid, comma-separated (default %(default)s)")
+    p.add_argument("--theta", default=str(len(DEFAULT_THETA)),
+                   help="angles: a count N (N equispaced in [0, π]), radians 0,1.2,3.1 or degrees 0,45,90deg "
+                        "(default %(default)s)")
+    p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help=f"Monte-Carlo trials (default {DEFAULT_TRIALS})")
+    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--alpha", type=float, default=DEFAULT_ALPHA,
+                   help=f"family-wise error rate of the bias test (Holm; default {DEFAULT_ALPHA})")
+    p.add_argument("--compare", default=None,
+                   help=f"built-ins for the MSE ratio map, comma-separated (default {','.join(DEFAULT_COMPARE)}; "
+                        "empty for none)")
+    p.add_argument("--no-features", action="store_true", help="skip the feature-map checks")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=_run_guarded)
+

@@ -1,0 +1,56 @@
+"""Figures of the estimator lab (rfviz.lab): the bias z-score map and the MSE ratio map. Pure plotly builders."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ..lab import LabReport
+from .common import heatmaps
+
+Z_CLIP = 10.0
+"""|z| beyond this is drawn at the end of the colour scale (the hover still shows the value)."""
+RATIO_CLIP = 4.0
+"""log10 MSE ratios beyond ±4 (10⁴×) are drawn at the end of the colour scale; ±inf (an exact estimator) too."""
+
+
+def _points(report: LabReport, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    i, j = np.nonzero(mask)
+    return report.theta[j], report.r[i]
+
+
+def bias_z_map(report: LabReport) -> go.Figure:
+    """Heatmap of the bias z-scores over (θ, r); × marks points where Holm rejects E[K̂] = K, ○ heavy-tailed
+    points left out of the test."""
+    z = np.clip(report.bias_z, -Z_CLIP, Z_CLIP)
+    rx, ry = _points(report, report.bias_rejected)
+    panel = f"{report.estimator}: z of the mean vs the kernel"
+    fig = heatmaps(report.theta, report.r, {panel: z}, xlabel="θ", ylabel="r = |x| = |y|", zlabel="z",
+                   diverging=True, markers={panel: (rx, ry, "bias (Holm)")} if rx.size else None,
+                   title=f"Bias test: {report.verdict} (α = {report.alpha:g}, {report.trials} trials, d = {report.d})")
+    hx, hy = _points(report, ~report.bias_tested)
+    if hx.size:
+        fig.add_trace(go.Scatter(x=hx, y=hy, mode="markers", name="heavy-tailed: left out", showlegend=True,
+                                 marker={"symbol": "circle-open", "size": 12, "line": {"width": 2},
+                                         "color": "black"}))
+    if rx.size:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="bias detected (Holm)", showlegend=True,
+                                 marker={"symbol": "x-thin", "size": 11, "line": {"width": 2.5, "color": "red"}}))
+    fig.update_layout(coloraxis={"cmin": -max(Z_CLIP / 2, float(np.nanmax(np.abs(z)))),
+                                 "cmax": max(Z_CLIP / 2, float(np.nanmax(np.abs(z))))},
+                      legend={"orientation": "h", "y": -0.2})
+    return fig
+
+
+def ratio_map(report: LabReport) -> go.Figure | None:
+    """One heatmap per comparator of log10(MSE_candidate / MSE_builtin): blue where the candidate wins."""
+    if not report.comparisons:
+        return None
+    zs = {f"vs {c.name} ({c.source})": np.clip(np.nan_to_num(c.log10_ratio, nan=np.nan, posinf=RATIO_CLIP,
+                                                                neginf=-RATIO_CLIP), -RATIO_CLIP, RATIO_CLIP)
+          for c in report.comparisons}
+    fig = heatmaps(report.theta, report.r, zs, xlabel="θ", ylabel="r = |x| = |y|", zlabel="log10 MSE ratio",
+                   diverging=True,
+                   title=f"MSE of {report.estimator} ({report.mse_source}) relative to built-ins: "
+                         "< 0 (blue) it wins, > 0 (red) it loses")
+    return fig
