@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, Configure, Run]] = {}
 # Modules whose import registers further commands (one line each).
 COMMAND_MODULES: list[str] = [
     "rfviz.cli_figure",
+    "rfviz.cli_lab",
 ]
 
 
