@@ -36,9 +36,9 @@ kernel = state.selectbox("Kernel", "kernel", ex.kernel_options(), "softmax", con
 available = ex.estimators_for_kernel(kernel)
 default_set = [n for n in ("trig", "positive_antithetic", "hybrid_angular") if n in available] or available[:2]
 names = state.multiselect("Estimators", "est", available, default_set, container=side, max_selections=4,
-                          format_func=lambda n: f"{n} · {REGISTRY[n].title}")
+                          help="; ".join(f"{n}: {REGISTRY[n].title}" for n in available))
 which = state.selectbox("Quantity", "quantity", list(ex.QUANTITIES), "log10_mse", container=side,
-                        format_func=ex.QUANTITIES.get)
+                        help="; ".join(f"{k}: {v}" for k, v in ex.QUANTITIES.items()))
 pair = None
 if which == "ratio":
     c1, c2 = side.columns(2)
@@ -144,7 +144,7 @@ if grid_ok and surfs:
                 raise ParameterError(f"trials must be an integer in [2, 1000000], got {trials}")
             r_mc, theta_mc = ex.make_axes(float(r_max), mc_res, mc_res)
             if slice_axis == "θ":
-                r_sl, theta_sl = np.linspace(0.0, float(r_max), 13), np.array([slice_at])
+                r_sl, theta_sl = np.linspace(float(r_max) / 13, float(r_max), 13), np.array([slice_at])
             else:
                 r_sl, theta_sl = np.array([slice_at]), np.linspace(0.0, np.pi, 13)
             bar = mc_box.progress(0.0, text="sampling…")
@@ -204,7 +204,7 @@ if grid_ok and surfs:
 
         # slice
         if slice_axis == "θ":
-            coord = np.linspace(0.0, float(r_max), 200)
+            coord = np.linspace(float(r_max) / 200, float(r_max), 200)
             sl_surfs = _surfaces(coord, np.array([slice_at]))
         else:
             coord = np.linspace(0.0, np.pi, 200)

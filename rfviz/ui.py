@@ -248,6 +248,8 @@ def guard(context: str = "") -> Iterator[None]:
         yield
     except ParameterError as exc:
         st.error(f"{context}{exc}", icon=":material/error:")
+    except FloatingPointError as exc:
+        st.error(f"{context}numerical failure: {exc}", icon=":material/error:")
     except NotImplementedError as exc:
         st.warning(f"{context}{exc}", icon=":material/construction:")
 

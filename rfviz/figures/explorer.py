@@ -65,10 +65,15 @@ def make_estimator(name: str, params: Mapping[str, Any], kernel: str) -> Estimat
     return create(name, **full)
 
 
-def make_axes(r_max: float, n_r: int, n_theta: int, r_min: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """r ∈ [r_min, r_max] and θ ∈ [0, π] grids; ParameterError naming the bad value otherwise."""
+def make_axes(r_max: float, n_r: int, n_theta: int, r_min: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """r ∈ [r_min, r_max] and θ ∈ [0, π] grids; ParameterError naming the bad value otherwise.
+
+    By default r starts at r_max/n_r, not 0: at r = 0 the angle θ is undefined (x = y = 0).
+    """
     if not (np.isfinite(r_max) and r_max > 0):
         raise ParameterError(f"r_max must be a number in (0, inf), got {r_max:g}")
+    if r_min is None:
+        r_min = r_max / n_r if n_r >= 1 else 0.0
     if not (0 <= r_min < r_max):
         raise ParameterError(f"r_min must be in [0, r_max) = [0, {r_max:g}), got {r_min:g}")
     for label, n in (("grid points in r", n_r), ("grid points in θ", n_theta)):

@@ -1,0 +1,219 @@
+"""The Streamlit app through streamlit.testing.v1.AppTest: every page loads with its defaults, every widget can be
+changed without an exception, an invalid value shows an error element (and the page keeps working), and the URL
+query parameters restore a view. Plus unit tests of the pure figure builders behind the MSE explorer."""
+
+from __future__ import annotations
+
+import math
+import pathlib
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from rfviz.figures import explorer as ex
+from rfviz.ui import PAGES
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TIMEOUT = 60
+
+# page → (widget kind, key, invalid value, what the error must mention)
+INVALID = {
+    "mse_explorer": ("number_input", "mse.d", 0, "d must be"),
+    "hybrid": ("number_input", "hybrid.m", 0, "m must be"),
+    "gerf": ("number_input", "gerf.m", 0, "m must be"),
+    "coupling": ("number_input", "coupling.d", 0, "d must be"),
+    "optimal_sampling": ("number_input", "psi.d", 0, "d must be"),
+    "dot_product": ("number_input", "dot.m", 0, "m must be"),
+}
+WIDGET_KINDS = ("slider", "number_input", "selectbox", "multiselect", "toggle", "radio", "checkbox", "select_slider")
+
+
+def page_path(page: str) -> str:
+    return str(ROOT / "pages" / f"{page}.py")
+
+
+def _no_exception(at: AppTest, context: str) -> None:
+    assert not at.exception, f"{context}: {[e.message for e in at.exception]}"
+
+
+def _widgets(at: AppTest) -> list[tuple[str, str]]:
+    """(kind, key) of every keyed input widget on the page, main area and sidebar."""
+    out = []
+    for kind in WIDGET_KINDS:
+        for w in getattr(at, kind):
+            if w.key and not w.key.startswith("$$"):
+                out.append((kind, w.key))
+    return out
+
+
+def _other_value(kind: str, w) -> object:
+    """A different valid value for widget ``w`` (for choice widgets: ("index", i))."""
+    v = w.value
+    if kind in ("toggle", "checkbox"):
+        return not v
+    if kind in ("selectbox", "radio", "select_slider"):
+        return ("index", (list(w.options).index(w.format_func(v)) + 1) % len(w.options))
+    if kind == "multiselect":
+        return list(v)[:-1] if len(v) > 1 else list(v)
+    if kind == "slider":
+        if isinstance(v, tuple | list):
+            return v
+        lo, hi = w.min, w.max
+        new = v + (hi - v) / 2 if v < hi else lo + (hi - lo) / 3
+        return round(new) if isinstance(v, int) else float(new)
+    if kind == "number_input":
+        return v + (w.step or 1)
+    return v
+
+
+def _change(at: AppTest, kind: str, key: str) -> bool:
+    """Change widget ``key`` to another valid value; False if it is no longer on the page."""
+    try:
+        w = getattr(at, kind)(key=key)
+    except KeyError:
+        return False
+    new = _other_value(kind, w)
+    if isinstance(new, tuple) and new and new[0] == "index":
+        if kind == "selectbox":
+            w.select_index(new[1])
+        else:
+            w.set_value(w.options[new[1]])
+    else:
+        w.set_value(new)
+    return True
+
+
+@pytest.fixture(scope="module", params=list(PAGES))
+def loaded(request) -> tuple[str, AppTest]:
+    page = request.param
+    at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT).run()
+    return page, at
+
+
+def test_every_page_file_exists():
+    missing = [p for p in PAGES if not pathlib.Path(page_path(p)).exists()]
+    assert not missing, f"pages without a file: {missing}"
+
+
+def test_home_and_navigation():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    _no_exception(at, "home")
+    assert any("rfviz" in t.value for t in at.title)
+    at.switch_page("pages/mse_explorer.py").run()
+    _no_exception(at, "switch to the MSE explorer")
+    assert any("MSE explorer" in t.value for t in at.title)
+
+
+def test_page_loads_with_defaults(loaded):
+    page, at = loaded
+    _no_exception(at, page)
+    assert not at.error, f"{page} shows errors with its defaults: {[e.value for e in at.error]}"
+    assert at.title, f"{page} has no title"
+    assert at.get("plotly_chart"), f"{page} draws no plotly chart"
+
+
+def test_every_widget_reruns(loaded):
+    page, at = loaded
+    widgets = _widgets(at)
+    assert widgets, f"{page} has no widgets"
+    changed = 0
+    for kind, key in widgets:
+        if _change(at, kind, key):
+            at.run()
+            changed += 1
+            _no_exception(at, f"{page}: after changing {kind} {key}")
+    assert changed >= len(widgets) // 2
+
+
+def test_invalid_value_shows_error_and_page_keeps_working(loaded):
+    page, _ = loaded
+    kind, key, bad, text = INVALID[page]
+    fresh = AppTest.from_file(page_path(page), default_timeout=TIMEOUT).run()
+    getattr(fresh, kind)(key=key).set_value(bad).run()
+    _no_exception(fresh, f"{page} with {key}={bad}")
+    errors = [e.value for e in fresh.error]
+    assert any(text in e for e in errors), f"{page}: no error mentioning {text!r} in {errors}"
+    # the page keeps working: the widgets are still there and a valid value clears the error
+    getattr(fresh, kind)(key=key).set_value(type(bad)(16) if "d" in key else 8).run()
+    _no_exception(fresh, f"{page} after fixing {key}")
+    assert not any(text in e.value for e in fresh.error)
+
+
+def test_url_query_parameters_restore_and_record_the_view():
+    at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT)
+    at.query_params.update({"kernel": "gaussian", "est": "trig", "trig.m": "25", "quantity": "rel_error"})
+    at.run()
+    _no_exception(at, "explorer from URL")
+    assert at.sidebar.selectbox(key="mse.kernel").value == "gaussian"
+    assert at.sidebar.multiselect(key="mse.est").value == ["trig"]
+    assert at.number_input(key="mse.trig.m").value == 25
+    at.number_input(key="mse.trig.m").set_value(30).run()
+    assert at.query_params["trig.m"] == ["30"] or at.query_params["trig.m"] == "30"
+
+
+def test_bad_url_parameter_shows_error_and_falls_back():
+    at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT)
+    at.query_params.update({"res": "banana"})
+    at.run()
+    _no_exception(at, "explorer with a bad URL")
+    assert any("res" in e.value for e in at.error)
+    assert at.sidebar.slider(key="mse.res").value == 60
+
+
+def test_explorer_monte_carlo_overlay_and_badge():
+    at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT)
+    # r ≤ 0.6 keeps e^{|x+y|²} ≤ e^{1.44}: light tails, so 2000 trials give honest standard errors.
+    at.query_params.update({"est": "trig,positive_antithetic", "r_max": "0.6", "trials": "2000", "mc_res": "4"})
+    at.run()
+    at.toggle(key="mse.mc").set_value(True).run()
+    _no_exception(at, "Monte Carlo overlay")
+    badges = [m.value for m in at.markdown if "badge[" in m.value]
+    assert badges and "agree within 4 SE" in badges[0], badges
+
+
+# ------------------------------------------------------------------ pure figure builders (no Streamlit)
+def test_analytic_surface_matches_registry_closed_form():
+    r, theta = ex.make_axes(1.5, 4, 5)
+    s = ex.analytic_surface("trig", {"m": 7}, "softmax", 3, r, theta)
+    # HRF Lemma 2.2 (reference F1, same length): MSE = e^{2r²}(1 − e^{−4r² sin²(θ/2)})²/(2m)
+    rr, tt = np.meshgrid(r, theta, indexing="ij")
+    with np.errstate(divide="ignore"):
+        expected = np.log10(np.exp(2 * rr**2) * (1 - np.exp(-4 * rr**2 * np.sin(tt / 2) ** 2)) ** 2 / 14)
+    assert np.allclose(s.log10_mse, expected, rtol=1e-12, atol=0, equal_nan=True)
+    assert np.allclose(s.log10_kernel, rr**2 * np.cos(tt) / math.log(10))
+
+
+def test_quantities_are_consistent():
+    r, theta = ex.make_axes(1.0, 3, 4, r_min=0.5)
+    a = ex.analytic_surface("trig", {"m": 4}, "gaussian", 2, r, theta)
+    b = ex.analytic_surface("positive_antithetic", {"m": 4}, "gaussian", 2, r, theta)
+    rel = ex.quantity([a, b], "rel_error")
+    assert np.allclose(rel["trig"], 0.5 * a.log10_mse - a.log10_kernel, equal_nan=True)
+    ratio = ex.quantity([a, b], "ratio", ("trig", "positive_antithetic"))
+    assert list(ratio) == ["trig / positive_antithetic"]
+    with pytest.raises(ValueError, match="two different"):
+        ex.quantity([a, b], "ratio", ("trig", "trig"))
+    with pytest.raises(ValueError, match="r_max"):
+        ex.make_axes(-1.0, 3, 3)
+
+
+def test_sampled_surface_agrees_and_flags_nothing_in_the_light_tailed_region():
+    # r ≤ 0.8: e^{|x+y|²} ≤ e^{2.56}, light enough tails for 3000 trials (heavier regions are left out on purpose).
+    r, theta = ex.make_axes(0.8, 3, 3, r_min=0.2)
+    s = ex.sampled_surface("positive_antithetic", {"m": 5}, "softmax", 8, r, theta, trials=3000, seed=1)
+    assert s.z.shape == (3, 3)
+    assert np.all(np.abs(s.z) < ex.DISAGREEMENT_Z), s.z
+    assert s.disagreements == 0
+
+
+def test_grid_csv_and_figures():
+    r, theta = ex.make_axes(1.0, 3, 4)
+    a = ex.analytic_surface("trig", {"m": 4}, "softmax", 2, r, theta)
+    vals = ex.quantity([a], "log10_mse")
+    csv = ex.grid_csv(r, theta, vals, "log10_mse").splitlines()
+    assert csv[0] == "panel,r,theta,log10_mse" and len(csv) == 1 + 12
+    fig = ex.heatmap_figure(r, theta, vals, "log10_mse", {"trig": (np.array([0.5]), np.array([1.0]))})
+    assert [t.type for t in fig.data] == ["heatmap", "scatter"]
+    fig3 = ex.surface_figure(r, theta, vals, "log10_mse")
+    assert fig3.data[0].type == "surface"
