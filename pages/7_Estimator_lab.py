@@ -1,0 +1,130 @@
+"""Estimator lab: check a new (plugin) or built-in estimator for bias and map where its MSE wins or loses.
+
+Plugins are the classes named on the machine running the app (RFVIZ_PLUGINS, entry points ``rfviz.estimators``);
+nothing is uploaded from the browser. All statistics live in rfviz.lab; this page only collects settings and shows
+the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import streamlit as st
+
+from rfviz import ParameterError, ui
+from rfviz.cli import jsonable
+from rfviz.estimators import REGISTRY
+from rfviz.figures import lab as figs
+from rfviz.lab import DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_TRIALS, check
+from rfviz.plugins import ENV_VAR, discover
+
+state = ui.PageState("lab")
+ui.header(
+    "Estimator lab",
+    "Sanity-check an estimator before writing the paper. Write a class following rfviz's estimator protocol in your "
+    f"own file, name it in the `{ENV_VAR}` environment variable (`path/to/file.py:Class` or `module:Class`, "
+    "comma-separated) or in an entry point of the group `rfviz.estimators`, and start the app. The lab samples K̂ "
+    "over a grid of (θ, r) and reports: a **bias test** (z-score of the mean against the true kernel at each point, "
+    "Holm's multiple-testing correction over the grid), agreement with the estimator's **own closed form**, its "
+    "**MSE relative to built-ins** with the same m and kernel, and whether its **features** are positive and "
+    "bounded. The same check runs headless: `python -m rfviz check path/to/file.py:Class`.",
+    [
+        (r"z(r,\theta) = \frac{\overline{\hat K} - K}{s_{\hat K}/\sqrt{n}},\qquad "
+         r"\text{Holm: reject } p_{(k)} \le \frac{\alpha}{M-k}\ \ (k = 0, 1, \dots)",
+         "Two-sided normal p-values; Holm (1979) step-down controls the family-wise error at α under any "
+         "dependence between grid points. Points with kurtosis > n/20 (heavy tails) are left out."),
+        (r"\log_{10}\frac{\mathrm{MSE}_{\text{candidate}}}{\mathrm{MSE}_{\text{built-in}}}",
+         "Closed forms where they exist (HRF Lemma 2.2 for trig and positive RFs), Monte Carlo otherwise."),
+    ],
+)
+ui.sidebar_info()
+
+
+@st.cache_resource(show_spinner=False)
+def _plugins(env_value: str) -> tuple[dict, list[str]]:
+    """Plugins named on this machine (cached per value of the environment variable)."""
+    return discover({ENV_VAR: env_value})
+
+
+plugins, plugin_errors = _plugins(os.environ.get(ENV_VAR, ""))
+for err in plugin_errors:
+    st.error(f"Plugin not loaded: {err}", icon=":material/extension_off:")
+
+# ------------------------------------------------------------------ controls
+side = st.sidebar
+options = [*plugins, *REGISTRY]
+labels = {name: f"{name} (plugin)" for name in plugins}
+default = next(iter(plugins), "positive_antithetic")
+name = state.selectbox("Estimator to check", "est", options, default, container=side,
+                       format_func=lambda n: labels.get(n, n),
+                       help=f"plugins come from {ENV_VAR} and the rfviz.estimators entry points")
+cls = plugins.get(name) or REGISTRY[name]
+has_kernel = any(p.name == "kernel" for p in cls.spec)
+kernel = None
+if has_kernel:
+    kernel_param = next(p for p in cls.spec if p.name == "kernel")
+    kernel = state.selectbox("Kernel", "kernel", kernel_param.choices, kernel_param.default, container=side)
+d = state.number("d (input dimension)", "d", DEFAULT_D, int, container=side)
+trials = state.number("Monte-Carlo trials", "trials", DEFAULT_TRIALS, int, container=side,
+                      help="per grid point; the bias test's power grows like √trials")
+r_text = state.text("r values (comma-separated)", "r", "0.5,1,1.5", container=side)
+n_theta = state.slider("θ points in [0, π]", "n_theta", 2, 13, 5, container=side)
+compare = state.multiselect("Compare the MSE with", "compare", [n for n in REGISTRY if n != name],
+                            [n for n in DEFAULT_COMPARE if n != name], container=side)
+alpha = state.slider("α (family-wise error)", "alpha", 0.001, 0.1, DEFAULT_ALPHA, step=0.001, container=side)
+seed = state.number("Seed", "seed", 0, int, container=side)
+state.show_url_errors()
+
+st.caption(f"**{name}**: {cls.title}. {getattr(cls, 'description', '')} *{getattr(cls, 'reference', '')}*")
+with st.expander("Parameters", expanded=True):
+    params = ui.estimator_params(state, cls.spec, prefix=f"{name}.", skip=("kernel",))
+if kernel is not None:
+    params["kernel"] = kernel
+
+settings = json.dumps(jsonable({"est": name, "params": params, "d": d, "trials": trials, "r": r_text,
+                                "n_theta": n_theta, "compare": compare, "alpha": alpha, "seed": seed}),
+                      sort_keys=True)
+if st.button("Run the check", type="primary", icon=":material/science:"):
+    with ui.guard(f"{name}: "):
+        import numpy as np
+
+        from rfviz.cli import parse_vector
+
+        r_values = parse_vector("r", r_text).tolist()
+        if int(trials) > 200_000:
+            raise ParameterError(f"trials must be an integer in [100, 200000] in the app, got {trials}")
+        bar = st.progress(0.0, text="sampling…")
+        report = check(cls, params, r=r_values, theta=np.linspace(0.0, np.pi, int(n_theta)).tolist(), d=int(d),
+                       trials=int(trials), seed=int(seed), alpha=float(alpha), compare=compare, device="auto",
+                       progress=lambda f: bar.progress(min(max(f, 0.0), 1.0), text="sampling…"))
+        bar.empty()
+        st.session_state["lab.report"] = (settings, report)
+
+stored = st.session_state.get("lab.report")
+if stored is None:
+    st.info("Choose an estimator and press **Run the check**.", icon=":material/play_arrow:")
+else:
+    shown_settings, report = stored
+    if shown_settings != settings:
+        st.caption("The settings changed since this report was computed: press **Run the check** to update it.")
+    (st.error if report.biased else st.success)(report.summary(), icon=":material/rule:")
+    for w in report.warnings:
+        st.warning(w, icon=":material/warning:")
+    cols = st.columns(3)
+    cf = report.closed_form_agrees
+    cols[0].metric("Closed form vs Monte Carlo", "none given" if cf is None else ("agrees" if cf else "DISAGREES"))
+    feats = report.features
+    cols[1].metric("Features positive", str(feats.get("positive", "n/a")))
+    cols[2].metric("Features bounded (observed)", str(feats.get("bounded_observed", "n/a")))
+    ui.plot(figs.bias_z_map(report), key="lab-z")
+    ratio = figs.ratio_map(report)
+    if ratio is not None:
+        ui.plot(ratio, key="lab-ratio")
+    for other, why in report.skipped_comparisons.items():
+        st.caption(f"Not compared with {other}: {why}")
+    with st.expander("Full report (text)"):
+        st.code(report.to_text(), language=None)
+    st.download_button("Report (JSON)", json.dumps(jsonable(report.to_json()), indent=2),
+                       file_name=f"lab_{report.estimator}.json", mime="application/json",
+                       icon=":material/download:", on_click="ignore")
