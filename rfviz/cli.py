@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, Configure, Run]] = {}
 COMMAND_MODULES: list[str] = [
     "rfviz.cli_figure",
     "rfviz.cli_lab",
+    "rfviz.cli_psi",
 ]
 
 

@@ -42,12 +42,14 @@ _FOURIER_TERMS = 4000  # terms of the |cos|·|cos| Fourier series (truncation er
 
 # ----------------------------------------------------------------------------------------------- special functions
 def _series_0f1(z: np.ndarray, b: float, sign: float) -> np.ndarray:
-    """Σ_{k≥1} (sign·z)^k / ((b)_k k!) (the 0F1 series minus its leading 1), vectorised, 200 terms."""
+    """Σ_{k≥1} (sign·z)^k / ((b)_k k!) (the 0F1 series minus its leading 1), vectorised, ≤ 200 terms."""
     term = np.ones_like(z)
     total = np.zeros_like(z)
     for k in range(1, _SERIES_TERMS + 1):
         term = term * (sign * z) / ((b + k - 1) * k)
         total = total + term
+        if k % 8 == 0 and not np.any(np.abs(term) > 1e-18 * (1.0 + np.abs(total))):
+            break
     return total
 
 
@@ -186,6 +188,15 @@ class InputLaw:
                 raise ParameterError(f"{name} must be a number in [0, inf), got {v!r}")
         if self.kind == "pair":
             canonical_pair(1.0, self.theta, self.d)  # validates theta (and d = 1 ⇒ θ ∈ {0, π})
+
+    def describe(self) -> dict[str, Any]:
+        """The law's kind and its relevant parameters (JSON-ready)."""
+        names = {"sphere": ("d", "r"), "gaussian": ("d", "sigma"), "pair": ("d", "r", "r2", "theta"),
+                 "two_spheres": ("d", "r", "r2")}[self.kind]
+        out: dict[str, Any] = {"kind": self.kind, **{n: getattr(self, n) for n in names}}
+        if "r2" in out:
+            out["r2"] = self.radius2
+        return out
 
     @property
     def radius2(self) -> float:
@@ -655,7 +666,7 @@ class OptimalSampling:
         return {
             "mechanism": self.mechanism,
             "kernel": self.kernel,
-            "inputs": {k: v for k, v in vars(self.inputs).items() if v is not None},
+            "inputs": self.inputs.describe(),
             "radial": {
                 "rho": rho,
                 "omega_pdf": np.exp(self.omega_radial_log_pdf(rho)),

@@ -1,0 +1,71 @@
+"""``python -m rfviz psi``: the optimal importance-sampling density Ψ of one mechanism and input law
+(Sernau et al. Thm 1; reference optimal_sampling.md §3) and its plotted quantities."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+from .cli import command, emit, parse_assignments
+from .optimal_sampling import INPUT_KINDS, KERNELS, MECHANISMS, InputLaw, OptimalSampling, gaussian_input_thresholds
+from .params import Param, ParameterError
+
+#: Numeric parameters of each input law (the others are rejected, so that a typo never passes silently).
+INPUT_PARAMS: dict[str, tuple[str, ...]] = {kind: tuple(k for k in InputLaw(kind, 1).describe() if k != "kind")
+                                            for kind in INPUT_KINDS}
+SPECS: dict[str, Param] = {
+    "mechanism": Param("mechanism", "positive", "choice", "feature map", choices=MECHANISMS),
+    "inputs": Param("inputs", "sphere", "choice", "input law", choices=INPUT_KINDS),
+    "kernel": Param("kernel", "softmax", "choice", "target kernel", choices=KERNELS),
+    "d": Param("d", 16, "int", "dimension", low=1),
+    "r": Param("r", 1.0, help="sphere radius / |x| / r1", low=0.0),
+    "r2": Param("r2", 1.5, help="|y| (pair) or second radius (two spheres); default r for the pair", low=0.0),
+    "sigma": Param("sigma", 0.2, help="std of Gaussian inputs N(0, σ²I)", low=0.0),
+    "theta": Param("theta", math.pi / 2, help="angle between x and y (radians)", low=0.0, high=math.pi),
+    "grid": Param("grid", 201, "int", "points of the radial grid", low=2, high=100000),
+}
+
+
+def psi_report(assignments: dict[str, str]) -> dict[str, Any]:
+    """The JSON object of ``python -m rfviz psi``."""
+    unknown = set(assignments) - set(SPECS)
+    if unknown:
+        raise ParameterError(f"psi has no parameter {sorted(unknown)[0]!r}; its parameters are: "
+                             + ", ".join(SPECS))
+    values = {name: spec.parse(assignments[name]) if name in assignments else spec.default
+              for name, spec in SPECS.items()}
+    kind = values["inputs"]
+    allowed = INPUT_PARAMS[kind]
+    for name in ("d", "r", "r2", "sigma", "theta"):
+        if name in assignments and name not in allowed:
+            raise ParameterError(f"{name} is not a parameter of inputs={kind}; its parameters are: "
+                                 + ", ".join(allowed))
+    law_args: dict[str, Any] = {name: values[name] for name in allowed}
+    if kind == "pair" and "r2" not in assignments:
+        law_args["r2"] = values["r"]
+    prob = OptimalSampling(values["mechanism"], InputLaw(kind=kind, **law_args), values["kernel"])
+    report = prob.report(values["grid"])
+    if kind == "gaussian":
+        report["sigma_thresholds"] = {
+            label: {k: math.sqrt(v) if math.isfinite(v) else None for k, v in thr.items()}
+            for label, thr in gaussian_input_thresholds(values["mechanism"], values["kernel"]).items()}
+    return report
+
+
+def _run_psi(args: argparse.Namespace) -> int:
+    report = psi_report(parse_assignments(args.params))
+    if not args.json:
+        report = {k: v for k, v in report.items() if k != "radial"}
+    emit(report, args.json)
+    return 0
+
+
+@command("psi", "optimal importance-sampling density Ψ (Thm 1 of 'All RF representations are equivalent'): "
+                "radial density vs Ω, V*, unweighted variance and divergence flags")
+def _configure_psi(p: argparse.ArgumentParser) -> None:
+    p.add_argument("params", nargs="*",
+                   help="key=value: mechanism=positive|trig, inputs=sphere|gaussian|pair|two_spheres, "
+                        "kernel=softmax|gaussian, d, r, r2, sigma, theta, grid")
+    p.add_argument("--json", action="store_true", help="print JSON (with the radial density grid)")
+    p.set_defaults(func=_run_psi)
