@@ -8,12 +8,10 @@ import math
 from typing import Any
 
 from .cli import command, emit, parse_assignments
-from .optimal_sampling import INPUT_KINDS, KERNELS, MECHANISMS, InputLaw, OptimalSampling, gaussian_input_thresholds
+from .optimal_sampling import (INPUT_KINDS, INPUT_PARAMS, KERNELS, MECHANISMS, InputLaw, OptimalSampling,
+                               gaussian_input_thresholds)
 from .params import Param, ParameterError
 
-#: Numeric parameters of each input law (the others are rejected, so that a typo never passes silently).
-INPUT_PARAMS: dict[str, tuple[str, ...]] = {kind: tuple(k for k in InputLaw(kind, 1).describe() if k != "kind")
-                                            for kind in INPUT_KINDS}
 SPECS: dict[str, Param] = {
     "mechanism": Param("mechanism", "positive", "choice", "feature map", choices=MECHANISMS),
     "inputs": Param("inputs", "sphere", "choice", "input law", choices=INPUT_KINDS),

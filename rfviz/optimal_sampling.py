@@ -31,6 +31,9 @@ from .params import ParameterError
 MECHANISMS = ("positive", "trig")
 INPUT_KINDS = ("sphere", "gaussian", "pair", "two_spheres")
 KERNELS = ("softmax", "gaussian")
+#: The parameters that define each input law.
+INPUT_PARAMS: dict[str, tuple[str, ...]] = {"sphere": ("d", "r"), "gaussian": ("d", "sigma"),
+                                            "pair": ("d", "r", "r2", "theta"), "two_spheres": ("d", "r", "r2")}
 
 #: A Monte-Carlo variance estimate from N samples has relative standard error ≈ sqrt(κ/N), κ = E Y⁴/(E Y²)².
 #: Above this κ, even 10⁶ samples leave > 10% error: the reference's "MC will lie" regime (§6.5), flagged.
@@ -191,9 +194,7 @@ class InputLaw:
 
     def describe(self) -> dict[str, Any]:
         """The law's kind and its relevant parameters (JSON-ready)."""
-        names = {"sphere": ("d", "r"), "gaussian": ("d", "sigma"), "pair": ("d", "r", "r2", "theta"),
-                 "two_spheres": ("d", "r", "r2")}[self.kind]
-        out: dict[str, Any] = {"kind": self.kind, **{n: getattr(self, n) for n in names}}
+        out: dict[str, Any] = {"kind": self.kind, **{n: getattr(self, n) for n in INPUT_PARAMS[self.kind]}}
         if "r2" in out:
             out["r2"] = self.radius2
         return out
@@ -824,7 +825,7 @@ def variance_sweep(mechanism: str, kind: str, kernel: str, d: int, axis: str, va
             "log10_v_plain": np.array(v_plain), "log10_expected_k2": np.array(ek2)}
 
 
-__all__ = ["HEAVY_TAIL_KURTOSIS", "INPUT_KINDS", "KERNELS", "MECHANISMS", "InputLaw", "OptimalSampling", "PsiSample",
+__all__ = ["HEAVY_TAIL_KURTOSIS", "INPUT_KINDS", "INPUT_PARAMS", "KERNELS", "MECHANISMS", "InputLaw", "OptimalSampling", "PsiSample",
            "divergence_regions", "equivalence_curve", "gaussian_input_thresholds", "gaussian_positive_log_moment",
            "log_chi_pdf", "log_noncentral_chi_pdf", "log_sphere_mgf", "optimal_variances", "sample_phase",
            "sphere_char", "uniform_sphere", "variance_sweep"]
