@@ -8,8 +8,15 @@ import math
 from typing import Any
 
 from .cli import command, emit, parse_assignments
-from .optimal_sampling import (INPUT_KINDS, INPUT_PARAMS, KERNELS, MECHANISMS, InputLaw, OptimalSampling,
-                               gaussian_input_thresholds)
+from .optimal_sampling import (
+    INPUT_KINDS,
+    INPUT_PARAMS,
+    KERNELS,
+    MECHANISMS,
+    InputLaw,
+    OptimalSampling,
+    gaussian_input_thresholds,
+)
 from .params import Param, ParameterError
 
 SPECS: dict[str, Param] = {

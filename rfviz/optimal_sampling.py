@@ -825,7 +825,8 @@ def variance_sweep(mechanism: str, kind: str, kernel: str, d: int, axis: str, va
             "log10_v_plain": np.array(v_plain), "log10_expected_k2": np.array(ek2)}
 
 
-__all__ = ["HEAVY_TAIL_KURTOSIS", "INPUT_KINDS", "INPUT_PARAMS", "KERNELS", "MECHANISMS", "InputLaw", "OptimalSampling", "PsiSample",
+__all__ = ["HEAVY_TAIL_KURTOSIS", "INPUT_KINDS", "INPUT_PARAMS", "KERNELS", "MECHANISMS", "InputLaw",
+           "OptimalSampling", "PsiSample",
            "divergence_regions", "equivalence_curve", "gaussian_input_thresholds", "gaussian_positive_log_moment",
            "log_chi_pdf", "log_noncentral_chi_pdf", "log_sphere_mgf", "optimal_variances", "sample_phase",
            "sphere_char", "uniform_sphere", "variance_sweep"]
