@@ -1,24 +1,549 @@
-"""Coupled random projections (Simplex Random Features paper): closed-form MSE under coupling.
+"""Coupled random projections (Simplex Random Features, Reid et al. ICML 2023 = "SimRF"; reference
+simplex_random_features.md, cited below as "ref §N").
 
-Placeholder contract, filled in by the coupling work (issue 3): ``coupled_log_mse(estimator, stats)`` returns
-the natural-log MSE of a softmax-kernel estimator whose ω are coupled (``estimator.params['coupling']``).
+Three parts:
+
+* **Samplers** (torch, registered with ``register_coupling``; reduced coordinates as in rfviz.sampling):
+  ``simplex`` (W = D·S·R, SimRF Eq. 8–9, with the O(d) product of Algorithm 1) and ``simplex_plus``
+  (W = D·S'·R, S' from the norm-dependent iteration of SimRF Eq. 17). Both use blocks of d vectors with iid
+  χ_d norms, stacked independently when m > d and truncated to m rows (ref §1.2).
+* **Densities and conformity** (numpy): p(w_ij) of w_ij = ‖ω_i + ω_j‖ (Lemmas 4.1, 4.2), its CDF, the
+  RF-conformity ρ(v) (Def. 3.1, Thm 4.3) and MSE ratios against iid (Fig. 6), all in log space.
+* **Closed-form MSE** of the softmax-kernel trig, positive and antithetic-positive estimators under the
+  orthogonal and simplex couplings, for m ≤ d and m > d (``coupled_log_mse``).
+
+The key identity (derived here from Lemma 4.2, checked against it): for a pair at fixed angle cos θ_w = c
+with iid χ_d norms, w_ij² = s·χ²_{2d} with s = 1 + c·sin u independent of the χ²_{2d}, where u ∈ [0, π] has
+density ∝ sin^{d−1} u. So every quantity is a one-dimensional average over u of a χ_{2d} quantity, computed
+with one Gauss–Legendre rule (``_angle_nodes``): ORF is c = 0 (no average), SimRF c = −1/(d−1).
 """
 
 from __future__ import annotations
 
+import math
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
+import torch
+from scipy.special import erfcx, gammainc, gammaln, hyp1f1, logsumexp, xlogy
+
+from .numerics import LOG2, log1mexp, log_expm1
+from .params import ParameterError
+from .sampling import chi_square, random_frame, register_coupling
 
 if TYPE_CHECKING:
     from .estimators.base import Estimator, PairStats
 
+COUPLINGS_WITH_DENSITY = ("iid", "orthogonal", "simplex")
+"""Couplings with a closed-form law of w_ij (simplex_plus is weight-dependent: no closed form, ref §3)."""
+CLOSED_FORM_ESTIMATORS = ("trig", "positive", "positive_antithetic")
+SIMPLEX_PLUS_PASSES = 5
+"""Passes of the SimRF+ iteration (Eq. 17); the authors use 5, it converges after 1–2 (ref §1.2, checks §7, §12)."""
+N_ANGLE_NODES = 400
+SMALL_ARG = 1.0
+"""Below this value of v² (or z²) the coefficient series is used: it is free of the cancellation in ρ − e^{v²}."""
+SMALL_SERIES_TERMS = 64
 
-def coupled_log_mse(estimator: Estimator, s: PairStats) -> np.ndarray:
-    """log MSE (softmax kernel) of ``estimator`` under its non-iid coupling."""
-    raise NotImplementedError(f"no closed form yet for coupling={estimator.params.get('coupling')!r}")
+
+# ------------------------------------------------------------------------------------------- parameters
+def check_coupling(coupling: str, allowed: tuple[str, ...] = ("iid", "orthogonal", "simplex", "simplex_plus"),
+                   what: str = "") -> str:
+    """ParameterError unless ``coupling`` is one of ``allowed``."""
+    if coupling not in allowed:
+        tail = f" {what}" if what else ""
+        raise ParameterError(f"coupling must be one of {', '.join(allowed)}{tail}, got {coupling!r}")
+    return coupling
+
+
+def check_coupling_dimension(coupling: str, d: int) -> int:
+    """d ≥ 1 for every coupling, d ≥ 2 for simplex and simplex+ (the pair cosine −1/(d−1); ref §1.2, pitfall 10)."""
+    minimum = 2 if coupling in ("simplex", "simplex_plus") else 1
+    if isinstance(d, bool) or int(d) != d or d < minimum:
+        why = " (a simplex of d unit vectors needs d ≥ 2)" if minimum == 2 else ""
+        raise ParameterError(f"d must be an integer in [{minimum}, inf) for coupling={coupling}{why}, got {d!r}")
+    return int(d)
+
+
+def pair_cosine(coupling: str, d: int) -> float | None:
+    """cos θ_w between two vectors of one block: orthogonal 0, simplex −1/(d−1) (SimRF Eq. 9); None for iid."""
+    check_coupling(coupling, COUPLINGS_WITH_DENSITY)
+    check_coupling_dimension(coupling, d)
+    return {"iid": None, "orthogonal": 0.0, "simplex": -1.0 / (d - 1) if d > 1 else None}[coupling]
+
+
+def pairs_within_blocks(m: int, d: int) -> int:
+    """P = Σ_b m_b(m_b − 1): ordered coupled pairs when m vectors come in blocks of d (ref §2.1, pitfall 3)."""
+    blocks, rem = divmod(int(m), int(d))
+    return blocks * d * (d - 1) + rem * (rem - 1)
+
+
+# ------------------------------------------------------------------------------------------- samplers
+def simplex_matrix(d: int) -> np.ndarray:
+    """The simplex matrix S of SimRF Eq. 9 (rows unit, s_i·s_j = −1/(d−1), Σ s_i = 0, last column 0)."""
+    check_coupling_dimension("simplex", d)
+    ones = np.ones(d)
+    ones[-1] = 0.0
+    s = np.tile(-(math.sqrt(d) + 1.0) / (d - 1) ** 1.5 * ones, (d, 1))
+    s[np.arange(d - 1), np.arange(d - 1)] += math.sqrt(d / (d - 1.0))
+    s[-1] = ones / math.sqrt(d - 1.0)
+    return s
+
+
+def simplex_product(x: torch.Tensor) -> torch.Tensor:
+    """y = S x along the last axis in O(d) (SimRF Algorithm 1, App. B.2.1; ref §1.2):
+    y_d = Σ_{i<d} x_i/√(d−1), y_i = √(d/(d−1)) x_i − (√d+1)/(d−1)·y_d."""
+    d = x.shape[-1]
+    y_last = x[..., : d - 1].sum(-1, keepdim=True) / math.sqrt(d - 1.0)
+    head = math.sqrt(d / (d - 1.0)) * x[..., : d - 1] - (math.sqrt(d) + 1.0) / (d - 1.0) * y_last
+    return torch.cat([head, y_last], -1)
+
+
+def simplex_plus_directions(norms: torch.Tensor, passes: int = SIMPLEX_PLUS_PASSES) -> torch.Tensor:
+    """Unit directions S' (…, d, d) of SimRF+ for norms (…, d): start at S, then for i = 1..d in turn
+    ŝ_i ← −Σ_{j≠i} w_j ŝ_j / ‖Σ_{j≠i} w_j ŝ_j‖ (SimRF Eq. 17), ``passes`` times. Drives Σ_i w_i ŝ_i to 0 (Eq. 16)."""
+    d = norms.shape[-1]
+    s = torch.as_tensor(simplex_matrix(d), dtype=norms.dtype, device=norms.device)
+    s = s.expand(*norms.shape, d).clone()
+    w = norms.unsqueeze(-1)
+    tiny = torch.finfo(norms.dtype).tiny
+    for _ in range(passes):
+        total = (w * s).sum(-2)  # recomputed each pass so round-off does not accumulate
+        for i in range(d):
+            rest = total - w[..., i, :] * s[..., i, :]
+            new = -rest / torch.linalg.vector_norm(rest, dim=-1, keepdim=True).clamp_min(tiny)
+            s[..., i, :] = new
+            total = rest + w[..., i, :] * new
+    return s
+
+
+def _blocks_and_frame(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
+                      dtype: torch.dtype) -> tuple[int, torch.Tensor]:
+    blocks = -(-m // d)
+    return blocks, random_frame(trials * blocks, d, dim, generator, device, dtype)  # (T·B, dim, d)
+
+
+@register_coupling("simplex")
+def sample_simplex(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
+                   dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """SimRF blocks W = D S R (SimRF Eq. 8): ω_i = w_i Rᵀs_i, w_i ~ χ_d iid, R Haar. Reduced coordinates of
+    Rᵀs_i are frame·s_i with frame the first ``dim`` rows of a Haar matrix: O(d·dim) per block via Algorithm 1."""
+    check_coupling_dimension("simplex", d)
+    blocks, frame = _blocks_and_frame(trials, m, d, dim, generator, device, dtype)
+    dirs = simplex_product(frame).transpose(-1, -2).reshape(trials, blocks * d, dim)[:, :m]
+    sq = chi_square((trials, m), d, generator, device, dtype)
+    return dirs * sq.sqrt().unsqueeze(-1), sq
+
+
+SIMPLEX_PLUS_CHUNK = 2**22
+"""Entries of S' (blocks × d × d) built at once by the SimRF+ sampler (bounds its memory at 32 MiB in float64)."""
+
+
+@register_coupling("simplex_plus")
+def sample_simplex_plus(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
+                        dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """SimRF+ blocks W = D S' R (SimRF §3.2): the d norms of each block are drawn first (iid χ_d), S' is
+    computed from them by Eq. 17, then a fresh Haar R rotates the block, which keeps every ω_i ~ N(0, I_d)
+    marginally (unbiased; ref pitfall 12). Weight-dependent but data-independent: it needs only the norms, so it
+    fits the sampler protocol. Unlike the authors' code, every block draws its own norms and S' (ref §1.2 quirk).
+    Cost O(passes·d²) per block (a python loop over i), so it is the slow coupling at large d."""
+    check_coupling_dimension("simplex_plus", d)
+    blocks, frame = _blocks_and_frame(trials, m, d, dim, generator, device, dtype)
+    sq = chi_square((trials * blocks, d), d, generator, device, dtype)
+    norms = sq.sqrt()
+    dirs = torch.empty((trials * blocks, d, dim), device=device, dtype=dtype)
+    step = max(1, SIMPLEX_PLUS_CHUNK // (d * d))
+    for start in range(0, trials * blocks, step):
+        sl = slice(start, start + step)
+        dirs[sl] = simplex_plus_directions(norms[sl]) @ frame[sl].transpose(-1, -2)
+    dirs = dirs.reshape(trials, blocks * d, dim)[:, :m]
+    sq = sq.reshape(trials, blocks * d)[:, :m]
+    return dirs * sq.sqrt().unsqueeze(-1), sq
+
+
+def sample_pair_sums(coupling: str, d: int, n: int, seed: int = 0) -> np.ndarray:
+    """n independent draws of w_ij = ‖ω_1 + ω_2‖ (the first two vectors of a block) from the registered
+    full-vector sampler (dim = d): the sampled counterpart of ``density_wij``. O(n·d³) for coupled blocks."""
+    from .sampling import sample_omegas
+
+    check_coupling(coupling)
+    check_coupling_dimension(coupling, d)
+    if d < 2:
+        raise ParameterError(f"d must be an integer in [2, inf) to form a pair inside one block, got {d}")
+    gen = torch.Generator().manual_seed(int(seed))
+    w, _ = sample_omegas(coupling, int(n), 2, d, d, gen, torch.device("cpu"), torch.float64)
+    return torch.linalg.vector_norm(w[:, 0] + w[:, 1], dim=-1).numpy()
+
+
+# ------------------------------------------------------------------------------------- angle quadrature
+@lru_cache(maxsize=64)
+def _angle_nodes(d: int, n: int = N_ANGLE_NODES) -> tuple[np.ndarray, np.ndarray]:
+    """(sin u_j, log weights) for E[g(sin u)] with u ∝ sin^{d−1} u on [0, π] (by symmetry on [0, π/2]).
+
+    Gauss–Legendre on [0, π/2]: its nodes cluster at π/2, where the weight concentrates for large d.
+    Weights are kept as logs (sin^{1023} u underflows)."""
+    x, wt = np.polynomial.legendre.leggauss(n)
+    u = (x + 1.0) * np.pi / 4.0
+    logw = (d - 1) * np.log(np.sin(u)) + np.log(wt)
+    logw -= logsumexp(logw)
+    return np.sin(u), logw
+
+
+def kappa(d: int) -> float:
+    """κ_d = E[sin u] = Γ((d+1)/2)² / (Γ(d/2)Γ(d/2+1)) (ref §2.10)."""
+    return float(np.exp(2 * gammaln((d + 1) / 2) - gammaln(d / 2) - gammaln(d / 2 + 1)))
+
+
+def small_v_ratio_simplex(d: int) -> float:
+    """lim_{v→0} MSE_Sim/MSE_IID for m = d: 1 − κ_d ≈ 1/(2d) (ref §2.10; the paper's 0.0078 at d = 64)."""
+    check_coupling_dimension("simplex", d)
+    return -math.expm1(math.log(kappa(d)))
+
+
+def mean_wij_sq(d: int, coupling: str) -> float:
+    """E[w_ij²] = 2d(1 + κ_d cos θ_w) (ref §2.4 moments: 2d + 4cΓ((d+1)/2)²/Γ(d/2)²); iid and ORF: 2d."""
+    c = pair_cosine(coupling, d)
+    return 2.0 * d * (1.0 + (c or 0.0) * kappa(d))
+
+
+# ----------------------------------------------------------------------------------------- densities
+def _log_chi_density(t: np.ndarray, k: int) -> np.ndarray:
+    """log density of χ_k at t ≥ 0."""
+    return xlogy(k - 1, t) - 0.5 * t * t - (k / 2 - 1) * LOG2 - gammaln(k / 2)
+
+
+def log_density_wij(w: np.ndarray | float, d: int, coupling: str) -> np.ndarray:
+    """log p(w_ij), w_ij = ‖ω_i + ω_j‖, for two vectors of one block (stable for d up to 1024 and beyond):
+
+    * iid: w_ij ~ √2·χ_d (Lemma 4.1, Eq. 18);
+    * orthogonal: χ_{2d} (Lemma 4.2 with cos θ_w = 0, App. Eq. 58);
+    * simplex (cos θ_w = −1/(d−1)): Lemma 4.2 Eq. 20 written as the scale mixture p(w) = E_u[p_{χ_2d}(w/√s)/√s],
+      s = 1 + cos θ_w·sin u (module docstring); d = 2 (antithetic directions, w_ij = |w_1 − w_2|) in closed form,
+      p(w) = e^{−w²/2}[w/2 + (√π/2)(1 − w²/2)·erfcx(w/2)] (derived here: the difference of two Rayleigh variables).
+    """
+    w = np.asarray(w, dtype=float)
+    if np.any(~np.isfinite(w)) or np.any(w < 0):
+        raise ParameterError("w must be finite numbers in [0, inf)")
+    c = pair_cosine(coupling, d)
+    if coupling == "iid":
+        return _log_chi_density(w / math.sqrt(2.0), d) - 0.5 * LOG2
+    if coupling == "orthogonal":
+        return _log_chi_density(w, 2 * d)
+    if d == 2:
+        a = w / 2.0
+        bracket = np.where(a < 1e3, a + 0.5 * np.sqrt(np.pi) * (1.0 - 2.0 * a * a) * erfcx(a),
+                           1.0 / np.maximum(a, 1e3) - 1.0 / np.maximum(a, 1e3) ** 3)
+        with np.errstate(divide="ignore"):
+            return -0.5 * w * w + np.log(np.maximum(bracket, 0.0))
+    s, logw = _angle_nodes(d)
+    scale = 1.0 + c * s
+    flat = w.reshape(-1, 1)
+    terms = logw + _log_chi_density(flat / np.sqrt(scale), 2 * d) - 0.5 * np.log(scale)
+    return logsumexp(terms, axis=-1).reshape(w.shape)
+
+
+def density_wij(w: np.ndarray | float, d: int, coupling: str) -> np.ndarray:
+    """p(w_ij) (see ``log_density_wij``); SimRF Fig. 5."""
+    return np.exp(log_density_wij(w, d, coupling))
+
+
+def cdf_wij(w: np.ndarray | float, d: int, coupling: str) -> np.ndarray:
+    """P(w_ij ≤ w): iid P(χ²_d ≤ w²/2), orthogonal P(χ²_{2d} ≤ w²), simplex E_u[P(χ²_{2d} ≤ w²/s)]
+    (scale mixture of Lemma 4.2); d = 2 simplex: 1 − e^{−w²/2}[1 − (√π w/2)·erfcx(w/2)] (derived, = ∫p)."""
+    w = np.asarray(w, dtype=float)
+    if np.any(~np.isfinite(w)) or np.any(w < 0):
+        raise ParameterError("w must be finite numbers in [0, inf)")
+    c = pair_cosine(coupling, d)
+    if coupling == "iid":
+        return gammainc(d / 2, w * w / 4)
+    if coupling == "orthogonal":
+        return gammainc(d, w * w / 2)
+    if d == 2:
+        return -np.expm1(-0.5 * w * w) + np.exp(-0.5 * w * w) * 0.5 * np.sqrt(np.pi) * w * erfcx(w / 2)
+    s, logw = _angle_nodes(d)
+    flat = w.reshape(-1, 1)
+    return (np.exp(logw) * gammainc(d, flat * flat / (2 * (1.0 + c * s)))).sum(-1).reshape(w.shape)
+
+
+def f_penalty(w: np.ndarray | float, v: float, d: int) -> np.ndarray:
+    """f(w, v) = 0F1(; d/2; v²w²/4) = direction average of e^{ω_ij·v} (App. Eqs. 31–33, ref §2.2; Fig. 5),
+    as a log-stable evaluation: Γ(d/2)(vw/2)^{1−d/2} I_{d/2−1}(vw)."""
+    from scipy.special import ive
+
+    t = np.asarray(w, dtype=float) * float(v)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.exp(gammaln(d / 2) + (1 - d / 2) * np.log(t / 2) + np.log(ive(d / 2 - 1, t)) + t)
+    return np.where(t > 0, out, 1.0)
+
+
+# --------------------------------------------------------------------------------- moments and ρ
+def _log_c(k: np.ndarray, d: int) -> np.ndarray:
+    """log c_k of ρ_ORF = Σ_k c_k v^{2k}: c_k = Γ(d/2)Γ(k+d)/(Γ(d)Γ(k+d/2)2^k k!) (Thm 4.3 Eq. 23)
+    = Π_{j<k} (d+j)/(d+2j) / k!, summed as log1p terms (no cancellation of large log-gammas at d = 1024)."""
+    j = np.arange(int(np.max(k)) + 1)
+    log_prod = np.concatenate([[0.0], np.cumsum(np.log1p(-j / (d + 2.0 * j)))])
+    return log_prod[k] - gammaln(k + 1)
+
+
+@lru_cache(maxsize=64)
+def _log_series_coefficients(d: int, cosines: tuple[float, ...], terms: int) -> np.ndarray:
+    """log(c_k M̄_k), k < terms, where M̄_k = mean over c in ``cosines`` of E_u[(1 + c sin u)^k]
+    (ref §2.4 moments; ρ_θ(v) = Σ_k c_k M_k v^{2k} is Eq. 21 summed in k)."""
+    s, logw = _angle_nodes(d)
+    k = np.arange(terms)
+    per_c = []
+    for c in cosines:
+        with np.errstate(divide="ignore"):
+            per_c.append(logsumexp(logw[None, :] + k[:, None] * np.log1p(c * s)[None, :], axis=1))
+    return _log_c(k, d) + logsumexp(np.stack(per_c), axis=0) - math.log(len(cosines))
+
+
+def _terms_needed(x_max: float, d: int) -> int:
+    """Series length for Σ_k c_k M_k x^k: the terms peak near k ≈ 2x (d ≫ k) and decay like a Poisson tail."""
+    need = 2.0 * x_max + 25.0 * math.sqrt(x_max + 1.0) + 64.0
+    return int(2 ** math.ceil(math.log2(need)))
+
+
+def _log_rho_series(x: np.ndarray, d: int, cosines: tuple[float, ...]) -> np.ndarray:
+    """log Σ_k c_k M̄_k x^k for x = v² ≥ 0 (positive terms, no overflow; chunked by the needed length)."""
+    x = np.asarray(x, dtype=float)
+    out = np.zeros_like(x)
+    flat_x, flat_out = x.ravel(), out.ravel()
+    order = np.argsort(flat_x)
+    for part in np.array_split(order, max(1, len(order) // 2048)):
+        if part.size == 0:
+            continue
+        xs = flat_x[part]
+        terms = _terms_needed(float(xs.max()), d)
+        lc = _log_series_coefficients(d, cosines, terms)
+        k = np.arange(terms)
+        with np.errstate(divide="ignore"):
+            lx = np.log(xs)[:, None]
+        t = lc[None, :] + np.where(k[None, :] > 0, k[None, :] * lx, 0.0)
+        flat_out[part] = logsumexp(t, axis=1)
+    return flat_out.reshape(x.shape)
+
+
+def log_conformity(v: np.ndarray | float, d: int, coupling: str) -> np.ndarray:
+    """log ρ(v): RF-conformity of one coupled pair (Def. 3.1 Eq. 10): iid v² (Lemma 4.1 Eq. 19);
+    orthogonal log 1F1(d; d/2; v²/2) (Thm 4.3 Eq. 23); simplex E_u[1F1(d; d/2; v²(1 − sin u/(d−1))/2)]
+    (Eq. 24 in the stable form of ref §2.5). Summed as Σ_k c_k M_k v^{2k} in log space (v up to 100s)."""
+    v = np.asarray(v, dtype=float)
+    c = pair_cosine(coupling, d)
+    if c is None:
+        return v * v
+    return _log_rho_series(v * v, d, (c,))
+
+
+def conformity(v: np.ndarray | float, d: int, coupling: str) -> np.ndarray:
+    """ρ(v) = e^{log_conformity} (inf where it overflows float64)."""
+    with np.errstate(over="ignore"):
+        return np.exp(log_conformity(v, d, coupling))
+
+
+def _signed_log_add(la: np.ndarray, sa: np.ndarray, lb: np.ndarray, sb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log|a + b|, sign(a + b)) from (log|a|, sign a), (log|b|, sign b); zero is (-inf, 0)."""
+    la, sa, lb, sb = np.broadcast_arrays(*(np.asarray(t, dtype=float) for t in (la, sa, lb, sb)))
+    big = la >= lb
+    hi, lo = np.where(big, la, lb), np.where(big, lb, la)
+    s_hi, s_lo = np.where(big, sa, sb), np.where(big, sb, sa)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diff = np.where(np.isfinite(lo), hi - lo, np.inf)
+        same = hi + np.log1p(np.exp(-diff))
+        opposite = hi + log1mexp(diff)
+    out = np.where((s_lo == 0) | ~np.isfinite(lo), hi, np.where(s_hi == s_lo, same, opposite))
+    sign = np.where(np.isneginf(out), 0.0, s_hi)
+    return out, sign
+
+
+def _small_series(x: np.ndarray, d: int, cosines: tuple[float, ...], first: int) -> np.ndarray:
+    """Σ_{k≥first} x^{k−first}(c_k M̄_k − 1/k!) for |x| ≤ 1 (cancellation-free coefficients via expm1;
+    ref checks ``rho_minus_exp_series``). The k = 1 coefficient is exact: mean(cosines)·κ_d."""
+    k = np.arange(SMALL_SERIES_TERMS)
+    lc = _log_series_coefficients(d, cosines, SMALL_SERIES_TERMS)
+    coef = np.exp(-gammaln(k + 1)) * np.expm1(lc + gammaln(k + 1))
+    coef[0] = 0.0
+    coef[1] = float(np.mean(cosines)) * kappa(d)
+    kk = k[first:] - first
+    return (np.asarray(x, dtype=float)[..., None] ** kk * coef[first:]).sum(-1)
+
+
+def _log_delta(v2: np.ndarray, d: int, cosines: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """(log|δ|, sign δ) with δ = ρ̄(v)e^{−v²} − 1, ρ̄ the conformity averaged over ``cosines`` (large-v branch)."""
+    t = _log_rho_series(v2, d, cosines) - v2
+    with np.errstate(divide="ignore"):
+        mag = np.where(t > 0, log_expm1(np.abs(t)), log1mexp(np.abs(t)))
+    return mag, np.sign(t)
+
+
+def _log_bracket_positive(v2: np.ndarray, d: int, m: int, cosines: tuple[float, ...] | None) -> np.ndarray:
+    """log[m(e^{v²} − 1) + P(ρ e^{−v²} − 1)] (Thm 3.2 App. Eq. 34 generalised to blocks, ref §2.1)."""
+    v2 = np.asarray(v2, dtype=float)
+    base = math.log(m) + log_expm1(v2)
+    pairs = pairs_within_blocks(m, d) if cosines is not None else 0
+    if pairs == 0:
+        return base
+    out = np.empty_like(v2)
+    small = v2 <= SMALL_ARG
+    if np.any(small):
+        x = v2[small]  # bracket = v²·[m·expm1(v²)/v² + P e^{−v²} Σ_{k≥1} v^{2(k−1)}(c_k M_k − 1/k!)]
+        e1 = np.where(x > 0, np.expm1(x) / np.where(x > 0, x, 1.0), 1.0)
+        inner = m * e1 + pairs * np.exp(-x) * _small_series(x, d, cosines, 1)
+        with np.errstate(divide="ignore"):
+            out[small] = np.log(x) + np.log(inner)
+    if np.any(~small):
+        ld, sd = _log_delta(v2[~small], d, cosines)
+        out[~small] = _signed_log_add(base[~small], 1.0, math.log(pairs) + ld, sd)[0]
+    return out
+
+
+def _log_bracket_antithetic(v2: np.ndarray, d: int, m: int, cosines: tuple[float, ...] | None) -> np.ndarray:
+    """log[m·½e^{v²}(1 − e^{−v²})² + P(C e^{−v²} − 1)], C = E[cosh(ω_i·v)cosh(ω_j·v)] = ½[ρ_c(v) + ρ_{−c}(v)]
+    (derived here: cosh a cosh b = ½[cosh(a+b) + cosh(a−b)], and ω_i − ω_j is a pair at cosine −c)."""
+    v2 = np.asarray(v2, dtype=float)
+    base = math.log(m) - LOG2 + v2 + 2.0 * log1mexp(v2)
+    pairs = pairs_within_blocks(m, d) if cosines is not None else 0
+    if pairs == 0:
+        return base
+    sym = tuple(sorted({*cosines, *(-c for c in cosines)}))
+    out = np.empty_like(v2)
+    small = v2 <= SMALL_ARG
+    if np.any(small):
+        x = v2[small]  # bracket = v⁴·[m·½e^{−v²}(expm1(v²)/v²)² + P e^{−v²} Σ_{k≥2} v^{2(k−2)}(c_k M̄_k − 1/k!)]
+        e1 = np.where(x > 0, np.expm1(x) / np.where(x > 0, x, 1.0), 1.0)
+        inner = m * 0.5 * np.exp(-x) * e1 * e1 + pairs * np.exp(-x) * _small_series(x, d, sym, 2)
+        with np.errstate(divide="ignore"):
+            out[small] = 2.0 * np.log(x) + np.log(inner)
+    if np.any(~small):
+        ld, sd = _log_delta(v2[~small], d, sym)
+        out[~small] = _signed_log_add(base[~small], 1.0, math.log(pairs) + ld, sd)[0]
+    return out
+
+
+def trig_pair_product(z2: np.ndarray, d: int, coupling: str) -> np.ndarray:
+    """E[a_i a_j], a_i = cos(ω_i·z), for a coupled pair: ½[R(c) + R(−c)], R(c) = E_u[1F1(d; d/2; −z²(1+c sin u)/2)]
+    (ORF: 1F1(d; d/2; −z²/2), App. A.8 Eq. 74 with v → iz; simplex: ref §2.9, an extension not in the paper).
+    |·| ≤ 1 and scipy's hyp1f1 is accurate to ~1e-13 absolute here (checked against mpmath up to d = 1024)."""
+    z2 = np.asarray(z2, dtype=float)
+    c = pair_cosine(coupling, d)
+    if c is None:
+        return np.exp(-z2)
+    if c == 0.0:
+        return hyp1f1(d, d / 2.0, -z2 / 2.0)
+    s, logw = _angle_nodes(d)
+    keep = logw > -45.0  # nodes of weight < 3e-20 cannot change a quantity bounded by 1
+    s, wts = s[keep], np.exp(logw[keep])
+    wts = wts / wts.sum()
+    flat = z2.reshape(-1, 1)
+    total = np.zeros(flat.shape[0])
+    for cc in (c, -c):
+        total += 0.5 * (wts * hyp1f1(d, d / 2.0, -flat * (1.0 + cc * s) / 2.0)).sum(-1)
+    return total.reshape(z2.shape)
+
+
+def _log_bracket_trig(z2: np.ndarray, d: int, m: int, coupling: str) -> np.ndarray:
+    """log[m(1 − e^{−z²})²/2 + P(E[a_i a_j] − e^{−z²})] (App. Eq. 74 generalised to blocks; no e^{−2|x|²} factor)."""
+    z2 = np.asarray(z2, dtype=float)
+    base = math.log(m) - LOG2 + 2.0 * log1mexp(z2)
+    pairs = pairs_within_blocks(m, d) if coupling != "iid" else 0
+    if pairs == 0:
+        return base
+    c = pair_cosine(coupling, d)
+    sym = tuple(sorted({c, -c}))
+    out = np.empty_like(z2)
+    small = z2 <= SMALL_ARG
+    with np.errstate(divide="ignore"):
+        if np.any(small):
+            x = z2[small]  # bracket = z⁴·[m·½(−expm1(−z²)/z²)² + P Σ_{k≥2} (−z²)^{k−2}(c_k M̄_k − 1/k!)]
+            e1 = np.where(x > 0, -np.expm1(-x) / np.where(x > 0, x, 1.0), 1.0)
+            inner = m * 0.5 * e1 * e1 + pairs * _small_series(-x, d, sym, 2)
+            out[small] = 2.0 * np.log(x) + np.log(np.maximum(inner, 0.0))
+        if np.any(~small):
+            x = z2[~small]
+            gap = trig_pair_product(x, d, coupling) - np.exp(-x)
+            out[~small] = np.log(np.maximum(m * 0.5 * (-np.expm1(-x)) ** 2 + pairs * gap, 0.0))
+    return out
+
+
+# ----------------------------------------------------------------------------------- MSE and ratios
+def _cosines(coupling: str, d: int) -> tuple[float, ...] | None:
+    c = pair_cosine(coupling, d)
+    return None if c is None else (c,)
+
+
+def log_relative_mse(features: str, arg2: np.ndarray | float, d: int, m: int, coupling: str) -> np.ndarray:
+    """log(MSE/K²) for the softmax (or Gaussian) kernel; the same for both kernels (ref §2.1 "Relative MSE").
+
+    ``features``: ``positive`` (arg2 = v² = |x+y|²), ``positive_antithetic`` (v²) or ``trig`` (arg2 = z² = |x−y|²;
+    relative to K_SM² the trig MSE carries an extra e^{z²}, see ``coupled_log_mse``)."""
+    check_coupling(coupling, COUPLINGS_WITH_DENSITY, "for a closed-form MSE")
+    d = check_coupling_dimension(coupling, d)
+    if isinstance(m, bool) or int(m) != m or m < 1:
+        raise ParameterError(f"m must be an integer in [1, inf), got {m!r}")
+    m = int(m)
+    a = np.asarray(arg2, dtype=float)
+    if features == "positive":
+        out = _log_bracket_positive(a, d, m, _cosines(coupling, d))
+    elif features == "positive_antithetic":
+        out = _log_bracket_antithetic(a, d, m, _cosines(coupling, d))
+    elif features == "trig":
+        out = _log_bracket_trig(a, d, m, coupling) + a
+    else:
+        raise ParameterError(f"features must be one of {', '.join(CLOSED_FORM_ESTIMATORS)}, got {features!r}")
+    return out - 2.0 * math.log(m)
+
+
+def mse_ratio_vs_iid(features: str, arg2: np.ndarray | float, d: int, m: int, coupling: str) -> np.ndarray:
+    """MSE_coupling/MSE_iid at the same pair (SimRF Fig. 6 for positive features; Thm 4.5/Cor. 4.6 for trig)."""
+    with np.errstate(invalid="ignore"):
+        return np.exp(log_relative_mse(features, arg2, d, m, coupling) - log_relative_mse(features, arg2, d, m, "iid"))
 
 
 def has_coupled_closed_form(estimator: Estimator) -> bool:
-    """Whether ``coupled_log_mse`` covers this estimator and coupling."""
-    return False
+    """Whether ``coupled_log_mse`` covers this estimator and coupling: trig, positive and positive_antithetic
+    under iid, orthogonal and simplex (simplex_plus is weight-dependent: no closed form, ref §3)."""
+    return estimator.name in CLOSED_FORM_ESTIMATORS and estimator.params.get("coupling") in COUPLINGS_WITH_DENSITY
+
+
+def coupled_log_mse(estimator: Estimator, s: PairStats) -> np.ndarray:
+    """log MSE (softmax kernel) of ``estimator`` under its coupling, m ≤ d or m > d (blocks):
+
+    * positive: SM²/m²·[m(e^{v²} − 1) + P(ρ_c(v)e^{−v²} − 1)] (SimRF Thm 3.2, App. Eq. 34; ref §2.1);
+    * positive_antithetic: SM²/m²·[m·½e^{v²}(1 − e^{−v²})² + P(½(ρ_c + ρ_{−c})e^{−v²} − 1)] (derived here);
+    * trig: e^{|x|²+|y|²}/m²·[m(1 − e^{−z²})²/2 + P(E[a_i a_j] − e^{−z²})] (App. Eq. 74, Thm 4.5; ref §2.8–2.9);
+    with v = |x+y|, z = |x−y|, P = Σ_b m_b(m_b − 1). Gaussian kernel: the caller multiplies by e^{−|x|²−|y|²}."""
+    if not has_coupled_closed_form(estimator):
+        raise NotImplementedError(f"no closed form for {estimator.name} with coupling="
+                                  f"{estimator.params.get('coupling')!r}")
+    coupling = estimator.params["coupling"]
+    m = estimator.params["m"]
+    d = check_coupling_dimension(coupling, s.d)
+    if estimator.name == "trig":
+        return s.xx + s.yy + _log_bracket_trig(s.delta2, d, m, coupling) - 2.0 * math.log(m)
+    return 2.0 * s.xy + log_relative_mse(estimator.name, s.z2, d, m, coupling)
+
+
+__all__ = [
+    "COUPLINGS_WITH_DENSITY",
+    "cdf_wij",
+    "check_coupling_dimension",
+    "conformity",
+    "coupled_log_mse",
+    "density_wij",
+    "f_penalty",
+    "has_coupled_closed_form",
+    "kappa",
+    "log_conformity",
+    "log_density_wij",
+    "log_relative_mse",
+    "mean_wij_sq",
+    "mse_ratio_vs_iid",
+    "pair_cosine",
+    "pairs_within_blocks",
+    "sample_pair_sums",
+    "simplex_matrix",
+    "simplex_plus_directions",
+    "simplex_product",
+    "small_v_ratio_simplex",
+    "trig_pair_product",
+]
