@@ -37,6 +37,6 @@ def home() -> None:
 st.set_page_config(page_title="rfviz: random-feature atlas", page_icon=str(ROOT / "assets" / "logo.svg"),
                    layout="wide")
 st.logo(str(ROOT / "assets" / "logo.svg"))
-VIEWS = [st.Page(str(ROOT / "pages" / f"{path}.py"), title=title, icon=icon, url_path=path)
-         for path, (title, icon) in ui.PAGES.items() if (ROOT / "pages" / f"{path}.py").exists()]
+VIEWS = [st.Page(file, title=title, icon=icon, url_path=url)
+         for file, title, icon, url in ui.discover_pages(ROOT / "pages")]
 st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True, url_path="home"), *VIEWS]).run()

@@ -37,6 +37,23 @@ PAGES: dict[str, tuple[str, str]] = {
 """URL path → (title, icon) of every page; app.py builds the navigation from it (stable links for the gallery)."""
 
 
+def discover_pages(pages_dir: Any) -> list[tuple[str, str, str, str]]:
+    """(file, title, icon, url_path) of every page: the views of ``PAGES`` first (those whose file exists), then any
+    other ``pages/*.py`` (e.g. ``7_Estimator_lab.py`` → "Estimator lab" at ``/estimator_lab``)."""
+    import pathlib
+    import re
+
+    folder = pathlib.Path(pages_dir)
+    out = [(str(folder / f"{path}.py"), title, icon, path) for path, (title, icon) in PAGES.items()
+           if (folder / f"{path}.py").exists()]
+    for f in sorted(folder.glob("*.py")):
+        if f.stem in PAGES or f.stem.startswith("_"):
+            continue
+        stem = re.sub(r"^\d+_", "", f.stem)
+        out.append((str(f), stem.replace("_", " ").capitalize(), ":material/science:", stem.lower()))
+    return out
+
+
 # --------------------------------------------------------------------------- values <-> URL text
 def to_text(value: Any) -> str:
     """Serialise a widget value for the URL."""

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rfviz.figures import explorer as ex
-from rfviz.ui import PAGES
+from rfviz.ui import PAGES, discover_pages
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = 60
@@ -42,7 +42,7 @@ def _widgets(at: AppTest) -> list[tuple[str, str]]:
     out = []
     for kind in WIDGET_KINDS:
         for w in getattr(at, kind):
-            if w.key and not w.key.startswith("$$"):
+            if w.key and not w.key.startswith("$$") and not getattr(w.proto, "disabled", False):
                 out.append((kind, w.key))
     return out
 
@@ -73,6 +73,8 @@ def _change(at: AppTest, kind: str, key: str) -> bool:
         w = getattr(at, kind)(key=key)
     except KeyError:
         return False
+    if getattr(w.proto, "disabled", False):
+        return False
     new = _other_value(kind, w)
     if isinstance(new, tuple) and new and new[0] == "index":
         if kind == "selectbox":
@@ -84,7 +86,10 @@ def _change(at: AppTest, kind: str, key: str) -> bool:
     return True
 
 
-@pytest.fixture(scope="module", params=list(PAGES))
+ALL_PAGES = [pathlib.Path(f).stem for f, *_ in discover_pages(ROOT / "pages")]
+
+
+@pytest.fixture(scope="module", params=ALL_PAGES)
 def loaded(request) -> tuple[str, AppTest]:
     page = request.param
     at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT).run()
@@ -110,7 +115,8 @@ def test_page_loads_with_defaults(loaded):
     _no_exception(at, page)
     assert not at.error, f"{page} shows errors with its defaults: {[e.value for e in at.error]}"
     assert at.title, f"{page} has no title"
-    assert at.get("plotly_chart"), f"{page} draws no plotly chart"
+    if page in PAGES:  # the six views draw their figures with the defaults (the lab waits for a button)
+        assert at.get("plotly_chart"), f"{page} draws no plotly chart"
 
 
 def test_every_widget_reruns(loaded):
@@ -126,8 +132,8 @@ def test_every_widget_reruns(loaded):
     assert changed >= len(widgets) // 2
 
 
-def test_invalid_value_shows_error_and_page_keeps_working(loaded):
-    page, _ = loaded
+@pytest.mark.parametrize("page", list(INVALID))
+def test_invalid_value_shows_error_and_page_keeps_working(page):
     kind, key, bad, text = INVALID[page]
     fresh = AppTest.from_file(page_path(page), default_timeout=TIMEOUT).run()
     getattr(fresh, kind)(key=key).set_value(bad).run()

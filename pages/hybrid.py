@@ -1,0 +1,105 @@
+"""Hybrid estimators (HRF paper): λ-coefficients, the hybrid MSE against its base estimators, max-relative-error."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from rfviz import ParameterError, ui
+
+state = ui.PageState("hybrid")
+ui.header(
+    "Hybrid estimators",
+    "A **hybrid** mixes the trigonometric and positive (++) estimators of the softmax kernel with a random "
+    "coefficient λ̂ estimated by its own random features: K̂ = λ̂·SM₊₊ + (1 − λ̂)·SM_trig. Trig is exact at θ = 0, "
+    "++ at θ = π; the **angular** λ(θ) = θ/π (n sign projections) makes the hybrid exact at both ends, the "
+    "**Gaussian** λ (n trig features, bandwidth σ) is smooth in θ and r. Inputs are on the sphere of radius r.",
+    [
+        (r"\widehat{SM}^{\mathrm{hyb}} = \hat\lambda\,\widehat{SM}_{++} + "
+         r"(1-\hat\lambda)\,\widehat{SM}_{\mathrm{trig}},"
+         r"\quad \mathrm{MSE} = \mathbb{E}[\hat\lambda^2]\,\mathrm{MSE}_{++} + \mathbb{E}[(1-\hat\lambda)^2]\,"
+         r"\mathrm{MSE}_{\mathrm{trig}}",
+         "HRF eq. 12 and Theorem 3.1 eq. 22 (independent λ̂)."),
+        (r"\text{angular: } \hat\lambda = \mathrm{Bin}(n, \theta/\pi)/n,\quad \mathbb{E}[\hat\lambda^2] = "
+         r"p\,(p - p/n + 1/n),\ \ \mathbb{E}[(1-\hat\lambda)^2] = (1-p)(1-p+p/n),\ p = \theta/\pi",
+         "HRF Lemma 3.2 eq. 24; eq. 47 corrected (the paper prints E[λ̂(1−λ̂)] as the trig coefficient: "
+         "reference hybrid_random_features.md F4 erratum)."),
+        (r"\text{Gaussian: } \lambda(\theta,r) = \frac{1-e^{-2\sigma^2 r^2 \sin^2(\theta/2)}}{1-e^{-2\sigma^2 r^2}}",
+         "HRF App. F eqs. 67–76 (σ inside sin/cos of eq. 70)."),
+        (r"\max_\theta \varepsilon_{\theta,r} \le \frac{W(r)}{\sqrt{2m}}\sqrt{\frac{1-1/n}{\pi r^2} + "
+         r"\frac{1}{n\sqrt{\pi}\,r}},\quad W(r) = e^{2r^2}(1-e^{-4r^2})",
+         "HRF Theorem 3.5 corrected (the printed eq. 27 has 1/(n√π r²) and fails for small n, large r; "
+         "reference §4 erratum)."),
+    ],
+)
+ui.sidebar_info()
+
+side = st.sidebar
+try:
+    from rfviz.figures import hybrid as fh
+except ImportError as exc:  # the hybrid module lands separately
+    ui.missing_module("rfviz.hybrid", exc)
+    st.stop()
+
+kind = state.radio("λ-coefficient", "lam", list(fh.LAMBDAS), "angular", container=side)
+m = state.number("m (projections ω per base estimator)", "m", 10, int, container=side)
+n = state.number("n (λ-features)", "n", 1 if kind == "angular" else 4, int, container=side)
+sigma = state.number("σ (Gaussian λ bandwidth)", "sigma", 1.0, float, container=side, format="%g", step=0.1,
+                     disabled=kind == "angular", help="used by the Gaussian λ only")
+r = state.slider("r (input length)", "r", 0.1, 5.0, 1.0, step=0.05, container=side)
+r_max = state.slider("r max (maps and max-error)", "r_max", 1.5, 8.0, 4.0, step=0.1, container=side)
+state.show_url_errors()
+
+
+@ui.cached
+def _lambda(kind: str, r: float, n: int, sigma: float, m: int):
+    return fh.lambda_columns(kind, r, n, sigma, m)
+
+
+@ui.cached
+def _mse(kind: str, r: float, n: int, sigma: float, m: int):
+    return fh.mse_columns(kind, r, n, sigma, m)
+
+
+@ui.cached
+def _winner(kind: str, r_max: float, n: int, sigma: float, m: int):
+    return fh.winner_columns(kind, r_max, n, sigma, m)
+
+
+@ui.cached
+def _max_error(r_max: float, n: int, m: int):
+    return fh.max_error_columns(r_max, n, m)
+
+
+with ui.guard():
+    for label, value in (("m", m), ("n", n)):
+        if int(value) < 1:
+            raise ParameterError(f"{label} must be an integer in [1, inf), got {value}")
+    if not sigma > 0:
+        raise ParameterError(f"sigma must be a number in (0, inf), got {sigma:g}")
+    m, n = int(m), int(n)
+    tab_lam, tab_mse, tab_win, tab_max = st.tabs(["λ and its moments", "MSE vs base estimators",
+                                                  "Where each wins", "Max-relative-error"])
+    with tab_lam:
+        c = _lambda(kind, r, n, sigma, m)
+        fig = fh.lambda_figure(c, kind)
+        ui.plot(fig, key="hyb-lambda")
+        ui.downloads("rfviz-hybrid-lambda", lambda: fh.columns_to_csv(c), fig, key="lam")
+    with tab_mse:
+        c2 = _mse(kind, r, n, sigma, m)
+        fig2 = fh.mse_figure(c2, kind, r)
+        ui.plot(fig2, key="hyb-mse")
+        st.caption("The oracle curve uses the best deterministic λ* = MSE_trig/(MSE_trig + MSE_++) (reference F7), "
+                   "a lower envelope for every bipolar hybrid with independent λ̂.")
+        ui.downloads("rfviz-hybrid-mse", lambda: fh.columns_to_csv(c2), fig2, key="mse")
+    with tab_win:
+        rr, tt, panels = _winner(kind, r_max, n, sigma, m)
+        fig3 = fh.winner_figure(rr, tt, panels)
+        ui.plot(fig3, key="hyb-win")
+        ui.downloads("rfviz-hybrid-winner", lambda: fh.grid_csv(rr, tt, panels), fig3, key="win")
+    with tab_max:
+        c4 = _max_error(r_max, n, m)
+        fig4 = fh.max_error_figure(c4, n)
+        ui.plot(fig4, key="hyb-max")
+        st.caption("Normalised by W(r)/√(2m), the common worst case of trig and ++ (HRF eq. 26). For the angular "
+                   "hybrid only; red crosses mark radii where the printed bound (eq. 27) is violated.")
+        ui.downloads("rfviz-hybrid-max-error", lambda: fh.columns_to_csv(c4), fig4, key="max")
