@@ -27,6 +27,7 @@ COMMAND_MODULES: list[str] = [
     "rfviz.cli_figure",
     "rfviz.cli_lab",
     "rfviz.cli_psi",
+    "rfviz.cli_coupling",
 ]
 
 
