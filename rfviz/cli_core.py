@@ -11,11 +11,11 @@ import numpy as np
 from .cli import command, emit, parse_assignments, parse_vector
 from .engine import monte_carlo
 from .estimators import REGISTRY, get_estimator
-from .geometry import canonical_pair, check_d
+from .geometry import check_d, embed_pair
 from .numerics import LOG10
 from .params import ParameterError
 
-INPUT_KEYS = ("r", "theta", "d", "x", "y")
+INPUT_KEYS = ("r", "theta", "d", "embedding", "x", "y")
 
 
 def _run_estimators(args: argparse.Namespace) -> int:
@@ -36,12 +36,15 @@ def _configure_estimators(p: argparse.ArgumentParser) -> None:
 
 
 def resolve_inputs(values: dict[str, str]) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """x, y from ``x=``/``y=`` or from (r, theta, d) in the canonical embedding."""
+    """x, y from ``x=``/``y=`` or from (r, theta, d) in the named ``embedding`` (default canonical).
+
+    An averaging embedding (e.g. ``rotation_average``) returns a stack of pairs (shape (n, d)); ``mse_report``
+    then reports the mean MSE over them."""
     if "x" in values or "y" in values:
         if "x" not in values or "y" not in values:
             raise ParameterError("x and y must be given together")
-        if any(k in values for k in ("r", "theta", "d")):
-            raise ParameterError("give either x and y, or r, theta and d, not both")
+        if any(k in values for k in ("r", "theta", "d", "embedding")):
+            raise ParameterError("give either x and y, or r, theta, d and embedding, not both")
         x = parse_vector("x", values["x"])
         y = parse_vector("y", values["y"])
         if x.shape != y.shape:
@@ -56,8 +59,21 @@ def resolve_inputs(values: dict[str, str]) -> tuple[np.ndarray, np.ndarray, dict
         if isinstance(exc, ParameterError):
             raise
         raise ParameterError(f"d must be an integer in [1, inf), got {d_text!r}") from None
-    x, y = canonical_pair(r, theta, d)
-    return x, y, {"r": r, "theta": theta, "d": d}
+    embedding = values.get("embedding", "canonical")
+    x, y = embed_pair(r, theta, d, embedding)
+    info: dict[str, Any] = {"r": r, "theta": theta, "d": d}
+    if "embedding" in values:
+        info["embedding"] = embedding
+    return x, y, info
+
+
+def _log_mean_mse(log_mse: np.ndarray) -> float:
+    """log of the mean of e^{log_mse} (a single pair: its value)."""
+    values = np.ravel(log_mse)
+    top = float(np.max(values))
+    if not math.isfinite(top):
+        return top
+    return top + math.log(float(np.mean(np.exp(values - top))))
 
 
 def _number(name: str, text: str) -> float:
@@ -76,7 +92,9 @@ def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, d
     d = x.shape[-1]
     est.check_dimension(d)
     log_k, sign = est.kernel_log_value(x, y)
-    log_mse = float(est.log_mse(x, y)) if est.closed_form_available() else None
+    if x.ndim > 1:  # averaging embedding: mean MSE over the stack of pairs (the kernel is the same for all)
+        log_k, sign = log_k[0], sign[0]
+    log_mse = _log_mean_mse(est.log_mse(x, y)) if est.closed_form_available() else None
     report: dict[str, Any] = {
         "estimator": name,
         "kernel": est.kernel,
@@ -89,18 +107,27 @@ def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, d
         "mc": None,
     }
     if trials:
-        res = monte_carlo(est, x, y, trials=trials, seed=seed, device=device)
-        report["mc"] = {
-            "mse": float(res.mse[0]),
-            "stderr": float(res.mse_stderr[0]),
-            "log10_mse": float(res.log10_mse[0]),
-            "mean": float(res.mean[0]),
-            "bias_z": float(res.bias_z[0]),
-            "trials": res.trials,
-            "device": res.device,
-        }
-        if log_mse is not None:
-            report["mc"]["z_vs_closed_form"] = float(res.z_against(np.array([log_mse]))[0])
+        n_pairs = 1 if x.ndim == 1 else x.shape[0]
+        res = monte_carlo(est, x, y, trials=max(2, -(-trials // n_pairs)), seed=seed, device=device)
+        if n_pairs == 1:
+            report["mc"] = {
+                "mse": float(res.mse[0]),
+                "stderr": float(res.mse_stderr[0]),
+                "log10_mse": float(res.log10_mse[0]),
+                "mean": float(res.mean[0]),
+                "bias_z": float(res.bias_z[0]),
+                "trials": res.trials,
+                "device": res.device,
+            }
+            if log_mse is not None:
+                report["mc"]["z_vs_closed_form"] = float(res.z_against(np.array([log_mse]))[0])
+        else:
+            mse, stderr = float(np.mean(res.mse)), float(np.sqrt(np.sum(res.mse_stderr**2)) / n_pairs)
+            report["mc"] = {"mse": mse, "stderr": stderr, "log10_mse": math.log10(mse) if mse > 0 else None,
+                            "mean": float(np.mean(res.mean)), "trials": res.trials * n_pairs, "pairs": n_pairs,
+                            "device": res.device}
+            if log_mse is not None and stderr > 0 and log_mse < 709:
+                report["mc"]["z_vs_closed_form"] = (mse - math.exp(log_mse)) / stderr
     return report
 
 
@@ -117,7 +144,8 @@ def _run_mse(args: argparse.Namespace) -> int:
 def _configure_mse(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="estimator name (see `python -m rfviz estimators`)")
     p.add_argument("params", nargs="*",
-                   help="key=value: r, theta (radians), d, x=1,2,3, y=..., and estimator parameters")
+                   help="key=value: r, theta (radians), d, embedding (canonical, flat, rotation_average), x=1,2,3, "
+                        "y=..., and estimator parameters")
     p.add_argument("--trials", type=int, default=0, help="Monte-Carlo trials (0: closed form only)")
     p.add_argument("--seed", type=int, default=0, help="random seed of the Monte-Carlo run")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
