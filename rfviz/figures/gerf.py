@@ -1,0 +1,165 @@
+"""Figures of the GERF / OPRF / discrete-RF page (Chefs' Random Tables, Likhosherstov et al. 2022, "CRT").
+
+Variance of m iid features = (per-feature variance)/m, plotted as log10 MSE. Inputs: |x| = |y| = r at angle θ for
+GERF/OPRF (their variance depends on Z_s = |x + s·y|² only); PoisRF/GeomRF depend on coordinates, so the pair is
+placed in ℝᵈ by a named embedding. All maths lives in rfviz.gerf (reference chefs_random_tables.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from .. import gerf as g
+from ..geometry import embed_pair
+from ..numerics import LOG10, log_expm1
+from .common import LAYOUT, THETA_TICKS, columns_to_csv, finite_or_none, heatmaps, lines
+
+Columns = dict[str, np.ndarray]
+__all__ = ["THETA_TICKS", "columns_to_csv", "complex_A_data", "complex_A_figure", "dirf_columns", "dirf_figure",
+           "oprf_columns", "oprf_figure", "real_A_columns", "real_A_figure"]
+
+
+def a_star(r: float, theta: float, d: int) -> float:
+    """OPRF's A* at this pair (CRT Thm 3.3): depends on Z = |x + y|² = 2r²(1 + cos θ) and d."""
+    return float(g.A_star(2 * r * r * (1 + np.cos(theta)), d))
+
+
+def real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, a_min: float = -1.0,
+                   points: int = 400) -> Columns:
+    """log10 MSE of GERF with m iid features along real A ∈ [a_min, 1/8) for s = +1 and s = −1 (CRT Thm 3.2 eq. 6;
+    reference §3.3). A = 0, s = +1 is PosRF; A = A* is OPRF."""
+    m = g.check_m(m)
+    if not a_min < g.A_VARIANCE_BOUND:
+        raise g.ParameterError(f"A min must be a number in (-inf, 0.125), got {a_min:g}")
+    a = np.linspace(a_min, g.A_VARIANCE_BOUND, points, endpoint=False)
+    cols: Columns = {"A": a}
+    for s in (1, -1):
+        cols[f"log10_mse_s{'+' if s == 1 else '-'}1"] = (g.log_var_vs_real_A(a, s, r, theta, d, kernel)
+                                                       - np.log(m)) / LOG10
+    return cols
+
+
+def real_A_figure(c: Columns, r: float, theta: float, d: int, m: int, kernel: str) -> go.Figure:
+    """Variance against real A with the admissible range, the fourth-moment bound and A* marked."""
+    fig = lines(c["A"], {"GERF s = +1": c["log10_mse_s+1"], "GERF s = −1": c["log10_mse_s-1"]}, xlabel="A (real)",
+                ylabel=f"log10 MSE (m = {m})", title=f"GERF variance against A · {kernel} kernel · r = {r:g}, "
+                                                     f"θ = {theta:.3g}, d = {d}")
+    fig.add_vrect(x0=g.A_FOURTH_MOMENT_BOUND, x1=g.A_VARIANCE_BOUND, fillcolor="orange", opacity=0.12, line_width=0,
+                  annotation_text="E|Y|⁴ = ∞: MC error bars unreliable", annotation_position="top left")
+    fig.add_vline(x=g.A_VARIANCE_BOUND, line_dash="dash", line_color="red",
+                  annotation_text="Re A = 1/8: variance = ∞", annotation_position="bottom left")
+    star = a_star(r, theta, d)
+    y_star = (g.log_var_vs_real_A(np.array([star]), 1, r, theta, d, kernel)[0] - np.log(m)) / LOG10
+    y_pos = (g.log_var_vs_real_A(np.array([0.0]), 1, r, theta, d, kernel)[0] - np.log(m)) / LOG10
+    fig.add_trace(go.Scatter(x=[star], y=[y_star], mode="markers+text", text=["A* (OPRF)"], textposition="top center",
+                             marker={"size": 12, "symbol": "star", "color": "gold", "line": {"width": 1}},
+                             name="A* = OPRF"))
+    fig.add_trace(go.Scatter(x=[0.0], y=[y_pos], mode="markers+text", text=["PosRF"], textposition="bottom center",
+                             marker={"size": 9, "color": "black"}, name="A = 0, s = +1: PosRF"))
+    return fig
+
+
+def complex_A_data(r: float, theta: float, d: int, m: int, kernel: str, s: int, re_min: float = -0.5,
+                   im_max: float = 0.5, points: int = 121) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Re A, Im A, log10 MSE) over complex A; +inf (drawn blank) where Re A ≥ 1/8 (CRT Thm 3.2)."""
+    m = g.check_m(m)
+    if not im_max > 0:
+        raise g.ParameterError(f"Im A max must be a number in (0, inf), got {im_max:g}")
+    re = np.linspace(re_min, 0.2, points)
+    im = np.linspace(-im_max, im_max, points)
+    z = (g.log_var_complex_grid(re, im, s, r, theta, d, kernel) - np.log(m)) / LOG10
+    return re, im, z
+
+
+def complex_A_figure(re: np.ndarray, im: np.ndarray, z: np.ndarray, s: int, r: float, theta: float,
+                     d: int) -> go.Figure:
+    """Heatmap of log10 MSE over complex A; blank = infinite variance; A* and A = 0 marked."""
+    fig = heatmaps(re, im, {f"s = {s:+d}": z}, xlabel="Re A", ylabel="Im A", zlabel="log10 MSE", theta_axis="none",
+                   title="GERF variance over complex A (blank: Re A ≥ 1/8, infinite variance)")
+    fig.add_vline(x=g.A_VARIANCE_BOUND, line_dash="dash", line_color="red")
+    if s == 1:
+        star = a_star(r, theta, d)
+        fig.add_trace(go.Scatter(x=[star], y=[0.0], mode="markers+text", text=["A*"], textposition="top center",
+                                 marker={"size": 13, "symbol": "star", "color": "gold", "line": {"width": 1}},
+                                 name="A* (OPRF)"))
+    fig.add_trace(go.Scatter(x=[0.0], y=[0.0], mode="markers+text", name="A = 0",
+                             text=["PosRF" if s == 1 else "A = 0"], textposition="bottom center",
+                             marker={"size": 8, "color": "white", "line": {"width": 1, "color": "black"}}))
+    fig.update_layout(height=480)
+    return fig
+
+
+def oprf_columns(d: int, z_max: float, points: int = 300) -> Columns:
+    """Relative variance Var/K² of PosRF (e^Z − 1) and OPRF (R* − 1) against Z = |x + y|², and the Figure-1
+    utility μ = log(Var_OPRF/Var_PosRF) (CRT Thm 3.3, Fig. 1; reference §3.4, §4.3). Kernel-independent."""
+    d = g.check_dim(d)
+    if not (np.isfinite(z_max) and z_max > 0):
+        raise g.ParameterError(f"Z max must be a number in (0, inf), got {z_max:g}")
+    z = np.linspace(z_max / points, z_max, points)
+    mu, _ = g.mu_fig1(z, d)
+    return {"Z": z, "log10_relvar_posrf": log_expm1(z) / LOG10,
+            "log10_relvar_oprf": g.oprf_log_rel_var(z, d) / LOG10, "log10_ratio_oprf_posrf": mu / LOG10}
+
+
+def oprf_figure(c: Columns, d: int) -> go.Figure:
+    """OPRF against PosRF as ‖x + y‖² grows: both relative variances and their ratio."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["relative variance Var/K² (one feature)",
+                                                        "OPRF / PosRF (Figure-1 utility μ)"])
+    fig.add_trace(go.Scatter(x=c["Z"], y=finite_or_none(c["log10_relvar_posrf"]), name="PosRF (A = 0)",
+                             line={"width": 2.5}), row=1, col=1)
+    fig.add_trace(go.Scatter(x=c["Z"], y=finite_or_none(c["log10_relvar_oprf"]), name="OPRF (A = A*)",
+                             line={"width": 2.5}), row=1, col=1)
+    fig.add_trace(go.Scatter(x=c["Z"], y=finite_or_none(c["log10_ratio_oprf_posrf"]), name="log10 Var_OPRF/Var_PosRF",
+                             line={"width": 2.5, "color": "#2ca02c"}), row=1, col=2)
+    fig.update_xaxes(title_text="Z = ‖x + y‖²")
+    fig.update_yaxes(title_text="log10", row=1, col=1)
+    fig.update_layout(title=f"OPRF against positive features, d = {d}", height=420, **LAYOUT)
+    return fig
+
+
+def dirf_columns(r: float, theta: float, d: int, m: int, kernel: str, embedding: str, shifted: bool,
+                 points: int = 300) -> tuple[Columns, Columns, dict[str, float]]:
+    """log10 MSE of PoisRF against its rate λ and of GeomRF against its probability p at the pair (r, θ) placed in
+    ℝᵈ by ``embedding`` (CRT Thms 3.4, 3.5; reference §3.5–3.7), plus the optima λ* and p*."""
+    m = g.check_m(m)
+    x, y = embed_pair(r, theta, g.check_dim(d), embedding)
+    shift = g.shift_positive(x, y)[2] if shifted else np.zeros_like(x)
+    lam_star = float(g.lam_star(x - shift, y - shift))
+    lam_lo = max(lam_star, 1e-3) / 30
+    lam = np.geomspace(lam_lo, max(lam_star, 1e-3) * 30, points)
+    prob = np.linspace(0.005, 0.995, points)
+    pois = {"lam": lam, "log10_mse": (np.array([g.dirf_log_var("poisson", x, y, v, shift, kernel) for v in lam])
+                                      - np.log(m)) / LOG10}
+    geo = {"prob": prob, "log10_mse": (np.array([g.dirf_log_var("geometric", x, y, v, shift, kernel) for v in prob])
+                                       - np.log(m)) / LOG10}
+    p_star = g.p_star_geometric(x - shift, y - shift)
+    optima = {"lam_star": lam_star, "p_star": p_star,
+              "lam_star_log10_mse": float((g.dirf_log_var("poisson", x, y, max(lam_star, 1e-12), shift, kernel)
+                                           - np.log(m)) / LOG10),
+              "p_star_log10_mse": float((g.dirf_log_var("geometric", x, y, p_star, shift, kernel) - np.log(m))
+                                        / LOG10)}
+    return pois, geo, optima
+
+
+def dirf_figure(pois: Columns, geo: Columns, optima: dict[str, float], shifted: bool) -> go.Figure:
+    """PoisRF against λ (log axis) and GeomRF against p, optima starred."""
+    plus = "+" if shifted else ""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[f"PoisRF{plus} against the rate λ",
+                                                        f"GeomRF{plus} against the probability p"])
+    fig.add_trace(go.Scatter(x=pois["lam"], y=finite_or_none(pois["log10_mse"]), name=f"PoisRF{plus}",
+                             line={"width": 2.5}), row=1, col=1)
+    fig.add_trace(go.Scatter(x=geo["prob"], y=finite_or_none(geo["log10_mse"]), name=f"GeomRF{plus}",
+                             line={"width": 2.5, "color": "#d62728"}), row=1, col=2)
+    fig.add_trace(go.Scatter(x=[optima["lam_star"]], y=[optima["lam_star_log10_mse"]], mode="markers",
+                             name="λ* (Thm 3.4)", marker={"size": 12, "symbol": "star", "color": "gold"}),
+                  row=1, col=1)
+    fig.add_trace(go.Scatter(x=[optima["p_star"]], y=[optima["p_star_log10_mse"]], mode="markers",
+                             name="p* (numerical)", marker={"size": 12, "symbol": "star", "color": "gold"}),
+                  row=1, col=2)
+    fig.update_xaxes(type="log", title_text="λ", row=1, col=1)
+    fig.update_xaxes(title_text="p", row=1, col=2)
+    fig.update_yaxes(title_text="log10 MSE", row=1, col=1)
+    fig.update_layout(height=420, title="Discrete random features (coordinate-dependent)", **LAYOUT)
+    return fig
