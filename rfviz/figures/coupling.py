@@ -1,0 +1,107 @@
+"""Figures of the coupling page (Simplex Random Features): p(w_ij) with sampled histograms (Fig. 5), the
+MSE ratio against iid versus v (Fig. 6) and versus d, and the conformity ρ(v). Pure functions returning plotly
+Figures; all the maths lives in rfviz.coupling."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from ..coupling import (
+    COUPLINGS_WITH_DENSITY,
+    density_wij,
+    f_penalty,
+    log_conformity,
+    mse_ratio_vs_iid,
+    sample_pair_sums,
+)
+from ..numerics import LOG10
+from .common import LAYOUT, color, finite_or_none, lines
+
+LABELS = {"iid": "iid", "orthogonal": "orthogonal (ORF)", "simplex": "simplex (SimRF)"}
+FEATURE_LABELS = {"positive": "positive RF", "positive_antithetic": "antithetic positive RF", "trig": "trig RF"}
+HISTOGRAM_MAX_D = 256
+"""Sampled histograms use full d×d blocks (O(d³) each): above this d they are not drawn."""
+
+
+def default_w_grid(d: int, points: int = 301) -> np.ndarray:
+    """w from 0 to well past the iid tail (iid w_ij ~ √2·χ_d has mean ≈ √(2d))."""
+    return np.linspace(0.0, math.sqrt(2.0 * d) + 6.0 + 2.0 * math.sqrt(d) ** 0.5, points)
+
+
+def density_figure(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, *, w: np.ndarray | None = None,
+                   samples: int = 0, seed: int = 0, v: float | None = None) -> go.Figure:
+    """p(w_ij) of each coupling at dimension d (SimRF Fig. 5; Lemmas 4.1, 4.2), optionally with a histogram of
+    ``samples`` draws of ‖ω_1 + ω_2‖ from rfviz's own sampler (d ≤ HISTOGRAM_MAX_D) and, with ``v``, the penalty
+    f(w, v) = 0F1(; d/2; v²w²/4) on a second axis (its average against p(w) is the conformity ρ(v))."""
+    w = default_w_grid(d) if w is None else np.asarray(w, dtype=float)
+    fig = make_subplots(specs=[[{"secondary_y": v is not None}]])
+    for i, coupling in enumerate(couplings):
+        fig.add_trace(go.Scatter(x=w, y=finite_or_none(density_wij(w, d, coupling)), mode="lines",
+                                 name=LABELS.get(coupling, coupling), line={"color": color(i), "width": 2.5}),
+                      secondary_y=False)
+        if samples and d >= 2 and d <= HISTOGRAM_MAX_D:
+            drawn = sample_pair_sums(coupling, d, samples, seed + i)
+            fig.add_trace(go.Histogram(x=drawn, histnorm="probability density", name=f"{LABELS.get(coupling)} "
+                                       f"(sampled, n={samples})", marker={"color": color(i)}, opacity=0.35,
+                                       xbins={"start": float(w[0]), "end": float(w[-1]),
+                                              "size": float(w[-1] - w[0]) / 60}),
+                          secondary_y=False)
+    if v is not None:
+        fig.add_trace(go.Scatter(x=w, y=finite_or_none(f_penalty(w, v, d)), mode="lines", name=f"f(w, v={v:g})",
+                                 line={"color": "black", "dash": "dot"}), secondary_y=True)
+        fig.update_yaxes(title_text="f(w, v) (log)", type="log", secondary_y=True)
+    fig.update_xaxes(title_text="w_ij = |ω_i + ω_j|")
+    fig.update_yaxes(title_text="density p(w_ij)", secondary_y=False)
+    fig.update_layout(title=f"Law of w_ij at d = {d}", barmode="overlay", height=420, **LAYOUT)
+    return fig
+
+
+def ratio_vs_v_figure(d: int, m: int | None = None, *, features: str = "positive",
+                      couplings: Sequence[str] = ("orthogonal", "simplex"), v: np.ndarray | None = None) -> go.Figure:
+    """MSE_coupling/MSE_iid against v = |x+y| (z = |x−y| for trig) on a log axis (SimRF Fig. 6: d = m = 64).
+    The ratio depends only on v, d, m and the coupling, not on the kernel (softmax or Gaussian)."""
+    m = d if m is None else m
+    v = np.geomspace(1e-3, 1e2, 241) if v is None else np.asarray(v, dtype=float)
+    ys = {LABELS.get(c, c): mse_ratio_vs_iid(features, v * v, d, m, c) for c in couplings}
+    arg = "z = |x − y|" if features == "trig" else "v = |x + y|"
+    fig = lines(v, ys, xlabel=arg, ylabel="MSE / MSE_iid",
+                title=f"{FEATURE_LABELS.get(features, features)}: MSE ratio vs iid (d = {d}, m = {m})")
+    fig.update_xaxes(type="log")
+    fig.add_hline(y=1.0, line={"color": "gray", "dash": "dot"})
+    return fig
+
+
+def ratio_vs_d_figure(v: float, ds: Sequence[int] = (2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512, 1024), *,
+                      features: str = "positive", couplings: Sequence[str] = ("orthogonal", "simplex"),
+                      blocks: int = 1) -> go.Figure:
+    """MSE_coupling/MSE_iid against d at fixed v (z for trig) with m = blocks·d (ref §4, "MSE vs d")."""
+    dd = np.asarray(ds, dtype=int)
+    ys = {LABELS.get(c, c): np.array([mse_ratio_vs_iid(features, v * v, int(k), blocks * int(k), c) for k in dd])
+          for c in couplings}
+    arg = "z" if features == "trig" else "v"
+    fig = lines(dd.astype(float), ys, xlabel="d", ylabel="MSE / MSE_iid",
+                title=f"{FEATURE_LABELS.get(features, features)}: MSE ratio vs d ({arg} = {v:g}, m = {blocks}·d)")
+    fig.update_xaxes(type="log")
+    return fig
+
+
+def conformity_figure(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, *,
+                      v: np.ndarray | None = None, relative: bool = True) -> go.Figure:
+    """RF-conformity ρ(v) (SimRF Def. 3.1, Thm 4.3) per coupling; ``relative`` plots ρ(v)e^{−v²} (iid = 1),
+    which stays readable for large v, otherwise log10 ρ(v)."""
+    v = np.linspace(0.0, 3.0, 151) if v is None else np.asarray(v, dtype=float)
+    if relative:
+        ys = {LABELS.get(c, c): np.exp(log_conformity(v, d, c) - v * v) for c in couplings}
+        label = "ρ(v)·e^{−v²} (iid = 1)"
+    else:
+        ys = {LABELS.get(c, c): log_conformity(v, d, c) / LOG10 for c in couplings}
+        label = "log10 ρ(v)"
+    return lines(v, ys, xlabel="v = |x + y|", ylabel=label, title=f"RF-conformity at d = {d}")
+
+
+__all__ = ["conformity_figure", "default_w_grid", "density_figure", "ratio_vs_d_figure", "ratio_vs_v_figure"]
