@@ -285,6 +285,14 @@ def _log_c(k: np.ndarray, d: int) -> np.ndarray:
     return log_prod[k] - gammaln(k + 1)
 
 
+def _fast_logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
+    """log Σ e^a along ``axis`` for finite-max rows (several times faster than scipy's for big tables)."""
+    top = np.max(a, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    with np.errstate(divide="ignore"):
+        return np.log(np.sum(np.exp(a - top), axis=axis)) + np.squeeze(top, axis=axis)
+
+
 @lru_cache(maxsize=64)
 def _log_series_coefficients(d: int, cosines: tuple[float, ...], terms: int) -> np.ndarray:
     """log(c_k M̄_k), k < terms, where M̄_k = mean over c in ``cosines`` of E_u[(1 + c sin u)^k]
@@ -294,33 +302,34 @@ def _log_series_coefficients(d: int, cosines: tuple[float, ...], terms: int) -> 
     per_c = []
     for c in cosines:
         with np.errstate(divide="ignore"):
-            per_c.append(logsumexp(logw[None, :] + k[:, None] * np.log1p(c * s)[None, :], axis=1))
+            per_c.append(_fast_logsumexp(logw[None, :] + k[:, None] * np.log1p(c * s)[None, :], axis=1))
     return _log_c(k, d) + logsumexp(np.stack(per_c), axis=0) - math.log(len(cosines))
 
 
-def _terms_needed(x_max: float, d: int) -> int:
-    """Series length for Σ_k c_k M_k x^k: the terms peak near k ≈ 2x (d ≫ k) and decay like a Poisson tail."""
-    need = 2.0 * x_max + 25.0 * math.sqrt(x_max + 1.0) + 64.0
-    return int(2 ** math.ceil(math.log2(need)))
+def _terms_needed(x_max: float, cosines: tuple[float, ...]) -> int:
+    """Series length for Σ_k c_k M_k x^k: the terms peak at k ≤ (1 + max|c|)·x (c_k ≤ 1/k!, M_k ≤ (1 + max|c|)^k)
+    with a Poisson-like spread; rounded up to a multiple of 256 so that the cached tables are reused."""
+    peak = (1.0 + max(abs(c) for c in cosines)) * x_max
+    need = peak + 12.0 * math.sqrt(peak + 1.0) + 64.0
+    return int(256 * math.ceil(need / 256))
 
 
 def _log_rho_series(x: np.ndarray, d: int, cosines: tuple[float, ...]) -> np.ndarray:
     """log Σ_k c_k M̄_k x^k for x = v² ≥ 0 (positive terms, no overflow; chunked by the needed length)."""
     x = np.asarray(x, dtype=float)
-    out = np.zeros_like(x)
-    flat_x, flat_out = x.ravel(), out.ravel()
+    flat_x = x.ravel()
+    flat_out = np.zeros_like(flat_x)
     order = np.argsort(flat_x)
-    for part in np.array_split(order, max(1, len(order) // 2048)):
+    for part in np.array_split(order, max(1, len(order) // 512)):
         if part.size == 0:
             continue
         xs = flat_x[part]
-        terms = _terms_needed(float(xs.max()), d)
+        terms = _terms_needed(float(xs.max()), cosines)
         lc = _log_series_coefficients(d, cosines, terms)
         k = np.arange(terms)
-        with np.errstate(divide="ignore"):
-            lx = np.log(xs)[:, None]
-        t = lc[None, :] + np.where(k[None, :] > 0, k[None, :] * lx, 0.0)
-        flat_out[part] = logsumexp(t, axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = lc[None, :] + np.where(k[None, :] > 0, k[None, :] * np.log(xs)[:, None], 0.0)
+        flat_out[part] = _fast_logsumexp(t, axis=1)
     return flat_out.reshape(x.shape)
 
 
