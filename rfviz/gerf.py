@@ -407,6 +407,15 @@ def ortho_relcov(s: int, Zs: Any, d: int) -> np.ndarray:
         return ortho_cov_trig(W, d) * np.exp(W)
 
 
+def log_minus_covariance(log_var: np.ndarray, log_neg_cov: np.ndarray) -> np.ndarray:
+    """log(e^{log_var} − e^{log_neg_cov}) for a variance minus a negative-covariance term; −inf where the variance
+    is already exactly 0 (no NaN from −inf − (−inf))."""
+    log_var = np.asarray(log_var, dtype=float)
+    with np.errstate(invalid="ignore"):
+        out = log_diff_exp(log_var, log_neg_cov)
+    return np.where(np.isneginf(log_var), -np.inf, out)
+
+
 def thm41_bound_rel(Z: Any, d: int) -> np.ndarray:
     """Thm 4.1 lower bound on −Cov_ort/K²: (2/(d+2))(1 − e^{−Z/2})² (CRT Thm 4.1; tight as Z → 0, reference §3.9)."""
     return 2.0 / (check_dim(d) + 2) * (-np.expm1(-np.asarray(Z, dtype=float) / 2)) ** 2
@@ -435,7 +444,7 @@ def gerf_log_mse(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, m: int, coup
         return log_k2 + log_rel
     log_frac = math.log(frac)
     if s == 1:
-        return log_k2 + log_diff_exp(log_rel, log_frac + ortho_log_neg_relcov_pos(Z, d))
+        return log_k2 + log_minus_covariance(log_rel, log_frac + ortho_log_neg_relcov_pos(Z, d))
     # s = -1: combine in absolute Gaussian terms, where the covariance is bounded by 1.
     cov = ortho_cov_trig(W, d) * frac
     v = -W + log_rel

@@ -16,7 +16,7 @@ import torch
 
 from .. import gerf
 from ..coupling import coupled_log_mse, has_coupled_closed_form
-from ..numerics import log_diff_exp, log_expm1
+from ..numerics import log_expm1
 from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
 from .classic import _ProjectionEstimator
@@ -178,7 +178,7 @@ class Oprf(_GerfBase):
         log_rel = log_expm1(gerf.oprf_log_R(z2, s.d, self._rho(z2, s.d))) - math.log(m)
         frac = gerf.ortho_pair_fraction(m, s.d) if coupling == "orthogonal" else 0.0
         if frac > 0:
-            log_rel = log_diff_exp(log_rel, math.log(frac) + gerf.ortho_log_neg_relcov_pos(z2, s.d))
+            log_rel = gerf.log_minus_covariance(log_rel, math.log(frac) + gerf.ortho_log_neg_relcov_pos(z2, s.d))
         return 2.0 * s.xy + log_rel
 
     def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
