@@ -15,7 +15,8 @@ THETA_TICKS = {"tickvals": [0, np.pi / 4, np.pi / 2, 3 * np.pi / 4, np.pi],
                "ticktext": ["0", "π/4", "π/2", "3π/4", "π"]}
 LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 60, "b": 50}, "font": {"size": 13}}
 
-__all__ = ["LAYOUT", "PALETTE", "THETA_TICKS", "columns_to_csv", "finite_or_none", "heatmaps", "lines", "surfaces"]
+__all__ = ["LAYOUT", "PALETTE", "THETA_TICKS", "columns_to_csv", "finite_or_none", "heatmaps", "lines", "surfaces",
+           "traces_csv"]
 
 
 def color(i: int) -> str:
@@ -125,3 +126,30 @@ def lines(x: np.ndarray, ys: Mapping[str, np.ndarray], *, xlabel: str, ylabel: s
     fig.update_yaxes(title_text=ylabel, type="log" if log_y else "linear")
     fig.update_layout(title=title, height=height, hovermode="x unified", **LAYOUT)
     return fig
+
+
+def traces_csv(fig: go.Figure) -> str:
+    """Long-format CSV (trace, x, y[, z]) of every trace with data in a figure: the download of figures whose builder
+    returns only the Figure."""
+    cols: dict[str, list] = {"trace": [], "x": [], "y": []}
+    has_z = any(getattr(t, "z", None) is not None for t in fig.data)
+    if has_z:
+        cols["z"] = []
+    for t in fig.data:
+        x = getattr(t, "x", None)
+        y = getattr(t, "y", None)
+        z = getattr(t, "z", None) if has_z else None
+        if z is not None and np.ndim(z) == 2 and x is not None and y is not None:
+            xx, yy = np.meshgrid(np.asarray(x, float), np.asarray(y, float))
+            x, y, z = xx.ravel(), yy.ravel(), np.asarray(z, float).ravel()
+        if x is None and y is None:
+            continue
+        n = len(x) if x is not None else len(y)
+        if n == 0 or (x is not None and len(x) and x[0] is None):
+            continue
+        cols["trace"] += [t.name or t.type] * n
+        cols["x"] += list(x) if x is not None else [None] * n
+        cols["y"] += list(y) if y is not None else [None] * n
+        if has_z:
+            cols["z"] += list(np.ravel(z)) if z is not None else [None] * n
+    return columns_to_csv({k: np.asarray(v, dtype=object) for k, v in cols.items()})
