@@ -7,6 +7,7 @@ Everything that can overflow is returned as a natural log; the moments of λ̂ a
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -101,7 +102,7 @@ def gaussian_lambda(theta: np.ndarray | float, r: np.ndarray | float, sigma: flo
     t = 2.0 * check_sigma(sigma) ** 2 * r**2
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.expm1(-t * s2) / np.expm1(-t)
-    return np.where(t > 0, lam, s2 + 0.0 * lam)
+    return np.where(t > 0, lam, s2)
 
 
 def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, sigma: float, n: int) -> LambdaMoments:
@@ -119,17 +120,17 @@ def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, s
     rho = -np.expm1(-t)
     ok = rho > 0
     rho_safe = np.where(ok, rho, 1.0)
-    one_minus_g = -np.expm1(-s2 * delta2 / 2)
-    var_g = np.expm1(-s2 * delta2) ** 2 / (2 * n)
-    # 1 − ρ − g = e^{−2σ²r²} − e^{−σ²D²/2} = −e^{−2σ²r²}·expm1(2σ²r² − σ²D²/2), free of cancellation.
-    gap = -np.exp(-t) * np.expm1(t - s2 * delta2 / 2)
-    mean = one_minus_g / rho_safe
-    second = (one_minus_g**2 + var_g) / rho_safe**2
-    one_minus_second = (gap**2 + var_g) / rho_safe**2
+    # Ratios to ρ first (ρ² may underflow where ρ does not).
+    mean = -np.expm1(-s2 * delta2 / 2) / rho_safe
+    sd = np.abs(np.expm1(-s2 * delta2)) / (math.sqrt(2 * n) * rho_safe)  # √Var_G / ρ
+    # |1 − ρ − g| = |e^{−2σ²r²} − e^{−σ²D²/2}| = e^{−min}·(1 − e^{−|difference|}): no cancellation, no overflow.
+    half = s2 * delta2 / 2
+    gap = np.exp(-np.minimum(t, half)) * -np.expm1(-np.abs(t - half)) / rho_safe
     zero = np.zeros_like(mean)
-    mean, second = np.where(ok, mean, zero), np.where(ok, second, zero)
-    one_minus_second = np.where(ok, one_minus_second, 1.0 + zero)
-    variance = np.where(ok, var_g / rho_safe**2, zero)
+    mean = np.where(ok, mean, zero)
+    variance = np.where(ok, sd**2, zero)
+    second = mean**2 + variance
+    one_minus_second = np.where(ok, gap**2 + variance, 1.0 + zero)
     return LambdaMoments(mean, second, variance, one_minus_second, mean - second)
 
 
@@ -150,7 +151,7 @@ def log_mse_bipolar(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray, moments: 
     m projections, eq. 23) subtracts (2/m)·SM²·(1 − cos(|x|² − |y|²))·E[λ̂(1 − λ̂)], which needs ``s`` and ``m``;
     it vanishes for |x| = |y| and for n = 1 (angular λ̂).
     """
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         out = np.logaddexp(np.log(moments.second) + log_mse_pos, np.log(moments.one_minus_second) + log_mse_trig)
         if not shared:
             return out
@@ -162,7 +163,7 @@ def log_mse_bipolar(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray, moments: 
         log_term = log_corr + np.log(np.abs(cross))
         plus = np.logaddexp(out, log_term)
         minus = log_diff_exp(out, np.minimum(log_term, out))
-    return np.where(cross > 0, minus, np.where(cross < 0, plus, out))
+    return np.where(np.isneginf(log_term), out, np.where(cross > 0, minus, plus))
 
 
 def _same_length_stats(theta: np.ndarray | float, r: np.ndarray | float) -> PairStats:

@@ -103,7 +103,7 @@ def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antit
         return log_sm2 + core - math.log(m)
     if variance != "real_part":
         raise ParameterError(f"variance must be one of real_part, complex, got {variance!r}")
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         log_sin2 = LOG2 + 2.0 * np.log(np.abs(np.sin(c / 2)))
         if antithetic:
             cos_c = np.cos(c)
@@ -115,7 +115,8 @@ def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antit
             v2 = np.maximum((a - b) / 2, 0.0)
             pos = np.logaddexp(LOG2 + log_expm1(u2) + log_cosh(v2), LOG2 + log_cosh_m1(v2))
             neg = b + log_sin2
-    return log_sm2 + log_diff_exp(pos, np.minimum(neg, pos)) - math.log(2 * m)
+        core = np.where(np.isneginf(pos), -np.inf, log_diff_exp(pos, np.minimum(neg, pos)))  # w = 0: exact
+    return log_sm2 + core - math.log(2 * m)
 
 
 def _format_complex(c: complex) -> str:
