@@ -1,0 +1,91 @@
+"""Optimal importance sampling Ψ (All Random Features Representations are Equivalent): Ψ*, V*, the equivalence."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from rfviz import ParameterError, ui
+
+state = ui.PageState("psi")
+ui.header(
+    "Optimal sampling Ψ",
+    "Sample ω from a proposal Ψ instead of Ω = N(0, I) and reweight by p_Ω/p_Ψ: the estimator stays unbiased and its "
+    "variance, averaged over the input distribution, is minimised by Ψ* ∝ p_Ω·q_φ. Here: the radial density of |ω| "
+    "under Ψ* against Ω's χ_d, the optimal variance V* against the unweighted one as the input scale moves (regions "
+    "where a variance or its Monte-Carlo estimate diverges are shaded), and the claimed **equivalence** of trig and "
+    "positive features under their optimal Ψ, which holds when X₁ = X₂ and fails otherwise.",
+    [
+        (r"\Psi^*(\omega) \propto p_\Omega(\omega)\,q_\phi(\omega),\quad q_\phi(\omega) = "
+         r"\sqrt{\mathbb{E}_{x_1,x_2}\,\phi(x_1,\omega)^2\,\phi(x_2,\omega)^2},\quad "
+         r"V^* = \left(\mathbb{E}_\Omega\, q_\phi\right)^2 - \mathbb{E}\,K^2",
+         "Optimal-sampling paper, Theorem 1 (reference optimal_sampling.md §2)."),
+        (r"X_1 = X_2:\ \ V^*_{\mathrm{trig}} = V^*_{\mathrm{pos}} = "
+         r"\left(\mathbb{E}\,K(x,x)\right)^2 - \mathbb{E}\,K^2",
+         "Corollaries 1–2; the equality fails for X₁ ≠ X₂ (reference §3.4–3.5 counterexample)."),
+    ],
+)
+ui.sidebar_info()
+side = st.sidebar
+try:
+    from rfviz.figures import optimal_sampling as fo
+    from rfviz.figures.common import traces_csv
+    from rfviz.optimal_sampling import INPUT_KINDS, KERNELS, MECHANISMS, InputLaw, OptimalSampling
+except ImportError as exc:
+    ui.missing_module("rfviz.optimal_sampling", exc)
+    st.stop()
+
+kind = state.selectbox("Inputs", "inputs", list(INPUT_KINDS), "sphere", container=side,
+                       help="sphere: x, y ~ Unif(r·S); gaussian: N(0, σ²I); pair: fixed x, y; two_spheres: radii r, r2")
+kernel = state.selectbox("Kernel", "kernel", list(KERNELS), "softmax", container=side)
+d = state.number("d (dimension)", "d", 8, int, container=side)
+r = state.slider("r (radius)", "r", 0.05, 3.0, 1.0, step=0.05, container=side)
+r2 = state.slider("r2 (second radius: pair, two_spheres)", "r2", 0.05, 3.0, 0.5, step=0.05, container=side)
+sigma = state.slider("σ (Gaussian inputs)", "sigma", 0.01, 1.0, 0.3, step=0.01, container=side)
+theta = state.slider("θ (pair angle, rad)", "theta", 0.0, float(np.pi), 1.0, step=0.01, container=side)
+state.show_url_errors()
+
+
+@ui.cached
+def _density(kind, kernel, d, r, r2, sigma, theta):
+    law = InputLaw(kind, d, r=r, r2=r2, sigma=sigma, theta=theta)
+    return fo.psi_radial_density_figure([OptimalSampling(m, law, kernel) for m in MECHANISMS])
+
+
+@ui.cached
+def _sweep(kind, kernel, d, axis, lo, hi, relative, fixed: dict):
+    return fo.variance_sweep_figure(kind, d, axis, np.linspace(lo, hi, 25), kernel, relative=relative, **fixed)
+
+
+@ui.cached
+def _equivalence(r, d, kernel, hi):
+    return fo.equivalence_figure(r, np.linspace(0.05, hi, 25), d, kernel)
+
+
+with ui.guard():
+    if int(d) < 1:
+        raise ParameterError(f"d must be an integer in [1, inf), got {d}")
+    d = int(d)
+    tabs = st.tabs(["Ψ* radial density", "V* vs unweighted variance", "Equivalence (X₁ = X₂ or not)"])
+    with tabs[0]:
+        fig = _density(kind, kernel, d, r, r2, sigma, theta)
+        ui.plot(fig, key="psi-density")
+        ui.downloads("rfviz-psi-density", lambda: traces_csv(fig), fig, key="dens")
+    with tabs[1]:
+        axis = "sigma" if kind == "gaussian" else "r"
+        c = st.columns(2)
+        top = 0.7 if axis == "sigma" and kernel == "softmax" else (1.5 if axis == "sigma" else 3.0)
+        hi = state.slider(f"{axis} max of the sweep", f"sweep_{axis}_{kernel}", 0.2, top,
+                          0.7 if axis == "sigma" else 2.0, step=0.05, container=c[0])
+        relative = state.toggle("Relative to E K²", "relative", False, container=c[1])
+        fixed = {"sphere": {}, "gaussian": {}, "pair": {"r2": r2, "theta": theta},
+                 "two_spheres": {"r2": r2}}[kind]
+        fig2 = _sweep(kind, kernel, d, axis, hi / 25, hi, relative, fixed)
+        ui.plot(fig2, key="psi-sweep")
+        ui.downloads("rfviz-psi-variance", lambda: traces_csv(fig2), fig2, key="sweep")
+    with tabs[2]:
+        hi2 = state.slider("r2 max", "r2_max", 0.5, 3.0, 2.0, step=0.05)
+        fig3 = _equivalence(r, d, kernel, hi2)
+        ui.plot(fig3, key="psi-equiv")
+        st.caption("X₁ = Unif(r·S), X₂ = Unif(r2·S): the two optimal variances meet only at r2 = r.")
+        ui.downloads("rfviz-psi-equivalence", lambda: traces_csv(fig3), fig3, key="eq")
