@@ -130,8 +130,8 @@ with ui.guard():
                                                                            "diamond-open"][i], "line": {"width": 2}},
                                              error_y={"type": "data", "array": 2 * se, "visible": True}))
             st.caption("Sampled MSE divided by the iid closed form (v ≤ 1.3: beyond, positive features are "
-                       "heavy-tailed and the sample MSE is biased low). Simplex+ has no closed form; it should sit at or "
-                       "below simplex.")
+                       "heavy-tailed and the sample MSE is biased low). Simplex+ has no closed form; it should "
+                       "sit at or below simplex.")
         ui.plot(fig3, key="cpl-ratio-v")
         ui.downloads("rfviz-coupling-ratio-v", lambda: traces_csv(fig3), fig3, key="rv")
     with tabs[3]:
