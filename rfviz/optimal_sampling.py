@@ -89,14 +89,14 @@ def log_sphere_mgf(t: np.ndarray | float, d: int) -> np.ndarray:
 def sphere_char(t: np.ndarray | float, d: int) -> np.ndarray:
     """Λ_d(t) = E cos(t u) = 0F1(; d/2; −t²/4) ∈ [−1, 1] (reference §3.0).
 
-    The alternating series where its largest term is small (log M_d(t) ≤ 8, ≤ 1e-12 absolute cancellation loss),
+    The alternating series where its terms stay small (log M_d(t) ≤ 8: ≤ 1e-12 absolute cancellation loss),
     else scipy's hyp0f1, else Γ(d/2)(t/2)^{1−d/2} J_{d/2−1}(t) in logs (hyp0f1 returns NaN for d ≳ 1000).
     """
     t = np.abs(np.asarray(t, dtype=float))
     shape = t.shape
     t = t.ravel()
     out = np.full_like(t, np.nan)
-    series = log_sphere_mgf(t, d) <= 8.0
+    series = np.minimum(t, t * t / (2.0 * d)) <= 8.0  # ⇒ log M_d(t) ≤ 8, since M_d(t) ≤ min(e^t, e^{t²/2d})
     out[series] = 1.0 + _series_0f1(t[series] ** 2 / 4.0, d / 2.0, -1.0)
     rest = ~series
     if np.any(rest):
@@ -359,9 +359,7 @@ class OptimalSampling:
             return ((x @ x + y @ y) / 2 + np.log(mean_f)).reshape(rho.shape) + self._gk_log_scale()
         if kind == "two_spheres" and not self._same_spheres():
             r1, r2 = self.inputs.radii()
-            b = _b_grid()
-            g = np.exp(self._log_trig_two_sphere_g(rho.ravel()[:, None], b[None, :])).mean(-1)
-            return ((r1 * r1 + r2 * r2) / 2 + np.log(g)).reshape(rho.shape) + self._gk_log_scale()
+            return (r1 * r1 + r2 * r2) / 2 + np.log(self._trig_phase_average(rho)) + self._gk_log_scale()
         return np.full(rho.shape, self.log_z())  # only the phase is re-weighted (reference §2.5)
 
     def log_z(self, exact: bool = True) -> float:
@@ -386,12 +384,22 @@ class OptimalSampling:
         r1, r2 = self.inputs.radii()
         if exact and self._same_spheres():
             return r1 * r1 + self._gk_log_scale()
-        rho, log_w = self._nodes()
         if self.mechanism == "positive":
+            rho, log_w = self._nodes()
             return log_chi_expectation(self.log_q(rho[:, None] * np.eye(d)[0]), log_w)
+        rho, log_w = self._nodes(extra_factor=0.0)  # q/e^{R/2} ∈ [0, 2]: Ψ's ω-marginal stays in χ_d's window
+        log_inner = np.log(self._trig_phase_average(rho))
+        return (r1 * r1 + r2 * r2) / 2 + log_chi_expectation(log_inner, log_w) + self._gk_log_scale()
+
+    def _trig_phase_average(self, rho: np.ndarray) -> np.ndarray:
+        """E_b g(ρ, b) for the two-sphere trig optimum (reference §3.5 Z̃ inner integral), in chunks of ρ."""
         b = _b_grid()
-        inner = np.exp(self._log_trig_two_sphere_g(rho[:, None], b[None, :])).mean(-1)
-        return (r1 * r1 + r2 * r2) / 2 + log_chi_expectation(np.log(inner), log_w) + self._gk_log_scale()
+        flat = rho.ravel()
+        out = np.empty_like(flat)
+        for start in range(0, flat.size, 4096):
+            part = flat[start:start + 4096]
+            out[start:start + 4096] = np.exp(self._log_trig_two_sphere_g(part[:, None], b[None, :])).mean(-1)
+        return out.reshape(rho.shape)
 
     # ------------------------------------------------------------------------------------------- variances
     def log_expected_k2(self) -> float:
