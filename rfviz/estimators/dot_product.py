@@ -98,6 +98,10 @@ class _DotProductEstimator(Estimator):
 class _HomogeneousPolynomial(_DotProductEstimator):
     """Estimators of (x·y)^p: the kernel, its scale (|x||y|)^p, and K̂ from features of x/|x| and y/|y|."""
 
+    @property
+    def kernel(self) -> str:
+        return "polynomial"
+
     def log_abs_kernel(self, s: PairStats) -> tuple[np.ndarray, np.ndarray]:
         p = self.params["p"]
         with np.errstate(divide="ignore"):
