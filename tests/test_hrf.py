@@ -428,6 +428,7 @@ def test_features_inner_product_equals_estimate(name, params, kernel):
     y = 0.6 * rng.normal(size=(6, 3))
     if name == "hybrid_gaussian" and est.params["r_norm"] == 0:
         y *= np.linalg.norm(x, axis=-1, keepdims=True) / np.linalg.norm(y, axis=-1, keepdims=True)
+        x[0] = y[0] = 0.0  # ρ = 0 at r = 0: λ̂ := 0 in both the estimate and the features
     s = _draw(est, 3, trials=4, seed=5)
     xt, yt = torch.as_tensor(x), torch.as_tensor(y)
     phi_x, phi_y = est.features(s, xt, "query"), est.features(s, yt, "key")
@@ -543,10 +544,16 @@ def test_property_lambda_moments_are_consistent(theta, n, r, sigma):
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.sampled_from(NEW), st.integers(-5, 0))
-def test_property_out_of_range_m_raises(name, m):
+@given(st.sampled_from(NEW), st.integers(-5, 0), st.integers(-5, 0), st.floats(-1e6, 0.0))
+def test_property_out_of_range_m_n_sigma_raise(name, m, n, sigma):
     with pytest.raises(ParameterError, match=r"m must be an integer in \[1, inf\)"):
         rfviz.create(name, m=m)
+    if name.startswith("hybrid"):
+        with pytest.raises(ParameterError, match=r"n must be an integer in \[1, inf\)"):
+            rfviz.create(name, n=n)
+    if name == "hybrid_gaussian":
+        with pytest.raises(ParameterError, match=r"sigma must be a number in \(0, inf\)"):
+            rfviz.create(name, sigma=sigma)
 
 
 @settings(max_examples=40, deadline=None)

@@ -446,9 +446,11 @@ class HybridGaussian(_BipolarHybrid):
         """λ̂ = 1/ρ − (1/(nρ))Σ[cos(στ·x)cos(στ·y) + sin(στ·x)sin(στ·y)]: a = 1/ρ, q = [cos, sin]/√(nρ) (eq. 70
         with σ restored). With r_norm = 0, ρ uses |u|, so φ_query(x)·φ_key(y) = K̂ needs |x| = |y|."""
         log_rho = self._log_rho(sq_norm(u))
+        ok = torch.isfinite(log_rho)  # ρ = 0 only at u = 0 with r_norm = 0: λ̂ := 0 there, as in ``_lambda_hat``
+        log_rho = torch.where(ok, log_rho, torch.zeros_like(log_rho))
         p = self.params["sigma"] * projections(samples["tau"], u)
-        scale = torch.exp(-0.5 * log_rho)[None, :, None] / math.sqrt(self.params["n"])
-        return torch.exp(-log_rho), torch.cat([torch.cos(p), torch.sin(p)], -1) * scale
+        scale = (ok * torch.exp(-0.5 * log_rho))[None, :, None] / math.sqrt(self.params["n"])
+        return ok * torch.exp(-log_rho), torch.cat([torch.cos(p), torch.sin(p)], -1) * scale
 
     def _moments(self, s: PairStats) -> LambdaMoments:
         """Reference F5 (HRF eqs. 72–73) with D² from coordinates (no cancellation at small θ)."""
