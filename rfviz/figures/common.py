@@ -153,3 +153,13 @@ def traces_csv(fig: go.Figure) -> str:
         if has_z:
             cols["z"] += list(np.ravel(z)) if z is not None else [None] * n
     return columns_to_csv({k: np.asarray(v, dtype=object) for k, v in cols.items()})
+
+
+def bars(x: Sequence, series: Mapping[str, Sequence[float]], *, xlabel: str, ylabel: str, title: str = "",
+         height: int = 360) -> go.Figure:
+    """Grouped bar chart (e.g. the Maclaurin feature allocation per degree)."""
+    fig = go.Figure()
+    for i, (name, y) in enumerate(series.items()):
+        fig.add_trace(go.Bar(x=list(x), y=list(y), name=name, marker={"color": color(i)}))
+    fig.update_layout(title=title, xaxis_title=xlabel, yaxis_title=ylabel, height=height, barmode="group", **LAYOUT)
+    return fig

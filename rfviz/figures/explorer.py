@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
+from scipy.special import logsumexp
 
 from ..engine import monte_carlo
 from ..estimators import REGISTRY, Estimator, create
@@ -101,9 +102,16 @@ def analytic_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, 
     x, y = est.grid_pairs(r[:, None], theta[None, :], d, embedding)
     log_k, _ = est.kernel_log_value(x, y, d)
     log10_k = np.asarray(log_k, dtype=float) / LOG10
+    grid_shape = (len(r), len(theta))
+    if log10_k.shape != grid_shape:  # averaging embeddings (rotation_average): a stack of pairs per grid point
+        log10_k = np.reshape(log10_k, (*grid_shape, -1))[..., 0]
     if not est.closed_form_available():
-        return Surface(name, np.full(log10_k.shape, np.nan), log10_k, False)
-    return Surface(name, est.log_mse(x, y, d) / LOG10, log10_k, True)
+        return Surface(name, np.full(grid_shape, np.nan), log10_k, False)
+    log_mse = est.log_mse(x, y, d)
+    if log_mse.shape != grid_shape:  # mean MSE over the stack, in log space
+        stack = np.reshape(log_mse, (*grid_shape, -1))
+        log_mse = logsumexp(stack, axis=-1) - np.log(stack.shape[-1])
+    return Surface(name, log_mse / LOG10, log10_k, True)
 
 
 @dataclass
@@ -229,3 +237,30 @@ def grid_csv(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray],
         cols["theta"] += list(tt.ravel())
         cols[which] += list(np.asarray(z, dtype=float).ravel())
     return columns_to_csv({k: np.asarray(v, dtype=object if k == "panel" else float) for k, v in cols.items()})
+
+
+# ----------------------------------------------------------------------------------- 1-D parameter sweeps
+def param_sweep(name: str, params: Mapping[str, Any], kernel: str, d: int, r: float, theta: float, sweep: str,
+                values: Sequence[Any], embedding: str = "canonical") -> np.ndarray:
+    """log10 MSE at one (r, θ) as one parameter (``sweep``: an estimator parameter, or ``d``) takes ``values``.
+
+    For averaging embeddings (``rotation_average``) the MSE is averaged over the embedding's stack of pairs.
+    """
+    out = []
+    for v in values:
+        p = dict(params)
+        dd = int(v) if sweep == "d" else d
+        if sweep != "d":
+            p[sweep] = v
+        out.append(float(analytic_surface(name, p, kernel, dd, np.array([r]), np.array([theta]),
+                                          embedding).log10_mse[0, 0]))
+    return np.asarray(out)
+
+
+def sweep_figure(x: np.ndarray, curves: Mapping[str, np.ndarray], xlabel: str, title: str, log_x: bool = False,
+                 ylabel: str = "log10 MSE") -> go.Figure:
+    """Curves of a 1-D parameter sweep."""
+    fig = lines(np.asarray(x, dtype=float), curves, xlabel=xlabel, ylabel=ylabel, title=title, height=360)
+    if log_x:
+        fig.update_xaxes(type="log")
+    return fig
