@@ -44,7 +44,9 @@ DEFAULT_MEMORY_BUDGET = 512 * 2**20
 DEFAULT_BLOCK_TRIALS = 128
 """Trials per independently seeded block (part of the determinism contract together with the seed)."""
 DEFAULT_CHUNK_BYTES = 16 * 2**20
-"""Speed target for one unit's accounted work: cache-sized units run 2-3× faster than huge ones on a CPU."""
+"""CPU speed target for one unit's accounted work: units whose largest tensor fits the L2/L3 cache run 2-3×
+faster than huge ones, and are still large enough that Python overhead stays small. On a GPU the default is the
+whole budget (bigger kernels amortise launch latency)."""
 MIN_MEMORY_BUDGET = 2**16
 _ACCUMULATOR_BYTES_PER_PAIR = 6 * 16  # count, means and M2s in float64/complex128
 _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR = 3 * 16  # one block of estimates, squared errors and a temporary
@@ -224,7 +226,7 @@ def monte_carlo(
     dtype: torch.dtype | None = None,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     block_trials: int = DEFAULT_BLOCK_TRIALS,
-    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    chunk_bytes: int | None = None,
     progress: Callable[[float], None] | None = None,
     cancel: Callable[[], bool] | None = None,
 ) -> MCResult:
@@ -233,8 +235,11 @@ def monte_carlo(
     x, y: arrays (..., dim), broadcast against each other (a single pair may be 1-D); ``d`` is the true
     dimension when pairs are given in reduced coordinates (isotropic estimators). The result's arrays have the
     broadcast batch shape (a single pair gives shape (1,)). ``device``: auto (CUDA when available), cpu or
-    cuda; ``dtype`` defaults to float64 on the CPU and float32 on a GPU. ``progress(fraction)`` is called after
-    every unit of work; ``cancel()`` returning True raises ``Cancelled``.
+    cuda; ``dtype`` defaults to float64 on the CPU and float32 on a GPU. ``memory_budget`` (bytes) bounds the
+    engine's accounted working set (reported as ``peak_bytes``); ``chunk_bytes`` caps one unit of work for speed
+    (default: 16 MiB on the CPU, the budget on a GPU); ``block_trials`` is the size of the independently seeded
+    blocks (results depend on seed and block_trials, not on the budget or chunking). ``progress(fraction)`` is
+    called after every unit of work; ``cancel()`` returning True raises ``Cancelled`` (checked before each unit).
     """
     if isinstance(trials, bool) or int(trials) != trials or trials < 2:
         raise ParameterError(f"trials must be an integer in [2, inf), got {trials}")
@@ -242,11 +247,13 @@ def monte_carlo(
         raise ParameterError(f"memory_budget must be at least {MIN_MEMORY_BUDGET} bytes, got {memory_budget}")
     if block_trials < 2:
         raise ParameterError(f"block_trials must be an integer in [2, inf), got {block_trials}")
-    if chunk_bytes < 1:
+    if chunk_bytes is not None and chunk_bytes < 1:
         raise ParameterError(f"chunk_bytes must be an integer in [1, inf), got {chunk_bytes}")
     trials = int(trials)
     started = time.perf_counter()
     dev = resolve_device(device)
+    if chunk_bytes is None:
+        chunk_bytes = DEFAULT_CHUNK_BYTES if dev.type == "cpu" else memory_budget
     dtype = dtype or _default_dtype(dev)
     x = np.atleast_2d(np.asarray(x, dtype=float))
     y = np.atleast_2d(np.asarray(y, dtype=float))
@@ -354,33 +361,38 @@ def monte_carlo(
 
 
 class _ChanAccumulator:
-    """Running (count, mean, M2) of the estimates and of their squared errors, per pair, in float64 on the device
-    (Chan, Golub & LeVeque 1979 pairwise update of one block at a time)."""
+    """Running (count, mean, M2) of the estimates and of their squared errors, per pair, in float64 (complex128 for
+    complex estimators) on the device: Chan, Golub & LeVeque (1979) pairwise update, one block at a time."""
 
     def __init__(self, pairs: int, device: torch.device) -> None:
         self.n = 0
-        self.mean_r = torch.zeros(pairs, device=device, dtype=torch.complex128)
+        self.mean_r: torch.Tensor | None = None
         self.m2_r = torch.zeros(pairs, device=device, dtype=torch.float64)
         self.mean_e = torch.zeros(pairs, device=device, dtype=torch.float64)
         self.m2_e = torch.zeros(pairs, device=device, dtype=torch.float64)
 
     def add_block(self, ratios: torch.Tensor, target: torch.Tensor) -> None:
         nb = ratios.shape[0]
-        err = (ratios - target).abs() ** 2
-        r_mean = ratios.mean(0)
-        r_m2 = ((ratios - r_mean).abs() ** 2).sum(0)
-        e_mean = err.mean(0)
-        e_m2 = ((err - e_mean) ** 2).sum(0)
+        dev = ratios - target
+        err = dev.real.square() + dev.imag.square() if dev.is_complex() else dev.square()
+        r_var, r_mean = torch.var_mean(ratios, 0, correction=0)  # E|r − mean|² (real for complex r)
+        e_var, e_mean = torch.var_mean(err, 0, correction=0)
+        if self.mean_r is None:
+            self.mean_r = torch.zeros_like(r_mean)
+        elif r_mean.is_complex() and not self.mean_r.is_complex():
+            self.mean_r = self.mean_r.to(r_mean.dtype)
         n_new = self.n + nb
         delta_r = r_mean - self.mean_r
         self.mean_r = self.mean_r + delta_r * (nb / n_new)
-        self.m2_r = self.m2_r + r_m2 + delta_r.abs() ** 2 * (self.n * nb / n_new)
+        delta_r2 = delta_r.real.square() + delta_r.imag.square() if delta_r.is_complex() else delta_r.square()
+        self.m2_r = self.m2_r + r_var * nb + delta_r2 * (self.n * nb / n_new)
         delta_e = e_mean - self.mean_e
         self.mean_e = self.mean_e + delta_e * (nb / n_new)
-        self.m2_e = self.m2_e + e_m2 + delta_e**2 * (self.n * nb / n_new)
+        self.m2_e = self.m2_e + e_var * nb + delta_e.square() * (self.n * nb / n_new)
         self.n = n_new
 
     def result(self) -> dict[str, np.ndarray]:
+        assert self.mean_r is not None
         return {"mean_r": self.mean_r.cpu().numpy(), "m2_r": self.m2_r.cpu().numpy(),
                 "mean_e": self.mean_e.cpu().numpy(), "m2_e": self.m2_e.cpu().numpy()}
 
