@@ -765,7 +765,8 @@ def divergence_regions(mechanism: str, kind: str, kernel: str, d: int, axis: str
                        **fixed: float) -> list[dict[str, Any]]:
     """Intervals of ``axis`` ('sigma' or 'r') where the plain or optimal estimator's variance diverges
     ('variance_infinite'), its MC estimate does ('fourth_moment_infinite') or is heavy-tailed ('heavy_tail'),
-    for the app to shade. Gaussian inputs: exact σ thresholds; otherwise flags evaluated on ``values``."""
+    for the app to shade: {"estimator": "plain"|"optimal", "kind", "start", "end"}. Gaussian inputs: exact σ
+    thresholds (§6.5); the kurtosis-based heavy-tail flag is evaluated on the grid ``values``."""
     values = np.asarray(values, dtype=float)
     regions: list[dict[str, Any]] = []
     if kind == "gaussian" and axis == "sigma":
@@ -775,13 +776,17 @@ def divergence_regions(mechanism: str, kind: str, kernel: str, d: int, axis: str
                 start = math.sqrt(s2)
                 if start < top:
                     regions.append({"estimator": label, "kind": what, "start": start, "end": top})
-        return regions
-    flags = {("plain", "heavy_tail"): [], ("optimal", "heavy_tail"): []}
+    flags: dict[tuple[str, str], list[bool]] = {("plain", "heavy_tail"): [], ("optimal", "heavy_tail"): []}
     for v in values:
-        prob = OptimalSampling(mechanism, InputLaw(kind=kind, d=d, **{**fixed, axis: float(v)}), kernel)
-        div = prob.divergence()
+        if kind == "gaussian" and kernel == "softmax" and axis == "sigma" and v * v >= 0.5:
+            div = {"heavy_tail": {"plain": False, "optimal": False}}  # already shaded as V = ∞
+        else:
+            prob = OptimalSampling(mechanism, InputLaw(kind=kind, d=d, **{**fixed, axis: float(v)}), kernel)
+            div = prob.divergence()
         for label in ("plain", "optimal"):
-            flags[(label, "heavy_tail")].append(div["heavy_tail"][label])
+            # large kurtosis with finite moments (infinite moments are the exact regions above)
+            light_moments = kind != "gaussian" or div.get("fourth_moment_finite", {}).get(label, False)
+            flags[(label, "heavy_tail")].append(bool(div["heavy_tail"][label] and light_moments))
     for (label, what), mask in flags.items():
         mask_arr = np.asarray(mask, dtype=bool)
         i = 0
