@@ -113,6 +113,15 @@ class MCResult:
         with np.errstate(divide="ignore", invalid="ignore"):
             return self.rel_mse_stderr / (self.rel_mse * LOG10)
 
+    def log10_mse_band(self, z: float = 1.96) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) error bars of log10 MSE at ±z standard errors of the MSE (lower is -inf where the band
+        reaches 0): what the app draws around a sampled curve or surface."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lo = np.log10(np.maximum(self.rel_mse - z * self.rel_mse_stderr, 0.0))
+            hi = np.log10(self.rel_mse + z * self.rel_mse_stderr)
+        shift = 2.0 * self.log_scale / LOG10
+        return lo + shift, hi + shift
+
     @property
     def mean(self) -> np.ndarray:
         """Sampled mean of K̂."""

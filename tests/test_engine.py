@@ -122,10 +122,14 @@ def test_memory_budget_and_chunking_do_not_change_estimates(name):
     r, th = np.linspace(0.2, 1.2, 12), np.linspace(0.1, 3.0, 10)
     kw = dict(d=64, trials=400, seed=1, device="cpu", block_trials=64)
     ref = monte_carlo_grid(est, r, th, **kw)
-    for budget, chunk in ((2**20, 2**14), (4 * 2**20, 2**17), (2**30, 2**30)):
+    super_chunked = False
+    for budget, chunk in ((2**18, 2**14), (2**20, 2**14), (4 * 2**20, 2**17), (2**30, 2**30)):
         res = monte_carlo_grid(est, r, th, memory_budget=budget, chunk_bytes=chunk, **kw)
+        super_chunked |= res.extras["plan"].super_pairs < r.size * th.size  # samples regenerated per super-chunk
+        assert res.peak_bytes <= budget
         for field in ("mean_ratio", "rel_mse", "rel_mse_stderr"):
             np.testing.assert_allclose(getattr(res, field), getattr(ref, field), rtol=1e-11, atol=0)
+    assert super_chunked
     small = monte_carlo_grid(est, r, th, memory_budget=2**20, chunk_bytes=2**14, **kw)
     assert small.units > ref.units
 
@@ -181,6 +185,15 @@ def test_sweep_over_m_has_axes_and_matches_closed_forms():
     assert res.mse[0] > res.mse[1] > res.mse[2]
     with pytest.raises(ParameterError, match="param must be one of"):
         sweep("trig", "nope", [1], None, x, y, trials=10)
+
+
+def test_log10_error_band_brackets_the_estimate():
+    est = rfviz.create("trig", m=4)
+    res = monte_carlo_grid(est, [0.5, 1.0], [0.8, 2.0], d=3, trials=500, seed=0, device="cpu")
+    lo, hi = res.log10_mse_band()
+    assert np.all(lo < res.log10_mse) and np.all(res.log10_mse < hi)
+    # ±1.96 SE of the MSE ≈ ±1.96 × the delta-method SE of log10 MSE, to first order.
+    np.testing.assert_allclose(hi - res.log10_mse, 1.96 * res.log10_mse_stderr, rtol=0.2)
 
 
 def test_sweep_from_instance_over_pairs_and_stack():
