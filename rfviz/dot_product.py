@@ -561,16 +561,19 @@ def optimize_maclaurin(st: DotStats, *, kernel: str, total: int, p_min: int = 1,
     return MaclaurinPlan(best.p, best.alloc, best.objective, best.variance, best.bias2, tuple(rows))
 
 
-@lru_cache(maxsize=64)
-def reference_unit_pairs(d: int, count: int = 64) -> DotStats:
-    """Fixed pairs of independent uniform unit vectors in R^d: the data-free reference set on which the
-    ``maclaurin`` estimator's automatic allocation is optimised (the paper uses a data subsample)."""
+def reference_unit_vectors(d: int, count: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """Fixed pairs of independent uniform unit vectors in R^d, arrays (count, d) (seeded, reproducible)."""
     rng = np.random.default_rng(ROTATION_SEED + 7 * d)
     x = rng.standard_normal((count, d))
     y = rng.standard_normal((count, d))
-    x /= np.linalg.norm(x, axis=1, keepdims=True)
-    y /= np.linalg.norm(y, axis=1, keepdims=True)
-    return DotStats.from_pairs(x, y)
+    return x / np.linalg.norm(x, axis=1, keepdims=True), y / np.linalg.norm(y, axis=1, keepdims=True)
+
+
+@lru_cache(maxsize=64)
+def reference_unit_pairs(d: int, count: int = 64) -> DotStats:
+    """DotStats of ``reference_unit_vectors``: the data-free reference set on which the ``maclaurin`` estimator's
+    automatic allocation is optimised (the paper uses a data subsample)."""
+    return DotStats.from_pairs(*reference_unit_vectors(d, count))
 
 
 # ----------------------------------------------------------------------------- torch samplers

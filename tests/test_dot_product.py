@@ -431,3 +431,20 @@ def test_cli_mse_flat_embedding_and_errors(capsys):
         assert rfviz.cli.main(["mse", *bad]) == 2, bad
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+# ----------------------------------------------------------------------------------------- figures
+def test_figure_builders_return_labelled_figures():
+    from rfviz.figures import dot_product as figs
+
+    for name in figs.__all__:
+        fig = getattr(figs, name)()
+        assert fig.data and fig.layout.title.text, name
+    # The sawtooth view reproduces the Fig. 12 row (d = 2, x = y = (√½, √½), p = 1, real): 1, 0, 1/9, 0, 1/25.
+    saw = figs.variance_vs_m(r=1.0, theta=0.0, d=2, p=1, m_max=5, q_values=(1.0,))
+    np.testing.assert_allclose(np.nan_to_num(np.asarray(saw.data[0].y, float)), [1, 0, 1 / 9, 0, 0.04], atol=1e-12)
+    # Ratio map: complex wins (log2 ratio < 0) below the crossover cos²θ* = 1/d and loses above it.
+    ratio = figs.real_complex_ratio_map(p=2, d_values=(4,), num_theta=7).data[0].z[0]  # θ = 0, π/6, …, π
+    assert ratio[1] < 0 < ratio[3] and ratio[5] < 0
+    alloc = figs.maclaurin_allocation(m=16, p_max=10, d=4, r=1.0)
+    assert all(sum(t.y) == 16 for t in alloc.data)
