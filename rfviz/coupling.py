@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from scipy.special import erfcx, gammainc, gammaln, hyp1f1, logsumexp, xlogy
+from scipy.special import erfcx, gammainc, gammaln, hyp1f1, ive, logsumexp, xlogy
 
 from .numerics import LOG2, log1mexp, log_expm1
 from .params import ParameterError
-from .sampling import chi_square, random_frame, register_coupling
+from .sampling import chi_square, random_frame, register_coupling, sample_omegas
 
 if TYPE_CHECKING:
     from .estimators.base import Estimator, PairStats
@@ -164,8 +164,6 @@ def sample_simplex_plus(trials: int, m: int, d: int, dim: int, generator: torch.
 def sample_pair_sums(coupling: str, d: int, n: int, seed: int = 0) -> np.ndarray:
     """n independent draws of w_ij = ‖ω_1 + ω_2‖ (the first two vectors of a block) from the registered
     full-vector sampler (dim = d): the sampled counterpart of ``density_wij``. O(n·d³) for coupled blocks."""
-    from .sampling import sample_omegas
-
     check_coupling(coupling)
     check_coupling_dimension(coupling, d)
     if d < 2:
@@ -268,8 +266,6 @@ def cdf_wij(w: np.ndarray | float, d: int, coupling: str) -> np.ndarray:
 def f_penalty(w: np.ndarray | float, v: float, d: int) -> np.ndarray:
     """f(w, v) = 0F1(; d/2; v²w²/4) = direction average of e^{ω_ij·v} (App. Eqs. 31–33, ref §2.2; Fig. 5),
     as a log-stable evaluation: Γ(d/2)(vw/2)^{1−d/2} I_{d/2−1}(vw)."""
-    from scipy.special import ive
-
     t = np.asarray(w, dtype=float) * float(v)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.exp(gammaln(d / 2) + (1 - d / 2) * np.log(t / 2) + np.log(ive(d / 2 - 1, t)) + t)
