@@ -33,7 +33,7 @@ ui.header(
         (r"z(r,\theta) = \frac{\overline{\hat K} - K}{s_{\hat K}/\sqrt{n}},\qquad "
          r"\text{Holm: reject } p_{(k)} \le \frac{\alpha}{M-k}\ \ (k = 0, 1, \dots)",
          "Two-sided normal p-values; Holm (1979) step-down controls the family-wise error at α under any "
-         "dependence between grid points. Points with kurtosis > n/20 (heavy tails) are left out."),
+         "dependence between grid points. Points with kurtosis > n/100 (heavy tails) are left out."),
         (r"\log_{10}\frac{\mathrm{MSE}_{\text{candidate}}}{\mathrm{MSE}_{\text{built-in}}}",
          "Closed forms where they exist (HRF Lemma 2.2 for trig and positive RFs), Monte Carlo otherwise."),
     ],
