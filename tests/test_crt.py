@@ -337,6 +337,29 @@ def test_dirf_closed_form_matches_monte_carlo(name, kw, kernel):
     assert_mc_matches_closed_form(est, *DIRF_PAIRS, trials=12000, seed=6)
 
 
+def test_complex_A_orthogonal_is_unbiased_without_closed_form():
+    """Complex A under orthogonal coupling has no closed form (reference §7.2); MC must still be unbiased."""
+    from rfviz.engine import monte_carlo
+
+    est = rfviz.create("gerf", A=-0.1 + 0.2j, s=-1, m=6, coupling="orthogonal")
+    assert not est.closed_form_available()
+    res = monte_carlo(est, *PTS, d=8, trials=6000, seed=8, device="cpu")
+    assert np.all(np.abs(res.bias_z) < 4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (float32 path)")
+@pytest.mark.parametrize("name, kw", [("gerf", dict(A=-0.1 + 0.05j, s=1)), ("oprf", dict(coupling="orthogonal")),
+                                      ("poisson", dict(lam=1.0)), ("geometric", dict(prob=0.7))])
+def test_cuda_float32_matches_closed_form(name, kw):
+    from rfviz.engine import monte_carlo
+
+    est = rfviz.create(name, m=4, **kw)
+    x, y = DIRF_PAIRS
+    res = monte_carlo(est, x, y, trials=20000, seed=9, device="cuda")
+    assert res.device.startswith("cuda") and res.dtype == "float32"
+    assert np.all(np.abs(res.z_against(est.log_mse(x, y))) < 4)
+
+
 def test_dirf_samplers_have_the_right_laws():
     est = rfviz.create("geometric", prob=0.3, m=50)
     om = est.sample(200, 4, generator=torch.Generator().manual_seed(0), device=CPU)["omega"]

@@ -136,6 +136,15 @@ class Gerf(_GerfBase):
     def _complex_A(self) -> bool:
         return complex(self.params["A"]).imag != 0
 
+    def log_scale(self, s: PairStats) -> np.ndarray:
+        """For s = −1 the estimates are O(e^{|x−y|²/2})·K (bounded features, tiny K): scale by the RMS
+        K·√R (reference §3.3) so that float32 Monte Carlo stays finite far from the origin; log|K| for s = +1."""
+        base = super().log_scale(s)
+        a, sign = self._A_s(s.d)
+        if sign == 1:
+            return base
+        return base + 0.5 * np.maximum(gerf.gerf_log_R(a, -1, s.delta2, s.d), 0.0)
+
     def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
         """CRT Thm 3.2 eq. 6 (iid, reference §3.3) or the exact orthogonal closed form (reference §3.9), softmax."""
         coupling = self.params["coupling"]
