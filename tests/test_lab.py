@@ -56,7 +56,8 @@ def test_every_builtin_passes_the_check(name):
         pytest.skip(f"{name} is biased by design ({cls.description}); see test_lab_flags_declared_bias")
     report = lab.check(cls, r=(0.5, 1.0), trials=2000, d=max(2, cls.min_dim), compare=())
     assert not report.biased, report.to_text()
-    assert report.bias_tested.sum() >= report.bias_tested.size // 2, f"too few testable points:\n{report.to_text()}"
+    informative = report.bias_tested & np.isfinite(report.kurtosis)  # tested and not exact
+    assert informative.sum() >= 2, f"too few testable points:\n{report.to_text()}"
     if report.closed_form_rejected is not None:
         assert not report.closed_form_rejected.any(), report.to_text()
     if report.features.get("available"):
@@ -103,6 +104,19 @@ def test_correct_example_closed_form_matches_monte_carlo_and_reduces_to_positive
     positive = rfviz.create("positive", m=7, kernel="gaussian")
     xs, ys = canonical_pair(np.array([0.4, 1.0, 2.0]), np.array([0.3, 1.5, 3.0]), 2)
     np.testing.assert_allclose(same.log_mse(xs, ys, d=5), positive.log_mse(xs, ys, d=5), rtol=1e-12)
+
+
+def test_readme_example_class_loads_and_passes(tmp_path):
+    # The class shown in examples/README.md is what users copy: it must work as written.
+    readme = (EXAMPLES / "README.md").read_text()
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "readme_estimator.py"
+    path.write_text(code)
+    report = lab.check(_load(f"{path}:MyEstimator"), r=(0.5, 1.0), compare=("positive",))
+    assert not report.biased and report.closed_form_agrees is None, report.to_text()
+    # It is the one-sided positive RF, so its sampled MSE matches positive's closed form: ratio ≈ 1 (|log10| small).
+    ratio = report.comparisons[0].log10_ratio
+    assert np.nanmax(np.abs(ratio[0])) < 0.1, ratio
 
 
 # --------------------------------------------------------------------------- CLI
