@@ -226,6 +226,23 @@ def test_A_star_is_the_numerical_argmin_and_stable_form_equals_eq7(Z, d):
     assert float(gerf.rho_star(Z, d)) == pytest.approx(printed, rel=1e-12)
 
 
+def test_helper_functions_agree_with_estimators():
+    for kind, name, kw in (("poisson", "poisson", dict(lam=0.8)), ("geometric", "geometric", dict(prob=0.3))):
+        for kernel in ("softmax", "gaussian"):
+            est = rfviz.create(name, m=1, kernel=kernel, shift=-0.7, **kw)
+            assert float(gerf.dirf_log_var(kind, DIRF_X, DIRF_Y, next(iter(kw.values())), -0.7, kernel)) == \
+                pytest.approx(float(est.log_mse(DIRF_X, DIRF_Y)), rel=1e-12)
+    a = np.array([-2.0, -0.3, 0.0, 0.1])
+    np.testing.assert_allclose(gerf.oprf_log_R(3.0, 5, gerf.rho_of_A(a)), gerf.gerf_log_R(a, 1, 3.0, 5), rtol=1e-12)
+    p = gerf.p_star_geometric(DIRF_X, DIRF_Y)
+    grid = np.linspace(0.01, 0.99, 981)
+    best = grid[np.argmin([float(gerf.geometric_log_R(DIRF_X, DIRF_Y, q)) for q in grid])]
+    assert p == pytest.approx(best, abs=1e-3)
+    xs, ys, c = gerf.shift_positive(DIRF_X, DIRF_Y)
+    assert np.all(c < np.minimum(DIRF_X, DIRF_Y))
+    assert np.all(xs > 0) and np.all(ys > 0) and np.allclose(xs - ys, DIRF_X - DIRF_Y)
+
+
 @pytest.mark.parametrize("d", [1, 2, 3, 8, 17, 64])
 def test_orthogonal_covariance_matches_mpmath_hyp1f1(d):
     """Exact 1F1 form of reference §3.9, up to r = 20 (Z, W ≤ 1600), against 40-digit mpmath."""
@@ -464,6 +481,18 @@ def test_invalid_A_raises_naming_A(a_re, a_im):
         rfviz.create("gerf", A=complex(a_re, a_im))
     with pytest.raises(ParameterError, match="A must be"):
         gerf.gerf_log_R(complex(a_re, a_im), 1, 1.0, 4)
+
+
+@settings(max_examples=30, deadline=None)
+@given(lam=st.floats(-1e6, 0.0), prob=st.one_of(st.floats(-1e3, 0.0), st.floats(1.0, 1e3)), m=st.integers(-1000, 0))
+def test_invalid_lam_prob_m_raise_named_errors(lam, prob, m):
+    with pytest.raises(ParameterError, match=r"lam must be a number in \(0, inf\)"):
+        rfviz.create("poisson", lam=lam)
+    with pytest.raises(ParameterError, match=r"prob must be a number in \(0, 1\)"):
+        rfviz.create("geometric", prob=prob)
+    for name in ("gerf", "oprf", "poisson", "geometric"):
+        with pytest.raises(ParameterError, match=r"m must be an integer in \[1, inf\)"):
+            rfviz.create(name, m=m)
 
 
 @pytest.mark.parametrize("name, kw, pattern", [
