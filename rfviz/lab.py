@@ -53,8 +53,10 @@ and hybrids; 1/1000 gave none in 150 seeds (at the cost of testing fewer points:
 TIE_LOG10 = 0.05
 """|log10 ratio| below this counts as a tie in the win/lose summary (about ±12 %)."""
 EXACT_REL_MSE = 1e-24
-"""A relative MSE (MSE/K²) below this is round-off: the estimator is exact at that point (e.g. positive RFs at
-θ = π, trig at θ = 0)."""
+"""A relative MSE (MSE/K²) below this is float64 round-off: the estimator is exact at that point (e.g. positive RFs
+at θ = π, trig at θ = 0). float32 runs (the GPU default) use EXACT_REL_MSE_FLOAT32."""
+EXACT_REL_MSE_FLOAT32 = 1e-10
+"""(≈ 100 float32 ulps)²."""
 FEATURE_TRIALS = 1024
 FEATURE_GROWTH_TOLERANCE = 1.1
 """Features look bounded if max|φ| over all samples ≤ this × max|φ| over the first 1/16 of them."""
@@ -91,14 +93,24 @@ def bonferroni_z(alpha: float, tests: int) -> float:
     return float(ndtri(1.0 - alpha / (2 * max(tests, 1))))
 
 
+def exact_threshold(res: MCResult) -> float:
+    """Relative MSE that counts as round-off for the run's dtype."""
+    return EXACT_REL_MSE_FLOAT32 if "32" in res.dtype else EXACT_REL_MSE
+
+
+def exact_points(res: MCResult) -> np.ndarray:
+    """Pairs where every trial equals the kernel up to round-off of the run's dtype."""
+    return np.asarray(res.rel_mse) <= exact_threshold(res)
+
+
 def kurtosis(res: MCResult) -> np.ndarray:
     """Kurtosis of K̂ about the target, E(K̂ − K)⁴ / (E(K̂ − K)²)², from the engine's MSE and its standard error.
 
-    NaN where the estimator is exact up to round-off (relative MSE ≤ EXACT_REL_MSE): there is no spread.
+    NaN where the estimator is exact up to round-off (``exact_points``): there is no spread.
     """
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         kappa = 1.0 + res.trials * res.rel_mse_stderr**2 / res.rel_mse**2
-    return np.where(res.rel_mse > EXACT_REL_MSE, kappa, np.nan)
+    return np.where(exact_points(res), np.nan, kappa)
 
 
 def declares_bias(cls: type[Estimator]) -> bool:
@@ -386,7 +398,7 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
         return lambda f: progress(min(1.0, (i + f) / stages))
 
     res = _run_mc(est, x2, y2, d, trials, seed, device, stage(0))
-    exact = np.asarray(res.rel_mse) <= EXACT_REL_MSE
+    exact = exact_points(res)
     # Where K̂ is exact up to round-off, |mean − K|/|K| ≤ √EXACT_REL_MSE = 1e-12 while the spread is ~1e-16:
     # the engine's z-score then measures round-off, not bias.
     bias_z = np.where(exact, 0.0, np.asarray(res.bias_z, float))
@@ -420,7 +432,7 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
     if log_mse_cf is not None:
         cf_z = np.asarray(res.z_against(log_mse_cf), float)
         with np.errstate(over="ignore"):
-            cf_exact = np.exp(log_mse_cf - 2.0 * res.log_scale) <= EXACT_REL_MSE
+            cf_exact = np.exp(log_mse_cf - 2.0 * res.log_scale) <= exact_threshold(res)
         both_exact = exact & cf_exact
         cf_z = np.where(both_exact, 0.0, cf_z)
         cf_tested = exact | (kappa <= trials * CLOSED_FORM_KURTOSIS_FRACTION)
@@ -447,7 +459,7 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
                 ox, oy = other.grid_pairs(rr, tt, d)
                 mc = monte_carlo(other, ox.reshape(-1, ox.shape[-1]), oy.reshape(-1, oy.shape[-1]), d=d,
                                  trials=trials, seed=seed, device=device, progress=stage(i))
-                log_other = np.where(np.asarray(mc.rel_mse) <= EXACT_REL_MSE, -np.inf, np.asarray(mc.log_mse, float))
+                log_other = np.where(exact_points(mc), -np.inf, np.asarray(mc.log_mse, float))
                 source = "monte carlo"
         except (ParameterError, NotImplementedError, FloatingPointError) as exc:
             skipped[name] = str(exc)
