@@ -49,8 +49,9 @@ def check_A(A: Any, bound: float = A_VARIANCE_BOUND) -> np.ndarray:
         raise ParameterError("A must be a finite complex number")
     bad = a.real >= bound
     if np.any(bad):
-        raise ParameterError(f"A must be a complex number with real part in (-inf, {bound:g}) "
-                             f"(finite variance needs Re A < 1/8), got {complex(a[bad].ravel()[0]):g}")
+        why = {A_MEAN_BOUND: "unbiasedness", A_VARIANCE_BOUND: "finite variance"}.get(bound, "a finite moment")
+        raise ParameterError(f"A must be a complex number with real part in (-inf, {bound:g}) ({why}), "
+                             f"got {complex(a[bad].ravel()[0]):g}")
     return a
 
 
