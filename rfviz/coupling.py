@@ -470,6 +470,44 @@ def _log_bracket_trig(z2: np.ndarray, d: int, m: int, coupling: str) -> np.ndarr
     return out
 
 
+def log_abs_relative_pair_covariance(sign: int, arg2: np.ndarray | float, d: int, coupling: str
+                                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(log|relCov|, sign relCov) of one coupled pair of GERF features with real A (any A: the A-dependence cancels),
+    relCov = Cov(Y_i, Y_j)/K²:
+
+    * s = +1 (positive, OPRF, real-A GERF; arg2 = Z = |x+y|²): relCov = ρ_c(√Z)e^{−Z} − 1 (SimRF Def. 3.1);
+    * s = −1 (trig, real-A GERF; arg2 = W = |x−y|²): relCov = e^{W}(½[R(c) + R(−c)] − e^{−W}) (ref §2.9).
+
+    Orthogonal (c = 0) is chefs_random_tables.md §3.9. For c ≠ 0 (derived here, MC-verified in tests): with
+    |ω_i|² + |ω_j|² = R² ~ χ²_{2d} and |ω_i ± ω_j|² = R²(1 ± c sin u), E_R[e^{2AR²}·0F1(; d/2; B²Z R²(1 ± c sin u)/4)]
+    = (1−4A)^{−d} 1F1(d; d/2; B²Z(1 ± c sin u)/(2(1−4A))), and B² = s(1−4A), D⁴ = (1−4A)^d remove A."""
+    a = np.asarray(arg2, dtype=float)
+    c = pair_cosine(coupling, d)
+    if c is None:
+        return np.full(a.shape, -np.inf), np.zeros(a.shape)
+    small = a <= SMALL_ARG
+    mag, sgn = np.empty(a.shape), np.empty(a.shape)
+    with np.errstate(divide="ignore"):
+        if sign == 1:
+            if np.any(small):  # δ = e^{−Z} Z Σ_{k≥1} Z^{k−1}(c_k M_k − 1/k!)
+                series = _small_series(a[small], d, (c,), 1)
+                mag[small] = np.log(a[small]) - a[small] + np.log(np.abs(series))
+                sgn[small] = np.sign(series) * (a[small] > 0)
+            if np.any(~small):
+                mag[~small], sgn[~small] = _log_delta(a[~small], d, (c,))
+        else:
+            sym = tuple(sorted({c, -c}))
+            if np.any(small):  # e^{W}·W² Σ_{k≥2} (−W)^{k−2}(c_k M̄_k − 1/k!)
+                series = _small_series(-a[small], d, sym, 2)
+                mag[small] = 2.0 * np.log(a[small]) + a[small] + np.log(np.abs(series))
+                sgn[small] = np.sign(series) * (a[small] > 0)
+            if np.any(~small):
+                gap = trig_pair_product(a[~small], d, coupling) - np.exp(-a[~small])
+                mag[~small] = a[~small] + np.log(np.abs(gap))
+                sgn[~small] = np.sign(gap)
+    return mag, sgn
+
+
 # ----------------------------------------------------------------------------------- MSE and ratios
 def _cosines(coupling: str, d: int) -> tuple[float, ...] | None:
     c = pair_cosine(coupling, d)
@@ -504,10 +542,32 @@ def mse_ratio_vs_iid(features: str, arg2: np.ndarray | float, d: int, m: int, co
         return np.exp(log_relative_mse(features, arg2, d, m, coupling) - log_relative_mse(features, arg2, d, m, "iid"))
 
 
+GERF_FAMILY = ("gerf", "oprf")
+
+
 def has_coupled_closed_form(estimator: Estimator) -> bool:
-    """Whether ``coupled_log_mse`` covers this estimator and coupling: trig, positive and positive_antithetic
-    under iid, orthogonal and simplex (simplex_plus is weight-dependent: no closed form, ref §3)."""
-    return estimator.name in CLOSED_FORM_ESTIMATORS and estimator.params.get("coupling") in COUPLINGS_WITH_DENSITY
+    """Whether ``coupled_log_mse`` covers this estimator and coupling: trig, positive and positive_antithetic under
+    iid, orthogonal and simplex; GERF with real A and OPRF under simplex (their orthogonal form lives in rfviz.gerf).
+    simplex_plus is weight-dependent: no closed form (ref §3)."""
+    coupling = estimator.params.get("coupling")
+    if estimator.name in GERF_FAMILY:
+        return coupling == "simplex" and complex(estimator.params.get("A", 0.0)).imag == 0
+    return estimator.name in CLOSED_FORM_ESTIMATORS and coupling in COUPLINGS_WITH_DENSITY
+
+
+def _gerf_family_log_mse(estimator: Estimator, s: PairStats) -> np.ndarray:
+    """MSE = MSE_iid + (P/m²)·K²·relCov_c (chefs §3.9 structure with the simplex pair covariance), softmax kernel."""
+    iid = type(estimator)(**{**estimator.params, "coupling": "iid"})
+    log_iid = iid._log_mse_softmax(s)
+    m = estimator.params["m"]
+    pairs = pairs_within_blocks(m, s.d)
+    if pairs == 0:
+        return log_iid
+    sign = int(estimator.params.get("s", 1))
+    mag, sgn = log_abs_relative_pair_covariance(sign, s.z2 if sign == 1 else s.delta2, s.d,
+                                                estimator.params["coupling"])
+    log_cov = 2.0 * s.xy + mag + math.log(pairs) - 2.0 * math.log(m)
+    return _signed_log_add(log_iid, np.ones_like(log_iid), log_cov, sgn)[0]
 
 
 def coupled_log_mse(estimator: Estimator, s: PairStats) -> np.ndarray:
@@ -516,6 +576,7 @@ def coupled_log_mse(estimator: Estimator, s: PairStats) -> np.ndarray:
     * positive: SM²/m²·[m(e^{v²} − 1) + P(ρ_c(v)e^{−v²} − 1)] (SimRF Thm 3.2, App. Eq. 34; ref §2.1);
     * positive_antithetic: SM²/m²·[m·½e^{v²}(1 − e^{−v²})² + P(½(ρ_c + ρ_{−c})e^{−v²} − 1)] (derived here);
     * trig: e^{|x|²+|y|²}/m²·[m(1 − e^{−z²})²/2 + P(E[a_i a_j] − e^{−z²})] (App. Eq. 74, Thm 4.5; ref §2.8–2.9);
+    * gerf (real A) and oprf: MSE_iid + (P/m²)·SM²·relCov_c (``log_abs_relative_pair_covariance``);
     with v = |x+y|, z = |x−y|, P = Σ_b m_b(m_b − 1). Gaussian kernel: the caller multiplies by e^{−|x|²−|y|²}."""
     if not has_coupled_closed_form(estimator):
         raise NotImplementedError(f"no closed form for {estimator.name} with coupling="
@@ -523,6 +584,8 @@ def coupled_log_mse(estimator: Estimator, s: PairStats) -> np.ndarray:
     coupling = estimator.params["coupling"]
     m = estimator.params["m"]
     d = check_coupling_dimension(coupling, s.d)
+    if estimator.name in GERF_FAMILY:
+        return _gerf_family_log_mse(estimator, s)
     if estimator.name == "trig":
         return s.xx + s.yy + _log_bracket_trig(s.delta2, d, m, coupling) - 2.0 * math.log(m)
     return 2.0 * s.xy + log_relative_mse(estimator.name, s.z2, d, m, coupling)
@@ -538,6 +601,7 @@ __all__ = [
     "f_penalty",
     "has_coupled_closed_form",
     "kappa",
+    "log_abs_relative_pair_covariance",
     "log_conformity",
     "log_density_wij",
     "log_relative_mse",

@@ -264,6 +264,48 @@ def test_coupled_mse_matches_monte_carlo(name, coupling, d, m, r, theta, kernel)
     assert_mc_matches_closed_form(est, x, y, trials=30000, seed=d * 100 + m, d=d)
 
 
+GERF_CASES = [
+    # (estimator, params, d, m, r, θ): real-A GERF (s = ±1) and OPRF under simplex coupling, m = d, m < d, m > d
+    ("gerf", {"A": -0.1, "s": 1}, 6, 6, 0.4, np.pi / 3),
+    ("gerf", {"A": 0.05, "s": -1}, 6, 6, 0.6, np.pi / 2),
+    ("gerf", {"A": -0.2, "s": -1}, 4, 9, 0.7, np.pi / 2),
+    ("gerf", {"A": -0.05, "s": 1}, 8, 5, 0.45, np.pi / 2),
+    ("oprf", {}, 6, 14, 0.5, np.pi / 3),
+    ("oprf", {"A_from": "pair"}, 6, 6, 0.5, 0.0),
+]
+
+
+@pytest.mark.parametrize(("name", "params", "d", "m", "r", "theta"), GERF_CASES)
+def test_gerf_family_simplex_mse_matches_monte_carlo(name, params, d, m, r, theta):
+    """Extension (derived in rfviz.coupling.log_abs_relative_pair_covariance): the A-independent pair covariance."""
+    est = rfviz.create(name, m=m, coupling="simplex", kernel="gaussian", **params)
+    assert est.closed_form_available()
+    x, y = canonical_pair(r, theta, 2)
+    assert_mc_matches_closed_form(est, x, y, trials=30000, seed=d * 7 + m, d=d)
+
+
+def test_pair_covariance_agrees_with_gerf_orthogonal_and_reductions():
+    """c = 0 reproduces rfviz.gerf's independent orthogonal implementation (chefs §3.9); A = 0 GERF reduces to the
+    positive (s = +1) and trig (s = −1) estimators under simplex coupling."""
+    from rfviz import gerf
+    from rfviz.estimators.base import PairStats
+
+    x, y = canonical_pair(np.array([0.1, 0.5, 1.0, 3.0, 12.0]), np.array([0.3, 1.0, 2.0, 2.5, 0.1]), 2)
+    for d, m in [(6, 6), (6, 14), (64, 64)]:
+        st = PairStats.of(x, y, d)
+        for a, sign in [(-0.1, 1), (0.05, -1), (-0.3, -1), (0.0, 1)]:
+            log_iid = gerf.gerf_log_mse(a, sign, st.xx, st.yy, st.xy, d, m, "iid", kernel="softmax")
+            mag, sgn = C.log_abs_relative_pair_covariance(sign, st.z2 if sign == 1 else st.delta2, d, "orthogonal")
+            log_cov = 2 * st.xy + mag + math.log(C.pairs_within_blocks(m, d)) - 2 * math.log(m)
+            mine = C._signed_log_add(log_iid, 1.0, log_cov, sgn)[0]
+            ref = gerf.gerf_log_mse(a, sign, st.xx, st.yy, st.xy, d, m, "orthogonal", kernel="softmax")
+            np.testing.assert_allclose(mine, ref, rtol=0, atol=1e-11)
+        for sign, plain in [(1, "positive"), (-1, "trig")]:
+            g = rfviz.create("gerf", A=0.0, s=sign, m=m, coupling="simplex").log_mse(x, y, d=d)
+            np.testing.assert_allclose(g, rfviz.create(plain, m=m, coupling="simplex").log_mse(x, y, d=d), atol=1e-11)
+    assert not rfviz.create("gerf", A=complex(-0.1, 0.05), coupling="simplex").closed_form_available()
+
+
 def test_simplex_plus_mc_matches_reference_semi_analytic_value():
     """ref §5 table: SimRF+ semi-analytic MSE 4.4327e-3 (d = m = 6, r = 0.25, θ_in = 0, Gaussian kernel; its own
     relative SE < 1e-3) and it lies below the exact SimRF MSE (ref §2.10: SimRF+ removes the v² term)."""
