@@ -115,8 +115,11 @@ else:
     cf = report.closed_form_agrees
     cols[0].metric("Closed form vs Monte Carlo", "none given" if cf is None else ("agrees" if cf else "DISAGREES"))
     feats = report.features
-    cols[1].metric("Features positive", str(feats.get("positive", "n/a")))
-    cols[2].metric("Features bounded (observed)", str(feats.get("bounded_observed", "n/a")))
+    def yes_no(key: str) -> str:
+        return "n/a" if key not in feats else ("yes" if feats[key] else "no")
+
+    cols[1].metric("Features positive", yes_no("positive"))
+    cols[2].metric("Features bounded (observed)", yes_no("bounded_observed"))
     ui.plot(figs.bias_z_map(report), key="lab-z")
     ratio = figs.ratio_map(report)
     if ratio is not None:
