@@ -13,6 +13,7 @@ from plotly.subplots import make_subplots
 
 from ..coupling import (
     COUPLINGS_WITH_DENSITY,
+    conformity_iterations,
     density_wij,
     f_penalty,
     log_conformity,
@@ -54,10 +55,12 @@ def density_figure(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, *,
     if v is not None:
         fig.add_trace(go.Scatter(x=w, y=finite_or_none(f_penalty(w, v, d)), mode="lines", name=f"f(w, v={v:g})",
                                  line={"color": "black", "dash": "dot"}), secondary_y=True)
-        fig.update_yaxes(title_text="f(w, v) (log)", type="log", secondary_y=True)
+        fig.update_yaxes(title_text="f(w, v) (log scale)", type="log", exponentformat="power", showgrid=False,
+                         secondary_y=True)
     fig.update_xaxes(title_text="w_ij = |ω_i + ω_j|")
     fig.update_yaxes(title_text="density p(w_ij)", secondary_y=False)
-    fig.update_layout(title=f"Law of w_ij at d = {d}", barmode="overlay", height=420, **LAYOUT)
+    fig.update_layout(title=f"Law of w_ij at d = {d}", barmode="overlay", height=460, **LAYOUT)
+    fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0})
     return fig
 
 
@@ -104,4 +107,29 @@ def conformity_figure(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY,
     return lines(v, ys, xlabel="v = |x + y|", ylabel=label, title=f"RF-conformity at d = {d}")
 
 
-__all__ = ["conformity_figure", "default_w_grid", "density_figure", "ratio_vs_d_figure", "ratio_vs_v_figure"]
+def simplex_plus_iterations_figure(norms: np.ndarray, v: float = 1.0, passes: int = 15, iid_draws: int = 100,
+                                   seed: int = 0) -> go.Figure:
+    """SimRF Fig. 4: conformity against SimRF+ passes (Eq. 17) for one fixed draw of the d norms, with IIDRF
+    (mean ± 1 sd over random directions), ORF and SimRF as horizontal references. The caller draws the norms
+    (e.g. χ_d samples) so that the page can offer a "resample" button."""
+    res = conformity_iterations(norms, v, passes, iid_draws, seed)
+    it = np.arange(passes + 1)
+    fig = go.Figure()
+    mean, sd = res["iid_mean"], res["iid_sd"]
+    fig.add_trace(go.Scatter(x=np.r_[it, it[::-1]], y=np.r_[np.full(it.size, mean + sd), np.full(it.size, mean - sd)],
+                             fill="toself", fillcolor="rgba(31,119,180,0.15)", line={"width": 0}, hoverinfo="skip",
+                             name="iid ± 1 sd"))
+    for i, (name, value) in enumerate([("iid (mean)", mean), (LABELS["orthogonal"], res["orthogonal"]),
+                                       (LABELS["simplex"], res["simplex"])]):
+        fig.add_trace(go.Scatter(x=it, y=np.full(it.size, value), mode="lines", name=name,
+                                 line={"color": color(i), "dash": "dash" if i else "dot"}))
+    fig.add_trace(go.Scatter(x=it, y=res["simplex_plus"], mode="lines+markers", name="simplex+ (SimRF+)",
+                             line={"color": color(3), "width": 2.5}))
+    fig.update_xaxes(title_text="SimRF+ passes (Eq. 17)")
+    fig.update_yaxes(title_text=f"RF-conformity ρ at v = {v:g}")
+    fig.update_layout(title=f"Conformity of one norm draw (d = {np.asarray(norms).size})", height=400, **LAYOUT)
+    return fig
+
+
+__all__ = ["conformity_figure", "default_w_grid", "density_figure", "ratio_vs_d_figure", "ratio_vs_v_figure",
+           "simplex_plus_iterations_figure"]
