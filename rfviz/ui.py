@@ -23,6 +23,23 @@ import streamlit as st
 
 from .params import Param, ParameterError
 
+
+def _prefer_st_navigation() -> bool:
+    """app.py routes with st.navigation, but a ``pages/`` folder makes Streamlit start in its legacy multipage mode
+    (which skips app.py when a page URL is opened first on a fresh server). Pages import this module, so the first
+    such run switches the server to st.navigation for every later run (private flag; harmless if it moves)."""
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+
+        flipped = bool(PagesManager.uses_pages_directory)
+        PagesManager.uses_pages_directory = False
+        return flipped
+    except (ImportError, AttributeError):
+        return False
+
+
+_LEGACY_RUN = _prefer_st_navigation()
+
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -99,6 +116,10 @@ class PageState:
     """
 
     def __init__(self, page: str) -> None:
+        global _LEGACY_RUN
+        if _LEGACY_RUN:  # this run bypassed app.py: rerun once through st.navigation (same URL, same page)
+            _LEGACY_RUN = False
+            st.rerun()
         self.page = page
         self.url_errors: list[str] = []
 

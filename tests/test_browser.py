@@ -1,0 +1,147 @@
+"""End-to-end: the app in a real headless Chromium (Debian's /usr/bin/chromium driven by Playwright).
+
+Starts ``streamlit run app.py`` on a free port, opens every page, waits for its Plotly chart, moves one slider with
+the keyboard, checks that no exception is shown, and saves a screenshot per page under pytest's tmp dir.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from rfviz.ui import PAGES, discover_pages
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"Chromium is not installed at {CHROMIUM}"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                out = proc.stdout.read().decode() if proc.stdout else ""
+                pytest.fail(f"streamlit did not start (exit code {proc.poll()}):\n{out[-3000:]}")
+            time.sleep(0.5)
+        with urllib.request.urlopen(url, timeout=10):  # the home page: app.py's st.navigation takes over routing
+            pass
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _assert_no_exception(page, where: str) -> None:
+    assert page.locator('[data-testid="stException"]').count() == 0, f"{where}: exception element shown"
+    text = page.inner_text("body")
+    assert "Traceback" not in text, f"{where}: traceback on the page"
+
+
+def _wait_idle(page, timeout_ms: int = 90_000) -> None:
+    """Wait until the script is no longer running (the status widget disappears)."""
+    page.wait_for_timeout(300)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+
+
+URLS = [url for _, _, _, url in discover_pages(ROOT / "pages")]
+
+
+@pytest.mark.parametrize("url_path", URLS)
+def test_page_in_browser(server, browser, url_path, tmp_path):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(f"{server}/{url_path}", wait_until="domcontentloaded", timeout=60_000)
+        page.wait_for_selector("h1", timeout=90_000)
+        needs_chart = url_path in PAGES
+        if needs_chart:
+            page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        _wait_idle(page)
+        _assert_no_exception(page, url_path)
+        if page.locator('[data-testid="stSidebarNav"]').count():
+            nav = page.inner_text('[data-testid="stSidebarNav"]')
+            assert "Home" in nav, f"{url_path}: st.navigation's menu is not shown: {nav!r}"
+        # move one slider (sidebar first) with the keyboard, as a user would
+        slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"] input[type="range"]')
+        if slider.count() == 0:
+            slider = page.locator('[data-testid="stSlider"] input[type="range"]')
+        if slider.count():
+            before = slider.first.input_value()
+            slider.first.focus()
+            page.keyboard.press("ArrowRight")
+            page.keyboard.press("ArrowRight")
+            page.wait_for_timeout(500)
+            _wait_idle(page)
+            after = slider.first.input_value()
+            if after == before:  # the slider sat at its maximum
+                slider.first.focus()
+                page.keyboard.press("ArrowLeft")
+                page.wait_for_timeout(500)
+                _wait_idle(page)
+                after = slider.first.input_value()
+            assert after != before, f"{url_path}: the slider did not move ({before} → {after})"
+            if needs_chart:
+                page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+            _assert_no_exception(page, f"{url_path} after moving a slider")
+        elif needs_chart:
+            pytest.fail(f"{url_path} has no slider to move")
+        shot = tmp_path / f"{url_path}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+        assert not [e for e in errors if "plotly" in e.lower() or "TypeError" in e], errors
+    finally:
+        page.close()
