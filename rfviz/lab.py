@@ -10,7 +10,7 @@
   are log-normal-like). κ is estimated from the engine's output (κ = 1 + n·SE(rel_mse)²/rel_mse²); points with
   κ > trials/100 are left out of the bias test (κ > trials/1000 for the closed-form test, which needs higher
   moments), and the report lists them with that reason.
-* **closed form**: if the estimator gives one, the z-score of the sampled MSE against it (Holm at α as well).
+* **closed form**: if the estimator gives one, the z-score of the sampled MSE against it (Holm at α/10).
 * **MSE ratio map**: log10(MSE_candidate / MSE_builtin) against chosen built-ins with the same m and kernel
   (closed forms where they exist, Monte Carlo otherwise): negative where the candidate wins.
 * **features**: finite, positive (real and > 0), bounded-looking (the largest |φ| does not grow with more
@@ -50,6 +50,10 @@ CLOSED_FORM_KURTOSIS_FRACTION = 1 / 1000
 """Stricter for the closed-form test: the sampled MSE's standard error needs the 8th moment of K̂ to be well
 sampled, which the 4th-moment κ only hints at. 1/100 gave false disagreements on 7-37 % of seeds for positive RFs
 and hybrids; 1/1000 gave none in 150 seeds (at the cost of testing fewer points: add trials to test more)."""
+CLOSED_FORM_ALPHA_FACTOR = 0.1
+"""The closed-form test runs at α·this: the z-score of a sampled MSE has a heavier left tail than a normal (its
+standard error is estimated from the same, right-skewed squared errors), and formula errors are large anyway.
+Example: trig_phase at d = 2, seed 0 gives z = -4.14 at one point; 200 seeds give sd(z) = 1.05 there."""
 TIE_LOG10 = 0.05
 """|log10 ratio| below this counts as a tie in the win/lose summary (about ±12 %)."""
 EXACT_REL_MSE = 1e-24
@@ -436,7 +440,7 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
         both_exact = exact & cf_exact
         cf_z = np.where(both_exact, 0.0, cf_z)
         cf_tested = exact | (kappa <= trials * CLOSED_FORM_KURTOSIS_FRACTION)
-        cf_rejected = holm_reject(two_sided_p(cf_z), alpha, cf_tested | np.isinf(cf_z))
+        cf_rejected = holm_reject(two_sided_p(cf_z), alpha * CLOSED_FORM_ALPHA_FACTOR, cf_tested | np.isinf(cf_z))
         if cf_rejected.any():
             warnings.append(f"the closed-form MSE disagrees with Monte Carlo at {int(cf_rejected.sum())} grid points")
         else:

@@ -119,6 +119,21 @@ def test_readme_example_class_loads_and_passes(tmp_path):
     assert np.nanmax(np.abs(ratio[0])) < 0.1, ratio
 
 
+def test_a_wrong_closed_form_is_caught(tmp_path):
+    # The tempered example with its MSE off by a factor 2 (a classic m vs 2m slip): unbiased, but the closed form
+    # must disagree with Monte Carlo, and the ratio map must then fall back to the sampled MSE.
+    path = tmp_path / "wrong_closed_form.py"
+    path.write_text(f"import math\nimport sys\nsys.path.insert(0, {str(EXAMPLES)!r})\n"
+                    "from tempered_positive import TemperedPositive\n\n\n"
+                    "class HalvedMSE(TemperedPositive):\n    name = 'halved_mse'\n\n"
+                    "    def _log_mse_softmax(self, s):\n        return super()._log_mse_softmax(s) - math.log(2)\n")
+    report = lab.check(_load(f"{path}:HalvedMSE"), compare=("positive",), check_feature_maps=False)
+    assert not report.biased
+    assert report.closed_form_agrees is False and report.mse_source == "monte carlo", report.to_text()
+    assert np.nanmax(np.abs(report.closed_form_z[report.closed_form_tested])) > 10
+    assert "DISAGREES" in report.to_text()
+
+
 # --------------------------------------------------------------------------- CLI
 def test_cli_exit_codes_and_json(capsys):
     assert cli_main(["check", BIASED, "--compare", "", "--no-features"]) == 1
@@ -272,8 +287,10 @@ def test_page_runs_the_check_on_plugins_from_the_environment(monkeypatch, tmp_pa
 def _forget_plugins():
     """Each test loads its own plugins (PLUGINS is process-wide)."""
     before = dict(plugins.PLUGINS)
+    path_before = list(sys.path)
     yield
     plugins.PLUGINS.clear()
     plugins.PLUGINS.update(before)
+    sys.path[:] = path_before
     for name in [m for m in sys.modules if m in ("shared_omega_hybrid", "tempered_positive")]:
         del sys.modules[name]
