@@ -90,8 +90,9 @@ with ui.guard():
     d, m, p = int(d), int(m), int(p)
     for name in SKETCHES:  # validate every parameter through the estimators' specs
         REGISTRY[name](**_params(name))
-    tabs = st.tabs(["Variance vs q, p, d, m", "Real vs complex", "TensorSRHT vs Rademacher", "Maclaurin allocation"])
-    with tabs[0]:
+    views = ["Variance vs q, p, d, m", "Real vs complex", "TensorSRHT vs Rademacher", "Maclaurin allocation"]
+    view = state.radio("View", "view", views, views[0])
+    if view == views[0]:
         qs = tuple(np.round(np.linspace(0.0, 1.0, 41), 6))
         ps = tuple(range(1, 11))
         ms = tuple(int(v) for v in np.unique(np.geomspace(1, 1024, 31).astype(int)))
@@ -118,7 +119,7 @@ with ui.guard():
              "value": np.concatenate([np.asarray(v[0], float) for v in data.values()]),
              **{n: np.concatenate([v[1].get(n, np.full(len(v[0]), np.nan)) for v in data.values()])
                 for n in SKETCHES}}), None, key="sweeps")
-    with tabs[1]:
+    if view == views[1]:
         r_max = state.slider("r max", "r_max", 0.5, 3.0, 1.5, step=0.1)
         rr, tt, real = _surface("poly_sketch", _params("poly_sketch", q=1.0), d, r_max, embedding)
         _, _, cplx = _surface("poly_sketch", _params("poly_sketch", q=0.5), d, r_max, embedding)
@@ -129,7 +130,7 @@ with ui.guard():
         ui.plot(fig2, key="dot-real-complex")
         st.caption("Complex features win where (x·y)² > S = Σ x_k² y_k² (reference §3, property P4).")
         ui.downloads("rfviz-dot-real-vs-complex", lambda: ex.grid_csv(rr, tt, ratio, "log10_ratio"), fig2, key="rc")
-    with tabs[2]:
+    if view == views[2]:
         if "tensor_srht" not in SKETCHES or basis == "gaussian":
             st.info("TensorSRHT needs a Rademacher, ±i or unit-circle basis.")
         else:
@@ -144,7 +145,7 @@ with ui.guard():
             ui.plot(fig3, key="dot-tsrht")
             ui.downloads("rfviz-dot-tsrht", lambda: columns_to_csv({"m": np.asarray(ms2), "tensor_srht": ts,
                                                                     "poly_sketch": rd}), fig3, key="ts")
-    with tabs[3]:
+    if view == views[3]:
         c = st.columns(2)
         mk = state.selectbox("Kernel", "mk", ["exponential", "gaussian"], "exponential", container=c[0])
         sk = state.selectbox("Sketch per degree", "sketch", ["poly", "tensor_srht"], "poly", container=c[1])

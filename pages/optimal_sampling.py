@@ -66,12 +66,13 @@ with ui.guard():
     if int(d) < 1:
         raise ParameterError(f"d must be an integer in [1, inf), got {d}")
     d = int(d)
-    tabs = st.tabs(["Ψ* radial density", "V* vs unweighted variance", "Equivalence (X₁ = X₂ or not)"])
-    with tabs[0]:
+    views = ["Ψ* radial density", "V* vs unweighted variance", "Equivalence (X₁ = X₂ or not)"]
+    view = state.radio("View", "view", views, views[0])
+    if view == views[0]:
         fig = _density(kind, kernel, d, r, r2, sigma, theta)
         ui.plot(fig, key="psi-density")
         ui.downloads("rfviz-psi-density", lambda: traces_csv(fig), fig, key="dens")
-    with tabs[1]:
+    if view == views[1]:
         axis = "sigma" if kind == "gaussian" else "r"
         c = st.columns(2)
         top = 0.7 if axis == "sigma" and kernel == "softmax" else (1.5 if axis == "sigma" else 3.0)
@@ -83,7 +84,7 @@ with ui.guard():
         fig2 = _sweep(kind, kernel, d, axis, hi / 25, hi, relative, fixed)
         ui.plot(fig2, key="psi-sweep")
         ui.downloads("rfviz-psi-variance", lambda: traces_csv(fig2), fig2, key="sweep")
-    with tabs[2]:
+    if view == views[2]:
         hi2 = state.slider("r2 max", "r2_max", 0.5, 3.0, 2.0, step=0.05)
         fig3 = _equivalence(r, d, kernel, hi2)
         ui.plot(fig3, key="psi-equiv")

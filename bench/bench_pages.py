@@ -1,0 +1,60 @@
+"""Re-run latency of each app page after a parameter change (streamlit.testing AppTest; not a test).
+
+For every page: load it once (imports, caches warm), then change one slider/number to a value it has never had
+(so the analytic computation really runs: no cache hit) and time ``AppTest.run()``; the median over the runs is
+reported. Target: < 300 ms for the analytic views. Usage: ``python bench/bench_pages.py [--runs 7]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+# page → (widget kind, key, first value, step): each run sets first + i·step
+CHANGES = {
+    "mse_explorer": ("slider", "mse.slice_theta", 0.5, 0.07),
+    "mse_explorer (grid)": ("number_input", "mse.r_max", 2.1, 0.05),
+    "hybrid": ("slider", "hybrid.r", 1.2, 0.05),
+    "gerf": ("slider", "gerf.r", 1.2, 0.05),
+    "coupling": ("slider", "coupling.v", 1.2, 0.05),
+    "optimal_sampling": ("slider", "psi.r", 1.2, 0.05),
+    "dot_product": ("slider", "dot.q", 0.55, 0.05),
+}
+
+
+def bench(page: str, kind: str, key: str, first: float, step: float, runs: int) -> list[float]:
+    at = AppTest.from_file(str(ROOT / "pages" / f"{page.split()[0]}.py"), default_timeout=300).run()
+    assert not at.exception, at.exception
+    times = []
+    for i in range(runs):
+        getattr(at, kind)(key=key).set_value(round(first + i * step, 6))
+        t = time.perf_counter()
+        at.run()
+        times.append(time.perf_counter() - t)
+        assert not at.exception, at.exception
+    return times
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args()
+    print(f"{'page (parameter changed)':<42} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
+    for page, (kind, key, first, step) in CHANGES.items():
+        t = bench(page, kind, key, first, step, args.runs)
+        print(f"{page + ' (' + key + ')':<42} {1000 * statistics.median(t):>10.0f} {1000 * min(t):>8.0f} "
+              f"{1000 * max(t):>8.0f}")
+
+
+if __name__ == "__main__":
+    main()
