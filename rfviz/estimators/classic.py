@@ -49,6 +49,11 @@ class Trig(_ProjectionEstimator):
     reference = "HRF paper (Choromanski et al. 2022) eq. 2; MSE Lemma 2.2 eq. 7"
     description = "Real, bounded, not positive; exact at θ = 0 (x = y)."
 
+    def log_scale(self, s: PairStats) -> np.ndarray:
+        """|K̂_trig| ≤ e^{(|x|²+|y|²)/2} (softmax) or 1 (Gaussian): scaling by it keeps far pairs finite in float32,
+        where scaling by K would need e^{|x−y|²/2}."""
+        return 0.5 * (s.xx + s.yy) if self.kernel == "softmax" else np.zeros_like(s.xy)
+
     def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
         """MSE_trig = e^{|x|²+|y|²}(1 − e^{−|x−y|²})²/(2m) (HRF Lemma 2.2, expanded in the reference F1)."""
         return s.xx + s.yy + 2.0 * log1mexp(s.delta2) - math.log(2 * self.params["m"])
