@@ -17,7 +17,7 @@ from rfviz.cli import jsonable
 from rfviz.estimators import REGISTRY
 from rfviz.figures import lab as figs
 from rfviz.lab import DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_TRIALS, check
-from rfviz.plugins import ENV_VAR, discover
+from rfviz.plugins import ENV_VAR, discover, forget
 
 state = ui.PageState("lab")
 ui.header(
@@ -47,6 +47,10 @@ def _plugins(env_value: str) -> tuple[dict, list[str]]:
     return discover({ENV_VAR: env_value})
 
 
+if st.sidebar.button("Reload plugin files", icon=":material/refresh:",
+                     help="read edited plugin files again (modules named as module:Class need an app restart)"):
+    forget()
+    _plugins.clear()
 plugins, plugin_errors = _plugins(os.environ.get(ENV_VAR, ""))
 for err in plugin_errors:
     st.error(f"Plugin not loaded: {err}", icon=":material/extension_off:")
@@ -85,7 +89,7 @@ if kernel is not None:
 settings = json.dumps(jsonable({"est": name, "params": params, "d": d, "trials": trials, "r": r_text,
                                 "n_theta": n_theta, "compare": compare, "alpha": alpha, "seed": seed}),
                       sort_keys=True)
-if st.button("Run the check", type="primary", icon=":material/science:"):
+if st.button("Run the check", type="primary", icon=":material/science:", key="lab.run"):
     with ui.guard(f"{name}: "):
         import numpy as np
 

@@ -266,6 +266,14 @@ def load_plugin(spec: str, *, check: bool = True) -> list[type[Estimator]]:
     return classes
 
 
+def forget() -> None:
+    """Forget loaded plugins and the modules imported from plugin files, so edited files are read again
+    (modules named as ``module:Class`` stay imported: Python caches them)."""
+    PLUGINS.clear()
+    for name in [m for m in sys.modules if m.startswith("rfviz_plugin_")]:
+        del sys.modules[name]
+
+
 def env_specs(environ: dict[str, str] | None = None) -> list[str]:
     """Plugin specs listed in ``RFVIZ_PLUGINS`` (comma- or semicolon-separated)."""
     raw = (os.environ if environ is None else environ).get(ENV_VAR, "")

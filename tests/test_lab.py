@@ -270,16 +270,20 @@ def test_page_runs_the_check_on_plugins_from_the_environment(monkeypatch, tmp_pa
     assert picker.value == "shared_omega_hybrid"
     assert any(o.startswith("tempered_positive") for o in picker.options)
     at.number_input(key="lab.trials").set_value(lab.DEFAULT_TRIALS).run()
-    at.button[0].click().run()
+    at.button(key="lab.run").click().run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("BIAS DETECTED" in e.value for e in at.error)
     picker = at.selectbox(key="lab.est")
     picker.set_value("tempered_positive").run()
-    at.button[0].click().run()
+    at.button(key="lab.run").click().run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("UNBIASED" in s.value for s in at.success)
+    before = {m: mod for m, mod in sys.modules.items() if m.startswith("rfviz_plugin_")}
+    at.sidebar.button[0].click().run()  # "Reload plugin files": the modules are imported afresh
+    assert not at.exception and at.selectbox(key="lab.est").value == "tempered_positive"
+    assert before and all(sys.modules.get(m) not in (None, mod) for m, mod in before.items())
     at.number_input(key="lab.d").set_value(0).run()
-    at.button[0].click().run()
+    at.button(key="lab.run").click().run()
     assert not at.exception and any("d must be" in e.value for e in at.error)
 
 
