@@ -223,3 +223,11 @@ def test_grid_csv_and_figures():
     assert [t.type for t in fig.data] == ["heatmap", "scatter"]
     fig3 = ex.surface_figure(r, theta, vals, "log10_mse")
     assert fig3.data[0].type == "surface"
+
+
+def test_param_sweep_follows_the_one_over_m_law():
+    # trig MSE ∝ 1/m (HRF Lemma 2.2): log10 MSE drops by log10 2 per doubling of m
+    vals = ex.param_sweep("trig", {}, "softmax", 4, 1.0, 1.0, "m", [1, 2, 4, 8])
+    assert np.allclose(np.diff(vals), -math.log10(2), rtol=1e-12)
+    d_sweep = ex.param_sweep("trig", {"m": 3}, "softmax", 4, 1.0, 1.0, "d", [2, 8, 32])
+    assert np.allclose(d_sweep, d_sweep[0], rtol=1e-12)  # iid trig MSE does not depend on d
