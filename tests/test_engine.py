@@ -61,7 +61,8 @@ def test_engine_mean_is_unbiased_for_classic_estimators(name):
     x, y = _pairs(est, 4)
     res = monte_carlo(est, x, y, d=4, trials=6000, seed=6, device="cpu")
     assert np.all(np.abs(res.bias_z) < Z_TOL), f"{est}: bias z-scores {res.bias_z}"
-    np.testing.assert_allclose(res.target, 1.0)  # the log scale is log K, so the target ratio is 1
+    log_k, sign = est.kernel_log_value(x, y, d=4)
+    np.testing.assert_allclose(res.target * np.exp(res.log_scale), sign * np.exp(log_k), rtol=1e-12)
 
 
 class _PositiveFullVectors(Positive):
