@@ -57,6 +57,16 @@ def _ratio_v(d: int, m: int, features: str):
 
 
 @ui.cached
+def _iterations(d: int, v: float, seed: int):
+    norms = np.sqrt(np.random.default_rng(seed).chisquare(d, size=d))  # one draw of the d lengths |ω_i| ~ χ_d
+    return fc.simplex_plus_iterations_figure(norms, v=v, seed=seed)
+
+
+def _resample() -> None:
+    st.session_state[state.key("norm_seed")] = int(st.session_state.get(state.key("norm_seed"), 0)) + 1
+
+
+@ui.cached
 def _ratio_d(v: float, features: str, blocks: int):
     return fc.ratio_vs_d_figure(v, features=features, blocks=blocks)
 
@@ -93,7 +103,8 @@ with ui.guard():
     if int(m) < 1:
         raise ParameterError(f"m must be an integer in [1, inf), got {m}")
     d, m = int(d), int(m)
-    tabs = st.tabs(["Density p(w_ij)", "RF-conformity ρ(v)", "MSE ratio vs v (+ simplex+)", "MSE ratio vs d"])
+    tabs = st.tabs(["Density p(w_ij)", "RF-conformity ρ(v)", "MSE ratio vs v (+ simplex+)", "MSE ratio vs d",
+                    "Simplex+ iterations"])
     with tabs[0]:
         c = st.columns(3)
         hist = state.toggle("Sampled histograms", "hist", False, container=c[0],
@@ -139,3 +150,15 @@ with ui.guard():
         fig4 = _ratio_d(v, features, blocks)
         ui.plot(fig4, key="cpl-ratio-d")
         ui.downloads("rfviz-coupling-ratio-d", lambda: traces_csv(fig4), fig4, key="rd")
+    with tabs[4]:
+        if hasattr(fc, "simplex_plus_iterations_figure"):
+            c5 = st.columns([1, 1, 2])
+            norm_seed = state.number("norms seed", "norm_seed", 0, int, container=c5[0])
+            c5[1].button("Resample the norms", on_click=_resample, icon=":material/casino:")
+            fig5 = _iterations(d, v, int(norm_seed))
+            ui.plot(fig5, key="cpl-iter")
+            st.caption("SimRF Fig. 4: the data-dependent simplex+ directions lower the conformity below SimRF's in "
+                       "a few passes of Eq. 17, for one draw of the d norms.")
+            ui.downloads("rfviz-simplex-plus-iterations", lambda: traces_csv(fig5), fig5, key="iter")
+        else:
+            st.info("The simplex+ iteration figure is not available in this installation.")
