@@ -29,6 +29,17 @@ QUANTITIES: dict[str, str] = {
 """What the surface shows; all in log10 because MSEs span hundreds of orders of magnitude."""
 
 SOFTMAX_KERNELS = ("softmax", "gaussian")
+KERNEL_ALIASES = {"softmax": ("softmax", "exponential"), "gaussian": ("gaussian",)}
+"""Names estimators use for the same kernel: exp(x·y) is 'exponential' for the Maclaurin features."""
+
+
+def _kernel_choice(cls: type[Estimator], kernel: str) -> str | None:
+    """The value of ``cls``'s own kernel parameter that means ``kernel`` (None if it has none)."""
+    param = next((p for p in cls.spec if p.name == "kernel"), None)
+    if param is None:
+        return None
+    return next((k for k in KERNEL_ALIASES.get(kernel, (kernel,)) if k in param.choices), None)
+
 DISAGREEMENT_Z = 4.0
 ROUNDOFF = 1e-10
 """Differences below this fraction of K² are floating-point round-off, never flagged."""
@@ -47,8 +58,7 @@ def estimators_for_kernel(kernel: str) -> list[str]:
     for name, cls in REGISTRY.items():
         names = {p.name for p in cls.spec}
         if kernel in SOFTMAX_KERNELS and "kernel" in names:
-            kernel_param = next(p for p in cls.spec if p.name == "kernel")
-            if kernel in kernel_param.choices:
+            if _kernel_choice(cls, kernel) is not None:
                 out.append(name)
         elif kernel not in SOFTMAX_KERNELS and cls.family == kernel and "kernel" not in names:
             out.append(name)
@@ -61,8 +71,9 @@ def make_estimator(name: str, params: Mapping[str, Any], kernel: str) -> Estimat
     if cls is None:
         raise ParameterError(f"estimator must be one of {', '.join(sorted(REGISTRY))}, got {name!r}")
     full = dict(params)
-    if any(p.name == "kernel" for p in cls.spec):
-        full["kernel"] = kernel
+    choice = _kernel_choice(cls, kernel)
+    if choice is not None:
+        full["kernel"] = choice
     return create(name, **full)
 
 
