@@ -413,8 +413,9 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
     warnings: list[str] = []
     left_out = int((~tested).sum())
     if left_out:
-        warnings.append(f"{left_out} of {tested.size} grid points are heavy-tailed (kurtosis > trials/100) and "
-                        "were left out of the bias test; more trials or a smaller r would include them")
+        warnings.append(f"{left_out} of {tested.size} grid points are heavy-tailed (kurtosis > "
+                        f"trials/{round(1 / BIAS_KURTOSIS_FRACTION)}) and were left out of the bias test; more "
+                        "trials or a smaller r would include them")
     if not tested.any():
         warnings.append("no grid point could be tested: every point is heavy-tailed at this trial count")
 
