@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rfviz.figures import explorer as ex
-from rfviz.ui import PAGES, discover_pages
+from rfviz.ui import PAGES, discover_pages, to_text
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = 60
@@ -231,3 +231,44 @@ def test_param_sweep_follows_the_one_over_m_law():
     assert np.allclose(np.diff(vals), -math.log10(2), rtol=1e-12)
     d_sweep = ex.param_sweep("trig", {"m": 3}, "softmax", 4, 1.0, 1.0, "d", [2, 8, 32])
     assert np.allclose(d_sweep, d_sweep[0], rtol=1e-12)  # iid trig MSE does not depend on d
+
+
+def _gallery_links() -> list[tuple[str, str, dict]]:
+    from rfviz.gallery import load_gallery
+
+    return [(name, e.explorer_page, dict(e.explorer_params)) for name, e in sorted(load_gallery().items())
+            if e.explorer_page]
+
+
+@pytest.mark.parametrize("name,page,params", _gallery_links())
+def test_gallery_explorer_links_open_their_view(name, page, params):
+    """Every paper figure's "open live" link restores a working view (page + query parameters)."""
+    assert page in ALL_PAGES, f"{name} links to an unknown page {page!r}"
+    at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
+    at.query_params.update(params)
+    at.run()
+    _no_exception(at, f"{name} → {page}")
+    assert not at.error, f"{name} → {page}: {[e.value for e in at.error]}"
+    prefix = PREFIX[page]
+    widgets = {w.key: w for kind in WIDGET_KINDS for w in getattr(at, kind) if w.key}
+    for key, value in params.items():
+        widget = widgets.get(f"{prefix}.{key}")
+        assert widget is not None, f"{name}: the link sets {key!r}, which no widget of {page} reads"
+        assert to_text(widget.value) == to_text(_parsed(widget.value, value)), (name, key, widget.value, value)
+
+
+PREFIX = {"mse_explorer": "mse", "hybrid": "hybrid", "gerf": "gerf", "coupling": "coupling",
+          "optimal_sampling": "psi", "dot_product": "dot"}
+
+
+def _parsed(current: object, text: str) -> object:
+    """The URL text as the widget's type."""
+    if isinstance(current, bool):
+        return text.lower() in ("true", "1", "yes", "on")
+    if isinstance(current, int):
+        return int(float(text))
+    if isinstance(current, float):
+        return float(text)
+    if isinstance(current, list):
+        return [t for t in text.split(",") if t]
+    return text
