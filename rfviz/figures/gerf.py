@@ -47,16 +47,23 @@ def real_A_figure(c: Columns, r: float, theta: float, d: int, m: int, kernel: st
                 ylabel=f"log10 MSE (m = {m})", title=f"GERF variance against A · {kernel} kernel · r = {r:g}, "
                                                      f"θ = {theta:.3g}, d = {d}")
     fig.add_vrect(x0=g.A_FOURTH_MOMENT_BOUND, x1=g.A_VARIANCE_BOUND, fillcolor="orange", opacity=0.12, line_width=0,
-                  annotation_text="E|Y|⁴ = ∞: MC error bars unreliable", annotation_position="top left")
+                  annotation_text="E|Y|⁴ = ∞", annotation_position="bottom left")
     fig.add_vline(x=g.A_VARIANCE_BOUND, line_dash="dash", line_color="red",
-                  annotation_text="Re A = 1/8: variance = ∞", annotation_position="bottom left")
+                  annotation_text="Var = ∞", annotation_position="top right")
+    # the variance blows up as A → 1/8: show ~10 decades above the minimum so the optimum stays visible
+    ys = np.concatenate([np.asarray(c["log10_mse_s+1"]), np.asarray(c["log10_mse_s-1"])])
+    ys = ys[np.isfinite(ys)]
+    if ys.size:
+        lo = float(ys.min())
+        fig.update_yaxes(range=[lo - 0.5, min(float(ys.max()), lo + 10.0) + 0.5])
+    fig.update_xaxes(range=[float(c["A"][0]), g.A_VARIANCE_BOUND + 0.02])
     star = a_star(r, theta, d)
     y_star = (g.log_var_vs_real_A(np.array([star]), 1, r, theta, d, kernel)[0] - np.log(m)) / LOG10
     y_pos = (g.log_var_vs_real_A(np.array([0.0]), 1, r, theta, d, kernel)[0] - np.log(m)) / LOG10
     fig.add_trace(go.Scatter(x=[star], y=[y_star], mode="markers+text", text=["A* (OPRF)"], textposition="top center",
                              marker={"size": 12, "symbol": "star", "color": "gold", "line": {"width": 1}},
                              name="A* = OPRF"))
-    fig.add_trace(go.Scatter(x=[0.0], y=[y_pos], mode="markers+text", text=["PosRF"], textposition="bottom center",
+    fig.add_trace(go.Scatter(x=[0.0], y=[y_pos], mode="markers+text", text=["PosRF"], textposition="top center",
                              marker={"size": 9, "color": "black"}, name="A = 0, s = +1: PosRF"))
     return fig
 
