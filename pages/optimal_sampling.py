@@ -39,10 +39,13 @@ kind = state.selectbox("Inputs", "inputs", list(INPUT_KINDS), "sphere", containe
                        help="sphere: x, y ~ Unif(r·S); gaussian: N(0, σ²I); pair: fixed x, y; two_spheres: radii r, r2")
 kernel = state.selectbox("Kernel", "kernel", list(KERNELS), "softmax", container=side)
 d = state.number("d (dimension)", "d", 8, int, container=side)
-r = state.slider("r (radius)", "r", 0.05, 3.0, 1.0, step=0.05, container=side)
-r2 = state.slider("r2 (second radius: pair, two_spheres)", "r2", 0.05, 3.0, 0.5, step=0.05, container=side)
-sigma = state.slider("σ (Gaussian inputs)", "sigma", 0.01, 1.0, 0.3, step=0.01, container=side)
-theta = state.slider("θ (pair angle, rad)", "theta", 0.0, float(np.pi), 1.0, step=0.01, container=side)
+r = state.slider("r (radius)", "r", 0.05, 3.0, 1.0, step=0.05, container=side, disabled=kind == "gaussian")
+r2 = state.slider("r2 (second radius)", "r2", 0.05, 3.0, 0.5, step=0.05, container=side,
+                  disabled=kind not in ("pair", "two_spheres"))
+sigma = state.slider("σ (Gaussian inputs)", "sigma", 0.01, 1.0, 0.3, step=0.01, container=side,
+                     disabled=kind != "gaussian")
+theta = state.slider("θ (pair angle, rad)", "theta", 0.0, float(np.pi), 1.0, step=0.01, container=side,
+                     disabled=kind != "pair")
 state.show_url_errors()
 
 
