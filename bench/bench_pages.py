@@ -28,7 +28,7 @@ CHANGES = {
     "gerf": ("slider", "gerf.r", 1.2, 0.05),
     "coupling": ("slider", "coupling.v", 1.2, 0.05),
     "optimal_sampling": ("slider", "psi.r", 1.2, 0.05),
-    "dot_product": ("slider", "dot.q", 0.55, 0.05),
+    "dot_product": ("slider", "dot.theta", 0.5, 0.03),
 }
 
 
