@@ -227,6 +227,18 @@ def test_cli_list_shows_every_entry(capsys):
     assert main(["figure", "--list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)["figures"]
     assert [f["name"] for f in listed] == NAMES
+    assert all(f["explorer"].startswith("/") and f["params"] and f["catalog_numbers"] > 0 for f in listed)
+
+
+def test_cli_check_compares_with_the_catalog(capsys):
+    assert main(["figure", "os-vstar-curves", "--check"]) == 0
+    out = capsys.readouterr().out
+    n = len(GALLERY["os-vstar-curves"].catalog)
+    assert f"{n}/{n} key numbers match" in out and "reference prints 88.94" in out
+    assert main(["figure", "hrf-fig1-mse-surfaces", "--check", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert len(report["checks"]) == 30 and all(c["ok"] for c in report["checks"])
+    assert sum(bool(c["note"]) for c in report["checks"]) == 4  # the θ = π round-off values
 
 
 def test_cli_writes_html_and_csv(tmp_path, capsys):
