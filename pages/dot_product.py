@@ -18,8 +18,8 @@ ui.header(
     "the degrees of the Taylor series. These variances depend on coordinates through S, so the pair (r, θ) is placed "
     "in ℝᵈ by the chosen embedding. Default variance: the complex E|k̂ − k|².",
     [
-        (r"\mathrm{Var}\,\hat k = \frac{1}{m}\left[\left(|x|^2|y|^2 + \rho^2 (x\cdot y)^2 + (\mu_4 - 1 - \rho^2)"
-         r"S\right)^p - (x\cdot y)^{2p}\right]\ \text{(per the basis)},\quad \rho^2 = (2q-1)^2,\ "
+        (r"\mathrm{Var}\,\hat k = \frac{1}{m}\left[\left(|x|^2|y|^2 + \kappa (x\cdot y)^2 + (\mu_4 - 1 - \kappa)"
+         r"S\right)^p - (x\cdot y)^{2p}\right]\ \text{(per the basis)},\quad \kappa = 1 + (2q-1)^2,\ "
          r"S = \textstyle\sum_k x_k^2 y_k^2",
          "Improved Random Features for Dot Product Kernels, Theorem 2 family (reference dot_product_features.md "
          "§3, exact forms per basis and variance type)."),

@@ -249,6 +249,9 @@ def param_widget(state: PageState, p: Param, prefix: str = "", container: Any = 
     if p.kind == "complex":
         return state.text(label, name, to_text(complex(default)), container=container,
                           help=help_text + "; write e.g. -0.1+0.2j")
+    if p.kind == "complex_list":
+        return state.text(label, name, to_text(tuple(default)), container=container,
+                          help=help_text + "; write e.g. 1+0.5j, 0.8, 1j")
     if p.kind == "int":
         return state.number(label, name, int(default), int, container=container, help=help_text)
     rng = slider_range(p)

@@ -158,6 +158,22 @@ def test_url_query_parameters_restore_and_record_the_view():
     assert at.query_params["trig.m"] == ["30"] or at.query_params["trig.m"] == "30"
 
 
+def test_complex_list_parameter_widget_accepts_and_rejects_text():
+    """complex_exponential_diag's A_diag (a list of complex numbers) gets a text widget; an entry of modulus 0
+    (a singular A) shows the estimator's error and the page keeps working."""
+    at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT)
+    at.query_params.update({"est": "complex_exponential_diag"})
+    at.run()
+    _no_exception(at, "explorer with complex_exponential_diag")
+    box = at.text_input(key="mse.complex_exponential_diag.A_diag")
+    assert box.value == "1+0.5j,0.8+0j"
+    box.set_value("1, 0, 1j").run()
+    _no_exception(at, "explorer with a singular A_diag")
+    assert any("A_diag must be" in e.value for e in at.error)
+    at.text_input(key="mse.complex_exponential_diag.A_diag").set_value("1+0.5j, 0.8").run()
+    assert not at.error
+
+
 def test_bad_url_parameter_shows_error_and_falls_back():
     at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT)
     at.query_params.update({"res": "banana"})
