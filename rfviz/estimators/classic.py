@@ -26,7 +26,9 @@ def mean_exp_shifted(w: torch.Tensor, z: torch.Tensor, shift: torch.Tensor) -> t
     logsumexp (measured 2.5× faster). If another shift overflows, or underflows every term, it falls back to the
     exact logsumexp.
     """
-    out = projections(w, z).sub_(shift[None, :, None]).exp_().mean(-1)
+    # ω·z − shift in one batched GEMM (baddbmm adds the shift on the way out: one memory pass fewer).
+    exponent = torch.baddbmm(-shift[None, :, None], z.expand(w.shape[0], -1, -1), w.transpose(-1, -2))
+    out = exponent.exp_().mean(-1)
     if bool(torch.isfinite(out).all()) and bool((out > 0).all()):
         return out
     p = projections(w, z)
