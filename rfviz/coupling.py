@@ -29,7 +29,7 @@ import torch
 from scipy.special import erfcx, gammainc, gammaln, hyp1f1, ive, logsumexp, xlogy
 
 from .numerics import LOG2, log1mexp, log_expm1
-from .params import ParameterError
+from .params import ParameterError, check_int
 from .sampling import chi_square, random_frame, register_coupling, sample_omegas
 
 if TYPE_CHECKING:
@@ -633,9 +633,7 @@ def log_relative_mse(features: str, arg2: np.ndarray | float, d: int, m: int, co
     relative to K_SM² the trig MSE carries an extra e^{z²}, see ``coupled_log_mse``)."""
     check_coupling(coupling, COUPLINGS_WITH_DENSITY, "for a closed-form MSE")
     d = check_coupling_dimension(coupling, d)
-    if isinstance(m, bool) or int(m) != m or m < 1:
-        raise ParameterError(f"m must be an integer in [1, inf), got {m!r}")
-    m = int(m)
+    m = check_int("m", m)
     a = np.asarray(arg2, dtype=float)
     if features == "positive":
         out = _log_bracket_positive(a, d, m, _cosines(coupling, d))

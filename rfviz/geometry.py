@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .params import ParameterError
+from .params import ParameterError, check_int
 
 
 def check_theta(theta: np.ndarray | float) -> np.ndarray:
@@ -27,9 +27,7 @@ def check_r(r: np.ndarray | float) -> np.ndarray:
 
 def check_d(d: int, minimum: int = 1) -> int:
     """d (input dimension) must be an integer ≥ minimum."""
-    if isinstance(d, bool) or int(d) != d or d < minimum:
-        raise ParameterError(f"d must be an integer in [{minimum}, inf), got {d!r}")
-    return int(d)
+    return check_int("d", d, minimum)
 
 
 def canonical_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int) -> tuple[np.ndarray, np.ndarray]:

@@ -24,7 +24,7 @@ import numpy as np
 from scipy import optimize, special
 
 from .numerics import LOG2, log_diff_exp, log_expm1
-from .params import ParameterError
+from .params import ParameterError, check_int
 
 A_MEAN_BOUND = 0.25
 """GERF is unbiased iff Re A < 1/4 (CRT Thm 3.1)."""
@@ -73,16 +73,12 @@ def check_prob(p: Any) -> float:
 
 def check_m(m: Any) -> int:
     """Number of random features m ≥ 1."""
-    if isinstance(m, bool) or int(m) != m or m < 1:
-        raise ParameterError(f"m must be an integer in [1, inf), got {m!r}")
-    return int(m)
+    return check_int("m", m)
 
 
 def check_dim(d: Any) -> int:
     """Input dimension d ≥ 1."""
-    if isinstance(d, bool) or int(d) != d or d < 1:
-        raise ParameterError(f"d must be an integer in [1, inf), got {d!r}")
-    return int(d)
+    return check_int("d", d)
 
 
 def admissible_A(s: int = 1) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from .estimators.base import PairStats
 from .estimators.classic import PositiveAntithetic, Trig
 from .geometry import canonical_pair, check_r, check_theta
 from .numerics import LOG2, log1mexp, log_diff_exp
-from .params import ParameterError
+from .params import ParameterError, check_int
 
 PI = np.pi
 
@@ -34,16 +34,12 @@ class LambdaMoments(NamedTuple):
 
 def check_n(n: int) -> int:
     """n (number of λ projections τ) must be an integer ≥ 1."""
-    if isinstance(n, bool) or int(n) != n or n < 1:
-        raise ParameterError(f"n must be an integer in [1, inf), got {n!r}")
-    return int(n)
+    return check_int("n", n)
 
 
 def check_m(m: int) -> int:
     """m (number of base projections ω) must be an integer ≥ 1."""
-    if isinstance(m, bool) or int(m) != m or m < 1:
-        raise ParameterError(f"m must be an integer in [1, inf), got {m!r}")
-    return int(m)
+    return check_int("m", m)
 
 
 def check_sigma(sigma: float) -> float:

@@ -147,6 +147,17 @@ class Param:
         }
 
 
+def check_int(name: str, value: Any, minimum: int = 1) -> int:
+    """An integer parameter ≥ ``minimum`` (m, n, d, …); ParameterError naming it and its range otherwise."""
+    try:
+        ok = not isinstance(value, bool) and int(value) == value and value >= minimum
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ParameterError(f"{name} must be an integer in [{minimum}, inf), got {value!r}")
+    return int(value)
+
+
 def validate_params(specs: tuple[Param, ...], values: dict[str, Any], owner: str) -> dict[str, Any]:
     """Fill defaults, validate each value against its spec, and reject unknown names."""
     by_name = {p.name: p for p in specs}
