@@ -155,27 +155,25 @@ class PageState:
         self.url_errors.clear()
 
     # -- widgets -----------------------------------------------------------
-    def selectbox(self, label: str, name: str, options: Sequence[str], default: str | None = None,
-                  container: Any = st, **kw: Any) -> str:
+    def _choice(self, widget: Any, label: str, name: str, options: Sequence[str], default: str | None,
+                **kw: Any) -> str:
+        """One of ``options`` from a single-choice widget (selectbox or radio), synced with the URL."""
         options = list(options)
         default = options[0] if default is None or default not in options else default
         self._init(name, default, str, lambda v: v in options)
         if st.session_state[self.key(name)] not in options:
             st.session_state[self.key(name)] = default
-        value = container.selectbox(label, options, key=self.key(name), **kw)
+        value = widget(label, options, key=self.key(name), **kw)
         self._sync(name, value)
         return value
 
+    def selectbox(self, label: str, name: str, options: Sequence[str], default: str | None = None,
+                  container: Any = st, **kw: Any) -> str:
+        return self._choice(container.selectbox, label, name, options, default, **kw)
+
     def radio(self, label: str, name: str, options: Sequence[str], default: str | None = None,
               container: Any = st, **kw: Any) -> str:
-        options = list(options)
-        default = options[0] if default is None or default not in options else default
-        self._init(name, default, str, lambda v: v in options)
-        if st.session_state[self.key(name)] not in options:
-            st.session_state[self.key(name)] = default
-        value = container.radio(label, options, key=self.key(name), horizontal=True, **kw)
-        self._sync(name, value)
-        return value
+        return self._choice(container.radio, label, name, options, default, horizontal=True, **kw)
 
     def multiselect(self, label: str, name: str, options: Sequence[str], default: Sequence[str],
                     container: Any = st, **kw: Any) -> list[str]:
