@@ -22,7 +22,7 @@ from .coupling import (
     pairs_within_blocks,
 )
 from .numerics import LOG10
-from .params import Param, ParameterError
+from .params import Param, ParameterError, validate_params
 
 SPECS: dict[str, Param] = {
     "coupling": Param("coupling", "simplex", "choice", "coupling of the pair", choices=COUPLINGS_WITH_DENSITY),
@@ -40,8 +40,7 @@ def density_report(assignments: dict[str, str]) -> dict[str, Any]:
     if unknown:
         raise ParameterError(f"density has no parameter {sorted(unknown)[0]!r}; its parameters are: "
                              + ", ".join(known))
-    values = {name: spec.parse(assignments[name]) if name in assignments else spec.default
-              for name, spec in SPECS.items()}
+    values = validate_params(tuple(SPECS.values()), {k: v for k, v in assignments.items() if k in SPECS}, "density")
     coupling, d = values["coupling"], values["d"]
     check_coupling_dimension(coupling, d)
     if "w" in assignments:

@@ -17,7 +17,7 @@ from .optimal_sampling import (
     OptimalSampling,
     gaussian_input_thresholds,
 )
-from .params import Param, ParameterError
+from .params import Param, ParameterError, validate_params
 
 SPECS: dict[str, Param] = {
     "mechanism": Param("mechanism", "positive", "choice", "feature map", choices=MECHANISMS),
@@ -34,12 +34,7 @@ SPECS: dict[str, Param] = {
 
 def psi_report(assignments: dict[str, str]) -> dict[str, Any]:
     """The JSON object of ``python -m rfviz psi``."""
-    unknown = set(assignments) - set(SPECS)
-    if unknown:
-        raise ParameterError(f"psi has no parameter {sorted(unknown)[0]!r}; its parameters are: "
-                             + ", ".join(SPECS))
-    values = {name: spec.parse(assignments[name]) if name in assignments else spec.default
-              for name, spec in SPECS.items()}
+    values = validate_params(tuple(SPECS.values()), assignments, "psi")
     kind = values["inputs"]
     allowed = INPUT_PARAMS[kind]
     for name in ("d", "r", "r2", "sigma", "theta"):
