@@ -19,16 +19,14 @@ from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, regis
 
 
 def mean_exp_shifted(w: torch.Tensor, z: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
-    """(1/m) Σ_i e^{ω_i·z − shift} for samples w (trials, m, dim), points z (P, dim), shift (P,): (trials, P).
+    """(1/m) Σ_i e^{ω_i·z}·e^{−shift} for samples w (trials, m, dim), points z (P, dim), shift (P,): (trials, P).
 
-    With the engine's shift (log K plus the feature normalisation) each exponent is ω·z − |z|²/2 ≤ g²/2 for a
-    standard-normal g, so a plain in-place exp cannot overflow in practice and saves the extra memory passes of a
-    logsumexp (measured 2.5× faster). If another shift overflows, or underflows every term, it falls back to the
-    exact logsumexp.
+    Fast path: e^{ω·z} in place and its mean, the per-pair scale e^{−shift} applied after the reduction (three
+    memory passes; a logsumexp needs five). e^{ω·z} leaves the range only past ω·z ≈ 709 in float64 (never, for
+    |x|, |y| ≤ 20) or ≈ 88 in float32 (far pairs, r ≳ 10); there, and if the scale underflows every term, it falls
+    back to the exact logsumexp.
     """
-    # ω·z − shift in one batched GEMM (baddbmm adds the shift on the way out: one memory pass fewer).
-    exponent = torch.baddbmm(-shift[None, :, None], z.expand(w.shape[0], -1, -1), w.transpose(-1, -2))
-    out = exponent.exp_().mean(-1)
+    out = projections(w, z).exp_().mean(-1) * torch.exp(-shift)
     if bool(torch.isfinite(out).all()) and bool((out > 0).all()):
         return out
     p = projections(w, z)
