@@ -288,3 +288,30 @@ def _parsed(current: object, text: str) -> object:
     if isinstance(current, list):
         return [t for t in text.split(",") if t]
     return text
+
+
+def test_hybrid_page_sampled_points_agree_with_closed_forms():
+    """The hybrid page's Monte-Carlo points (trig, ++, hybrid) lie within 4 SE of the closed-form curves at a
+    light-tailed radius (r = 0.5: |x + y|² ≤ 1, so the ++ features' fourth moment is small), and the figure draws them.
+    θ = 0 (trig and hybrid exact) and θ = π (++ and angular hybrid exact) are left out: their MSE is 0."""
+    from rfviz.figures import hybrid as fh
+
+    for kind in ("angular", "gaussian"):
+        sampled = fh.sampled_mse_columns(kind, 0.5, 2, 1.0, 8, 6000, 3)
+        exact = fh.mse_columns(kind, 0.5, 2, 1.0, 8, points=len(sampled["theta"]))
+        for key in fh.SAMPLED_ESTIMATORS:
+            inner = slice(1, -1)
+            z = (sampled[f"log10_mse_{key}"][inner] - exact[f"log10_mse_{key}"][inner]) / sampled[f"log10_se_{key}"][inner]
+            assert np.all(np.abs(z) < 4), (kind, key, z)
+        fig = fh.mse_figure(exact, kind, 0.5, sampled)
+        assert sum(t.mode == "markers" for t in fig.data) == 3
+
+
+def test_hybrid_page_monte_carlo_toggle_and_bad_trials():
+    at = AppTest.from_file(page_path("hybrid"), default_timeout=TIMEOUT).run()
+    at.toggle(key="hybrid.mc").set_value(True).run()
+    _no_exception(at, "hybrid page with Monte Carlo")
+    assert not at.error
+    at.number_input(key="hybrid.trials").set_value(1).run()
+    _no_exception(at, "hybrid page with trials = 1")
+    assert any("trials must be" in e.value for e in at.error)

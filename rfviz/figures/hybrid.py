@@ -9,6 +9,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .. import hybrid as hy
+from ..engine import monte_carlo
+from ..estimators import create
+from ..geometry import canonical_pair
 from ..numerics import LOG10
 from .common import columns_to_csv, heatmaps, lines
 
@@ -66,15 +69,39 @@ def mse_columns(kind: str, r: float, n: int, sigma: float, m: int, points: int =
     return cols
 
 
-def mse_figure(c: Columns, kind: str, r: float) -> go.Figure:
-    """The hybrid's log10 MSE against its two base estimators along θ at fixed r."""
-    ys = {"trig": c["log10_mse_trig"], "positive (++)": c["log10_mse_pos"], f"{kind} hybrid": c["log10_mse_hybrid"],
+SAMPLED_ESTIMATORS = {"trig": "trig", "pos": "positive_antithetic", "hybrid": None}
+
+
+def sampled_mse_columns(kind: str, r: float, n: int, sigma: float, m: int, trials: int, seed: int,
+                        points: int = 13) -> Columns:
+    """Monte-Carlo twins of ``mse_columns`` at ``points`` angles: log10 MSE and its standard error for trig, ++ and
+    the hybrid (the registered estimators, sampled by rfviz.engine at the same seed)."""
+    theta = np.linspace(0.0, np.pi, points)
+    x, y = canonical_pair(r, theta, 2)
+    hybrid = (create("hybrid_angular", m=m, n=n) if kind == "angular"
+              else create("hybrid_gaussian", m=m, n=n, sigma=sigma))
+    cols: Columns = {"theta": theta}
+    for key, name in SAMPLED_ESTIMATORS.items():
+        est = hybrid if name is None else create(name, m=m)
+        res = monte_carlo(est, x, y, d=2, trials=trials, seed=seed)
+        cols[f"log10_mse_{key}"] = res.log10_mse
+        cols[f"log10_se_{key}"] = res.log10_mse_stderr
+    return cols
+
+
+def mse_figure(c: Columns, kind: str, r: float, sampled: Columns | None = None) -> go.Figure:
+    """The hybrid's log10 MSE against its two base estimators along θ at fixed r; with ``sampled`` (from
+    ``sampled_mse_columns``) the Monte-Carlo points with ±2 SE bars."""
+    names = {"trig": "trig", "pos": "positive (++)", "hybrid": f"{kind} hybrid"}
+    ys = {names["trig"]: c["log10_mse_trig"], names["pos"]: c["log10_mse_pos"], names["hybrid"]: c["log10_mse_hybrid"],
           "oracle λ* (lower envelope)": c["log10_mse_oracle"]}
     dash = {"oracle λ* (lower envelope)": "dot"}
     if "log10_mse_hybrid_eq47_printed" in c:
         ys["eq. 47 as printed (wrong)"] = c["log10_mse_hybrid_eq47_printed"]
         dash["eq. 47 as printed (wrong)"] = "dash"
-    return lines(c["theta"], ys, xlabel="θ", ylabel="log10 MSE", theta_axis=True, dash=dash,
+    points = None if sampled is None else {
+        names[k]: (sampled["theta"], sampled[f"log10_mse_{k}"], sampled[f"log10_se_{k}"]) for k in SAMPLED_ESTIMATORS}
+    return lines(c["theta"], ys, xlabel="θ", ylabel="log10 MSE", theta_axis=True, dash=dash, points=points,
                  title=f"MSE on the sphere of radius r = {r:g}")
 
 
