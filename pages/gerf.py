@@ -66,13 +66,29 @@ def _dirf(r, theta, d, m, kernel, embedding, shifted):
     return fg.dirf_columns(r, theta, d, m, kernel, embedding, shifted)
 
 
+@ui.cached
+def _sampled_real(r: float, theta: float, d: int, m: int, kernel: str, a_min: float, trials: int, seed: int):
+    return fg.sampled_real_A_columns(r, theta, d, m, kernel, a_min, trials, seed)
+
+
 tab_real, tab_complex, tab_oprf, tab_dirf = st.tabs(["Variance against real A", "Complex A", "OPRF vs PosRF",
                                                      "Poisson & geometric RFs"])
 with tab_real:
-    a_min = state.number("A min", "a_min", -1.0, float, format="%g", step=0.1)
+    rc = st.columns([1, 2, 1, 1])
+    a_min = state.number("A min", "a_min", -1.0, float, format="%g", step=0.1, container=rc[0])
+    mc_on = state.toggle("Monte Carlo points", "mc", False, container=rc[1],
+                         help="sample GERF with rfviz.engine at 9 values of A below 1/16 (±2 SE bars)")
+    trials = state.number("trials", "trials", 4000, int, container=rc[2])
+    seed = state.number("seed", "seed", 0, int, container=rc[3])
     with ui.guard():
         c = _real(r, theta, int(d), int(m), kernel, float(a_min))
-        fig = fg.real_A_figure(c, r, theta, int(d), int(m), kernel)
+        sampled = None
+        if mc_on:
+            if int(trials) < 2:
+                raise ParameterError(f"trials must be an integer in [2, inf), got {trials}")
+            with st.spinner("sampling…"):
+                sampled = _sampled_real(r, theta, int(d), int(m), kernel, float(a_min), int(trials), int(seed))
+        fig = fg.real_A_figure(c, r, theta, int(d), int(m), kernel, sampled)
         ui.plot(fig, key="gerf-real")
         st.caption(f"A* = {fg.a_star(r, theta, int(d)):.6g} for this pair. Admissible: Re A < 1/8 (finite variance); "
                    "Re A < 1/16 for a finite fourth moment (Monte-Carlo error bars), Re A < 0 for bounded features.")

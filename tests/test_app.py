@@ -316,3 +316,27 @@ def test_hybrid_page_monte_carlo_toggle_and_bad_trials():
     at.number_input(key="hybrid.trials").set_value(1).run()
     _no_exception(at, "hybrid page with trials = 1")
     assert any("trials must be" in e.value for e in at.error)
+
+
+def test_gerf_page_sampled_points_agree_with_closed_forms():
+    """GERF's Monte-Carlo points against real A (both s) lie within 4 SE of the closed form (CRT Thm 3.2) where
+    the fourth moment is finite (A < 1/16, which ``sampled_real_A_columns`` enforces) at a moderate pair."""
+    from rfviz import gerf
+    from rfviz.figures import gerf as fgerf
+
+    for kernel in ("gaussian", "softmax"):
+        sampled = fgerf.sampled_real_A_columns(0.6, 1.0, 8, 16, kernel, -0.4, 6000, 2, points=5)
+        exact = fgerf.real_A_columns(0.6, 1.0, 8, 16, kernel, a_min=-0.4)
+        for s, key in ((1, "s+1"), (-1, "s-1")):
+            curve = (gerf.log_var_vs_real_A(sampled["A"], s, 0.6, 1.0, 8, kernel) - math.log(16)) / math.log(10)
+            z = (sampled[f"log10_mse_{key}"] - curve) / sampled[f"log10_se_{key}"]
+            assert np.all(np.abs(z) < 4), (kernel, key, z)
+        fig = fgerf.real_A_figure(exact, 0.6, 1.0, 8, 16, kernel, sampled)
+        assert sum("sampled" in (t.name or "") for t in fig.data) == 2
+
+
+def test_gerf_page_monte_carlo_toggle():
+    at = AppTest.from_file(page_path("gerf"), default_timeout=TIMEOUT).run()
+    at.toggle(key="gerf.mc").set_value(True).run()
+    _no_exception(at, "GERF page with Monte Carlo")
+    assert not at.error

@@ -12,13 +12,14 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .. import gerf as g
-from ..geometry import embed_pair
+from ..engine import sweep
+from ..geometry import canonical_pair, embed_pair
 from ..numerics import LOG10, log_expm1
 from .common import LAYOUT, THETA_TICKS, columns_to_csv, finite_or_none, heatmaps, lines
 
 Columns = dict[str, np.ndarray]
 __all__ = ["THETA_TICKS", "columns_to_csv", "complex_A_data", "complex_A_figure", "dirf_columns", "dirf_figure",
-           "oprf_columns", "oprf_figure", "real_A_columns", "real_A_figure"]
+           "oprf_columns", "oprf_figure", "real_A_columns", "real_A_figure", "sampled_real_A_columns"]
 
 
 def a_star(r: float, theta: float, d: int) -> float:
@@ -41,9 +42,34 @@ def real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, a_min: f
     return cols
 
 
-def real_A_figure(c: Columns, r: float, theta: float, d: int, m: int, kernel: str) -> go.Figure:
-    """Variance against real A with the admissible range, the fourth-moment bound and A* marked."""
-    fig = lines(c["A"], {"GERF s = +1": c["log10_mse_s+1"], "GERF s = −1": c["log10_mse_s-1"]}, xlabel="A (real)",
+def sampled_real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, a_min: float, trials: int,
+                           seed: int, points: int = 9) -> Columns:
+    """Monte-Carlo twins of ``real_A_columns`` (the registered ``gerf`` estimator, sampled by rfviz.engine.sweep)
+    at ``points`` values of A in [a_min, 1/16): beyond 1/16 the fourth moment is infinite, so the standard error of
+    the sampled MSE is meaningless (reference §7.2)."""
+    if not a_min < g.A_FOURTH_MOMENT_BOUND:
+        raise g.ParameterError(f"A min must be a number in (-inf, 0.0625) for Monte Carlo, got {a_min:g}")
+    a = np.linspace(a_min, g.A_FOURTH_MOMENT_BOUND, points, endpoint=False)
+    x, y = canonical_pair(r, theta, min(d, 2))
+    cols: Columns = {"A": a}
+    for s in (1, -1):
+        res = sweep("gerf", "A", [complex(v) for v in a], {"s": s, "m": m, "kernel": kernel}, x, y, d=d,
+                    trials=trials, seed=seed)
+        label = f"s{'+' if s == 1 else '-'}1"
+        cols[f"log10_mse_{label}"] = res.log10_mse.ravel()
+        cols[f"log10_se_{label}"] = res.log10_mse_stderr.ravel()
+    return cols
+
+
+def real_A_figure(c: Columns, r: float, theta: float, d: int, m: int, kernel: str,
+                  sampled: Columns | None = None) -> go.Figure:
+    """Variance against real A with the admissible range, the fourth-moment bound and A* marked; with ``sampled``
+    (from ``sampled_real_A_columns``) the Monte-Carlo points with ±2 SE bars."""
+    points = None if sampled is None else {
+        f"GERF s = {sign}1": (sampled["A"], sampled[f"log10_mse_s{key}1"], sampled[f"log10_se_s{key}1"])
+        for sign, key in (("+", "+"), ("−", "-"))}
+    fig = lines(c["A"], {"GERF s = +1": c["log10_mse_s+1"], "GERF s = −1": c["log10_mse_s-1"]}, points=points,
+                xlabel="A (real)",
                 ylabel=f"log10 MSE (m = {m})", title=f"GERF variance against A · {kernel} kernel · r = {r:g}, "
                                                      f"θ = {theta:.3g}, d = {d}")
     fig.add_vrect(x0=g.A_FOURTH_MOMENT_BOUND, x1=g.A_VARIANCE_BOUND, fillcolor="orange", opacity=0.12, line_width=0,
