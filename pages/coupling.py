@@ -6,6 +6,8 @@ import numpy as np
 import streamlit as st
 
 from rfviz import ParameterError, ui
+from rfviz.figures import coupling as fc
+from rfviz.figures.common import traces_csv
 
 state = ui.PageState("coupling")
 ui.header(
@@ -27,12 +29,6 @@ ui.header(
 )
 ui.sidebar_info()
 side = st.sidebar
-try:
-    from rfviz.figures import coupling as fc
-    from rfviz.figures.common import traces_csv
-except ImportError as exc:
-    ui.missing_module("rfviz.coupling figures", exc)
-    st.stop()
 
 d = state.number("d (dimension)", "d", 16, int, container=side)
 features = state.selectbox("Features", "features", list(fc.FEATURE_LABELS), "positive", container=side)

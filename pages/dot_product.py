@@ -6,6 +6,10 @@ import numpy as np
 import streamlit as st
 
 from rfviz import ParameterError, ui
+from rfviz.estimators import REGISTRY
+from rfviz.figures import dot_product as fd
+from rfviz.figures.common import traces_csv
+from rfviz.geometry import EMBEDDINGS
 
 state = ui.PageState("dot")
 ui.header(
@@ -33,16 +37,8 @@ ui.header(
 )
 ui.sidebar_info()
 side = st.sidebar
-try:
-    from rfviz.estimators import REGISTRY
-    from rfviz.figures import dot_product as fd
-    from rfviz.figures.common import traces_csv
-    from rfviz.geometry import EMBEDDINGS
 
-    SKETCHES = [n for n in ("poly_sketch", "tensor_srht") if n in REGISTRY]
-except ImportError as exc:
-    ui.missing_module("rfviz.dot_product", exc)
-    st.stop()
+SKETCHES = [n for n in ("poly_sketch", "tensor_srht") if n in REGISTRY]
 
 d = state.number("d (dimension)", "d", 8, int, container=side)
 m = state.number("m (features D)", "m", 16, int, container=side)

@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from rfviz import ParameterError, ui
+from rfviz.figures import gerf as fg
 from rfviz.geometry import EMBEDDINGS
 
 state = ui.PageState("gerf")
@@ -32,11 +33,6 @@ ui.header(
 ui.sidebar_info()
 
 side = st.sidebar
-try:
-    from rfviz.figures import gerf as fg
-except ImportError as exc:
-    ui.missing_module("rfviz.gerf", exc)
-    st.stop()
 
 kernel = state.selectbox("Kernel", "kernel", ["gaussian", "softmax"], "gaussian", container=side)
 d = state.number("d (input dimension)", "d", 16, int, container=side)

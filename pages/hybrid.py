@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rfviz import ParameterError, ui
+from rfviz.figures import hybrid as fh
 
 state = ui.PageState("hybrid")
 ui.header(
@@ -34,11 +35,6 @@ ui.header(
 ui.sidebar_info()
 
 side = st.sidebar
-try:
-    from rfviz.figures import hybrid as fh
-except ImportError as exc:  # the hybrid module lands separately
-    ui.missing_module("rfviz.hybrid", exc)
-    st.stop()
 
 kind = state.radio("λ-coefficient", "lam", list(fh.LAMBDAS), "angular", container=side)
 m = state.number("m (projections ω per base estimator)", "m", 10, int, container=side)

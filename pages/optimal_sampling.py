@@ -6,6 +6,9 @@ import numpy as np
 import streamlit as st
 
 from rfviz import ParameterError, ui
+from rfviz.figures import optimal_sampling as fo
+from rfviz.figures.common import traces_csv
+from rfviz.optimal_sampling import INPUT_KINDS, KERNELS, MECHANISMS, InputLaw, OptimalSampling
 
 state = ui.PageState("psi")
 ui.header(
@@ -27,13 +30,6 @@ ui.header(
 )
 ui.sidebar_info()
 side = st.sidebar
-try:
-    from rfviz.figures import optimal_sampling as fo
-    from rfviz.figures.common import traces_csv
-    from rfviz.optimal_sampling import INPUT_KINDS, KERNELS, MECHANISMS, InputLaw, OptimalSampling
-except ImportError as exc:
-    ui.missing_module("rfviz.optimal_sampling", exc)
-    st.stop()
 
 kind = state.selectbox("Inputs", "inputs", list(INPUT_KINDS), "sphere", container=side,
                        help="sphere: x, y ~ Unif(r·S); gaussian: N(0, σ²I); pair: fixed x, y; two_spheres: radii r, r2")

@@ -363,8 +363,3 @@ def sidebar_info() -> None:
     from . import __version__
 
     st.sidebar.caption(f"Compute device: **{device_text()}** · rfviz {__version__}")
-
-
-def missing_module(what: str, exc: Exception) -> None:
-    """Explain that a part of the package is not available (yet) instead of failing."""
-    st.info(f"{what} is not available in this installation ({exc}).", icon=":material/hourglass_empty:")
