@@ -38,7 +38,7 @@ ui.header(
 ui.sidebar_info()
 side = st.sidebar
 
-SKETCHES = [n for n in ("poly_sketch", "tensor_srht") if n in REGISTRY]
+SKETCHES = ("poly_sketch", "tensor_srht")
 
 d = state.number("d (dimension)", "d", 8, int, container=side)
 m = state.number("m (features D)", "m", 16, int, container=side)

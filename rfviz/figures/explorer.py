@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from scipy.special import logsumexp
 
 from ..engine import monte_carlo
-from ..estimators import REGISTRY, Estimator, create
+from ..estimators import REGISTRY, Estimator, create, get_estimator
 from ..numerics import LOG10
 from ..params import ParameterError
 from .common import columns_to_csv, heatmaps, lines, surfaces
@@ -67,9 +67,7 @@ def estimators_for_kernel(kernel: str) -> list[str]:
 
 def make_estimator(name: str, params: Mapping[str, Any], kernel: str) -> Estimator:
     """Instantiate ``name`` with ``params`` (the kernel added where the estimator has a kernel parameter)."""
-    cls = REGISTRY[name] if name in REGISTRY else None
-    if cls is None:
-        raise ParameterError(f"estimator must be one of {', '.join(sorted(REGISTRY))}, got {name!r}")
+    cls = get_estimator(name)
     full = dict(params)
     choice = _kernel_choice(cls, kernel)
     if choice is not None:
