@@ -52,13 +52,7 @@ def resolve_inputs(values: dict[str, str]) -> tuple[np.ndarray, np.ndarray, dict
         return x, y, {"x": x.tolist(), "y": y.tolist(), "d": int(x.size)}
     r = _number("r", values.get("r", "1.0"))
     theta = _number("theta", values.get("theta", str(math.pi / 2)))
-    d_text = values.get("d", "2")
-    try:
-        d = check_d(int(float(d_text)) if float(d_text) == int(float(d_text)) else d_text)
-    except (TypeError, ValueError) as exc:
-        if isinstance(exc, ParameterError):
-            raise
-        raise ParameterError(f"d must be an integer in [1, inf), got {d_text!r}") from None
+    d = check_d(_number("d", values.get("d", "2")))
     embedding = values.get("embedding", "canonical")
     x, y = embed_pair(r, theta, d, embedding)
     info: dict[str, Any] = {"r": r, "theta": theta, "d": d}

@@ -151,7 +151,7 @@ def check_int(name: str, value: Any, minimum: int = 1) -> int:
     """An integer parameter ≥ ``minimum`` (m, n, d, …); ParameterError naming it and its range otherwise."""
     try:
         ok = not isinstance(value, bool) and int(value) == value and value >= minimum
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         ok = False
     if not ok:
         raise ParameterError(f"{name} must be an integer in [{minimum}, inf), got {value!r}")
