@@ -13,11 +13,11 @@ import os
 import streamlit as st
 
 from rfviz import ParameterError, ui
-from rfviz.cli import jsonable
 from rfviz.estimators import REGISTRY
 from rfviz.figures import lab as figs
 from rfviz.lab import DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_TRIALS, check
 from rfviz.plugins import ENV_VAR, discover, forget
+from rfviz.textio import jsonable
 
 state = ui.PageState("lab")
 ui.header(
@@ -93,7 +93,7 @@ if st.button("Run the check", type="primary", icon=":material/science:", key="la
     with ui.guard(f"{name}: "):
         import numpy as np
 
-        from rfviz.cli import parse_vector
+        from rfviz.textio import parse_vector
 
         r_values = parse_vector("r", r_text).tolist()
         if int(trials) > 200_000:

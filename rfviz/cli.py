@@ -9,14 +9,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import math
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from .params import ParameterError
+from .textio import UsageError, jsonable, parse_assignments, parse_vector  # noqa: F401  (re-exported)
 
 Configure = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace], int]
@@ -31,10 +29,6 @@ COMMAND_MODULES: list[str] = [
 ]
 
 
-class UsageError(ValueError):
-    """Bad command-line input (exit code 2)."""
-
-
 def command(name: str, help: str) -> Callable[[Configure], Configure]:
     """Register ``configure(parser)``; the configured parser must set ``func`` via ``set_defaults``."""
 
@@ -43,51 +37,6 @@ def command(name: str, help: str) -> Callable[[Configure], Configure]:
         return configure
 
     return deco
-
-
-def parse_assignments(items: Sequence[str]) -> dict[str, str]:
-    """``["m=10", "A=-0.1"]`` → ``{"m": "10", "A": "-0.1"}``."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"expected key=value, got {item!r}")
-        if key in out:
-            raise UsageError(f"parameter {key!r} given twice")
-        out[key] = value
-    return out
-
-
-def parse_vector(name: str, text: str) -> np.ndarray:
-    """``"1,0.5,-2"`` → array; ParameterError naming the parameter otherwise."""
-    try:
-        v = np.array([float(t) for t in text.split(",") if t.strip()], dtype=float)
-    except ValueError:
-        raise ParameterError(f"{name} must be a comma-separated list of numbers, got {text!r}") from None
-    if v.size == 0 or not np.all(np.isfinite(v)):
-        raise ParameterError(f"{name} must be a non-empty list of finite numbers, got {text!r}")
-    return v
-
-
-def jsonable(value: Any) -> Any:
-    """Make numpy scalars, complex numbers and non-finite floats JSON-safe (non-finite → null)."""
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return jsonable(value.tolist())
-    if isinstance(value, complex | np.complexfloating):
-        c = complex(value)
-        return f"{c.real:g}{c.imag:+g}j"
-    if isinstance(value, np.bool_ | bool):
-        return bool(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        f = float(value)
-        return f if math.isfinite(f) else None
-    return value
 
 
 def emit(obj: dict[str, Any], as_json: bool) -> None:

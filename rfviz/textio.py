@@ -1,0 +1,63 @@
+"""Text in and out, shared by the CLI and the app: ``key=value`` assignments, number lists, JSON-safe values.
+
+Neutral ground: it imports only numpy and ``rfviz.params``, so both ``rfviz.cli`` and the app's pages can use it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .params import ParameterError
+
+
+class UsageError(ValueError):
+    """Bad command-line input (exit code 2)."""
+
+
+def parse_assignments(items: Sequence[str]) -> dict[str, str]:
+    """``["m=10", "A=-0.1"]`` → ``{"m": "10", "A": "-0.1"}``."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"expected key=value, got {item!r}")
+        if key in out:
+            raise UsageError(f"parameter {key!r} given twice")
+        out[key] = value
+    return out
+
+
+def parse_vector(name: str, text: str) -> np.ndarray:
+    """``"1,0.5,-2"`` → array; ParameterError naming the parameter otherwise."""
+    try:
+        v = np.array([float(t) for t in text.split(",") if t.strip()], dtype=float)
+    except ValueError:
+        raise ParameterError(f"{name} must be a comma-separated list of numbers, got {text!r}") from None
+    if v.size == 0 or not np.all(np.isfinite(v)):
+        raise ParameterError(f"{name} must be a non-empty list of finite numbers, got {text!r}")
+    return v
+
+
+def jsonable(value: Any) -> Any:
+    """Make numpy scalars, complex numbers and non-finite floats JSON-safe (non-finite → null)."""
+    if isinstance(value, dict):
+        return {k: jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return jsonable(value.tolist())
+    if isinstance(value, complex | np.complexfloating):
+        c = complex(value)
+        return f"{c.real:g}{c.imag:+g}j"
+    if isinstance(value, np.bool_ | bool):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        f = float(value)
+        return f if math.isfinite(f) else None
+    return value
