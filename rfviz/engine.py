@@ -1,6 +1,6 @@
 """Monte-Carlo engine: sampled mean, MSE and standard errors of any estimator over grids of input pairs.
 
-Design (issue 5):
+Design:
 * **Log-scaled arithmetic.** Each estimate is computed as K̂·e^{-s} with s = the estimator's ``log_scale``
   (log|K| by default), so values stay O(1) whatever the kernel's size (float32 stays in range on a GPU);
   MSE = e^{2s}·mean|K̂e^{-s} − Ke^{-s}|² is reported as a log.
@@ -19,7 +19,9 @@ Design (issue 5):
   Chan, Golub & LeVeque's parallel update in float64 on the device.
 
 Entry points: ``monte_carlo`` (explicit pairs, any batch shape), ``monte_carlo_grid`` (θ × r grid),
-``sweep`` (1-D sweep of any estimator parameter).
+``sweep`` (1-D sweep of any estimator parameter). ``monte_carlo`` is three steps that can be called separately:
+``prepare`` (validate, reduce the pairs, plan the work), ``run_blocks`` (sample and estimate every block, combine
+their moments) and ``summarise`` (the MCResult).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import torch
 from .estimators.base import Estimator, PairStats, Samples, get_estimator
 from .geometry import check_r, check_theta, project_to_span
 from .numerics import LOG10
-from .params import ParameterError
+from .params import Param, ParameterError, validated
 from .sampling import resolve_device
 
 DEFAULT_MEMORY_BUDGET = 512 * 2**20
@@ -159,23 +161,6 @@ def _default_dtype(device: torch.device) -> torch.dtype:
     return torch.float64 if device.type == "cpu" else torch.float32
 
 
-def _feature_count(estimator: Estimator) -> int:
-    """Rough number of random features per input (2m for trig/antithetic, plus hybrids' n): sizes the work."""
-    p = estimator.params
-    return int(p.get("m", 1)) * (1 + int(p.get("n", 0))) * 2
-
-
-def work_per_pair(estimator: Estimator) -> int:
-    """Elements of live intermediate tensors per (trial, pair) inside ``estimate``.
-
-    Estimators may define ``work_per_pair()``; the default allows four live copies of the feature count
-    (projections, shifted exponents, their exponentials, one temporary) plus a constant.
-    """
-    hook = getattr(estimator, "work_per_pair", None)
-    value = hook() if callable(hook) else 4 * _feature_count(estimator) + 16
-    return max(1, int(value))
-
-
 def _samples_nbytes(samples: Samples) -> int:
     return int(sum(t.numel() * t.element_size() for t in samples.values() if isinstance(t, torch.Tensor)))
 
@@ -223,7 +208,83 @@ def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_byt
     return _Plan(super_pairs, unit_trials, unit_pairs, fixed, unit_trials * unit_pairs * unit_cost)
 
 
-def monte_carlo(
+TRIALS_PARAM = Param("trials", 2000, "int", "independent Monte-Carlo estimates per pair", low=2)
+BLOCK_TRIALS_PARAM = Param("block_trials", DEFAULT_BLOCK_TRIALS, "int", "trials per independently seeded block", low=2)
+CHUNK_BYTES_PARAM = Param("chunk_bytes", DEFAULT_CHUNK_BYTES, "int", "largest unit of work (bytes)", low=1)
+SEED_PARAM = Param("seed", 0, "int", "random seed of the Monte-Carlo run")
+
+
+@dataclass
+class PreparedRun:
+    """Everything a Monte-Carlo run needs before its first estimate (``prepare``): the pairs in the coordinates the
+    estimator samples in, the targets and log-scales, the device, and the block/chunk plan."""
+
+    estimator: Estimator
+    x: np.ndarray  # (P, dim) after projection to span(x, y) for isotropic estimators
+    y: np.ndarray
+    batch_shape: tuple[int, ...]
+    d: int
+    log_scale: np.ndarray  # (P,)
+    target: np.ndarray  # (P,) K·e^{-s}
+    trials: int
+    seed: int
+    block: int
+    device: torch.device
+    dtype: torch.dtype
+    per_pair: int
+    itemsize: int
+    plan: _Plan
+    memory_budget: int
+    started: float
+    first_block: Samples | None = None
+    """Block 0, drawn to size the plan (reused by ``run_blocks`` rather than drawn twice)."""
+
+    @property
+    def pairs(self) -> int:
+        return len(self.x)
+
+    @property
+    def dim(self) -> int:
+        return self.x.shape[-1]
+
+    @property
+    def n_blocks(self) -> int:
+        return -(-self.trials // self.block)
+
+    def block_size(self, b: int) -> int:
+        return min(self.block, self.trials - b * self.block)
+
+    def draw(self, b: int) -> Samples:
+        """Block b's samples, from its own generator seeded with (seed, b) (the determinism contract)."""
+        gen = torch.Generator(device=self.device)
+        gen.manual_seed(_seed_for_block(self.seed, b))
+        return self.estimator.sample(self.block_size(b), self.d, generator=gen, device=self.device,
+                                     dtype=self.dtype, dim=self.dim)
+
+    @property
+    def total_units(self) -> int:
+        plan, P = self.plan, self.pairs
+        per_block = sum(-(-self.block_size(b) // plan.unit_trials) for b in range(self.n_blocks))
+        n_super = -(-P // plan.super_pairs)
+        return sum(-(-min(plan.super_pairs, P - s * plan.super_pairs) // plan.unit_pairs) * per_block
+                   for s in range(n_super))
+
+
+@dataclass
+class BlockTotals:
+    """Per-pair running moments over every block (``run_blocks``): means and M2s of K̂·e^{-s} and of the squared
+    errors, plus the accounted peak working set and the number of units run."""
+
+    mean_r: np.ndarray
+    m2_r: np.ndarray
+    mean_e: np.ndarray
+    m2_e: np.ndarray
+    peak_bytes: int
+    units: int
+
+
+@validated(TRIALS_PARAM, SEED_PARAM, BLOCK_TRIALS_PARAM, CHUNK_BYTES_PARAM)
+def prepare(
     estimator: Estimator,
     x: np.ndarray,
     y: np.ndarray,
@@ -236,29 +297,11 @@ def monte_carlo(
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
     block_trials: int = DEFAULT_BLOCK_TRIALS,
     chunk_bytes: int | None = None,
-    progress: Callable[[float], None] | None = None,
-    cancel: Callable[[], bool] | None = None,
-) -> MCResult:
-    """Sample ``trials`` independent estimates of K̂ at each pair (x[i], y[i]) and summarise them.
-
-    x, y: arrays (..., dim), broadcast against each other (a single pair may be 1-D); ``d`` is the true
-    dimension when pairs are given in reduced coordinates (isotropic estimators). The result's arrays have the
-    broadcast batch shape (a single pair gives shape (1,)). ``device``: auto (CUDA when available), cpu or
-    cuda; ``dtype`` defaults to float64 on the CPU and float32 on a GPU. ``memory_budget`` (bytes) bounds the
-    engine's accounted working set (reported as ``peak_bytes``); ``chunk_bytes`` caps one unit of work for speed
-    (default: 16 MiB on the CPU, the budget on a GPU); ``block_trials`` is the size of the independently seeded
-    blocks (results depend on seed and block_trials, not on the budget or chunking). ``progress(fraction)`` is
-    called after every unit of work; ``cancel()`` returning True raises ``Cancelled`` (checked before each unit).
-    """
-    if isinstance(trials, bool) or int(trials) != trials or trials < 2:
-        raise ParameterError(f"trials must be an integer in [2, inf), got {trials}")
+) -> PreparedRun:
+    """Validate the arguments, reduce the pairs, compute targets and log-scales and plan the work (see
+    ``monte_carlo`` for the arguments). Draws block 0 to measure the samples' size."""
     if memory_budget < MIN_MEMORY_BUDGET:
         raise ParameterError(f"memory_budget must be at least {MIN_MEMORY_BUDGET} bytes, got {memory_budget}")
-    if block_trials < 2:
-        raise ParameterError(f"block_trials must be an integer in [2, inf), got {block_trials}")
-    if chunk_bytes is not None and chunk_bytes < 1:
-        raise ParameterError(f"chunk_bytes must be an integer in [1, inf), got {chunk_bytes}")
-    trials = int(trials)
     started = time.perf_counter()
     dev = resolve_device(device)
     if chunk_bytes is None:
@@ -277,45 +320,46 @@ def monte_carlo(
         raise ParameterError(f"{estimator.name} depends on coordinates: pass x, y in R^d (d = {d})")
     if estimator.isotropic and x.shape[-1] > 2:
         x, y = project_to_span(x, y)
-    dim = x.shape[-1]
     log_abs, sign = estimator.log_abs_kernel(stats)
     log_scale = np.asarray(estimator.log_scale(stats), dtype=float) * np.ones(len(x))
     target = sign * np.exp(log_abs - log_scale)
-
-    P = len(x)
     itemsize = torch.empty((), dtype=dtype).element_size()
-    per_pair = work_per_pair(estimator)
-    block = min(int(block_trials), trials)
-    n_blocks = -(-trials // block)
+    per_pair = max(1, int(estimator.work_per_pair(d)))
+    block = min(block_trials, trials)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
+    run = PreparedRun(estimator, x, y, batch_shape, d, log_scale, target, trials, seed, block, dev, dtype, per_pair,
+                      itemsize, _Plan(1, 1, 1, 0, 0), memory_budget, started)
+    run.first_block = run.draw(0)
+    run.plan = _plan(len(x), run.dim, block, per_pair, itemsize, _samples_nbytes(run.first_block), memory_budget,
+                     chunk_bytes)
+    return run
 
-    def draw(b: int) -> Samples:
-        gen = torch.Generator(device=dev)
-        gen.manual_seed(_seed_for_block(seed, b))
-        return estimator.sample(min(block, trials - b * block), d, generator=gen, device=dev, dtype=dtype, dim=dim)
 
-    first = draw(0)
-    plan = _plan(P, dim, block, per_pair, itemsize, _samples_nbytes(first), memory_budget, chunk_bytes)
-    n_super = -(-P // plan.super_pairs)
-    units_per_block = [-(-nb // plan.unit_trials) for nb in (min(block, trials - b * block) for b in range(n_blocks))]
-    total_units = sum(-(-min(plan.super_pairs, P - s * plan.super_pairs) // plan.unit_pairs) * sum(units_per_block)
-                      for s in range(n_super))
+def run_blocks(run: PreparedRun, progress: Callable[[float], None] | None = None,
+               cancel: Callable[[], bool] | None = None) -> BlockTotals:
+    """Estimate every block at every pair, unit by unit, and combine the blocks' moments (Chan et al.).
 
+    ``progress(fraction)`` is called after every unit; ``cancel()`` returning True raises ``Cancelled``
+    (checked before each unit)."""
+    est, plan, dev, dtype, P = run.estimator, run.plan, run.device, run.dtype, run.pairs
+    total_units = run.total_units
     out = {k: np.empty(P, dtype=complex) for k in ("mean_r", "m2_r", "mean_e", "m2_e")}
     peak = 0
     done = 0
+    first = run.first_block if run.first_block is not None else run.draw(0)
+    n_super = -(-P // plan.super_pairs)
     for s in range(n_super):
         ps = slice(s * plan.super_pairs, min(P, (s + 1) * plan.super_pairs))
         p_count = ps.stop - ps.start
-        xt = torch.as_tensor(x[ps], device=dev, dtype=dtype)
-        yt = torch.as_tensor(y[ps], device=dev, dtype=dtype)
-        st = torch.as_tensor(log_scale[ps], device=dev, dtype=dtype)
-        tt = torch.as_tensor(target[ps], device=dev, dtype=torch.float64)
+        xt = torch.as_tensor(run.x[ps], device=dev, dtype=dtype)
+        yt = torch.as_tensor(run.y[ps], device=dev, dtype=dtype)
+        st = torch.as_tensor(run.log_scale[ps], device=dev, dtype=dtype)
+        tt = torch.as_tensor(run.target[ps], device=dev, dtype=torch.float64)
         acc = _ChanAccumulator(p_count, dev)
-        for b in range(n_blocks):
-            samples = first if b == 0 else draw(b)
-            nb = min(block, trials - b * block)
+        for b in range(run.n_blocks):
+            samples = first if b == 0 else run.draw(b)
+            nb = run.block_size(b)
             sample_bytes = _samples_nbytes(samples)
             ratios: torch.Tensor | None = None
             for t0 in range(0, nb, plan.unit_trials):
@@ -325,15 +369,15 @@ def monte_carlo(
                     if cancel is not None and cancel():
                         raise Cancelled("Monte-Carlo run cancelled")
                     p1 = min(p_count, p0 + plan.unit_pairs)
-                    ratio = estimator.estimate(sub, xt[p0:p1], yt[p0:p1], st[p0:p1])
+                    ratio = est.estimate(sub, xt[p0:p1], yt[p0:p1], st[p0:p1])
                     if tuple(ratio.shape) != (t1 - t0, p1 - p0):
-                        raise ValueError(f"{estimator.name}.estimate returned shape {tuple(ratio.shape)}, "
+                        raise ValueError(f"{est.name}.estimate returned shape {tuple(ratio.shape)}, "
                                          f"expected {(t1 - t0, p1 - p0)}")
                     if ratios is None:
                         ratios = torch.empty((nb, p_count), device=dev,
                                              dtype=torch.complex128 if ratio.is_complex() else torch.float64)
                     ratios[t0:t1, p0:p1] = ratio
-                    unit_bytes = (t1 - t0) * (p1 - p0) * per_pair * itemsize
+                    unit_bytes = (t1 - t0) * (p1 - p0) * run.per_pair * run.itemsize
                     peak = max(peak, plan.fixed_bytes + 2 * sample_bytes + unit_bytes)
                     done += 1
                     if progress is not None:
@@ -342,31 +386,71 @@ def monte_carlo(
         for k, v in acc.result().items():
             out[k][ps] = v
         if s + 1 < n_super:
-            first = draw(0)
+            first = run.draw(0)
+    return BlockTotals(out["mean_r"], out["m2_r"].real, out["mean_e"].real, out["m2_e"].real, int(peak), total_units)
 
-    mean_r, m2_r, mean_e, m2_e = out["mean_r"], out["m2_r"].real, out["mean_e"].real, out["m2_e"].real
+
+def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
+    """The MCResult of a run: sample variances from the combined moments, reshaped to the input batch shape.
+    FloatingPointError when the estimates overflowed."""
+    trials, dev = run.trials, run.device
+    mean_r, m2_r, mean_e, m2_e = totals.mean_r, totals.m2_r, totals.mean_e, totals.m2_e
     if not (np.all(np.isfinite(mean_e)) and np.all(np.isfinite(mean_r))):
-        raise FloatingPointError(f"{estimator.name}: non-finite Monte-Carlo estimates (the estimator overflowed)")
+        raise FloatingPointError(f"{run.estimator.name}: non-finite Monte-Carlo estimates (the estimator overflowed)")
     var_r = m2_r / (trials - 1)
     var_e = m2_e / (trials - 1)
     res = MCResult(
-        log_scale=log_scale,
-        target=target,
+        log_scale=run.log_scale,
+        target=run.target,
         mean_ratio=mean_r if np.any(np.imag(mean_r)) else np.real(mean_r),
         ratio_sd=np.sqrt(np.maximum(var_r, 0.0)),
         rel_mse=mean_e,
         rel_mse_stderr=np.sqrt(np.maximum(var_e, 0.0) / trials),
         trials=trials,
         device=str(dev),
-        dtype=str(dtype).replace("torch.", ""),
-        peak_bytes=int(peak),
+        dtype=str(run.dtype).replace("torch.", ""),
+        peak_bytes=totals.peak_bytes,
         cuda_peak_bytes=int(torch.cuda.max_memory_allocated(dev)) if dev.type == "cuda" else None,
-        memory_budget=int(memory_budget),
-        elapsed_s=time.perf_counter() - started,
-        units=total_units,
-        extras={"block_trials": block, "plan": plan, "work_per_pair": per_pair, "d": d, "dim": dim},
+        memory_budget=int(run.memory_budget),
+        elapsed_s=time.perf_counter() - run.started,
+        units=totals.units,
+        extras={"block_trials": run.block, "plan": run.plan, "work_per_pair": run.per_pair, "d": run.d,
+                "dim": run.dim},
     )
-    return res.reshaped(batch_shape) if batch_shape != (P,) else res
+    return res.reshaped(run.batch_shape) if run.batch_shape != (run.pairs,) else res
+
+
+def monte_carlo(
+    estimator: Estimator,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    d: int | None = None,
+    trials: int = 2000,
+    seed: int = 0,
+    device: str | torch.device = "auto",
+    dtype: torch.dtype | None = None,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    block_trials: int = DEFAULT_BLOCK_TRIALS,
+    chunk_bytes: int | None = None,
+    progress: Callable[[float], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> MCResult:
+    """Sample ``trials`` independent estimates of K̂ at each pair (x[i], y[i]) and summarise them:
+    ``summarise(run_blocks(prepare(...)))``.
+
+    x, y: arrays (..., dim), broadcast against each other (a single pair may be 1-D); ``d`` is the true
+    dimension when pairs are given in reduced coordinates (isotropic estimators). The result's arrays have the
+    broadcast batch shape (a single pair gives shape (1,)). ``device``: auto (CUDA when available), cpu or
+    cuda; ``dtype`` defaults to float64 on the CPU and float32 on a GPU. ``memory_budget`` (bytes) bounds the
+    engine's accounted working set (reported as ``peak_bytes``); ``chunk_bytes`` caps one unit of work for speed
+    (default: 16 MiB on the CPU, the budget on a GPU); ``block_trials`` is the size of the independently seeded
+    blocks (results depend on seed and block_trials, not on the budget or chunking). ``progress(fraction)`` is
+    called after every unit of work; ``cancel()`` returning True raises ``Cancelled`` (checked before each unit).
+    """
+    run = prepare(estimator, x, y, d=d, trials=trials, seed=seed, device=device, dtype=dtype,
+                  memory_budget=memory_budget, block_trials=block_trials, chunk_bytes=chunk_bytes)
+    return summarise(run, run_blocks(run, progress, cancel))
 
 
 def _var_mean(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

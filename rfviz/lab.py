@@ -32,8 +32,9 @@ from scipy.special import erfc, ndtri
 
 from .engine import MCResult, monte_carlo
 from .estimators.base import REGISTRY, Estimator
+from .geometry import check_r, check_theta
 from .numerics import LOG10
-from .params import ParameterError
+from .params import Param, ParameterError, validated
 from .plugins import call_guarded, instantiate, protocol_guard
 
 DEFAULT_R: tuple[float, ...] = (0.5, 1.0, 1.5)
@@ -55,8 +56,8 @@ DETERMINISTIC_REL = 1e-12
 CLOSED_FORM_ALPHA_FACTOR = 0.01
 """The closed-form test runs at α·this: the z-score of a sampled MSE has a heavier left tail than a normal (its
 standard error is estimated from the same, right-skewed squared errors), and formula errors are large anyway
-(a factor 2 gives |z| > 10 at the default settings). Example: trig_phase (correct closed form) at d = 2, seed 0
-gives z = -4.14 at one point, which α/10 would still reject; 200 seeds give sd(z) = 1.05 there."""
+(a factor 2 gives |z| > 10 at the default settings). Example: trig_phase (correct closed form) at d = 2 with
+random seed 0 gives z = -4.14 at one point, which α/10 would still reject; 200 seeds give sd(z) = 1.05 there."""
 TIE_LOG10 = 0.05
 """|log10 ratio| below this counts as a tie in the win/lose summary (about ±12 %)."""
 EXACT_REL_MSE = 1e-24
@@ -69,6 +70,11 @@ FEATURE_GROWTH_TOLERANCE = 1.1
 """Features look bounded if max|φ| over all samples ≤ this × max|φ| over the first 1/16 of them."""
 SHARED_PARAMS = ("m", "kernel", "coupling")
 """Parameters copied from the candidate to each comparator (a like-for-like comparison)."""
+
+D_PARAM = Param("d", DEFAULT_D, "int", "input dimension of the grid's pairs", low=1)
+TRIALS_PARAM = Param("trials", DEFAULT_TRIALS, "int", "Monte-Carlo trials per grid point", low=100)
+ALPHA_PARAM = Param("alpha", DEFAULT_ALPHA, help="family-wise error rate of the bias test (Holm)", low=0.0, high=1.0,
+                    low_open=True, high_open=True)
 
 
 # --------------------------------------------------------------------------- statistics helpers
@@ -212,7 +218,7 @@ class LabReport:
                 f"max |z| = {max_z:.2f}, first Holm threshold {self.z_critical:.2f})")
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict (non-finite floats become null through rfviz.cli.jsonable)."""
+        """JSON-ready dict (non-finite floats become null through rfviz.textio.jsonable)."""
         out: dict[str, Any] = {
             "estimator": self.estimator,
             "title": self.title,
@@ -312,11 +318,7 @@ def _grid(r: Sequence[float], theta: Sequence[float]) -> tuple[np.ndarray, np.nd
     t_arr = np.asarray(theta, dtype=float).ravel()
     if r_arr.size == 0 or t_arr.size == 0:
         raise ParameterError("the grid needs at least one r and one theta value")
-    if np.any(~np.isfinite(r_arr)) or np.any(r_arr < 0):
-        raise ParameterError(f"r must be numbers in [0, inf), got {r_arr.tolist()}")
-    if np.any(~np.isfinite(t_arr)) or np.any(t_arr < 0) or np.any(t_arr > math.pi + 1e-12):
-        raise ParameterError(f"theta must be in [0, π] (radians), got {t_arr.tolist()}")
-    return r_arr, np.minimum(t_arr, math.pi)
+    return check_r(r_arr), check_theta(t_arr)
 
 
 def _run_mc(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, trials: int, seed: int, device: str,
@@ -379,16 +381,13 @@ def check_features(est: Estimator, x: np.ndarray, y: np.ndarray, log_scale: np.n
             "consistent": bool(finite and max_rel < 1e-6), "max_rel_diff": max_rel}
 
 
+@validated(TRIALS_PARAM, ALPHA_PARAM)
 def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Sequence[float] = DEFAULT_THETA,
                     d: int = DEFAULT_D, trials: int = DEFAULT_TRIALS, seed: int = 0, alpha: float = DEFAULT_ALPHA,
                     compare: Sequence[str] = DEFAULT_COMPARE, device: str = "cpu",
                     check_feature_maps: bool = True,
                     progress: Callable[[float], None] | None = None) -> LabReport:
     """Run the lab's checks on ``est`` over the (r, θ) grid in R^d; see the module docstring."""
-    if not 0 < alpha < 1:
-        raise ParameterError(f"alpha must be a number in (0, 1), got {alpha:g}")
-    if int(trials) != trials or trials < 100:
-        raise ParameterError(f"trials must be an integer in [100, inf), got {trials}")
     r_arr, t_arr = _grid(r, theta)
     owner = f"{type(est).__name__} ({est.name})"
     rr, tt = np.meshgrid(r_arr, t_arr, indexing="ij")

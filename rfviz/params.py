@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
+
+import numpy as np
 
 Kind = Literal["float", "int", "bool", "choice", "complex"]
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ParameterError(ValueError):
@@ -96,6 +102,9 @@ class Param:
         if not math.isfinite(f):
             raise ParameterError(f"{self.name} must be finite, got {value!r}")
         if self.kind == "int":
+            if isinstance(value, int | np.integer):  # exact, also beyond 2^53 (e.g. random seeds)
+                self._check_bounds(f)
+                return int(value)
             if f != int(f):
                 raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
             self._check_bounds(f)
@@ -166,6 +175,57 @@ def validate_params(specs: tuple[Param, ...], values: dict[str, Any], owner: str
         names = ", ".join(sorted(by_name)) or "none"
         raise ParameterError(f"{owner} has no parameter {sorted(unknown)[0]!r}; its parameters are: {names}")
     return {p.name: p.validate(values[p.name]) if p.name in values else p.default for p in specs}
+
+
+def check(value: Any, spec: Param) -> Any:
+    """``value`` validated against ``spec`` (coerced to its type); for an array of numbers, every entry is checked
+    and a float array comes back. The ParameterError names the parameter, its range and the first bad entry."""
+    if isinstance(value, np.ndarray | list | tuple) and spec.kind in ("float", "int"):
+        a = np.asarray(value, dtype=float)
+        if a.ndim > 0:
+            ok = np.isfinite(a)
+            if spec.low is not None:
+                ok &= (a > spec.low) if spec.low_open else (a >= spec.low)
+            if spec.high is not None:
+                ok &= (a < spec.high) if spec.high_open else (a <= spec.high)
+            if spec.kind == "int":
+                ok &= a == np.round(a)
+            if not np.all(ok):
+                spec.validate(float(a[~ok].ravel()[0]))  # raises, naming the first bad entry
+            return a
+    return spec.validate(value)
+
+
+def validated(*specs: Param) -> Callable[[F], F]:
+    """Decorator validating a free function's arguments against Param specs (matched by name) before each call.
+
+    An argument left at a ``None`` default is passed through (``None`` means "automatic"). Example::
+
+        @validated(Param("trials", 2000, "int", low=2))
+        def run(est, *, trials=2000): ...
+    """
+
+    def deco(fn: F) -> F:
+        sig = inspect.signature(fn)
+        for p in specs:
+            if p.name not in sig.parameters:
+                raise TypeError(f"{fn.__qualname__} has no argument {p.name!r} to validate")
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            bound = sig.bind(*args, **kwargs)
+            for p in specs:
+                if p.name in bound.arguments:
+                    value = bound.arguments[p.name]
+                    if value is None and sig.parameters[p.name].default is None:
+                        continue
+                    bound.arguments[p.name] = check(value, p)
+            return fn(*bound.args, **bound.kwargs)
+
+        wrapper.__signature__ = sig  # type: ignore[attr-defined]
+        return wrapper  # type: ignore[return-value]
+
+    return deco
 
 
 # Parameters shared by many estimators: declared once here.

@@ -34,8 +34,8 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
-from .estimators.base import REGISTRY, Estimator, SoftmaxFamilyEstimator
-from .params import Param, ParameterError
+from .estimators.base import REGISTRY, Estimator, PairStats, validate_estimator_class
+from .params import ParameterError
 
 ENV_VAR = "RFVIZ_PLUGINS"
 ENTRY_POINT_GROUP = "rfviz.estimators"
@@ -161,38 +161,12 @@ def resolve_spec(spec: str) -> list[type[Estimator]]:
 
 
 # --------------------------------------------------------------------------- protocol validation
-def _overrides(cls: type, method: str, base: type) -> bool:
-    return getattr(cls, method, None) is not getattr(base, method, None)
-
-
 def validate_class(cls: Any, origin: str = "") -> type[Estimator]:
-    """Static protocol checks: an Estimator subclass with name, title, spec and the required methods."""
+    """The protocol checks every estimator gets (``validate_estimator_class``, as PluginErrors), and a name that no
+    built-in uses."""
     where = f"plugin {origin!r}: " if origin else ""
-    if not (inspect.isclass(cls) and issubclass(cls, Estimator)):
-        raise PluginError(f"{where}{getattr(cls, '__name__', cls)!r} is not an Estimator subclass (subclass "
-                          "rfviz.estimators.base.Estimator or SoftmaxFamilyEstimator)")
+    validate_estimator_class(cls, where, PluginError)
     label = f"{where}{cls.__name__}"
-    for attr in ("name", "title"):
-        value = getattr(cls, attr, None)
-        if not isinstance(value, str) or not value.strip():
-            raise PluginError(f"{label} must define a non-empty string class attribute {attr!r}")
-    if not cls.name.isidentifier():
-        raise PluginError(f"{label}: name must be a Python identifier (letters, digits, _), got {cls.name!r}")
-    spec = getattr(cls, "spec", None)
-    if not isinstance(spec, tuple) or not all(isinstance(p, Param) for p in spec):
-        raise PluginError(f"{label}: spec must be a tuple of rfviz.params.Param")
-    if not _overrides(cls, "sample", Estimator):
-        raise PluginError(f"{label} must implement sample(trials, d, *, generator, device, dtype, dim)")
-    if issubclass(cls, SoftmaxFamilyEstimator):
-        if not _overrides(cls, "_estimate_softmax", SoftmaxFamilyEstimator) and not _overrides(
-                cls, "estimate", SoftmaxFamilyEstimator):
-            raise PluginError(f"{label} must implement _estimate_softmax(samples, x, y, log_scale)")
-    else:
-        if not _overrides(cls, "estimate", Estimator):
-            raise PluginError(f"{label} must implement estimate(samples, x, y, log_scale)")
-        if not _overrides(cls, "log_abs_kernel", Estimator):
-            raise PluginError(f"{label} must implement log_abs_kernel(stats) (its target kernel), or subclass "
-                              "SoftmaxFamilyEstimator")
     if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
         raise PluginError(f"{label}: name {cls.name!r} is already used by a built-in estimator; choose another")
     return cls
@@ -222,8 +196,6 @@ def smoke_test(est: Estimator, d: int = 3, trials: int = 4) -> None:
                           f"{(trials, len(x))}")
     if not bool(torch.isfinite(out).all()):
         raise PluginError(f"{owner}: estimate returned NaN or inf at r ≤ 0.8 (compute in log space)")
-    from .estimators.base import PairStats  # local: keeps the import list short
-
     log_k, _sign = call_guarded(owner, "log_abs_kernel", est.log_abs_kernel, PairStats.of(x, y, d))
     if np.shape(log_k) != (len(x),) or not np.all(np.isfinite(log_k)):
         raise PluginError(f"{owner}: log_abs_kernel must return finite arrays of shape ({len(x)},)")

@@ -11,6 +11,7 @@ returns (trials, P). numpy inputs to ``log_mse`` are (..., dim) and broadcast.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -91,6 +92,14 @@ class Estimator:
     def check_dimension(self, d: int) -> None:
         """Raise ParameterError if the estimator is undefined in dimension d."""
         check_d(d, self.min_dim)
+
+    def work_per_pair(self, d: int) -> int:
+        """Elements of live intermediate tensors per (trial, pair) inside ``estimate`` in dimension d: sizes the
+        Monte-Carlo engine's work units. The default allows four live copies of the feature count (projections,
+        shifted exponents, their exponentials, one temporary) plus a constant; the feature count is 2m (trig and
+        antithetic features), times 1 + n for the hybrids' n extra draws."""
+        features = int(self.params.get("m", 1)) * (1 + int(self.params.get("n", 0))) * 2
+        return 4 * features + 16
 
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
@@ -240,11 +249,46 @@ def with_kernel(*specs: Param) -> tuple[Param, ...]:
 REGISTRY: dict[str, type[Estimator]] = {}
 
 
-def register(cls: type[Estimator]) -> type[Estimator]:
-    """Class decorator adding an estimator to the registry under ``cls.name``."""
+def _overrides(cls: type, method: str, base: type) -> bool:
+    return getattr(cls, method, None) is not getattr(base, method, None)
+
+
+def validate_estimator_class(cls: Any, where: str = "", error: type[Exception] = TypeError) -> type[Estimator]:
+    """Static protocol checks, the same for built-ins (``register``) and plugins (``rfviz.plugins``): an Estimator
+    subclass with a non-empty ``name`` (an identifier) and ``title``, a ``spec`` tuple of Params, and the required
+    methods. Raises ``error`` with a one-line message prefixed by ``where``."""
+    if not (inspect.isclass(cls) and issubclass(cls, Estimator)):
+        raise error(f"{where}{getattr(cls, '__name__', cls)!r} is not an Estimator subclass (subclass "
+                    "rfviz.estimators.base.Estimator or SoftmaxFamilyEstimator)")
+    label = f"{where}{cls.__name__}"
     for attr in ("name", "title"):
-        if not isinstance(getattr(cls, attr, None), str):
-            raise TypeError(f"{cls.__name__} must define a string class attribute {attr!r}")
+        value = getattr(cls, attr, None)
+        if not isinstance(value, str) or not value.strip():
+            raise error(f"{label} must define a non-empty string class attribute {attr!r}")
+    if not cls.name.isidentifier():
+        raise error(f"{label}: name must be a Python identifier (letters, digits, _), got {cls.name!r}")
+    spec = getattr(cls, "spec", None)
+    if not isinstance(spec, tuple) or not all(isinstance(p, Param) for p in spec):
+        raise error(f"{label}: spec must be a tuple of rfviz.params.Param")
+    if not _overrides(cls, "sample", Estimator):
+        raise error(f"{label} must implement sample(trials, d, *, generator, device, dtype, dim)")
+    if issubclass(cls, SoftmaxFamilyEstimator):
+        if not _overrides(cls, "_estimate_softmax", SoftmaxFamilyEstimator) and not _overrides(
+                cls, "estimate", SoftmaxFamilyEstimator):
+            raise error(f"{label} must implement _estimate_softmax(samples, x, y, log_scale)")
+    else:
+        if not _overrides(cls, "estimate", Estimator):
+            raise error(f"{label} must implement estimate(samples, x, y, log_scale)")
+        if not _overrides(cls, "log_abs_kernel", Estimator):
+            raise error(f"{label} must implement log_abs_kernel(stats) (its target kernel), or subclass "
+                        "SoftmaxFamilyEstimator")
+    return cls
+
+
+def register(cls: type[Estimator]) -> type[Estimator]:
+    """Class decorator adding an estimator to the registry under ``cls.name``, after the protocol checks that
+    plugins get at load (``validate_estimator_class``; TypeError otherwise)."""
+    validate_estimator_class(cls)
     if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
         raise ValueError(f"an estimator named {cls.name!r} is already registered")
     REGISTRY[cls.name] = cls

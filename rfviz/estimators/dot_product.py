@@ -155,7 +155,7 @@ class PolySketch(_HomogeneousPolynomial):
     def _raw_features(self, samples: Samples, u: torch.Tensor) -> torch.Tensor:
         return dp.sketch_features(samples["z"], u)
 
-    def work_per_pair(self) -> int:
+    def work_per_pair(self, d: int) -> int:
         return 4 * self.params["m"] * (self.params["p"] + 2) + 16
 
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
@@ -192,7 +192,7 @@ class TensorSRHT(_HomogeneousPolynomial):
     def _raw_features(self, samples: Samples, u: torch.Tensor) -> torch.Tensor:
         return dp.tsrht_features(samples["z"], samples["perm"], u, self.params["m"])
 
-    def work_per_pair(self) -> int:
+    def work_per_pair(self, d: int) -> int:
         d_pad = dp.padded_dim(self._d_hint)
         width = -(-self.params["m"] // d_pad) * d_pad
         return 4 * width * (self.params["p"] + 2) + 16
@@ -377,7 +377,7 @@ class Maclaurin(_DotProductEstimator):
             f = f * torch.exp(-0.5 * (u * u).sum(-1))[None, :, None].to(f.dtype)
         return self._pair_features(f, side)
 
-    def work_per_pair(self) -> int:
+    def work_per_pair(self, d: int) -> int:
         return 6 * self.params["m"] * (self.top_degree + 2) + 16
 
     # ------------------------------------------------------------------ closed form

@@ -11,10 +11,14 @@ import argparse
 import json
 import math
 
-from .cli import UsageError, command, jsonable, parse_assignments, parse_vector
-from .lab import DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_R, DEFAULT_THETA, DEFAULT_TRIALS, check
-from .params import ParameterError
-from .plugins import PluginError, resolve_estimator
+from ..lab import D_PARAM, DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_R, DEFAULT_THETA, DEFAULT_TRIALS, check
+from ..params import ParameterError
+from ..params import check as check_value
+from ..plugins import PluginError, resolve_estimator
+from ..textio import UsageError, jsonable, parse_assignments, parse_vector
+
+NAME = "check"
+HELP = "estimator lab: test a (new) estimator for bias and compare its MSE with the built-ins"
 
 
 def _angles(text: str) -> list[float]:
@@ -38,8 +42,7 @@ def _run_check(args: argparse.Namespace) -> int:
             raise UsageError("kernel given twice (--kernel and kernel=)")
         params["kernel"] = args.kernel
     compare = [c for c in args.compare.split(",") if c.strip()] if args.compare is not None else list(DEFAULT_COMPARE)
-    if args.d < 1:
-        raise ParameterError(f"d must be an integer in [1, inf), got {args.d}")
+    check_value(args.d, D_PARAM)
     report = check(cls, params, r=parse_vector("r", args.r).tolist(), theta=_angles(args.theta), d=args.d,
                    trials=args.trials, seed=args.seed, alpha=args.alpha, compare=compare, device=args.device,
                    check_feature_maps=not args.no_features)
@@ -50,7 +53,7 @@ def _run_check(args: argparse.Namespace) -> int:
     return report.exit_code
 
 
-def _run_guarded(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Plugin code may fail in any way: report it on one line (exit 2), never with a traceback."""
     try:
         return _run_check(args)
@@ -61,8 +64,7 @@ def _run_guarded(args: argparse.Namespace) -> int:
             from exc
 
 
-@command("check", "estimator lab: test a (new) estimator for bias and compare its MSE with the built-ins")
-def _configure_check(p: argparse.ArgumentParser) -> None:
+def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("target", help="built-in or plugin name, or a plugin spec path/to/file.py[:Class] or module:Class")
     p.add_argument("params", nargs="*", help="estimator parameters as key=value (e.g. m=16 sigma=1.3)")
     p.add_argument("--plugin", action="append", metavar="SPEC",
@@ -84,5 +86,4 @@ def _configure_check(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-features", action="store_true", help="skip the feature-map checks")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.set_defaults(func=_run_guarded)
 

@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from .cli import command, emit, parse_assignments, parse_vector
-from .coupling import (
+from ..coupling import (
     COUPLINGS_WITH_DENSITY,
     cdf_wij,
     check_coupling_dimension,
@@ -21,8 +20,13 @@ from .coupling import (
     pair_cosine,
     pairs_within_blocks,
 )
-from .numerics import LOG10
-from .params import Param, ParameterError, validate_params
+from ..numerics import LOG10
+from ..params import Param, ParameterError, validate_params
+from ..textio import parse_assignments, parse_vector
+from ._output import emit
+
+NAME = "density"
+HELP = "density of w_ij = |ω_i + ω_j| under a coupling (SimRF Fig. 5), conformity and MSE ratios"
 
 SPECS: dict[str, Param] = {
     "coupling": Param("coupling", "simplex", "choice", "coupling of the pair", choices=COUPLINGS_WITH_DENSITY),
@@ -77,15 +81,13 @@ def density_report(assignments: dict[str, str]) -> dict[str, Any]:
     return report
 
 
-def _run_density(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     emit(density_report(parse_assignments(args.params)), args.json)
     return 0
 
 
-@command("density", "density of w_ij = |ω_i + ω_j| under a coupling (SimRF Fig. 5), conformity and MSE ratios")
-def _configure_density(p: argparse.ArgumentParser) -> None:
+def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", nargs="*",
                    help="key=value: coupling=iid|orthogonal|simplex, d=6, w=0.5,1,1.5 (default: a grid), "
                         "v=0.5,1 (conformity and MSE ratios), m (default d)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_run_density)

@@ -1,4 +1,4 @@
-"""Core CLI commands: ``estimators`` (the catalog) and ``mse`` (closed form and Monte Carlo at one pair)."""
+"""``python -m rfviz mse``: closed-form MSE of one estimator at one input pair, and optionally its Monte-Carlo twin."""
 
 from __future__ import annotations
 
@@ -8,31 +8,20 @@ from typing import Any
 
 import numpy as np
 
-from .cli import command, emit, parse_assignments, parse_vector
-from .engine import monte_carlo
-from .estimators import REGISTRY, get_estimator
-from .geometry import check_d, embed_pair
-from .numerics import LOG10
-from .params import ParameterError
+from ..engine import monte_carlo
+from ..estimators import get_estimator
+from ..geometry import embed_pair
+from ..numerics import LOG10
+from ..params import Param, ParameterError, check
+from ..textio import parse_assignments, parse_vector
+from ._output import emit
 
+NAME = "mse"
+HELP = "closed-form MSE of one estimator at one input pair, and optionally its Monte-Carlo twin"
+
+D = Param("d", 2, "int", "input dimension", low=1)
+TRIALS = Param("trials", 0, "int", "Monte-Carlo trials (0: closed form only)", low=0)
 INPUT_KEYS = ("r", "theta", "d", "embedding", "x", "y")
-
-
-def _run_estimators(args: argparse.Namespace) -> int:
-    catalog = [cls.describe() for cls in REGISTRY.values()]
-    if args.json:
-        emit({"estimators": catalog}, True)
-    else:
-        for item in catalog:
-            params = ", ".join(f"{p['name']}={p['default']}" for p in item["params"])
-            print(f"{item['name']:<22} {item['title']}  [{params}]")
-    return 0
-
-
-@command("estimators", "list every registered estimator with its parameters")
-def _configure_estimators(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_run_estimators)
 
 
 def resolve_inputs(values: dict[str, str]) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
@@ -52,7 +41,7 @@ def resolve_inputs(values: dict[str, str]) -> tuple[np.ndarray, np.ndarray, dict
         return x, y, {"x": x.tolist(), "y": y.tolist(), "d": int(x.size)}
     r = _number("r", values.get("r", "1.0"))
     theta = _number("theta", values.get("theta", str(math.pi / 2)))
-    d = check_d(_number("d", values.get("d", "2")))
+    d = check(_number("d", values.get("d", "2")), D)
     embedding = values.get("embedding", "canonical")
     x, y = embed_pair(r, theta, d, embedding)
     info: dict[str, Any] = {"r": r, "theta": theta, "d": d}
@@ -125,17 +114,15 @@ def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, d
     return report
 
 
-def _run_mse(args: argparse.Namespace) -> int:
-    if args.trials < 0:
-        raise ParameterError(f"trials must be an integer in [0, inf), got {args.trials}")
+def run(args: argparse.Namespace) -> int:
+    check(args.trials, TRIALS)
     if args.trials == 1:
         raise ParameterError("trials must be 0 (no Monte Carlo) or at least 2, got 1")
     emit(mse_report(args.name, parse_assignments(args.params), args.trials, args.seed, args.device), args.json)
     return 0
 
 
-@command("mse", "closed-form MSE of one estimator at one input pair, and optionally its Monte-Carlo twin")
-def _configure_mse(p: argparse.ArgumentParser) -> None:
+def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", help="estimator name (see `python -m rfviz estimators`)")
     p.add_argument("params", nargs="*",
                    help="key=value: r, theta (radians), d, embedding (canonical, flat, rotation_average), x=1,2,3, "
@@ -144,4 +131,3 @@ def _configure_mse(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed of the Monte-Carlo run")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_run_mse)

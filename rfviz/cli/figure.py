@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from .cli import UsageError, command, emit
-from .gallery import check_key_numbers, export_figure, get_figure, load_gallery
+from ..gallery import check_key_numbers, export_figure, get_figure, load_gallery
+from ..textio import UsageError
+from ._output import emit
+
+NAME = "figure"
+HELP = "export a paper figure from the gallery as HTML/PNG and its data as CSV"
 
 
-def _run_figure(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     if args.list:
         gallery = load_gallery()
         if args.json:
@@ -49,8 +53,7 @@ def _check(name: str, as_json: bool) -> int:
     return 0 if all(c.ok for c in checks) else 1
 
 
-@command("figure", "export a paper figure from the gallery as HTML/PNG and its data as CSV")
-def _configure_figure(p: argparse.ArgumentParser) -> None:
+def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("name", nargs="?", help="figure name (see --list)")
     p.add_argument("--list", action="store_true", help="list the gallery's figures")
     p.add_argument("--out", help="output file: .html (plotly.js embedded), or .png (needs a Chromium for kaleido)")
@@ -58,4 +61,3 @@ def _configure_figure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="store_true",
                    help="compare the figure's key numbers with the reference catalog (exit 1 if any is off)")
     p.add_argument("--json", action="store_true", help="print JSON")
-    p.set_defaults(func=_run_figure)

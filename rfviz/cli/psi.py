@@ -7,8 +7,7 @@ import argparse
 import math
 from typing import Any
 
-from .cli import command, emit, parse_assignments
-from .optimal_sampling import (
+from ..optimal_sampling import (
     INPUT_KINDS,
     INPUT_PARAMS,
     KERNELS,
@@ -17,7 +16,13 @@ from .optimal_sampling import (
     OptimalSampling,
     gaussian_input_thresholds,
 )
-from .params import Param, ParameterError, validate_params
+from ..params import Param, ParameterError, validate_params
+from ..textio import parse_assignments
+from ._output import emit
+
+NAME = "psi"
+HELP = ("optimal importance-sampling density Ψ (Thm 1 of 'All RF representations are equivalent'): "
+        "radial density vs Ω, V*, unweighted variance and divergence flags")
 
 SPECS: dict[str, Param] = {
     "mechanism": Param("mechanism", "positive", "choice", "feature map", choices=MECHANISMS),
@@ -53,7 +58,7 @@ def psi_report(assignments: dict[str, str]) -> dict[str, Any]:
     return report
 
 
-def _run_psi(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     report = psi_report(parse_assignments(args.params))
     if not args.json:
         report = {k: v for k, v in report.items() if k != "radial"}
@@ -61,11 +66,8 @@ def _run_psi(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("psi", "optimal importance-sampling density Ψ (Thm 1 of 'All RF representations are equivalent'): "
-                "radial density vs Ω, V*, unweighted variance and divergence flags")
-def _configure_psi(p: argparse.ArgumentParser) -> None:
+def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", nargs="*",
                    help="key=value: mechanism=positive|trig, inputs=sphere|gaussian|pair|two_spheres, "
                         "kernel=softmax|gaussian, d, r, r2, sigma, theta, grid")
     p.add_argument("--json", action="store_true", help="print JSON (with the radial density grid)")
-    p.set_defaults(func=_run_psi)
