@@ -14,9 +14,11 @@ import torch
 from mc_helpers import assert_mc_matches_closed_form
 
 import rfviz
+from rfviz.estimators.base import Estimator, register, validate_estimator_class
 from rfviz.geometry import canonical_pair, project_to_span
 from rfviz.numerics import log1mexp, log_cosh_m1, log_expm1
-from rfviz.params import Param, ParameterError
+from rfviz.params import Param, ParameterError, check, validated
+from rfviz.plugins import validate_class
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
@@ -47,6 +49,49 @@ def test_param_validation_messages_name_parameter_and_range():
     c = Param("kernel", "softmax", "choice", choices=("softmax", "gaussian"))
     with pytest.raises(ParameterError, match="kernel must be one of softmax, gaussian"):
         c.validate("laplace")
+
+
+def test_check_and_validated_use_the_param_spec():
+    trials = Param("trials", 10, "int", low=2)
+    r = Param("r", 1.0, low=0.0)
+    assert check(5.0, trials) == 5 and isinstance(check(5.0, trials), int)
+    assert check(2**60 + 1, Param("seed", 0, "int")) == 2**60 + 1  # exact beyond float precision
+    np.testing.assert_array_equal(check([0.0, 2.5], r), [0.0, 2.5])
+    with pytest.raises(ParameterError, match=r"r must be a number in \[0, inf\), got -1"):
+        check(np.array([0.5, -1.0, -2.0]), r)
+    with pytest.raises(ParameterError, match="r must be finite"):
+        check([0.5, math.inf], r)
+
+    @validated(trials, Param("chunk", 1, "int", low=1))
+    def run(n, *, trials=10, chunk=None):
+        return n, trials, chunk
+
+    assert run(1, trials=3.0) == (1, 3, None)  # coerced; a None default passes through
+    with pytest.raises(ParameterError, match=r"trials must be an integer in \[2, inf\), got 1"):
+        run(1, trials=1)
+    with pytest.raises(ParameterError, match="chunk must be"):
+        run(1, chunk=0)
+    with pytest.raises(TypeError, match="no argument 'nope'"):
+        validated(Param("nope", 0))(run)
+
+
+def test_register_runs_the_protocol_checks_plugins_get():
+    class NoSample(Estimator):
+        name = "no_sample_estimator"
+        title = "No sample"
+
+    class BadName(Estimator):
+        name = "bad name"
+        title = "Bad name"
+
+    for cls, message in ((NoSample, "must implement sample"), (BadName, "must be a Python identifier")):
+        with pytest.raises(TypeError, match=message):
+            register(cls)
+        with pytest.raises(ParameterError, match=message):  # the same check, as the plugin loader reports it
+            validate_class(cls, "x.py")
+        assert cls.name not in rfviz.REGISTRY
+    for cls in rfviz.REGISTRY.values():
+        assert validate_estimator_class(cls) is cls
 
 
 def test_registry_entries_follow_the_protocol():

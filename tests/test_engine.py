@@ -11,7 +11,17 @@ import scipy.stats
 import torch
 
 import rfviz
-from rfviz.engine import Cancelled, MCResult, monte_carlo, monte_carlo_grid, stack_results, sweep
+from rfviz.engine import (
+    Cancelled,
+    MCResult,
+    monte_carlo,
+    monte_carlo_grid,
+    prepare,
+    run_blocks,
+    stack_results,
+    summarise,
+    sweep,
+)
 from rfviz.estimators.classic import Positive
 from rfviz.geometry import canonical_pair
 from rfviz.params import ParameterError
@@ -218,6 +228,18 @@ def test_float32_log_space_matches_closed_form_far_outside_float32_range(name):
     assert np.all(np.abs(res.z_against(log_mse)) < Z_TOL), res.z_against(log_mse)
 
 
+def test_monte_carlo_is_prepare_run_blocks_summarise():
+    est = rfviz.create("positive", m=8)
+    x, y = _pairs(est, 5)
+    whole = monte_carlo(est, x, y, d=5, trials=300, seed=4, device="cpu", memory_budget=2**18, block_trials=64)
+    run = prepare(est, x, y, d=5, trials=300, seed=4, device="cpu", memory_budget=2**18, block_trials=64)
+    assert run.n_blocks == 5 and run.per_pair == est.work_per_pair(5) == 4 * 2 * 8 + 16
+    parts = summarise(run, run_blocks(run))
+    for field in ("mean_ratio", "rel_mse", "rel_mse_stderr", "ratio_sd", "target", "log_scale"):
+        np.testing.assert_array_equal(getattr(parts, field), getattr(whole, field))
+    assert (parts.peak_bytes, parts.units) == (whole.peak_bytes, whole.units)
+
+
 def test_input_validation():
     est = rfviz.create("trig")
     x, y = canonical_pair(0.5, 1.0, 3)
@@ -227,6 +249,10 @@ def test_input_validation():
         monte_carlo(est, x, y, trials=10, device="tpu")
     with pytest.raises(ParameterError, match="memory_budget must be at least"):
         monte_carlo(est, x, y, trials=10, memory_budget=10)
+    with pytest.raises(ParameterError, match=r"block_trials must be an integer in \[2, inf\)"):
+        monte_carlo(est, x, y, trials=10, block_trials=1)
+    with pytest.raises(ParameterError, match="trials must be"):
+        monte_carlo(est, x, y, trials=True)
 
 
 # ------------------------------------------------------------------ samplers used by the engine
