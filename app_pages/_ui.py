@@ -77,6 +77,7 @@ class PageState:
     def __init__(self, page: str) -> None:
         self.page = page
         self.url_errors: list[str] = []
+        self._errors_shown = False
 
     def key(self, name: str) -> str:
         return f"{self.page}.{name}"
@@ -96,6 +97,8 @@ class PageState:
                 value = parsed
             except (ParameterError, ValueError) as exc:
                 self.url_errors.append(f"URL parameter {name}: {exc}; using the default {to_text(default)}")
+                if self._errors_shown:  # a widget created after show_url_errors (in a tab, behind a toggle)
+                    self.show_url_errors()
         st.session_state[key] = value
 
     def _sync(self, name: str, value: Any) -> None:
@@ -104,7 +107,8 @@ class PageState:
             st.query_params[name] = text
 
     def show_url_errors(self) -> None:
-        """Show what could not be read from the URL (each once)."""
+        """Show what could not be read from the URL (each once; later widgets show theirs where they are)."""
+        self._errors_shown = True
         for msg in self.url_errors:
             st.error(msg, icon=":material/link_off:")
         self.url_errors.clear()
