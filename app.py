@@ -1,4 +1,5 @@
-"""rfviz: ``streamlit run app.py``. A home page plus one page per view (pages/*.py), routed by st.navigation."""
+"""rfviz: ``streamlit run app.py``. A home page plus one page per view (app_pages/<url_path>.py), routed by
+st.navigation. The pages are listed once, in app_pages/__init__.py (``PAGES``); this file turns them into st.Page."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import pathlib
 
 import streamlit as st
 
-from rfviz import ui
+from app_pages import LEGACY_PATHS, PAGES
+from app_pages import _ui as ui
 
 ROOT = pathlib.Path(__file__).resolve().parent
 
@@ -34,9 +36,20 @@ def home() -> None:
     ui.sidebar_info()
 
 
+def redirect(target: st.Page, old: str) -> st.Page:
+    """A hidden page at the old URL path ``old`` that switches to ``target`` with the same query parameters."""
+
+    def go() -> None:
+        st.switch_page(target, query_params=st.query_params.to_dict())
+
+    return st.Page(go, title=target.title, url_path=old, visibility="hidden")
+
+
 st.set_page_config(page_title="rfviz: random-feature atlas", page_icon=str(ROOT / "assets" / "logo.svg"),
                    layout="wide")
 st.logo(str(ROOT / "assets" / "logo.svg"))
-VIEWS = [st.Page(file, title=title, icon=icon, url_path=url)
-         for file, title, icon, url in ui.discover_pages(ROOT / "pages")]
-st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True, url_path="home"), *VIEWS]).run()
+VIEWS = [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES]
+by_path = {v.url_path: v for v in VIEWS}
+OLD = [redirect(by_path[new], old) for old, new in LEGACY_PATHS.items()]
+st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True, url_path="home"), *VIEWS,
+               *OLD]).run()

@@ -20,20 +20,11 @@ sys.path.insert(0, str(ROOT))
 
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-# page → (widget kind, key, first value, step): each run sets first + i·step
-CHANGES = {
-    "mse_explorer": ("slider", "mse.slice_theta", 0.5, 0.07),
-    "mse_explorer (grid)": ("number_input", "mse.r_max", 2.1, 0.05),
-    "hybrid": ("slider", "hybrid.r", 1.2, 0.05),
-    "gerf": ("slider", "gerf.r", 1.2, 0.05),
-    "coupling": ("slider", "coupling.v", 1.2, 0.05),
-    "optimal_sampling": ("slider", "psi.r", 1.2, 0.05),
-    "dot_product": ("slider", "dot.theta", 0.5, 0.03),
-}
+from app_pages import PAGES  # noqa: E402  (each page's Sweep widgets: app_pages/__init__.py)
 
 
-def bench(page: str, kind: str, key: str, first: float, step: float, runs: int) -> list[float]:
-    at = AppTest.from_file(str(ROOT / "pages" / f"{page.split()[0]}.py"), default_timeout=300).run()
+def bench(file: pathlib.Path, kind: str, key: str, first: float, step: float, runs: int) -> list[float]:
+    at = AppTest.from_file(str(file), default_timeout=300).run()
     assert not at.exception, at.exception
     times = []
     for i in range(runs):
@@ -50,10 +41,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     args = ap.parse_args()
     print(f"{'page (parameter changed)':<42} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
-    for page, (kind, key, first, step) in CHANGES.items():
-        t = bench(page, kind, key, first, step, args.runs)
-        print(f"{page + ' (' + key + ')':<42} {1000 * statistics.median(t):>10.0f} {1000 * min(t):>8.0f} "
-              f"{1000 * max(t):>8.0f}")
+    for page in PAGES:
+        for sw in page.sweeps:
+            t = bench(page.file, sw.kind, page.key(sw.name), sw.first, sw.step, args.runs)
+            label = f"{page.url_path} ({sw.name})"
+            print(f"{label:<42} {1000 * statistics.median(t):>10.0f} {1000 * min(t):>8.0f} {1000 * max(t):>8.0f}")
 
 
 if __name__ == "__main__":

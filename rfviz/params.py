@@ -237,3 +237,20 @@ COUPLING_PARAM = Param("coupling", "iid", "choice",
                        "how the m projections ω are drawn jointly (Simplex RF paper §3): iid Gaussian, orthogonal "
                        "blocks, simplex blocks, or simplex+ (data-dependent)",
                        choices=("iid", "orthogonal", "simplex", "simplex_plus"))
+
+
+# Page-level parameters of the app (inputs and sampling settings, not estimator parameters): declared once here so
+# that every page's widgets, URL parsing and error messages use the same valid range.
+D_PARAM = Param("d", 16, "int", "input dimension of x and y", low=1, label="d (input dimension)")
+COUPLED_D_PARAM = Param("d", 16, "int", "dimension: coupled (orthogonal / simplex) projections need d ≥ 2", low=2,
+                        label="d (dimension)")
+DEGREE_PARAM = Param("p", 3, "int", "degree of the polynomial kernel (x·y)ᵖ", low=1, label="p (degree)")
+TRIALS_PARAM = Param("trials", 2000, "int", "Monte-Carlo trials (independent draws of the features) per point",
+                     low=2, high=1_000_000, label="trials")
+LAB_TRIALS_PARAM = Param("trials", 4000, "int", "per grid point; the bias test's power grows like √trials", low=100,
+                         high=200_000, label="Monte-Carlo trials")
+SAMPLES_PARAM = Param("samples", 3000, "int", "draws of |ω_i + ω_j| per coupling for the histograms", low=10,
+                      high=200_000, label="samples")
+SEED_PARAM = Param("seed", 0, "int", "random seed (same seed, same draws)", low=0, high=2**32 - 1, label="seed")
+R_MAX_PARAM = Param("r_max", 2.0, "float", "largest input length r = |x| = |y| of the grid", low=0.0, low_open=True,
+                    label="r max")

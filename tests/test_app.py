@@ -11,26 +11,17 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from app_pages import BY_PATH, PAGES
+from app_pages._ui import to_text
 from rfviz.figures import explorer as ex
-from rfviz.ui import PAGES, discover_pages, to_text
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = 60
-
-# page → (widget kind, key, invalid value, what the error must mention)
-INVALID = {
-    "mse_explorer": ("number_input", "mse.d", 0, "d must be"),
-    "hybrid": ("number_input", "hybrid.m", 0, "m must be"),
-    "gerf": ("number_input", "gerf.m", 0, "m must be"),
-    "coupling": ("number_input", "coupling.d", 0, "d must be"),
-    "optimal_sampling": ("number_input", "psi.d", 0, "d must be"),
-    "dot_product": ("number_input", "dot.m", 0, "m must be"),
-}
 WIDGET_KINDS = ("slider", "number_input", "selectbox", "multiselect", "toggle", "radio", "checkbox", "select_slider")
 
 
 def page_path(page: str) -> str:
-    return str(ROOT / "pages" / f"{page}.py")
+    return str(BY_PATH[page].file)
 
 
 def _no_exception(at: AppTest, context: str) -> None:
@@ -86,7 +77,8 @@ def _change(at: AppTest, kind: str, key: str) -> bool:
     return True
 
 
-ALL_PAGES = [pathlib.Path(f).stem for f, *_ in discover_pages(ROOT / "pages")]
+ALL_PAGES = [p.url_path for p in PAGES]
+PROBED = [p.url_path for p in PAGES if p.probe is not None]
 
 
 @pytest.fixture(scope="module", params=ALL_PAGES)
@@ -96,16 +88,32 @@ def loaded(request) -> tuple[str, AppTest]:
     return page, at
 
 
-def test_every_page_file_exists():
-    missing = [p for p in PAGES if not pathlib.Path(page_path(p)).exists()]
+def test_every_page_file_exists_and_every_file_is_a_page():
+    """One file per URL path in app_pages/ (no numbered names), and no ``pages/`` folder: that name switches
+    Streamlit to its legacy multipage mode, which bypasses app.py's st.navigation."""
+    missing = [p.url_path for p in PAGES if not p.file.exists()]
     assert not missing, f"pages without a file: {missing}"
+    files = {f.stem for f in (ROOT / "app_pages").glob("*.py") if not f.stem.startswith("_")}
+    assert files == set(ALL_PAGES), f"files in app_pages/ that are not in PAGES: {sorted(files - set(ALL_PAGES))}"
+    assert not (ROOT / "pages").exists()
+    assert len({p.icon for p in PAGES}) == len(PAGES), "every page has its own icon"
+
+
+def test_rfviz_never_imports_streamlit():
+    import subprocess
+    import sys
+
+    code = ("import sys, rfviz, rfviz.figures, rfviz.gallery, rfviz.lab; "
+            "print('streamlit' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_home_and_navigation():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
     _no_exception(at, "home")
     assert any("rfviz" in t.value for t in at.title)
-    at.switch_page("pages/mse_explorer.py").run()
+    at.switch_page("app_pages/mse_explorer.py").run()
     _no_exception(at, "switch to the MSE explorer")
     assert any("MSE explorer" in t.value for t in at.title)
 
@@ -115,7 +123,7 @@ def test_page_loads_with_defaults(loaded):
     _no_exception(at, page)
     assert not at.error, f"{page} shows errors with its defaults: {[e.value for e in at.error]}"
     assert at.title, f"{page} has no title"
-    if page in PAGES:  # the six views draw their figures with the defaults (the lab waits for a button)
+    if BY_PATH[page].draws_chart:  # the views draw their figures with the defaults (the lab waits for a button)
         assert at.get("plotly_chart"), f"{page} draws no plotly chart"
 
 
@@ -123,6 +131,8 @@ def test_every_widget_reruns(loaded):
     page, at = loaded
     widgets = _widgets(at)
     assert widgets, f"{page} has no widgets"
+    foreign = [key for _, key in widgets if not key.startswith(f"{page}.")]
+    assert not foreign, f"{page}: widget keys must start with the page's URL path: {foreign}"
     changed = 0
     for kind, key in widgets:
         if _change(at, kind, key):
@@ -132,18 +142,48 @@ def test_every_widget_reruns(loaded):
     assert changed >= len(widgets) // 2
 
 
-@pytest.mark.parametrize("page", list(INVALID))
+@pytest.mark.parametrize("page", PROBED)
 def test_invalid_value_shows_error_and_page_keeps_working(page):
-    kind, key, bad, text = INVALID[page]
+    probe = BY_PATH[page].probe
+    key, text = BY_PATH[page].key(probe.name), f"{probe.name} must be"
     fresh = AppTest.from_file(page_path(page), default_timeout=TIMEOUT).run()
-    getattr(fresh, kind)(key=key).set_value(bad).run()
-    _no_exception(fresh, f"{page} with {key}={bad}")
+    fresh.number_input(key=key).set_value(probe.bad).run()
+    _no_exception(fresh, f"{page} with {key}={probe.bad}")
     errors = [e.value for e in fresh.error]
     assert any(text in e for e in errors), f"{page}: no error mentioning {text!r} in {errors}"
     # the page keeps working: the widgets are still there and a valid value clears the error
-    getattr(fresh, kind)(key=key).set_value(type(bad)(16) if "d" in key else 8).run()
+    fresh.number_input(key=key).set_value(probe.good).run()
     _no_exception(fresh, f"{page} after fixing {key}")
     assert not any(text in e.value for e in fresh.error)
+
+
+@pytest.mark.parametrize("page,name,value", [("mse_explorer", "trials", "1"), ("hybrid", "trials", "2000000"),
+                                             ("gerf", "seed", "-1"), ("estimator_lab", "trials", "50")])
+def test_page_parameter_out_of_range_in_the_url_falls_back_with_an_error(page, name, value):
+    """Page-level parameters (rfviz.params: TRIALS_PARAM, SEED_PARAM, LAB_TRIALS_PARAM, …) check URL values with
+    the same range as the widget: out of range → the default, and an error naming the parameter and the range."""
+    at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
+    at.query_params[name] = value
+    at.run()
+    _no_exception(at, f"{page}?{name}={value}")
+    assert any(f"URL parameter {name}: {name} must be an integer in [" in e.value for e in at.error), \
+        [e.value for e in at.error]
+    assert str(at.number_input(key=BY_PATH[page].key(name)).value) != value
+
+
+@pytest.mark.parametrize("page,on", [("mse_explorer", "mc"), ("hybrid", "mc"), ("gerf", "mc"), ("coupling", "mc")])
+def test_trials_share_one_range_on_every_page(page, on):
+    """trials = 1 is rejected with the same message (TRIALS_PARAM's range, [2, 10⁶]) on every page that samples."""
+    from rfviz.params import TRIALS_PARAM
+
+    at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
+    at.query_params.update({"r_max": "0.6", "mc_res": "3"} if page == "mse_explorer" else {})
+    at.run()
+    at.toggle(key=BY_PATH[page].key(on)).set_value(True)
+    at.number_input(key=BY_PATH[page].key("trials")).set_value(1).run()
+    _no_exception(at, f"{page} with trials = 1")
+    assert any(f"trials must be {TRIALS_PARAM.range_text()}, got 1" in e.value for e in at.error), \
+        [e.value for e in at.error]
 
 
 def test_url_query_parameters_restore_and_record_the_view():
@@ -151,10 +191,10 @@ def test_url_query_parameters_restore_and_record_the_view():
     at.query_params.update({"kernel": "gaussian", "est": "trig", "trig.m": "25", "quantity": "rel_error"})
     at.run()
     _no_exception(at, "explorer from URL")
-    assert at.sidebar.selectbox(key="mse.kernel").value == "gaussian"
-    assert at.sidebar.multiselect(key="mse.est").value == ["trig"]
-    assert at.number_input(key="mse.trig.m").value == 25
-    at.number_input(key="mse.trig.m").set_value(30).run()
+    assert at.sidebar.selectbox(key="mse_explorer.kernel").value == "gaussian"
+    assert at.sidebar.multiselect(key="mse_explorer.est").value == ["trig"]
+    assert at.number_input(key="mse_explorer.trig.m").value == 25
+    at.number_input(key="mse_explorer.trig.m").set_value(30).run()
     assert at.query_params["trig.m"] == ["30"] or at.query_params["trig.m"] == "30"
 
 
@@ -165,12 +205,12 @@ def test_complex_list_parameter_widget_accepts_and_rejects_text():
     at.query_params.update({"est": "complex_exponential_diag"})
     at.run()
     _no_exception(at, "explorer with complex_exponential_diag")
-    box = at.text_input(key="mse.complex_exponential_diag.A_diag")
+    box = at.text_input(key="mse_explorer.complex_exponential_diag.A_diag")
     assert box.value == "1+0.5j,0.8+0j"
     box.set_value("1, 0, 1j").run()
     _no_exception(at, "explorer with a singular A_diag")
     assert any("A_diag must be" in e.value for e in at.error)
-    at.text_input(key="mse.complex_exponential_diag.A_diag").set_value("1+0.5j, 0.8").run()
+    at.text_input(key="mse_explorer.complex_exponential_diag.A_diag").set_value("1+0.5j, 0.8").run()
     assert not at.error
 
 
@@ -180,7 +220,7 @@ def test_bad_url_parameter_shows_error_and_falls_back():
     at.run()
     _no_exception(at, "explorer with a bad URL")
     assert any("res" in e.value for e in at.error)
-    assert at.sidebar.slider(key="mse.res").value == 60
+    assert at.sidebar.slider(key="mse_explorer.res").value == 60
 
 
 def test_explorer_monte_carlo_overlay_and_badge():
@@ -188,7 +228,7 @@ def test_explorer_monte_carlo_overlay_and_badge():
     # r ≤ 0.6 keeps e^{|x+y|²} ≤ e^{1.44}: light tails, so 2000 trials give honest standard errors.
     at.query_params.update({"est": "trig,positive_antithetic", "r_max": "0.6", "trials": "2000", "mc_res": "4"})
     at.run()
-    at.toggle(key="mse.mc").set_value(True).run()
+    at.toggle(key="mse_explorer.mc").set_value(True).run()
     _no_exception(at, "Monte Carlo overlay")
     badges = [m.value for m in at.markdown if "badge[" in m.value]
     assert badges and "agree within 4 SE" in badges[0], badges
@@ -265,16 +305,11 @@ def test_gallery_explorer_links_open_their_view(name, page, params):
     at.run()
     _no_exception(at, f"{name} → {page}")
     assert not at.error, f"{name} → {page}: {[e.value for e in at.error]}"
-    prefix = PREFIX[page]
     widgets = {w.key: w for kind in WIDGET_KINDS for w in getattr(at, kind) if w.key}
     for key, value in params.items():
-        widget = widgets.get(f"{prefix}.{key}")
+        widget = widgets.get(BY_PATH[page].key(key))
         assert widget is not None, f"{name}: the link sets {key!r}, which no widget of {page} reads"
         assert to_text(widget.value) == to_text(_parsed(widget.value, value)), (name, key, widget.value, value)
-
-
-PREFIX = {"mse_explorer": "mse", "hybrid": "hybrid", "gerf": "gerf", "coupling": "coupling",
-          "optimal_sampling": "psi", "dot_product": "dot"}
 
 
 def _parsed(current: object, text: str) -> object:

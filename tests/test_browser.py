@@ -1,7 +1,8 @@
 """End-to-end: the app in a real headless Chromium (Debian's /usr/bin/chromium driven by Playwright).
 
-Starts ``streamlit run app.py`` on a free port, opens every page, waits for its Plotly chart, moves one slider with
-the keyboard, checks that no exception is shown, and saves a screenshot per page under pytest's tmp dir.
+Starts ``streamlit run app.py`` on a free port, opens every page by its URL path (a deep link on a fresh server: no
+"Page not found"), waits for its Plotly chart, moves one slider with the keyboard, checks that no exception is shown,
+and saves a screenshot per page under pytest's tmp dir. Old URL paths redirect to their page.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from rfviz.ui import PAGES, discover_pages
+from app_pages import BY_PATH, LEGACY_PATHS, PAGES
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -59,8 +60,6 @@ def server():
                 out = proc.stdout.read().decode() if proc.stdout else ""
                 pytest.fail(f"streamlit did not start (exit code {proc.poll()}):\n{out[-3000:]}")
             time.sleep(0.5)
-        with urllib.request.urlopen(url, timeout=10):  # the home page: app.py's st.navigation takes over routing
-            pass
         yield url
     finally:
         proc.terminate()
@@ -87,6 +86,7 @@ def _assert_no_exception(page, where: str) -> None:
     assert page.locator('[data-testid="stException"]').count() == 0, f"{where}: exception element shown"
     text = page.inner_text("body")
     assert "Traceback" not in text, f"{where}: traceback on the page"
+    assert "Page not found" not in text, f"{where}: Streamlit could not route the URL path"
 
 
 def _wait_idle(page, timeout_ms: int = 90_000) -> None:
@@ -96,7 +96,7 @@ def _wait_idle(page, timeout_ms: int = 90_000) -> None:
         "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
 
 
-URLS = [url for _, _, _, url in discover_pages(ROOT / "pages")]
+URLS = [p.url_path for p in PAGES]
 
 
 @pytest.mark.parametrize("url_path", URLS)
@@ -107,7 +107,7 @@ def test_page_in_browser(server, browser, url_path, tmp_path):
     try:
         page.goto(f"{server}/{url_path}", wait_until="domcontentloaded", timeout=60_000)
         page.wait_for_selector("h1", timeout=90_000)
-        needs_chart = url_path in PAGES
+        needs_chart = BY_PATH[url_path].draws_chart
         if needs_chart:
             page.wait_for_selector(".js-plotly-plot", timeout=90_000)
         _wait_idle(page)
@@ -137,11 +137,27 @@ def test_page_in_browser(server, browser, url_path, tmp_path):
             if needs_chart:
                 page.wait_for_selector(".js-plotly-plot", timeout=90_000)
             _assert_no_exception(page, f"{url_path} after moving a slider")
-        elif needs_chart:
+        elif BY_PATH[url_path].sweeps:  # the views (the pages the benchmark times by moving a widget)
             pytest.fail(f"{url_path} has no slider to move")
         shot = tmp_path / f"{url_path}.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
         assert not [e for e in errors if "plotly" in e.lower() or "TypeError" in e], errors
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("old,new", sorted(LEGACY_PATHS.items()))
+def test_old_url_path_redirects(server, browser, old, new):
+    """The paths of the former numbered page files open their page, query parameters kept."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{server}/{old}?fig=simrf-fig6-mse-ratio", wait_until="domcontentloaded", timeout=60_000)
+        page.wait_for_url(f"**/{new}*", timeout=90_000)
+        page.wait_for_selector("h1", timeout=90_000)
+        _wait_idle(page)
+        _assert_no_exception(page, old)
+        if new == "gallery":
+            assert "fig=simrf-fig6-mse-ratio" in page.url, page.url
     finally:
         page.close()

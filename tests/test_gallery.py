@@ -1,4 +1,4 @@
-"""The paper figure gallery (rfviz.gallery, rfviz.gallery_figures, ``python -m rfviz figure``, pages/8_Gallery.py).
+"""The paper figure gallery (rfviz.gallery, rfviz.gallery_figures, ``python -m rfviz figure``, app_pages/gallery.py).
 
 * every required figure is registered, complete (caption, errata, catalog numbers, live view) and builds headless;
 * its key numbers match the numbers the reference catalogs print, to the printed precision (the catalog values are
@@ -29,7 +29,9 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from rfviz import gallery, ui
+from app_pages import BY_PATH
+from app_pages import _ui as ui
+from rfviz import gallery
 from rfviz import hybrid as hy
 from rfviz.cli import main
 from rfviz.estimators import create
@@ -68,7 +70,7 @@ def test_entry_is_complete(name):
     assert len(e.errata) > 40, "errata must say where rfviz differs from the paper (or that nothing does)"
     assert e.catalog and e.key_numbers is not None and e.source, "catalog numbers, their reader and their source"
     assert e.params, "the figure's parameters"
-    assert e.explorer_page in ui.PAGES, f"explorer page {e.explorer_page!r} is not a live page url_path"
+    assert e.explorer_page in BY_PATH, f"explorer page {e.explorer_page!r} is not a live page url_path"
     assert set(e.corrections) <= set(e.catalog)
     link = e.explorer_link()
     assert link.startswith(f"/{e.explorer_page}?") and e.explorer_link("./").startswith(f"./{e.explorer_page}?")
@@ -300,7 +302,7 @@ def _widget_values(at: AppTest) -> dict[str, object]:
 
 
 def test_gallery_page_runs_and_shows_every_entry():
-    at = AppTest.from_file(str(ROOT / "pages" / "8_Gallery.py"), default_timeout=PAGE_TIMEOUT).run()
+    at = AppTest.from_file(str(ROOT / "app_pages" / "gallery.py"), default_timeout=PAGE_TIMEOUT).run()
     assert not at.exception, [e.message for e in at.exception]
     for name in NAMES:
         at.selectbox(key="gallery.fig").set_value(name).run()
@@ -315,7 +317,7 @@ def test_gallery_page_runs_and_shows_every_entry():
 
 
 def test_gallery_page_reads_the_figure_from_the_url():
-    at = AppTest.from_file(str(ROOT / "pages" / "8_Gallery.py"), default_timeout=PAGE_TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app_pages" / "gallery.py"), default_timeout=PAGE_TIMEOUT)
     at.query_params["fig"] = "simrf-fig6-mse-ratio"
     at.run()
     assert not at.exception
@@ -327,7 +329,7 @@ def test_open_in_explorer_link_restores_the_parameters_on_the_live_page(name):
     """Every query parameter of the link is one the live page reads (a widget ``<page>.<name>``) and the widget
     starts at the linked value; the page runs without an error."""
     e = GALLERY[name]
-    at = AppTest.from_file(str(ROOT / "pages" / f"{e.explorer_page}.py"), default_timeout=PAGE_TIMEOUT)
+    at = AppTest.from_file(str(ROOT / "app_pages" / f"{e.explorer_page}.py"), default_timeout=PAGE_TIMEOUT)
     at.query_params.update(e.explorer_params)
     at.run()
     assert not at.exception, [x.message for x in at.exception]

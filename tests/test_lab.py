@@ -1,4 +1,4 @@
-"""The estimator lab (rfviz.lab, rfviz.plugins, ``python -m rfviz check``, pages/7_Estimator_lab.py).
+"""The estimator lab (rfviz.lab, rfviz.plugins, ``python -m rfviz check``, app_pages/estimator_lab.py).
 
 Every built-in passes the check, the biased example is flagged at the default trial count, the correct example
 passes (and its closed form matches Monte Carlo), broken plugins give one-line errors with exit code 2, plugins load
@@ -265,28 +265,28 @@ def test_page_runs_the_check_on_plugins_from_the_environment(monkeypatch, tmp_pa
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv(plugins.ENV_VAR, f"{BIASED},{CORRECT},{tmp_path / 'gone.py'}")
-    at = AppTest.from_file(str(ROOT / "pages" / "7_Estimator_lab.py"), default_timeout=60).run()
+    at = AppTest.from_file(str(ROOT / "app_pages" / "estimator_lab.py"), default_timeout=60).run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("gone.py" in e.value for e in at.error)  # the broken entry is reported, the page keeps working
-    picker = at.selectbox(key="lab.est")
+    picker = at.selectbox(key="estimator_lab.est")
     assert picker.value == "shared_omega_hybrid"
     assert any(o.startswith("tempered_positive") for o in picker.options)
-    at.number_input(key="lab.trials").set_value(lab.DEFAULT_TRIALS).run()
-    at.button(key="lab.run").click().run()
+    at.number_input(key="estimator_lab.trials").set_value(lab.DEFAULT_TRIALS).run()
+    at.button(key="estimator_lab.run").click().run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("BIAS DETECTED" in e.value for e in at.error)
-    picker = at.selectbox(key="lab.est")
+    picker = at.selectbox(key="estimator_lab.est")
     picker.set_value("tempered_positive").run()
-    at.button(key="lab.run").click().run()
+    at.button(key="estimator_lab.run").click().run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("UNBIASED" in s.value for s in at.success)
     before = {m: mod for m, mod in sys.modules.items()
               if m.startswith(("rfviz_plugin_tempered_positive_", "rfviz_plugin_shared_omega_hybrid_"))}
     at.sidebar.button[0].click().run()  # "Reload plugin files": the modules are imported afresh
-    assert not at.exception and at.selectbox(key="lab.est").value == "tempered_positive"
+    assert not at.exception and at.selectbox(key="estimator_lab.est").value == "tempered_positive"
     assert before and all(sys.modules.get(m) not in (None, mod) for m, mod in before.items())
-    at.number_input(key="lab.d").set_value(0).run()
-    at.button(key="lab.run").click().run()
+    at.number_input(key="estimator_lab.d").set_value(0).run()
+    at.button(key="estimator_lab.run").click().run()
     assert not at.exception and any("d must be" in e.value for e in at.error)
 
 

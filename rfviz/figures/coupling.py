@@ -5,7 +5,7 @@ Figures; all the maths lives in rfviz.coupling."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -131,5 +131,55 @@ def simplex_plus_iterations_figure(norms: np.ndarray, v: float = 1.0, passes: in
     return fig
 
 
-__all__ = ["conformity_figure", "default_w_grid", "density_figure", "ratio_vs_d_figure", "ratio_vs_v_figure",
+SAMPLED_V: tuple[float, ...] = (0.05, 0.2, 0.5, 0.8, 1.0, 1.3)
+"""Values of v where the coupling page samples the MSE ratio: beyond v ≈ 1.3 positive features are heavy-tailed and
+the sample MSE is biased low."""
+SAMPLED_COUPLINGS: tuple[str, ...] = ("orthogonal", "simplex", "simplex_plus")
+
+
+def sampled_ratio_columns(d: int, m: int, features: str = "positive", v: Sequence[float] = SAMPLED_V,
+                          trials: int = 1000, seed: int = 7,
+                          progress: Callable[[float], None] | None = None) -> dict[str, tuple[np.ndarray, ...]]:
+    """Monte-Carlo MSE of each coupling divided by the iid closed form (SimRF Thm 4.3 compares against iid) at
+    |x + y| = v, with x = y = (v/2)·e₁ (trig: x = −y, so that z = |x − y| = v).
+
+    Returns {coupling: (v, ratio, standard error of the ratio)} for orthogonal, simplex and simplex+ (the last has
+    no closed form: sampling is the only way to see it). ``progress`` receives the completed fraction in [0, 1]."""
+    from ..engine import monte_carlo
+    from ..estimators import create
+
+    vs = np.asarray(v, dtype=float)
+    x = np.zeros((vs.size, 2))
+    x[:, 0] = vs / 2
+    y = -x if features == "trig" else x.copy()
+    iid = create(features, m=m, coupling="iid")
+    out: dict[str, tuple[np.ndarray, ...]] = {}
+    for i, coupling in enumerate(SAMPLED_COUPLINGS):
+        est = create(features, m=m, coupling=coupling)
+        step = None if progress is None else (lambda f, i=i: progress((i + f) / len(SAMPLED_COUPLINGS)))
+        res = monte_carlo(est, x, y, d=d, trials=trials, seed=seed, progress=step)
+        ref = np.exp(np.reshape(iid.log_mse(x, y, d), np.shape(res.rel_mse)) - 2 * res.log_scale)
+        out[coupling] = (vs, np.ravel(res.rel_mse / ref), np.ravel(res.rel_mse_stderr / ref))
+    return out
+
+
+def add_sampled_ratios(fig: go.Figure, sampled: dict[str, tuple[np.ndarray, ...]]) -> go.Figure:
+    """A copy of ``ratio_vs_v_figure``'s figure with the sampled ratios of ``sampled_ratio_columns`` as markers
+    (±2 SE bars)."""
+    out = go.Figure(fig)
+    symbols = ("circle-open", "square-open", "diamond-open")
+    for i, (name, (xs, ratio, se)) in enumerate(sampled.items()):
+        out.add_trace(go.Scatter(x=xs, y=ratio, mode="markers", name=f"{name} (sampled ±2 SE)",
+                                 marker={"size": 9, "symbol": symbols[i % len(symbols)], "line": {"width": 2}},
+                                 error_y={"type": "data", "array": 2 * se, "visible": True}))
+    return out
+
+
+def draw_norms(d: int, seed: int) -> np.ndarray:
+    """One draw of the d lengths |ω_i| ~ χ_d (the input of ``simplex_plus_iterations_figure``)."""
+    return np.sqrt(np.random.default_rng(seed).chisquare(d, size=d))
+
+
+__all__ = ["SAMPLED_COUPLINGS", "SAMPLED_V", "add_sampled_ratios", "conformity_figure", "default_w_grid",
+           "density_figure", "draw_norms", "ratio_vs_d_figure", "ratio_vs_v_figure", "sampled_ratio_columns",
            "simplex_plus_iterations_figure"]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from rfviz import ParameterError, ui
+from app_pages import _ui as ui
 from rfviz.estimators import REGISTRY
 from rfviz.figures import dot_product as fd
 from rfviz.figures.common import traces_csv
 from rfviz.geometry import EMBEDDINGS
+from rfviz.params import D_PARAM, DEGREE_PARAM, M_PARAM
 
-state = ui.PageState("dot")
+state = ui.PageState("dot_product")
 ui.header(
     "Dot-product kernel sketches",
     "Random features for the polynomial kernel (x·y)ᵖ multiply p independent random projections. Each weight entry "
@@ -40,9 +41,9 @@ side = st.sidebar
 
 SKETCHES = ("poly_sketch", "tensor_srht")
 
-d = state.number("d (dimension)", "d", 8, int, container=side)
-m = state.number("m (features D)", "m", 16, int, container=side)
-p = state.number("p (degree)", "p", 3, int, container=side)
+d = state.param(D_PARAM, 8, container=side, label="d (dimension)")
+m = state.param(M_PARAM, 16, container=side, label="m (features D)")
+p = state.param(DEGREE_PARAM, container=side)
 q = state.slider("q (real/imaginary mix)", "q", 0.0, 1.0, 0.5, step=0.05, container=side)
 basis = state.selectbox("Basis", "basis", ["rademacher", "plus_minus_i", "unit_circle", "gaussian"], "rademacher",
                         container=side, help="distribution of each weight entry (TensorSRHT: not gaussian)")
@@ -75,10 +76,7 @@ def _figure(view: str, d: int, m: int, p: int, q: float, basis: str, variance: s
 
 
 with ui.guard():
-    for label, value, low in (("d", d, 1), ("m", m, 1), ("p", p, 1)):
-        if int(value) < low:
-            raise ParameterError(f"{label} must be an integer in [{low}, inf), got {value}")
-    d, m, p = int(d), int(m), int(p)
+    d, m, p = ui.valid(D_PARAM, d), ui.valid(M_PARAM, m), ui.valid(DEGREE_PARAM, p)
     for name in SKETCHES:  # validate every parameter through the estimators' specs
         REGISTRY[name](p=p, q=q, m=m, variance=variance, **({"basis": basis} if basis != "gaussian" or
                                                              name == "poly_sketch" else {}))

@@ -12,14 +12,15 @@ import os
 
 import streamlit as st
 
-from rfviz import ParameterError, ui
+from app_pages import _ui as ui
 from rfviz.estimators import REGISTRY
 from rfviz.figures import lab as figs
 from rfviz.lab import DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_TRIALS, check
+from rfviz.params import D_PARAM, LAB_TRIALS_PARAM, SEED_PARAM
 from rfviz.plugins import ENV_VAR, discover, forget
 from rfviz.textio import jsonable
 
-state = ui.PageState("lab")
+state = ui.PageState("estimator_lab")
 ui.header(
     "Estimator lab",
     "Sanity-check an estimator before writing the paper. Write a class following rfviz's estimator protocol in your "
@@ -69,15 +70,14 @@ kernel = None
 if has_kernel:
     kernel_param = next(p for p in cls.spec if p.name == "kernel")
     kernel = state.selectbox("Kernel", "kernel", kernel_param.choices, kernel_param.default, container=side)
-d = state.number("d (input dimension)", "d", DEFAULT_D, int, container=side)
-trials = state.number("Monte-Carlo trials", "trials", DEFAULT_TRIALS, int, container=side,
-                      help="per grid point; the bias test's power grows like √trials")
+d = state.param(D_PARAM, DEFAULT_D, container=side)
+trials = state.param(LAB_TRIALS_PARAM, DEFAULT_TRIALS, container=side)
 r_text = state.text("r values (comma-separated)", "r", "0.5,1,1.5", container=side)
 n_theta = state.slider("θ points in [0, π]", "n_theta", 2, 13, 5, container=side)
 compare = state.multiselect("Compare the MSE with", "compare", [n for n in REGISTRY if n != name],
                             [n for n in DEFAULT_COMPARE if n != name], container=side)
 alpha = state.slider("α (family-wise error)", "alpha", 0.001, 0.1, DEFAULT_ALPHA, step=0.001, container=side)
-seed = state.number("Seed", "seed", 0, int, container=side)
+seed = state.param(SEED_PARAM, container=side, label="Seed")
 state.show_url_errors()
 
 st.caption(f"**{name}**: {cls.title}. {getattr(cls, 'description', '')} *{getattr(cls, 'reference', '')}*")
@@ -89,23 +89,22 @@ if kernel is not None:
 settings = json.dumps(jsonable({"est": name, "params": params, "d": d, "trials": trials, "r": r_text,
                                 "n_theta": n_theta, "compare": compare, "alpha": alpha, "seed": seed}),
                       sort_keys=True)
-if st.button("Run the check", type="primary", icon=":material/science:", key="lab.run"):
+if st.button("Run the check", type="primary", icon=":material/science:", key="estimator_lab.run"):
     with ui.guard(f"{name}: "):
         import numpy as np
 
         from rfviz.textio import parse_vector
 
         r_values = parse_vector("r", r_text).tolist()
-        if int(trials) > 200_000:
-            raise ParameterError(f"trials must be an integer in [100, 200000] in the app, got {trials}")
+        d, trials, seed = ui.valid(D_PARAM, d), ui.valid(LAB_TRIALS_PARAM, trials), ui.valid(SEED_PARAM, seed)
         bar = st.progress(0.0, text="sampling…")
         report = check(cls, params, r=r_values, theta=np.linspace(0.0, np.pi, int(n_theta)).tolist(), d=int(d),
                        trials=int(trials), seed=int(seed), alpha=float(alpha), compare=compare, device="auto",
                        progress=lambda f: bar.progress(min(max(f, 0.0), 1.0), text="sampling…"))
         bar.empty()
-        st.session_state["lab.report"] = (settings, report)
+        st.session_state["estimator_lab.report"] = (settings, report)
 
-stored = st.session_state.get("lab.report")
+stored = st.session_state.get("estimator_lab.report")
 if stored is None:
     st.info("Choose an estimator and press **Run the check**.", icon=":material/play_arrow:")
 else:

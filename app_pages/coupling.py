@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from rfviz import ParameterError, ui
+from app_pages import _ui as ui
 from rfviz.figures import coupling as fc
 from rfviz.figures.common import traces_csv
+from rfviz.params import COUPLED_D_PARAM, M_PARAM, SAMPLES_PARAM, SEED_PARAM, TRIALS_PARAM
 
 state = ui.PageState("coupling")
 ui.header(
@@ -30,9 +31,9 @@ ui.header(
 ui.sidebar_info()
 side = st.sidebar
 
-d = state.number("d (dimension)", "d", 16, int, container=side)
+d = state.param(COUPLED_D_PARAM, container=side)
 features = state.selectbox("Features", "features", list(fc.FEATURE_LABELS), "positive", container=side)
-m = state.number("m (projections; blocks of d when m > d)", "m", 16, int, container=side)
+m = state.param(M_PARAM, 16, container=side, label="m (projections; blocks of d when m > d)")
 v = state.slider("v = |x + y| (z = |x − y| for trig)", "v", 0.05, 5.0, 1.0, step=0.05, container=side)
 state.show_url_errors()
 
@@ -54,8 +55,7 @@ def _ratio_v(d: int, m: int, features: str):
 
 @ui.cached
 def _iterations(d: int, v: float, seed: int):
-    norms = np.sqrt(np.random.default_rng(seed).chisquare(d, size=d))  # one draw of the d lengths |ω_i| ~ χ_d
-    return fc.simplex_plus_iterations_figure(norms, v=v, seed=seed)
+    return fc.simplex_plus_iterations_figure(fc.draw_norms(d, seed), v=v, seed=seed)
 
 
 def _resample() -> None:
@@ -67,49 +67,23 @@ def _ratio_d(v: float, features: str, blocks: int):
     return fc.ratio_vs_d_figure(v, features=features, blocks=blocks)
 
 
-def _sampled_ratios(d: int, m: int, features: str, vs: tuple[float, ...], trials: int, progress) -> dict:
-    """Monte-Carlo MSE/MSE_iid(closed form) per coupling at |x + y| = v (x = y = v/2·e1; trig: x = −y)."""
-    import rfviz
-    from rfviz.engine import monte_carlo
-
-    key = ui.freeze((d, m, features, vs, trials))
-
-    def compute() -> dict:
-        out = {}
-        couplings = ("orthogonal", "simplex", "simplex_plus")
-        iid = rfviz.create(features, m=m, coupling="iid")
-        for i, c in enumerate(couplings):
-            est = rfviz.create(features, m=m, coupling=c)
-            r = np.asarray(vs) / 2
-            x = np.zeros((len(vs), 2))
-            x[:, 0] = r
-            y = -x if features == "trig" else x.copy()
-            res = monte_carlo(est, x, y, d=d, trials=trials, seed=7,
-                              progress=lambda f, i=i: progress((i + f) / len(couplings)))
-            ref = np.exp(np.reshape(iid.log_mse(x, y, d), np.shape(res.rel_mse)) - 2 * res.log_scale)
-            out[c] = (np.asarray(vs), np.ravel(res.rel_mse / ref), np.ravel(res.rel_mse_stderr / ref))
-        return out
-
-    return ui.memo("coupling-mc", key, compute)
+def _sampled_ratios(d: int, m: int, features: str, trials: int, progress) -> dict:
+    """Sampled MSE/MSE_iid per coupling (memoised per session: the run draws a progress bar)."""
+    return ui.memo("coupling-mc", (d, m, features, trials),
+                   lambda: fc.sampled_ratio_columns(d, m, features, trials=trials, progress=progress))
 
 
 with ui.guard():
-    if int(d) < 2:
-        raise ParameterError(f"d must be an integer in [2, inf) for coupled projections, got {d}")
-    if int(m) < 1:
-        raise ParameterError(f"m must be an integer in [1, inf), got {m}")
-    d, m = int(d), int(m)
+    d, m = ui.valid(COUPLED_D_PARAM, d), ui.valid(M_PARAM, m)
     tabs = st.tabs(["Density p(w_ij)", "RF-conformity ρ(v)", "MSE ratio vs v (+ simplex+)", "MSE ratio vs d",
                     "Simplex+ iterations"])
     with tabs[0]:
         c = st.columns(3)
         hist = state.toggle("Sampled histograms", "hist", False, container=c[0],
                             help=f"draws |ω_i + ω_j| from rfviz's samplers (d ≤ {fc.HISTOGRAM_MAX_D})")
-        samples = state.number("samples", "samples", 3000, int, container=c[1])
+        samples = state.param(SAMPLES_PARAM, container=c[1])
         penalty = state.toggle("Overlay the penalty f(w, v)", "penalty", False, container=c[2])
-        if hist and not 10 <= int(samples) <= 200_000:
-            raise ParameterError(f"samples must be an integer in [10, 200000], got {samples}")
-        fig = _density(d, int(samples) if hist else 0, v if penalty else None)
+        fig = _density(d, ui.valid(SAMPLES_PARAM, samples) if hist else 0, v if penalty else None)
         ui.plot(fig, key="cpl-density")
         ui.downloads("rfviz-coupling-density", lambda: traces_csv(fig), fig, key="dens")
     with tabs[1]:
@@ -122,20 +96,13 @@ with ui.guard():
         mc_cols = st.columns([2, 1])
         mc = state.toggle("Monte Carlo at 6 values of v (orthogonal, simplex, simplex+)", "mc", False,
                           container=mc_cols[0])
-        trials = state.number("trials", "trials", 1000, int, container=mc_cols[1])
+        trials = state.param(TRIALS_PARAM, 1000, container=mc_cols[1])
         if mc:
-            if not 2 <= int(trials) <= 10**6:
-                raise ParameterError(f"trials must be an integer in [2, 1000000], got {trials}")
+            trials = ui.valid(TRIALS_PARAM, trials)
             bar = st.progress(0.0, text="sampling couplings…")
-            pts = _sampled_ratios(d, m, features, (0.05, 0.2, 0.5, 0.8, 1.0, 1.3), int(trials),
-                                  lambda f: bar.progress(min(1.0, f)))
+            pts = _sampled_ratios(d, m, features, trials, lambda f: bar.progress(min(1.0, f)))
             bar.empty()
-            fig3 = fc.go.Figure(fig3)
-            for i, (cname, (xs, ratio, se)) in enumerate(pts.items()):
-                fig3.add_trace(fc.go.Scatter(x=xs, y=ratio, mode="markers", name=f"{cname} (sampled ±2 SE)",
-                                             marker={"size": 9, "symbol": ["circle-open", "square-open",
-                                                                           "diamond-open"][i], "line": {"width": 2}},
-                                             error_y={"type": "data", "array": 2 * se, "visible": True}))
+            fig3 = fc.add_sampled_ratios(fig3, pts)
             st.caption("Sampled MSE divided by the iid closed form (v ≤ 1.3: beyond, positive features are "
                        "heavy-tailed and the sample MSE is biased low). Simplex+ has no closed form; it should "
                        "sit at or below simplex.")
@@ -149,9 +116,9 @@ with ui.guard():
     with tabs[4]:
         if hasattr(fc, "simplex_plus_iterations_figure"):
             c5 = st.columns([1, 1, 2])
-            norm_seed = state.number("norms seed", "norm_seed", 0, int, container=c5[0])
+            norm_seed = ui.valid(SEED_PARAM, state.number("norms seed", "norm_seed", 0, int, container=c5[0]))
             c5[1].button("Resample the norms", on_click=_resample, icon=":material/casino:")
-            fig5 = _iterations(d, v, int(norm_seed))
+            fig5 = _iterations(d, v, norm_seed)
             ui.plot(fig5, key="cpl-iter")
             st.caption("SimRF Fig. 4: the data-dependent simplex+ directions lower the conformity below SimRF's in "
                        "a few passes of Eq. 17, for one draw of the d norms.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rfviz import ui
+from app_pages import _ui as ui
 from rfviz.gallery import build_figure, check_key_numbers, data_csv, load_gallery
 
 state = ui.PageState("gallery")

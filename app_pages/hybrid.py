@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from rfviz import ParameterError, ui
+from app_pages import _ui as ui
+from rfviz.estimators import REGISTRY
 from rfviz.figures import hybrid as fh
+from rfviz.params import M_PARAM, SEED_PARAM, TRIALS_PARAM
 
 state = ui.PageState("hybrid")
+LAMBDA_SPEC = {p.name: p for p in REGISTRY["hybrid_gaussian"].spec}  # n and σ: declared by the hybrid estimator
 ui.header(
     "Hybrid estimators",
     "A **hybrid** mixes the trigonometric and positive (++) estimators of the softmax kernel with a random "
@@ -37,10 +40,10 @@ ui.sidebar_info()
 side = st.sidebar
 
 kind = state.radio("λ-coefficient", "lam", list(fh.LAMBDAS), "angular", container=side)
-m = state.number("m (projections ω per base estimator)", "m", 10, int, container=side)
-n = state.number("n (λ-features)", "n", 1 if kind == "angular" else 4, int, container=side)
-sigma = state.number("σ (Gaussian λ bandwidth)", "sigma", 1.0, float, container=side, format="%g", step=0.1,
-                     disabled=kind == "angular", help="used by the Gaussian λ only")
+m = state.param(M_PARAM, 10, container=side, label="m (projections ω per base estimator)")
+n = state.param(LAMBDA_SPEC["n"], 1 if kind == "angular" else 4, container=side, label="n (λ-features)")
+sigma = state.param(LAMBDA_SPEC["sigma"], container=side, label="σ (Gaussian λ bandwidth)", step=0.1,
+                    disabled=kind == "angular", help="used by the Gaussian λ only")
 r = state.slider("r (input length)", "r", 0.1, 5.0, 1.0, step=0.05, container=side)
 r_max = state.slider("r max (maps and max-error)", "r_max", 1.5, 8.0, 4.0, step=0.1, container=side)
 state.show_url_errors()
@@ -72,12 +75,7 @@ def _max_error(r_max: float, n: int, m: int):
 
 
 with ui.guard():
-    for label, value in (("m", m), ("n", n)):
-        if int(value) < 1:
-            raise ParameterError(f"{label} must be an integer in [1, inf), got {value}")
-    if not sigma > 0:
-        raise ParameterError(f"sigma must be a number in (0, inf), got {sigma:g}")
-    m, n = int(m), int(n)
+    m, n, sigma = ui.valid(M_PARAM, m), ui.valid(LAMBDA_SPEC["n"], n), ui.valid(LAMBDA_SPEC["sigma"], sigma)
     tab_lam, tab_mse, tab_win, tab_max = st.tabs(["λ and its moments", "MSE vs base estimators",
                                                   "Where each wins", "Max-relative-error"])
     with tab_lam:
@@ -90,14 +88,13 @@ with ui.guard():
         mc_cols = st.columns([2, 1, 1])
         mc_on = state.toggle("Monte Carlo points", "mc", False, container=mc_cols[0],
                              help="sample trig, ++ and the hybrid with rfviz.engine at 13 angles (±2 SE bars)")
-        trials = state.number("trials", "trials", 4000, int, container=mc_cols[1])
-        seed = state.number("seed", "seed", 0, int, container=mc_cols[2])
+        trials = state.param(TRIALS_PARAM, 4000, container=mc_cols[1])
+        seed = state.param(SEED_PARAM, container=mc_cols[2])
         sampled = None
         if mc_on:
-            if int(trials) < 2:
-                raise ParameterError(f"trials must be an integer in [2, inf), got {trials}")
+            trials, seed = ui.valid(TRIALS_PARAM, trials), ui.valid(SEED_PARAM, seed)
             with st.spinner("sampling…"):
-                sampled = _sampled_mse(kind, r, n, sigma, m, int(trials), int(seed))
+                sampled = _sampled_mse(kind, r, n, sigma, m, trials, seed)
             st.caption("Positive (++) features are heavy-tailed at large r·cos(θ/2): there the sample MSE converges "
                        "slowly and usually falls below the closed form.")
         fig2 = fh.mse_figure(c2, kind, r, sampled)

@@ -1,11 +1,13 @@
-"""Streamlit helpers shared by the app's pages (the only rfviz module that imports streamlit).
+"""Streamlit helpers shared by the app's pages (``from app_pages import _ui as ui``).
 
-``import rfviz`` never imports this module; pages do (``from rfviz import ui``).
+It lives beside the pages, outside the computation package: ``rfviz`` never imports streamlit.
 
 * ``PageState``: widgets whose state lives in the URL's query parameters, so a view can be shared. On the first
   run of a page the widget starts from the URL (``?m=10&kernel=gaussian``), afterwards every change is written back.
   A malformed URL value falls back to the default with a visible ``st.error``.
-* ``param_widget`` / ``estimator_params``: widgets generated from an estimator's ``spec`` (rfviz.params.Param).
+* ``param_widget`` / ``estimator_params``: widgets generated from an estimator's ``spec`` (rfviz.params.Param);
+  ``PageState.param``: a page-level parameter (trials, d, seed, …) declared as a Param in rfviz.params, whose URL
+  value is parsed and range-checked by the Param, and ``valid`` the same check on the widget's value.
 * ``guard``: a context manager turning ``ParameterError`` into ``st.error`` so the page keeps working.
 * ``cached``: ``st.cache_data`` for pure computations; ``downloads``: CSV + HTML download buttons
   (generated lazily, on click); ``header``: title, explanation and the LaTeX formula with its source;
@@ -21,54 +23,10 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from .params import Param, ParameterError
-
-
-def _prefer_st_navigation() -> bool:
-    """app.py routes with st.navigation, but a ``pages/`` folder makes Streamlit start in its legacy multipage mode
-    (which skips app.py when a page URL is opened first on a fresh server). Pages import this module, so the first
-    such run switches the server to st.navigation for every later run (private flag; harmless if it moves)."""
-    try:
-        from streamlit.runtime.pages_manager import PagesManager
-
-        flipped = bool(PagesManager.uses_pages_directory)
-        PagesManager.uses_pages_directory = False
-        return flipped
-    except (ImportError, AttributeError):
-        return False
-
-
-_LEGACY_RUN = _prefer_st_navigation()
+from rfviz.params import Param, ParameterError
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
-
-PAGES: dict[str, tuple[str, str]] = {
-    "mse_explorer": ("MSE explorer", ":material/grid_on:"),
-    "hybrid": ("Hybrid estimators", ":material/merge_type:"),
-    "gerf": ("GERF / OPRF / discrete RFs", ":material/functions:"),
-    "coupling": ("Coupling (simplex RFs)", ":material/change_history:"),
-    "optimal_sampling": ("Optimal sampling Ψ", ":material/target:"),
-    "dot_product": ("Dot-product sketches", ":material/scatter_plot:"),
-}
-"""URL path → (title, icon) of every page; app.py builds the navigation from it (stable links for the gallery)."""
-
-
-def discover_pages(pages_dir: Any) -> list[tuple[str, str, str, str]]:
-    """(file, title, icon, url_path) of every page: the views of ``PAGES`` first (those whose file exists), then any
-    other ``pages/*.py`` (e.g. ``7_Estimator_lab.py`` → "Estimator lab" at ``/estimator_lab``)."""
-    import pathlib
-    import re
-
-    folder = pathlib.Path(pages_dir)
-    out = [(str(folder / f"{path}.py"), title, icon, path) for path, (title, icon) in PAGES.items()
-           if (folder / f"{path}.py").exists()]
-    for f in sorted(folder.glob("*.py")):
-        if f.stem in PAGES or f.stem.startswith("_"):
-            continue
-        stem = re.sub(r"^\d+_", "", f.stem)
-        out.append((str(f), stem.replace("_", " ").capitalize(), ":material/science:", stem.lower()))
-    return out
 
 
 # --------------------------------------------------------------------------- values <-> URL text
@@ -112,16 +70,14 @@ def _parse_number(text: str, kind: type) -> float | int:
 class PageState:
     """Widgets of one page, synchronised with the URL query parameters.
 
-    Widget keys are ``"<page>.<name>"`` in ``st.session_state``; the URL uses ``name`` alone.
+    Widget keys are ``"<page>.<name>"`` in ``st.session_state`` where ``page`` is the page's URL path (= its file
+    name in app_pages/); the URL uses ``name`` alone.
     """
 
     def __init__(self, page: str) -> None:
-        global _LEGACY_RUN
-        if _LEGACY_RUN:  # this run bypassed app.py: rerun once through st.navigation (same URL, same page)
-            _LEGACY_RUN = False
-            st.rerun()
         self.page = page
         self.url_errors: list[str] = []
+        self._errors_shown = False
 
     def key(self, name: str) -> str:
         return f"{self.page}.{name}"
@@ -141,6 +97,8 @@ class PageState:
                 value = parsed
             except (ParameterError, ValueError) as exc:
                 self.url_errors.append(f"URL parameter {name}: {exc}; using the default {to_text(default)}")
+                if self._errors_shown:  # a widget created after show_url_errors (in a tab, behind a toggle)
+                    self.show_url_errors()
         st.session_state[key] = value
 
     def _sync(self, name: str, value: Any) -> None:
@@ -149,7 +107,8 @@ class PageState:
             st.query_params[name] = text
 
     def show_url_errors(self) -> None:
-        """Show what could not be read from the URL (each once)."""
+        """Show what could not be read from the URL (each once; later widgets show theirs where they are)."""
+        self._errors_shown = True
         for msg in self.url_errors:
             st.error(msg, icon=":material/link_off:")
         self.url_errors.clear()
@@ -219,6 +178,33 @@ class PageState:
         value = container.text_input(label, key=self.key(name), **kw)
         self._sync(name, value)
         return value
+
+    def param(self, p: Param, default: Any = None, container: Any = st, label: str | None = None,
+              **kw: Any) -> Any:
+        """A number input for a page-level Param (rfviz.params: D_PARAM, TRIALS_PARAM, SEED_PARAM, …).
+
+        The URL value is parsed and range-checked by ``p`` (out of range: the default, with a visible error); the
+        widget itself is not clamped, so a typed value out of range is reported by ``valid(p, value)`` where the
+        page uses it. ``default`` overrides ``p.default`` for this page."""
+        default = p.default if default is None else default
+        kind = int if p.kind == "int" else float
+        if p.kind not in ("int", "float"):
+            raise TypeError(f"PageState.param takes int or float Params, not {p.kind!r} ({p.name})")
+        self._init(p.name, kind(default), p.parse)
+        if kind is float:
+            kw.setdefault("format", "%g")
+        help_text = kw.pop("help", None) or p.help
+        value = container.number_input(label or p.label or p.name, key=self.key(p.name),
+                                       step=1 if kind is int else kw.pop("step", None),
+                                       help=f"{help_text} (valid: {p.range_text()})", **kw)
+        self._sync(p.name, value)
+        return value
+
+
+def valid(p: Param, value: Any) -> Any:
+    """``value`` checked against the Param (coerced to its type); ParameterError naming it and its range otherwise
+    (inside ``guard`` it is shown as ``st.error`` and the page carries on)."""
+    return p.validate(value)
 
 
 # --------------------------------------------------------------------------- spec-driven widgets
@@ -345,7 +331,7 @@ def plot(fig: Any, key: str | None = None) -> None:
 def _device_text() -> str:
     import torch
 
-    from .sampling import resolve_device
+    from rfviz.sampling import resolve_device
 
     dev = resolve_device("auto")
     if dev.type == "cuda":
@@ -360,6 +346,6 @@ def device_text() -> str:
 
 def sidebar_info() -> None:
     """Compute device and version in the sidebar."""
-    from . import __version__
+    from rfviz import __version__
 
     st.sidebar.caption(f"Compute device: **{device_text()}** · rfviz {__version__}")

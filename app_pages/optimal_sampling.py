@@ -5,12 +5,13 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from rfviz import ParameterError, ui
+from app_pages import _ui as ui
 from rfviz.figures import optimal_sampling as fo
 from rfviz.figures.common import traces_csv
 from rfviz.optimal_sampling import INPUT_KINDS, KERNELS, MECHANISMS, InputLaw, OptimalSampling
+from rfviz.params import D_PARAM
 
-state = ui.PageState("psi")
+state = ui.PageState("optimal_sampling")
 ui.header(
     "Optimal sampling Ψ",
     "Sample ω from a proposal Ψ instead of Ω = N(0, I) and reweight by p_Ω/p_Ψ: the estimator stays unbiased and its "
@@ -34,7 +35,7 @@ side = st.sidebar
 kind = state.selectbox("Inputs", "inputs", list(INPUT_KINDS), "sphere", container=side,
                        help="sphere: x, y ~ Unif(r·S); gaussian: N(0, σ²I); pair: fixed x, y; two_spheres: radii r, r2")
 kernel = state.selectbox("Kernel", "kernel", list(KERNELS), "softmax", container=side)
-d = state.number("d (dimension)", "d", 8, int, container=side)
+d = state.param(D_PARAM, 8, container=side, label="d (dimension)")
 r = state.slider("r (radius)", "r", 0.05, 3.0, 1.0, step=0.05, container=side, disabled=kind == "gaussian")
 r2 = state.slider("r2 (second radius)", "r2", 0.05, 3.0, 0.5, step=0.05, container=side,
                   disabled=kind not in ("pair", "two_spheres"))
@@ -62,9 +63,7 @@ def _equivalence(r, d, kernel, hi):
 
 
 with ui.guard():
-    if int(d) < 1:
-        raise ParameterError(f"d must be an integer in [1, inf), got {d}")
-    d = int(d)
+    d = ui.valid(D_PARAM, d)
     views = ["Ψ* radial density", "V* vs unweighted variance", "Equivalence (X₁ = X₂ or not)"]
     view = state.radio("View", "view", views, views[0])
     if view == views[0]:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from rfviz import ParameterError, ui
+from app_pages import _ui as ui
 from rfviz.figures import gerf as fg
 from rfviz.geometry import EMBEDDINGS
+from rfviz.params import D_PARAM, M_PARAM, SEED_PARAM, TRIALS_PARAM
 
 state = ui.PageState("gerf")
 ui.header(
@@ -35,8 +36,8 @@ ui.sidebar_info()
 side = st.sidebar
 
 kernel = state.selectbox("Kernel", "kernel", ["gaussian", "softmax"], "gaussian", container=side)
-d = state.number("d (input dimension)", "d", 16, int, container=side)
-m = state.number("m (random features)", "m", 16, int, container=side)
+d = state.param(D_PARAM, 16, container=side)
+m = state.param(M_PARAM, 16, container=side)
 r = state.slider("r (input length)", "r", 0.05, 3.0, 1.0, step=0.05, container=side)
 theta = state.slider("θ (angle between x and y, rad)", "theta", 0.0, float(np.pi), 1.0, step=0.01, container=side)
 state.show_url_errors()
@@ -74,16 +75,15 @@ with tab_real:
     a_min = state.number("A min", "a_min", -1.0, float, format="%g", step=0.1, container=rc[0])
     mc_on = state.toggle("Monte Carlo points", "mc", False, container=rc[1],
                          help="sample GERF with rfviz.engine at 9 values of A below 1/16 (±2 SE bars)")
-    trials = state.number("trials", "trials", 4000, int, container=rc[2])
-    seed = state.number("seed", "seed", 0, int, container=rc[3])
+    trials = state.param(TRIALS_PARAM, 4000, container=rc[2])
+    seed = state.param(SEED_PARAM, container=rc[3])
     with ui.guard():
         c = _real(r, theta, int(d), int(m), kernel, float(a_min))
         sampled = None
         if mc_on:
-            if int(trials) < 2:
-                raise ParameterError(f"trials must be an integer in [2, inf), got {trials}")
+            trials, seed = ui.valid(TRIALS_PARAM, trials), ui.valid(SEED_PARAM, seed)
             with st.spinner("sampling…"):
-                sampled = _sampled_real(r, theta, int(d), int(m), kernel, float(a_min), int(trials), int(seed))
+                sampled = _sampled_real(r, theta, int(d), int(m), kernel, float(a_min), trials, seed)
         fig = fg.real_A_figure(c, r, theta, int(d), int(m), kernel, sampled)
         ui.plot(fig, key="gerf-real")
         st.caption(f"A* = {fg.a_star(r, theta, int(d)):.6g} for this pair. Admissible: Re A < 1/8 (finite variance); "
@@ -116,8 +116,7 @@ with tab_dirf:
                                 container=dc[0], help="PoisRF and GeomRF depend on coordinates, not only on r and θ")
     shifted = state.toggle("Shifted variants PoisRF+ / GeomRF+ (CRT §3.2.3)", "shifted", False, container=dc[1])
     with ui.guard():
-        if int(d) < 1:
-            raise ParameterError(f"d must be an integer in [1, inf), got {d}")
+        ui.valid(D_PARAM, d)
         pois, geo, optima = _dirf(r, theta, int(d), int(m), kernel, embedding, shifted)
         fig4 = fg.dirf_figure(pois, geo, optima, shifted)
         ui.plot(fig4, key="gerf-dirf")

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from rfviz import ParameterError, ui
+from app_pages import _ui as ui
 from rfviz.engine import Cancelled
 from rfviz.estimators import REGISTRY
 from rfviz.figures import explorer as ex
 from rfviz.geometry import EMBEDDINGS
+from rfviz.params import D_PARAM, R_MAX_PARAM, SEED_PARAM, TRIALS_PARAM
 
-state = ui.PageState("mse")
+state = ui.PageState("mse_explorer")
 ui.header(
     "MSE explorer",
     "Mean squared error of random-feature estimators of the kernel K(x, y), for two inputs of equal length r at "
@@ -46,13 +47,13 @@ if which == "ratio":
     a = state.selectbox("A", "ratio_a", options, options[0], container=c1)
     b = state.selectbox("B", "ratio_b", options, options[min(1, len(options) - 1)], container=c2)
     pair = (a, b)
-d = state.number("d (input dimension)", "d", 16, int, container=side)
+d = state.param(D_PARAM, container=side)
 needs_embedding = any(not REGISTRY[n].isotropic for n in names)
 embedding = "canonical"
 if needs_embedding:
     embedding = state.selectbox("Embedding of (r, θ) in ℝᵈ", "embedding", list(EMBEDDINGS), "canonical",
                                 container=side, help="coordinate-dependent estimators need a placement of x, y")
-r_max = state.number("r max", "r_max", 2.0, float, container=side, format="%g", step=0.25)
+r_max = state.param(R_MAX_PARAM, container=side, step=0.25)
 resolution = state.slider("Grid resolution", "res", 10, 120, 60, container=side)
 view = state.radio("View", "view", ["heatmap", "3-D surface"], "heatmap", container=side)
 slice_axis = state.radio("Slice at fixed", "slice", ["θ", "r"], "θ", container=side)
@@ -108,8 +109,7 @@ surfs: list[ex.Surface] = []
 grid_ok = False
 with ui.guard():
     if names:
-        if int(d) < 1:
-            raise ParameterError(f"d must be an integer in [1, inf), got {d}")
+        d, r_max = ui.valid(D_PARAM, d), ui.valid(R_MAX_PARAM, r_max)
         r_axis, theta_axis = ex.make_axes(float(r_max), resolution, resolution + 20)
         grid_ok = True
 
@@ -130,9 +130,9 @@ if grid_ok and surfs:
     mc_cols = mc_box.columns([2, 1, 1, 1, 1])
     mc_on = state.toggle("Monte Carlo overlay", "mc", False, container=mc_cols[0],
                          help="sample the estimators with rfviz.engine.monte_carlo on a coarse grid and the slice")
-    trials = state.number("trials", "trials", 2000, int, container=mc_cols[1])
+    trials = state.param(TRIALS_PARAM, container=mc_cols[1])
     mc_res = state.slider("MC grid", "mc_res", 3, 16, 7, container=mc_cols[2])
-    seed = state.number("seed", "seed", 0, int, container=mc_cols[3])
+    seed = state.param(SEED_PARAM, container=mc_cols[3])
     mc_cols[4].button("Stop", on_click=_stop_sampling, icon=":material/stop_circle:", disabled=not mc_on,
                       help="cancel the running Monte-Carlo computation")
     sampled_grid: dict[str, ex.Sampled] = {}
@@ -140,8 +140,7 @@ if grid_ok and surfs:
     r_mc = theta_mc = r_sl = theta_sl = None
     if mc_on:
         with ui.guard("Monte Carlo: "):
-            if int(trials) < 2 or int(trials) > 10**6:
-                raise ParameterError(f"trials must be an integer in [2, 1000000], got {trials}")
+            trials, seed = ui.valid(TRIALS_PARAM, trials), ui.valid(SEED_PARAM, seed)
             r_mc, theta_mc = ex.make_axes(float(r_max), mc_res, mc_res)
             if slice_axis == "θ":
                 r_sl, theta_sl = np.linspace(float(r_max) / 13, float(r_max), 13), np.array([slice_at])

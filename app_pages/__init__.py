@@ -1,0 +1,84 @@
+"""The app's pages: one file per URL path (``app_pages/<url_path>.py``), listed once in ``PAGES``.
+
+``app.py`` builds its ``st.Page`` navigation from ``PAGES``; tests/test_app.py, tests/test_browser.py and
+bench/bench_pages.py read the same list. Adding a page = one file here + one ``Page(...)`` line below. A page's
+widget keys in ``st.session_state`` are ``"<url_path>.<name>"`` (``_ui.PageState(url_path)``), its URL query
+parameters ``name`` alone.
+
+This package holds widgets and layout only (streamlit lives here, never in ``rfviz``); the computations are in
+``rfviz.figures``, ``rfviz.lab`` and ``rfviz.gallery``. It imports nothing itself, so tests and benchmarks can read
+``PAGES`` without starting Streamlit.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from dataclasses import dataclass
+
+HERE = pathlib.Path(__file__).resolve().parent
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A number widget of a page for the tests: setting it to ``bad`` shows an error "<name> must be …" and the
+    page keeps working; ``good`` clears the error."""
+
+    name: str
+    bad: float
+    good: float
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A widget bench/bench_pages.py changes to values it never had (first + i·step) to time an uncached rerun."""
+
+    kind: str
+    name: str
+    first: float
+    step: float
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page: its URL path (= file stem = widget-key prefix), title and icon in the navigation, whether it draws
+    a Plotly chart with its defaults, and the widgets the tests (``probe``) and the benchmark (``sweeps``) use."""
+
+    url_path: str
+    title: str
+    icon: str
+    draws_chart: bool = True
+    probe: Probe | None = None
+    sweeps: tuple[Sweep, ...] = ()
+
+    @property
+    def file(self) -> pathlib.Path:
+        return HERE / f"{self.url_path}.py"
+
+    def key(self, name: str) -> str:
+        """The ``st.session_state`` key of this page's widget ``name``."""
+        return f"{self.url_path}.{name}"
+
+
+PAGES: tuple[Page, ...] = (
+    Page("mse_explorer", "MSE explorer", ":material/grid_on:", probe=Probe("d", 0, 16),
+         sweeps=(Sweep("slider", "slice_theta", 0.5, 0.07), Sweep("number_input", "r_max", 2.1, 0.05))),
+    Page("hybrid", "Hybrid estimators", ":material/merge_type:", probe=Probe("m", 0, 8),
+         sweeps=(Sweep("slider", "r", 1.2, 0.05),)),
+    Page("gerf", "GERF / OPRF / discrete RFs", ":material/functions:", probe=Probe("m", 0, 8),
+         sweeps=(Sweep("slider", "r", 1.2, 0.05),)),
+    Page("coupling", "Coupling (simplex RFs)", ":material/change_history:", probe=Probe("d", 0, 16),
+         sweeps=(Sweep("slider", "v", 1.2, 0.05),)),
+    Page("optimal_sampling", "Optimal sampling Ψ", ":material/target:", probe=Probe("d", 0, 16),
+         sweeps=(Sweep("slider", "r", 1.2, 0.05),)),
+    Page("dot_product", "Dot-product sketches", ":material/scatter_plot:", probe=Probe("m", 0, 8),
+         sweeps=(Sweep("slider", "theta", 0.5, 0.03),)),
+    Page("estimator_lab", "Estimator lab", ":material/science:", draws_chart=False),
+    Page("gallery", "Gallery", ":material/photo_library:"),
+)
+"""Every page, in navigation order (the gallery links to these URL paths)."""
+
+LEGACY_PATHS: dict[str, str] = {"Estimator_lab": "estimator_lab", "Gallery": "gallery"}
+"""Old URL path → page: the paths Streamlit's legacy ``pages/`` mode gave 7_Estimator_lab.py and 8_Gallery.py;
+app.py keeps them as hidden pages that switch to the new one (query parameters kept)."""
+
+BY_PATH: dict[str, Page] = {p.url_path: p for p in PAGES}
