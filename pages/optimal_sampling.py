@@ -8,7 +8,7 @@ import streamlit as st
 from rfviz import ParameterError, ui
 from rfviz.figures import optimal_sampling as fo
 from rfviz.figures.common import traces_csv
-from rfviz.optimal_sampling import INPUT_KINDS, KERNELS, MECHANISMS, InputLaw, OptimalSampling
+from rfviz.maths.optimal import INPUT_KINDS, KERNELS, MECHANISMS, InputLaw, OptimalSampling
 
 state = ui.PageState("psi")
 ui.header(

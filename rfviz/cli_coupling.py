@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .cli import command, emit, parse_assignments, parse_vector
-from .coupling import (
+from .maths.simrf import (
     COUPLINGS_WITH_DENSITY,
     cdf_wij,
     check_coupling_dimension,

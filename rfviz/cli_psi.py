@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 from .cli import command, emit, parse_assignments
-from .optimal_sampling import (
+from .maths.optimal import (
     INPUT_KINDS,
     INPUT_PARAMS,
     KERNELS,

@@ -165,14 +165,14 @@ def _feature_count(estimator: Estimator) -> int:
     return int(p.get("m", 1)) * (1 + int(p.get("n", 0))) * 2
 
 
-def work_per_pair(estimator: Estimator) -> int:
+def work_per_pair(estimator: Estimator, d: int) -> int:
     """Elements of live intermediate tensors per (trial, pair) inside ``estimate``.
 
-    Estimators may define ``work_per_pair()``; the default allows four live copies of the feature count
+    Estimators may define ``work_per_pair(d)``; the default allows four live copies of the feature count
     (projections, shifted exponents, their exponentials, one temporary) plus a constant.
     """
     hook = getattr(estimator, "work_per_pair", None)
-    value = hook() if callable(hook) else 4 * _feature_count(estimator) + 16
+    value = hook(d) if callable(hook) else 4 * _feature_count(estimator) + 16
     return max(1, int(value))
 
 
@@ -284,7 +284,7 @@ def monte_carlo(
 
     P = len(x)
     itemsize = torch.empty((), dtype=dtype).element_size()
-    per_pair = work_per_pair(estimator)
+    per_pair = work_per_pair(estimator, d)
     block = min(int(block_trials), trials)
     n_blocks = -(-trials // block)
     if dev.type == "cuda":

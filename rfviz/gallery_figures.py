@@ -22,10 +22,10 @@ import torch
 from plotly.subplots import make_subplots
 from scipy import integrate, optimize
 
-from . import dot_product as dp
-from . import gerf
-from . import hybrid as hy
-from .coupling import density_wij, mse_ratio_vs_iid
+from .maths import dp
+from .maths import crt as gerf
+from .maths import hrf as hy
+from .maths.simrf import density_wij, mse_ratio_vs_iid
 from .estimators import create
 from .figures import coupling as fc
 from .figures import dot_product as fd
@@ -34,7 +34,7 @@ from .figures.common import LAYOUT, THETA_TICKS, color, lines, traces_csv
 from .gallery import Columns, GalleryFigure, gallery_figure
 from .geometry import canonical_pair
 from .numerics import LOG10
-from .optimal_sampling import InputLaw, OptimalSampling
+from .maths.optimal import InputLaw, OptimalSampling
 
 PI = math.pi
 

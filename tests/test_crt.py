@@ -21,7 +21,7 @@ from mc_helpers import assert_mc_matches_closed_form
 from scipy import optimize
 
 import rfviz
-from rfviz import gerf
+from rfviz.maths import crt as gerf
 from rfviz.geometry import canonical_pair
 from rfviz.params import ParameterError
 

@@ -20,7 +20,7 @@ from scipy.stats import poisson
 
 import rfviz
 import rfviz.cli
-from rfviz import dot_product as dp
+from rfviz.maths import dp
 from rfviz.cli_core import mse_report
 from rfviz.engine import monte_carlo
 from rfviz.params import ParameterError

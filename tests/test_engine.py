@@ -12,7 +12,7 @@ import torch
 
 import rfviz
 from rfviz.engine import Cancelled, MCResult, monte_carlo, monte_carlo_grid, stack_results, sweep
-from rfviz.estimators.classic import Positive
+from rfviz.estimators.hrf import Positive
 from rfviz.geometry import canonical_pair
 from rfviz.params import ParameterError
 from rfviz.sampling import chi_square, gamma_marsaglia_tsang, random_frame

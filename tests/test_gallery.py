@@ -30,7 +30,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rfviz import gallery, ui
-from rfviz import hybrid as hy
+from rfviz.maths import hrf as hy
 from rfviz.cli import main
 from rfviz.estimators import create
 from rfviz.gallery_figures import (
@@ -41,7 +41,7 @@ from rfviz.gallery_figures import (
     quantile_band_columns,
 )
 from rfviz.numerics import LOG10
-from rfviz.optimal_sampling import InputLaw, OptimalSampling
+from rfviz.maths.optimal import InputLaw, OptimalSampling
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GALLERY = gallery.load_gallery()

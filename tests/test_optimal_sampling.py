@@ -20,7 +20,7 @@ from scipy import integrate, stats
 
 from rfviz.cli import main
 from rfviz.figures.optimal_sampling import equivalence_figure, psi_radial_density_figure, variance_sweep_figure
-from rfviz.optimal_sampling import (
+from rfviz.maths.optimal import (
     InputLaw,
     OptimalSampling,
     divergence_regions,

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..coupling import (
+from ..maths.simrf import (
     COUPLINGS_WITH_DENSITY,
     conformity_iterations,
     density_wij,

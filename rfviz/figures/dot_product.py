@@ -13,7 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import dot_product as dp
+from ..maths import dp
 from ..estimators import create
 from ..numerics import LOG10
 from .common import LAYOUT, THETA_TICKS, bars, color, finite_or_none, heatmaps, lines

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import gerf as g
+from ..maths import crt as g
 from ..engine import sweep
 from ..geometry import canonical_pair, embed_pair
 from ..numerics import LOG10, log_expm1

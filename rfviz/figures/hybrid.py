@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .. import hybrid as hy
+from ..maths import hrf as hy
 from ..engine import monte_carlo
 from ..estimators import create
 from ..geometry import canonical_pair

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ..optimal_sampling import (
+from ..maths.optimal import (
     MECHANISMS,
     OptimalSampling,
     divergence_regions,

@@ -36,8 +36,8 @@ import numpy as np
 import torch
 from scipy.special import gammainc, gammaln, logsumexp
 
-from .geometry import EMBEDDINGS, canonical_pair, check_d, check_r, check_theta
-from .params import ParameterError
+from ..geometry import EMBEDDINGS, canonical_pair, check_d, check_r, check_theta
+from ..params import ParameterError
 
 BASES = ("rademacher", "gaussian", "plus_minus_i", "unit_circle")
 UNIT_MODULUS_BASES = ("rademacher", "plus_minus_i", "unit_circle")

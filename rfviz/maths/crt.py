@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
-from .numerics import LOG2, log_diff_exp, log_expm1
-from .params import ParameterError, check_int
+from ..numerics import LOG2, log_diff_exp, log_expm1
+from ..params import ParameterError, check_int
 
 A_MEAN_BOUND = 0.25
 """GERF is unbiased iff Re A < 1/4 (CRT Thm 3.1)."""

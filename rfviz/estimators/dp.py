@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from .. import dot_product as dp
+from ..maths import dp
 from ..numerics import to_log10
 from ..params import Param, ParameterError
 from .base import Estimator, PairStats, Samples, register
@@ -55,17 +55,12 @@ class _DotProductEstimator(Estimator):
 
     family: ClassVar[str] = "dot_product"
     isotropic: ClassVar[bool] = False
-    _d_hint: int = 8
 
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
         raise NotImplementedError
 
     def _log_mse(self, s: PairStats) -> np.ndarray:
         return self._log_mse_stats(dp.DotStats.from_pairs(s.x, s.y))
-
-    def check_dimension(self, d: int) -> None:
-        super().check_dimension(d)
-        self._d_hint = int(d)  # sizes work_per_pair for the engine's memory plan
 
     def log10_mse_grid(self, r: np.ndarray | float, theta: np.ndarray | float, d: int,
                        embedding: str = "canonical") -> np.ndarray:
@@ -155,7 +150,7 @@ class PolySketch(_HomogeneousPolynomial):
     def _raw_features(self, samples: Samples, u: torch.Tensor) -> torch.Tensor:
         return dp.sketch_features(samples["z"], u)
 
-    def work_per_pair(self) -> int:
+    def work_per_pair(self, d: int) -> int:
         return 4 * self.params["m"] * (self.params["p"] + 2) + 16
 
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
@@ -192,8 +187,8 @@ class TensorSRHT(_HomogeneousPolynomial):
     def _raw_features(self, samples: Samples, u: torch.Tensor) -> torch.Tensor:
         return dp.tsrht_features(samples["z"], samples["perm"], u, self.params["m"])
 
-    def work_per_pair(self) -> int:
-        d_pad = dp.padded_dim(self._d_hint)
+    def work_per_pair(self, d: int) -> int:
+        d_pad = dp.padded_dim(d)
         width = -(-self.params["m"] // d_pad) * d_pad
         return 4 * width * (self.params["p"] + 2) + 16
 
@@ -377,7 +372,7 @@ class Maclaurin(_DotProductEstimator):
             f = f * torch.exp(-0.5 * (u * u).sum(-1))[None, :, None].to(f.dtype)
         return self._pair_features(f, side)
 
-    def work_per_pair(self) -> int:
+    def work_per_pair(self, d: int) -> int:
         return 6 * self.params["m"] * (self.top_degree + 2) + 16
 
     # ------------------------------------------------------------------ closed form
