@@ -22,10 +22,6 @@ import torch
 from plotly.subplots import make_subplots
 from scipy import integrate, optimize
 
-from .maths import dp
-from .maths import crt as gerf
-from .maths import hrf as hy
-from .maths.simrf import density_wij, mse_ratio_vs_iid
 from .estimators import create
 from .figures import coupling as fc
 from .figures import dot_product as fd
@@ -33,8 +29,12 @@ from .figures import optimal_sampling as fo
 from .figures.common import LAYOUT, THETA_TICKS, color, lines, traces_csv
 from .gallery import Columns, GalleryFigure, gallery_figure
 from .geometry import canonical_pair
-from .numerics import LOG10
+from .maths import crt as gerf
+from .maths import dp
+from .maths import hrf as hy
 from .maths.optimal import InputLaw, OptimalSampling
+from .maths.simrf import density_wij, mse_ratio_vs_iid
+from .numerics import LOG10
 
 PI = math.pi
 

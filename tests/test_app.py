@@ -321,8 +321,8 @@ def test_hybrid_page_monte_carlo_toggle_and_bad_trials():
 def test_gerf_page_sampled_points_agree_with_closed_forms():
     """GERF's Monte-Carlo points against real A (both s) lie within 4 SE of the closed form (CRT Thm 3.2) where
     the fourth moment is finite (A < 1/16, which ``sampled_real_A_columns`` enforces) at a moderate pair."""
-    from rfviz.maths import crt as gerf
     from rfviz.figures import gerf as fgerf
+    from rfviz.maths import crt as gerf
 
     for kernel in ("gaussian", "softmax"):
         sampled = fgerf.sampled_real_A_columns(0.6, 1.0, 8, 16, kernel, -0.4, 6000, 2, points=5)

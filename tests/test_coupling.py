@@ -22,10 +22,10 @@ from scipy import integrate, optimize, stats
 from scipy.special import gammaln, logsumexp
 
 import rfviz
-from rfviz.maths import simrf as C
 from rfviz.cli import main
 from rfviz.engine import monte_carlo
 from rfviz.geometry import canonical_pair
+from rfviz.maths import simrf as C
 from rfviz.params import ParameterError
 from rfviz.sampling import COUPLINGS, chi_square, sample_omegas
 
@@ -296,8 +296,8 @@ def test_gerf_family_simplex_mse_matches_monte_carlo(name, params, d, m, r, thet
 def test_pair_covariance_agrees_with_gerf_orthogonal_and_reductions():
     """c = 0 reproduces rfviz.gerf's independent orthogonal implementation (chefs §3.9); A = 0 GERF reduces to the
     positive (s = +1) and trig (s = −1) estimators under simplex coupling."""
-    from rfviz.maths import crt as gerf
     from rfviz.estimators.base import PairStats
+    from rfviz.maths import crt as gerf
 
     x, y = canonical_pair(np.array([0.1, 0.5, 1.0, 3.0, 12.0]), np.array([0.3, 1.0, 2.0, 2.5, 0.1]), 2)
     for d, m in [(6, 6), (6, 14), (64, 64)]:

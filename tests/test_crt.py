@@ -21,8 +21,8 @@ from mc_helpers import assert_mc_matches_closed_form
 from scipy import optimize
 
 import rfviz
-from rfviz.maths import crt as gerf
 from rfviz.geometry import canonical_pair
+from rfviz.maths import crt as gerf
 from rfviz.params import ParameterError
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]

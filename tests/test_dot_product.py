@@ -20,9 +20,9 @@ from scipy.stats import poisson
 
 import rfviz
 import rfviz.cli
-from rfviz.maths import dp
 from rfviz.cli_core import mse_report
 from rfviz.engine import monte_carlo
+from rfviz.maths import dp
 from rfviz.params import ParameterError
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]

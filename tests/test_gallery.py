@@ -30,7 +30,6 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from rfviz import gallery, ui
-from rfviz.maths import hrf as hy
 from rfviz.cli import main
 from rfviz.estimators import create
 from rfviz.gallery_figures import (
@@ -40,8 +39,9 @@ from rfviz.gallery_figures import (
     density_mode,
     quantile_band_columns,
 )
-from rfviz.numerics import LOG10
+from rfviz.maths import hrf as hy
 from rfviz.maths.optimal import InputLaw, OptimalSampling
+from rfviz.numerics import LOG10
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GALLERY = gallery.load_gallery()

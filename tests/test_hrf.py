@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from mc_helpers import Z_TOL, assert_mc_matches_closed_form
 
 import rfviz
-from rfviz.maths import hrf as H
 from rfviz.engine import monte_carlo
 from rfviz.estimators.base import PairStats, Samples
 from rfviz.estimators.hrf import HybridAngular
-from rfviz.maths.hrf import log_mse_complex_exponential
 from rfviz.geometry import canonical_pair
+from rfviz.maths import hrf as H
+from rfviz.maths.hrf import log_mse_complex_exponential
 from rfviz.params import ParameterError
 
 PI = math.pi

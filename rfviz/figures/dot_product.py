@@ -13,8 +13,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..maths import dp
 from ..estimators import create
+from ..maths import dp
 from ..numerics import LOG10
 from .common import LAYOUT, THETA_TICKS, bars, color, finite_or_none, heatmaps, lines
 

@@ -11,9 +11,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..maths import crt as g
 from ..engine import sweep
 from ..geometry import canonical_pair, embed_pair
+from ..maths import crt as g
 from ..numerics import LOG10, log_expm1
 from .common import LAYOUT, THETA_TICKS, columns_to_csv, finite_or_none, heatmaps, lines
 
