@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from rfviz import ParameterError, ui
-from rfviz.figures import coupling as fc
+from rfviz.figures import simrf as fc
 from rfviz.figures.common import traces_csv
 
 state = ui.PageState("coupling")

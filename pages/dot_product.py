@@ -7,7 +7,7 @@ import streamlit as st
 
 from rfviz import ParameterError, ui
 from rfviz.estimators import REGISTRY
-from rfviz.figures import dot_product as fd
+from rfviz.figures import dp as fd
 from rfviz.figures.common import traces_csv
 from rfviz.geometry import EMBEDDINGS
 

@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from rfviz import ParameterError, ui
-from rfviz.figures import gerf as fg
+from rfviz.figures import crt as fg
 from rfviz.geometry import EMBEDDINGS
 
 state = ui.PageState("gerf")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from rfviz import ParameterError, ui
-from rfviz.figures import hybrid as fh
+from rfviz.figures import hrf as fh
 
 state = ui.PageState("hybrid")
 ui.header(

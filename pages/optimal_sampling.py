@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from rfviz import ParameterError, ui
-from rfviz.figures import optimal_sampling as fo
+from rfviz.figures import optimal as fo
 from rfviz.figures.common import traces_csv
 from rfviz.maths.optimal import INPUT_KINDS, KERNELS, MECHANISMS, InputLaw, OptimalSampling
 

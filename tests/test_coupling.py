@@ -399,7 +399,7 @@ def test_density_cli_json(capsys):
 
 
 def test_figure_builders():
-    from rfviz.figures import coupling as F
+    from rfviz.figures import simrf as F
 
     fig = F.density_figure(6, samples=500, v=1.0)
     kinds = [t.type for t in fig.data]

@@ -1,8 +1,8 @@
-"""The paper figure gallery (rfviz.gallery, rfviz.gallery_figures, ``python -m rfviz figure``, pages/8_Gallery.py).
+"""The paper figure gallery (rfviz.gallery and its per-paper modules, ``python -m rfviz figure``, pages/8_Gallery.py).
 
 * every required figure is registered, complete (caption, errata, catalog numbers, live view) and builds headless;
 * its key numbers match the numbers the reference catalogs print, to the printed precision (the catalog values are
-  typed in rfviz.gallery_figures from /work/shared/reference/*.md, never computed by rfviz); where the reference is
+  typed in the rfviz.gallery modules from /work/shared/reference/*.md, never computed by rfviz); where the reference is
   wrong, the tests below prove it independently (mpmath, exact geometry, dense grids);
 * the Monte-Carlo quantile bands agree with the closed forms where the squared error is light-tailed;
 * the CLI writes valid HTML (a plotly div), CSV that parses back, PNG when a Chromium exists, lists every entry and
@@ -32,13 +32,8 @@ from streamlit.testing.v1 import AppTest
 from rfviz import gallery, ui
 from rfviz.cli import main
 from rfviz.estimators import create
-from rfviz.gallery_figures import (
-    HRF2_ESTIMATORS,
-    HRF2_KEYS,
-    HRF2_TRIALS,
-    density_mode,
-    quantile_band_columns,
-)
+from rfviz.gallery.hrf import HRF2_ESTIMATORS, HRF2_KEYS, HRF2_TRIALS, quantile_band_columns
+from rfviz.gallery.simrf import density_mode
 from rfviz.maths import hrf as hy
 from rfviz.maths.optimal import InputLaw, OptimalSampling
 from rfviz.numerics import LOG10
