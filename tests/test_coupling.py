@@ -286,7 +286,7 @@ GERF_CASES = [
 
 @pytest.mark.parametrize(("name", "params", "d", "m", "r", "theta"), GERF_CASES)
 def test_gerf_family_simplex_mse_matches_monte_carlo(name, params, d, m, r, theta):
-    """Extension (derived in rfviz.coupling.log_abs_relative_pair_covariance): the A-independent pair covariance."""
+    """Extension (derived in rfviz.maths.simrf.log_abs_relative_pair_covariance): the A-independent pair covariance."""
     est = rfviz.create(name, m=m, coupling="simplex", kernel="gaussian", **params)
     assert est.closed_form_available()
     x, y = canonical_pair(r, theta, 2)
@@ -294,7 +294,7 @@ def test_gerf_family_simplex_mse_matches_monte_carlo(name, params, d, m, r, thet
 
 
 def test_pair_covariance_agrees_with_gerf_orthogonal_and_reductions():
-    """c = 0 reproduces rfviz.gerf's independent orthogonal implementation (chefs §3.9); A = 0 GERF reduces to the
+    """c = 0 reproduces rfviz.maths.crt's independent orthogonal implementation (chefs §3.9); A = 0 GERF reduces to the
     positive (s = +1) and trig (s = −1) estimators under simplex coupling."""
     from rfviz.estimators.base import PairStats
     from rfviz.maths import crt as gerf

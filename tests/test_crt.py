@@ -1,4 +1,4 @@
-"""Chefs' Random Tables (CRT): GERF, OPRF, PoisRF, GeomRF and the maths of rfviz.gerf.
+"""Chefs' Random Tables (CRT): GERF, OPRF, PoisRF, GeomRF and the maths of rfviz.maths.crt.
 
 Golden values are those of shared/reference/chefs_random_tables.md §8 (and its Fig-1 table); Monte-Carlo tolerances
 come from standard errors (|z| < 4, fixed seeds).

@@ -41,7 +41,7 @@ from rfviz.numerics import LOG10
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GALLERY = gallery.load_gallery()
 NAMES = list(GALLERY)
-REQUIRED = {  # issue 8: the figures every gallery must have
+REQUIRED = {  # the figures every gallery must have
     "hrf-fig1-mse-surfaces", "hrf-fig2-quantile-bands", "crt-fig1-oprf-vs-positive", "crt-fig2-variance-comparison",
     "simrf-fig5-wij-densities", "simrf-fig6-mse-ratio", "dp-fig2-error-vs-degree", "dp-fig12-tensorsrht-vs-d",
     "os-radial-densities", "os-vstar-curves",

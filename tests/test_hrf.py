@@ -1,5 +1,5 @@
 """HRF paper estimators (trig_phase, complex_exponential[_diag], hybrid_angular, hybrid_gaussian) and the λ maps,
-moments and relative errors of rfviz.hybrid, against the verified reference hybrid_random_features.md.
+moments and relative errors of rfviz.maths.hrf, against the verified reference hybrid_random_features.md.
 
 Golden values are copied from the reference .md (§9 and the tables of F3–F7, §4, §5), never from rfviz output.
 Monte-Carlo points keep |x + y|² ≲ 2.6: beyond that the ++ part of every hybrid (and the CE estimator with

@@ -3,7 +3,7 @@
 The catalog (``shared/reference/chefs_random_tables.md``) writes every mechanism for the Gaussian kernel; these
 classes implement the softmax versions (features times e^{|u|²/2}, variance times e^{|x|²+|y|²}, reference §3.8)
 and get the Gaussian kernel from SoftmaxFamilyEstimator. The relative MSE is the same for both kernels.
-The maths (closed forms, A*, orthogonal covariance) lives in ``rfviz.gerf``.
+The maths (closed forms, A*, orthogonal covariance) lives in ``rfviz.maths.crt``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """Random features of dot-product kernels: polynomial sketches (real/complex, parameter q), TensorSRHT and
 Maclaurin features (Wacker, Kanagawa, Filippone; reference dot_product_features.md). The maths lives in
-rfviz.dot_product; these classes wire it into the estimator protocol.
+rfviz.maths.dp; these classes wire it into the estimator protocol.
 
 Their variances depend on the coordinates of x and y through S = Σ_k x_k² y_k² (reference P6), so they are
 not isotropic: the engine gives them full d-vectors, and grids need an embedding (canonical, flat or
-rotation_average; see rfviz.dot_product).
+rotation_average; see rfviz.maths.dp).
 """
 
 from __future__ import annotations

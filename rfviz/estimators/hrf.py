@@ -34,6 +34,7 @@ from ..maths.hrf import (
 from ..numerics import log1mexp
 from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
 from ..sampling import sample_omegas
+from ..textio import format_complex
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
 
 A_MIN_MODULUS = 1e-3
@@ -244,16 +245,12 @@ class TrigPhase(SoftmaxFamilyEstimator):
 
 
 # ------------------------------------------------------------------------------ complex exponential
-def _format_complex(c: complex) -> str:
-    c = complex(c)
-    return f"{c.real:g}" if c.imag == 0 else f"{c.real:g}{c.imag:+g}j"
-
-
 def _check_a_entry(name: str, value: complex) -> complex:
     mod = abs(value)
     if not (math.isfinite(mod) and A_MIN_MODULUS <= mod <= A_MAX_MODULUS):
+        text = format_complex(value, drop_zero_imag=True)
         raise ParameterError(f"{name} must be a complex number with modulus in [{A_MIN_MODULUS:g}, "
-                             f"{A_MAX_MODULUS:g}] (A must be invertible), got {_format_complex(value)}")
+                             f"{A_MAX_MODULUS:g}] (A must be invertible), got {text}")
     return complex(value)
 
 
@@ -291,7 +288,7 @@ class ComplexListParam(Param):
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
-        out["default"] = ",".join(_format_complex(c) for c in self.default)
+        out["default"] = ",".join(format_complex(c, drop_zero_imag=True) for c in self.default)
         return out
 
 

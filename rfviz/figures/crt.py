@@ -2,7 +2,7 @@
 
 Variance of m iid features = (per-feature variance)/m, plotted as log10 MSE. Inputs: |x| = |y| = r at angle θ for
 GERF/OPRF (their variance depends on Z_s = |x + s·y|² only); PoisRF/GeomRF depend on coordinates, so the pair is
-placed in ℝᵈ by a named embedding. All maths lives in rfviz.gerf (reference chefs_random_tables.md).
+placed in ℝᵈ by a named embedding. All maths lives in rfviz.maths.crt (reference chefs_random_tables.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Figures of the dot-product page (pure builders: parameters in, plotly Figure out; maths in rfviz.dot_product).
+"""Figures of the dot-product page (pure builders: parameters in, plotly Figure out; maths in rfviz.maths.dp).
 
 Every figure states the quantity it shows (E|k̂−k|² or E(Re k̂ − k)², reference P1) and the S-convention
 (embedding, reference P6/§7) in its title.

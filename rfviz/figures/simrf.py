@@ -1,6 +1,6 @@
 """Figures of the coupling page (Simplex Random Features): p(w_ij) with sampled histograms (Fig. 5), the
 MSE ratio against iid versus v (Fig. 6) and versus d, and the conformity ρ(v). Pure functions returning plotly
-Figures; all the maths lives in rfviz.coupling."""
+Figures; all the maths lives in rfviz.maths.simrf."""
 
 from __future__ import annotations
 

@@ -266,7 +266,7 @@ gallery_figure(GalleryFigure(
     errata="The paper does not state the hybrid's (m, n) nor the θ grid; (16, 8) is the reference's inference from "
            "the paper's other FLOP-matched experiments (reference §5 Figure 2). The maxima quoted (0.31 vs 0.45, "
            "2.42 vs 5.63) are over the grid θ = kπ/8: the continuous maximum of the hybrid at r = 1.5 is 2.54 at "
-           "θ ≈ 0.61 (still well below 5.63; rfviz.hybrid.max_log_eps_angular_hybrid). The relative error is "
+           "θ ≈ 0.61 (still well below 5.63; rfviz.maths.hrf.max_log_eps_angular_hybrid). The relative error is "
            "√(mean sq. err.)/SM as in Def. 3.3 (the paper's definition is not stated). The hybrid's MSE uses the "
            "corrected eq. 47 (reference §7 item 1). λ̂ is applied as in the paper (λ̂·SM_++ + (1 − λ̂)·SM_trig), "
            "not as in the public notebook, which swaps the two (reference §7 item 13).",

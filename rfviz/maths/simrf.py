@@ -451,7 +451,7 @@ def _kummer_table(d: int, terms: int) -> tuple[np.ndarray, np.ndarray]:
 def hyp1f1_d_neg(x: np.ndarray, d: int) -> np.ndarray:
     """1F1(d; d/2; −x) for x ≥ 0 via Kummer, e^{−x}·Σ_k (−d/2)_k/(d/2)_k x^k/k!: each term times e^{−x} is at most
     x^k e^{−x}/k! ≤ 1 in size (|(−h)_k| ≤ (h)_k), so the absolute error is ~1e-16 per term, there is no overflow,
-    and terms beyond the Poisson(x) tail k > x + 12√x + 60 are dropped (cf. rfviz.gerf, CRT §3.9). Even d: a
+    and terms beyond the Poisson(x) tail k > x + 12√x + 60 are dropped (cf. rfviz.maths.crt, CRT §3.9). Even d: a
     polynomial (d/2 + 1 terms). Odd d and x ≥ KUMMER_ODD_LIMIT: scipy's hyp1f1."""
     x = np.asarray(x, dtype=float)
     flat = x.ravel()
