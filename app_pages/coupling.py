@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages import _ui as ui
-from rfviz.figures import coupling as fc
+from rfviz.figures import simrf as fc
 from rfviz.figures.common import traces_csv
 from rfviz.params import COUPLED_D_PARAM, M_PARAM, SAMPLES_PARAM, SEED_PARAM, TRIALS_PARAM
 

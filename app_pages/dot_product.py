@@ -7,7 +7,7 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from rfviz.estimators import REGISTRY
-from rfviz.figures import dot_product as fd
+from rfviz.figures import dp as fd
 from rfviz.figures.common import traces_csv
 from rfviz.geometry import EMBEDDINGS
 from rfviz.params import D_PARAM, DEGREE_PARAM, M_PARAM

@@ -6,7 +6,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages import _ui as ui
-from rfviz.figures import gerf as fg
+from rfviz.figures import crt as fg
 from rfviz.geometry import EMBEDDINGS
 from rfviz.params import D_PARAM, M_PARAM, SEED_PARAM, TRIALS_PARAM
 

@@ -6,7 +6,7 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from rfviz.estimators import REGISTRY
-from rfviz.figures import hybrid as fh
+from rfviz.figures import hrf as fh
 from rfviz.params import M_PARAM, SEED_PARAM, TRIALS_PARAM
 
 state = ui.PageState("hybrid")

@@ -6,9 +6,9 @@ import numpy as np
 import streamlit as st
 
 from app_pages import _ui as ui
-from rfviz.figures import optimal_sampling as fo
+from rfviz.figures import optimal as fo
 from rfviz.figures.common import traces_csv
-from rfviz.optimal_sampling import INPUT_KINDS, KERNELS, MECHANISMS, InputLaw, OptimalSampling
+from rfviz.maths.optimal import INPUT_KINDS, KERNELS, MECHANISMS, InputLaw, OptimalSampling
 from rfviz.params import D_PARAM
 
 state = ui.PageState("optimal_sampling")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from .params import ParameterError, check_int
@@ -86,3 +88,46 @@ def embed_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int,
     if embedding not in EMBEDDINGS:
         raise ParameterError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {embedding!r}")
     return EMBEDDINGS[embedding](r, theta, d)  # type: ignore[operator]
+
+
+@dataclass(frozen=True)
+class PairStats:
+    """Everything a closed form may need about the input pairs, as broadcast numpy arrays.
+
+    ``x``/``y`` are the coordinates actually passed (possibly reduced to span(x, y)); ``d`` is the true
+    dimension of the input space.
+    """
+
+    x: np.ndarray
+    y: np.ndarray
+    xx: np.ndarray
+    yy: np.ndarray
+    xy: np.ndarray
+    d: int
+
+    @property
+    def z2(self) -> np.ndarray:
+        """|x + y|²."""
+        return np.maximum(self.xx + self.yy + 2.0 * self.xy, 0.0)
+
+    @property
+    def delta2(self) -> np.ndarray:
+        """|x - y|²."""
+        return np.maximum(self.xx + self.yy - 2.0 * self.xy, 0.0)
+
+    @classmethod
+    def of(cls, x: np.ndarray, y: np.ndarray, d: int | None = None) -> PairStats:
+        x = np.asarray(x, dtype=float)
+        y = np.asarray(y, dtype=float)
+        xx, yy, xy = pair_stats(x, y)
+        dim = x.shape[-1]
+        d = dim if d is None else check_d(d)
+        if d < dim:
+            raise ParameterError(f"d must be ≥ {dim} (the length of x and y), got {d}")
+        return cls(x, y, xx, yy, xy, d)
+
+
+def gaussian_log_correction(xx: np.ndarray, yy: np.ndarray) -> np.ndarray:
+    """log of the factor MSE_gauss / MSE_softmax = e^{-|x|²-|y|²}: K_gauss(x, y) = e^{-|x|²/2}·SM(x, y)·e^{-|y|²/2}
+    ([HRF] eq. 1), so a softmax estimator's MSE scales by this factor."""
+    return -(np.asarray(xx, float) + np.asarray(yy, float))

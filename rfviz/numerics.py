@@ -33,14 +33,6 @@ def log_diff_exp(a: np.ndarray | float, b: np.ndarray | float) -> np.ndarray:
         return a + log1mexp(a - b)
 
 
-def log_add_exp(*terms: np.ndarray | float) -> np.ndarray:
-    """log(Σ e^{t_i}), elementwise over broadcast arrays."""
-    out = np.asarray(terms[0], dtype=float)
-    for t in terms[1:]:
-        out = np.logaddexp(out, np.asarray(t, dtype=float))
-    return out
-
-
 def log_cosh(t: np.ndarray | float) -> np.ndarray:
     """log cosh(t) for real t, overflow-free."""
     t = np.abs(np.asarray(t, dtype=float))

@@ -42,6 +42,13 @@ def parse_vector(name: str, text: str) -> np.ndarray:
     return v
 
 
+def format_complex(value: complex, drop_zero_imag: bool = False) -> str:
+    """A complex number as text Python and ``parse_assignments`` read back: "1+0.5j" ("1" for a real value when
+    ``drop_zero_imag``)."""
+    c = complex(value)
+    return f"{c.real:g}" if drop_zero_imag and c.imag == 0 else f"{c.real:g}{c.imag:+g}j"
+
+
 def jsonable(value: Any) -> Any:
     """Make numpy scalars, complex numbers and non-finite floats JSON-safe (non-finite → null)."""
     if isinstance(value, dict):
@@ -51,8 +58,7 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         return jsonable(value.tolist())
     if isinstance(value, complex | np.complexfloating):
-        c = complex(value)
-        return f"{c.real:g}{c.imag:+g}j"
+        return format_complex(value)
     if isinstance(value, np.bool_ | bool):
         return bool(value)
     if isinstance(value, np.integer):

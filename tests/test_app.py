@@ -329,7 +329,7 @@ def test_hybrid_page_sampled_points_agree_with_closed_forms():
     """The hybrid page's Monte-Carlo points (trig, ++, hybrid) lie within 4 SE of the closed-form curves at a
     light-tailed radius (r = 0.5: |x + y|² ≤ 1, so the ++ features' fourth moment is small), and the figure draws them.
     θ = 0 (trig and hybrid exact) and θ = π (++ and angular hybrid exact) are left out: their MSE is 0."""
-    from rfviz.figures import hybrid as fh
+    from rfviz.figures import hrf as fh
 
     for kind in ("angular", "gaussian"):
         sampled = fh.sampled_mse_columns(kind, 0.5, 2, 1.0, 8, 6000, 3)
@@ -356,8 +356,8 @@ def test_hybrid_page_monte_carlo_toggle_and_bad_trials():
 def test_gerf_page_sampled_points_agree_with_closed_forms():
     """GERF's Monte-Carlo points against real A (both s) lie within 4 SE of the closed form (CRT Thm 3.2) where
     the fourth moment is finite (A < 1/16, which ``sampled_real_A_columns`` enforces) at a moderate pair."""
-    from rfviz import gerf
-    from rfviz.figures import gerf as fgerf
+    from rfviz.figures import crt as fgerf
+    from rfviz.maths import crt as gerf
 
     for kernel in ("gaussian", "softmax"):
         sampled = fgerf.sampled_real_A_columns(0.6, 1.0, 8, 16, kernel, -0.4, 6000, 2, points=5)

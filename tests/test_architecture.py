@@ -27,7 +27,6 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.references": "numerics/params",
     "rfviz.maths": "maths",
     "rfviz.sampling": "maths",
-    "rfviz.kernels": "maths",
     "rfviz.estimators": "estimators",
     "rfviz.plugins": "estimators",  # loads user estimator classes; imports only estimators.base and params
     "rfviz": "estimators",  # the package __init__ re-exports the registry
@@ -39,20 +38,11 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.__main__": "faces",
     "app_pages": "faces",
 }
-# Paper modules under their names before the move to rfviz/maths/ (remove once the old names are gone).
-LAYER_OF_PREFIX.update({f"rfviz.{old}": "maths" for old in ("hybrid", "gerf", "coupling", "dot_product",
-                                                           "optimal_sampling")})
-
 FORBIDDEN_EVERYWHERE_IN_RFVIZ = ("streamlit", "app_pages")
 
-# Known violations on this branch, fixed by the layout work on files this branch does not own; each names the one
-# module and why. They are skipped, not expected to fail: remove an entry as soon as its module is fixed.
-KNOWN: dict[str, str] = {
-    "rfviz.hybrid": "HRF formulas calling estimator classes (rfviz.estimators.classic), becoming rfviz/maths/hrf.py",
-    "rfviz.coupling": "SimRF formulas dispatching on estimator classes, becoming rfviz/maths/simrf.py",
-    "rfviz.gallery_figures": "loaded by name from rfviz.gallery and importing it back (a hidden cycle), becoming "
-                             "one module per paper under rfviz/gallery/",
-}
+# Known violations (none today): an entry names one module and why it is skipped; remove it as soon as the module
+# is fixed (test_known_exceptions_still_exist fails on stale entries).
+KNOWN: dict[str, str] = {}
 
 
 def _module_name(path: pathlib.Path) -> str:

@@ -22,10 +22,10 @@ from scipy import integrate, optimize, stats
 from scipy.special import gammaln, logsumexp
 
 import rfviz
-from rfviz import coupling as C
 from rfviz.cli import main
 from rfviz.engine import monte_carlo
 from rfviz.geometry import canonical_pair
+from rfviz.maths import simrf as C
 from rfviz.params import ParameterError
 from rfviz.sampling import COUPLINGS, chi_square, sample_omegas
 
@@ -209,7 +209,7 @@ def test_simplex_needs_d_at_least_2(coupling):
 
 def test_simplex_plus_has_no_closed_form_and_errors_name_the_range():
     est = rfviz.create("positive", m=6, coupling="simplex_plus")
-    assert not est.closed_form_available() and not C.has_coupled_closed_form(est)
+    assert not est.closed_form_available() and "simplex_plus" not in est.coupled_closed_forms
     with pytest.raises(ParameterError, match="coupling must be one of iid, orthogonal, simplex"):
         C.density_wij(1.0, 6, "simplex_plus")
     with pytest.raises(ParameterError, match="w must be"):
@@ -286,7 +286,7 @@ GERF_CASES = [
 
 @pytest.mark.parametrize(("name", "params", "d", "m", "r", "theta"), GERF_CASES)
 def test_gerf_family_simplex_mse_matches_monte_carlo(name, params, d, m, r, theta):
-    """Extension (derived in rfviz.coupling.log_abs_relative_pair_covariance): the A-independent pair covariance."""
+    """Extension (derived in rfviz.maths.simrf.log_abs_relative_pair_covariance): the A-independent pair covariance."""
     est = rfviz.create(name, m=m, coupling="simplex", kernel="gaussian", **params)
     assert est.closed_form_available()
     x, y = canonical_pair(r, theta, 2)
@@ -294,10 +294,10 @@ def test_gerf_family_simplex_mse_matches_monte_carlo(name, params, d, m, r, thet
 
 
 def test_pair_covariance_agrees_with_gerf_orthogonal_and_reductions():
-    """c = 0 reproduces rfviz.gerf's independent orthogonal implementation (chefs §3.9); A = 0 GERF reduces to the
+    """c = 0 reproduces rfviz.maths.crt's independent orthogonal implementation (chefs §3.9); A = 0 GERF reduces to the
     positive (s = +1) and trig (s = −1) estimators under simplex coupling."""
-    from rfviz import gerf
     from rfviz.estimators.base import PairStats
+    from rfviz.maths import crt as gerf
 
     x, y = canonical_pair(np.array([0.1, 0.5, 1.0, 3.0, 12.0]), np.array([0.3, 1.0, 2.0, 2.5, 0.1]), 2)
     for d, m in [(6, 6), (6, 14), (64, 64)]:
@@ -367,7 +367,7 @@ def test_log_mse_finite_up_to_r_20_and_d_1024():
     theta = np.linspace(0.0, np.pi, 7)[None, :]
     x, y = canonical_pair(r, theta, 2)
     for d in (2, 3, 1024):
-        for name in C.CLOSED_FORM_ESTIMATORS:
+        for name in C.FEATURES:
             for coupling in ("orthogonal", "simplex"):
                 for m in (1, d, 2 * d + 1):
                     out = rfviz.create(name, m=m, coupling=coupling).log_mse(x, y, d=d)
@@ -378,7 +378,7 @@ def test_log_mse_finite_up_to_r_20_and_d_1024():
 
 def test_small_v_branch_joins_large_v_branch():
     """The cancellation-free series (v² ≤ 1) and the log-space branch agree at the switch."""
-    for name in C.CLOSED_FORM_ESTIMATORS:
+    for name in C.FEATURES:
         for coupling in ("orthogonal", "simplex"):
             for d, m in [(3, 3), (64, 130), (1024, 1024)]:
                 below, above = C.log_relative_mse(name, np.array([1.0 - 1e-9, 1.0 + 1e-9]), d, m, coupling)
@@ -399,7 +399,7 @@ def test_density_cli_json(capsys):
 
 
 def test_figure_builders():
-    from rfviz.figures import coupling as F
+    from rfviz.figures import simrf as F
 
     fig = F.density_figure(6, samples=500, v=1.0)
     kinds = [t.type for t in fig.data]

@@ -1,4 +1,4 @@
-"""Chefs' Random Tables (CRT): GERF, OPRF, PoisRF, GeomRF and the maths of rfviz.gerf.
+"""Chefs' Random Tables (CRT): GERF, OPRF, PoisRF, GeomRF and the maths of rfviz.maths.crt.
 
 Golden values are those of shared/reference/chefs_random_tables.md §8 (and its Fig-1 table); Monte-Carlo tolerances
 come from standard errors (|z| < 4, fixed seeds).
@@ -21,8 +21,9 @@ from mc_helpers import assert_mc_matches_closed_form
 from scipy import optimize
 
 import rfviz
-from rfviz import gerf
+from rfviz.gallery import crt as gallery_crt
 from rfviz.geometry import canonical_pair
+from rfviz.maths import crt as gerf
 from rfviz.params import ParameterError
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
@@ -297,7 +298,7 @@ def test_app_views_variance_against_A_and_complex_grid():
 def test_fig2_reproduces_reference_table(regime, sigma, golden):
     """Figure 2 table of reference §5 (L = 512, 2 draws, the reference's seeds), printed to 2 decimals.
     GeomRF(+) costs ~1 s per draw (L²·d Bessel values), so it is checked in one regime only."""
-    out = gerf.fig2_log_variances(regime, [sigma], L=512, reps=2, mechanisms=tuple(golden))
+    out = gallery_crt.fig2_log_variances(regime, [sigma], L=512, reps=2, mechanisms=tuple(golden))
     for mech, value in golden.items():
         assert out[mech][0][0] == pytest.approx(value, abs=0.0051), mech
     if regime == "normal":

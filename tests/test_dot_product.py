@@ -20,9 +20,9 @@ from scipy.stats import poisson
 
 import rfviz
 import rfviz.cli
-from rfviz import dot_product as dp
 from rfviz.cli.mse import mse_report
 from rfviz.engine import monte_carlo
+from rfviz.maths import dp
 from rfviz.params import ParameterError
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
@@ -436,7 +436,7 @@ def test_cli_mse_flat_embedding_and_errors(capsys):
 
 # ----------------------------------------------------------------------------------------- figures
 def test_figure_builders_return_labelled_figures():
-    from rfviz.figures import dot_product as figs
+    from rfviz.figures import dp as figs
 
     for name in figs.__all__:
         fig = getattr(figs, name)()

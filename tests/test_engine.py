@@ -22,7 +22,7 @@ from rfviz.engine import (
     summarise,
     sweep,
 )
-from rfviz.estimators.classic import Positive
+from rfviz.estimators.hrf import Positive
 from rfviz.geometry import canonical_pair
 from rfviz.params import ParameterError
 from rfviz.sampling import chi_square, gamma_marsaglia_tsang, random_frame

@@ -1,8 +1,8 @@
-"""The paper figure gallery (rfviz.gallery, rfviz.gallery_figures, ``python -m rfviz figure``, app_pages/gallery.py).
+"""The paper figure gallery (rfviz.gallery, its per-paper modules, ``python -m rfviz figure``, app_pages/gallery.py).
 
 * every required figure is registered, complete (caption, errata, catalog numbers, live view) and builds headless;
 * its key numbers match the numbers the reference catalogs print, to the printed precision (the catalog values are
-  typed in rfviz.gallery_figures from /work/shared/reference/*.md, never computed by rfviz); where the reference is
+  typed in the rfviz.gallery modules from /work/shared/reference/*.md, never computed by rfviz); where the reference is
   wrong, the tests below prove it independently (mpmath, exact geometry, dense grids);
 * the Monte-Carlo quantile bands agree with the closed forms where the squared error is light-tailed;
 * the CLI writes valid HTML (a plotly div), CSV that parses back, PNG when a Chromium exists, lists every entry and
@@ -32,23 +32,18 @@ from streamlit.testing.v1 import AppTest
 from app_pages import BY_PATH
 from app_pages import _ui as ui
 from rfviz import gallery
-from rfviz import hybrid as hy
 from rfviz.cli import main
 from rfviz.estimators import create
-from rfviz.gallery_figures import (
-    HRF2_ESTIMATORS,
-    HRF2_KEYS,
-    HRF2_TRIALS,
-    density_mode,
-    quantile_band_columns,
-)
+from rfviz.gallery.hrf import HRF2_ESTIMATORS, HRF2_KEYS, HRF2_TRIALS, quantile_band_columns
+from rfviz.gallery.simrf import density_mode
+from rfviz.maths import hrf as hy
+from rfviz.maths.optimal import InputLaw, OptimalSampling
 from rfviz.numerics import LOG10
-from rfviz.optimal_sampling import InputLaw, OptimalSampling
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GALLERY = gallery.load_gallery()
 NAMES = list(GALLERY)
-REQUIRED = {  # issue 8: the figures every gallery must have
+REQUIRED = {  # the figures every gallery must have
     "hrf-fig1-mse-surfaces", "hrf-fig2-quantile-bands", "crt-fig1-oprf-vs-positive", "crt-fig2-variance-comparison",
     "simrf-fig5-wij-densities", "simrf-fig6-mse-ratio", "dp-fig2-error-vs-degree", "dp-fig12-tensorsrht-vs-d",
     "os-radial-densities", "os-vstar-curves",

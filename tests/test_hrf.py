@@ -1,5 +1,5 @@
 """HRF paper estimators (trig_phase, complex_exponential[_diag], hybrid_angular, hybrid_gaussian) and the λ maps,
-moments and relative errors of rfviz.hybrid, against the verified reference hybrid_random_features.md.
+moments and relative errors of rfviz.maths.hrf, against the verified reference hybrid_random_features.md.
 
 Golden values are copied from the reference .md (§9 and the tables of F3–F7, §4, §5), never from rfviz output.
 Monte-Carlo points keep |x + y|² ≲ 2.6: beyond that the ++ part of every hybrid (and the CE estimator with
@@ -20,11 +20,12 @@ from hypothesis import strategies as st
 from mc_helpers import Z_TOL, assert_mc_matches_closed_form
 
 import rfviz
-from rfviz import hybrid as H
 from rfviz.engine import monte_carlo
 from rfviz.estimators.base import PairStats, Samples
-from rfviz.estimators.hrf import HybridAngular, log_mse_complex_exponential
+from rfviz.estimators.hrf import HybridAngular
 from rfviz.geometry import canonical_pair
+from rfviz.maths import hrf as H
+from rfviz.maths.hrf import log_mse_complex_exponential
 from rfviz.params import ParameterError
 
 PI = math.pi

@@ -197,7 +197,7 @@ def test_broken_plugin_gives_one_line_error_and_exit_2(tag, tmp_path, capsys):
 @pytest.mark.parametrize(("source", "suffix", "message"), [
     ("this is not python", "", "importing plugin file"),
     ("class NotAnEstimator:\n    name = 'x'\n", ":NotAnEstimator", "is not an Estimator subclass"),
-    ("from rfviz.estimators.classic import Trig\n\n\nclass Clash(Trig):\n    pass\n", ":Clash",
+    ("from rfviz.estimators.hrf import Trig\n\n\nclass Clash(Trig):\n    pass\n", ":Clash",
      "already used by a built-in"),
 ])
 def test_invalid_plugin_files_are_rejected_in_one_line(source, suffix, message, tmp_path, capsys):

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from rfviz.cli import main
-from rfviz.figures.optimal_sampling import equivalence_figure, psi_radial_density_figure, variance_sweep_figure
-from rfviz.optimal_sampling import (
+from rfviz.figures.optimal import equivalence_figure, psi_radial_density_figure, variance_sweep_figure
+from rfviz.maths.optimal import (
     InputLaw,
     OptimalSampling,
     divergence_regions,

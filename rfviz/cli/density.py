@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..coupling import (
+from ..maths.simrf import (
     COUPLINGS_WITH_DENSITY,
     cdf_wij,
     check_coupling_dimension,

@@ -7,7 +7,7 @@ import argparse
 import math
 from typing import Any
 
-from ..optimal_sampling import (
+from ..maths.optimal import (
     INPUT_KINDS,
     INPUT_PARAMS,
     KERNELS,

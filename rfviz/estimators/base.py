@@ -12,55 +12,16 @@ returns (trials, P). numpy inputs to ``log_mse`` are (..., dim) and broadcast.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import torch
 
-from ..geometry import canonical_pair, check_d, embed_pair, pair_stats
-from ..kernels import gaussian_log_correction
+from ..geometry import PairStats, canonical_pair, check_d, embed_pair, gaussian_log_correction
 from ..numerics import exp_or_inf, to_log10
 from ..params import KERNEL_PARAM, Param, ParameterError, validate_params
 
 Samples = dict[str, torch.Tensor]
-
-
-@dataclass(frozen=True)
-class PairStats:
-    """Everything a closed form may need about the input pairs, as broadcast numpy arrays.
-
-    ``x``/``y`` are the coordinates actually passed (possibly reduced to span(x, y)); ``d`` is the true
-    dimension of the input space.
-    """
-
-    x: np.ndarray
-    y: np.ndarray
-    xx: np.ndarray
-    yy: np.ndarray
-    xy: np.ndarray
-    d: int
-
-    @property
-    def z2(self) -> np.ndarray:
-        """|x + y|²."""
-        return np.maximum(self.xx + self.yy + 2.0 * self.xy, 0.0)
-
-    @property
-    def delta2(self) -> np.ndarray:
-        """|x - y|²."""
-        return np.maximum(self.xx + self.yy - 2.0 * self.xy, 0.0)
-
-    @classmethod
-    def of(cls, x: np.ndarray, y: np.ndarray, d: int | None = None) -> PairStats:
-        x = np.asarray(x, dtype=float)
-        y = np.asarray(y, dtype=float)
-        xx, yy, xy = pair_stats(x, y)
-        dim = x.shape[-1]
-        d = dim if d is None else check_d(d)
-        if d < dim:
-            raise ParameterError(f"d must be ≥ {dim} (the length of x and y), got {d}")
-        return cls(x, y, xx, yy, xy, d)
 
 
 class Estimator:

@@ -3,7 +3,7 @@
 The catalog (``shared/reference/chefs_random_tables.md``) writes every mechanism for the Gaussian kernel; these
 classes implement the softmax versions (features times e^{|u|²/2}, variance times e^{|x|²+|y|²}, reference §3.8)
 and get the Gaussian kernel from SoftmaxFamilyEstimator. The relative MSE is the same for both kernels.
-The maths (closed forms, A*, orthogonal covariance) lives in ``rfviz.gerf``.
+The maths (closed forms, A*, orthogonal covariance) lives in ``rfviz.maths.crt``.
 """
 
 from __future__ import annotations
@@ -14,17 +14,16 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from .. import gerf
-from ..coupling import coupled_log_mse, has_coupled_closed_form
+from ..maths import crt, simrf
 from ..numerics import log_expm1
 from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
-from .classic import _ProjectionEstimator
+from .hrf import _ProjectionEstimator
 
 A_PARAM = Param("A", complex(-0.1, 0.0), "complex",
                 "GERF parameter A ∈ ℂ (CRT Thm 3.1); finite variance needs Re A < 1/8; A = 0 gives PosRF (s=+1) or "
                 "TrigRF (s=−1); a real A < 0 with s = +1 gives bounded positive features",
-                high=gerf.A_VARIANCE_BOUND, high_open=True, ui_low=-1.0, ui_high=0.12)
+                high=crt.A_VARIANCE_BOUND, high_open=True, ui_low=-1.0, ui_high=0.12)
 S_PARAM = Param("s", 1, "int", "GERF sign s: +1 (positive family, variance via |x+y|²) or −1 (trigonometric family, "
                 "via |x−y|²)", low=-1, high=1, extra={"values": (-1, 1)})
 A_FROM_PARAM = Param("A_from", "pair", "choice",
@@ -55,17 +54,25 @@ class _GerfBase(_ProjectionEstimator):
         """Whether f1, f2 are real (s = +1 and real A)."""
         return not self._complex_A() and self._A_s(1)[1] == 1
 
-    def closed_form_available(self) -> bool:
-        """iid: always; orthogonal: real A (reference §3.9); other couplings: whatever rfviz.coupling covers."""
-        coupling = self.params["coupling"]
-        if coupling == "iid":
-            return True
-        if coupling == "orthogonal":
-            return not self._complex_A()
-        return has_coupled_closed_form(self)
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
 
-    def _log_mse(self, s: PairStats) -> np.ndarray:
-        return SoftmaxFamilyEstimator._log_mse(self, s)
+    def closed_form_available(self) -> bool:
+        """iid: always; orthogonal ([CRT] §3.9) and simplex ([SimRF] pair covariance): real A only."""
+        return super().closed_form_available() and (self.params["coupling"] == "iid" or not self._complex_A())
+
+    def _log_mse_crt(self, s: PairStats, coupling: str) -> np.ndarray:
+        """log MSE (softmax kernel) with iid or orthogonal ω ([CRT] Thm 3.2 eq. 6, §3.9)."""
+        raise NotImplementedError
+
+    def _log_mse_iid(self, s: PairStats) -> np.ndarray:
+        return self._log_mse_crt(s, "iid")
+
+    def _log_mse_coupled(self, s: PairStats, coupling: str) -> np.ndarray:
+        if coupling == "orthogonal":
+            return self._log_mse_crt(s, coupling)
+        sign = int(self.params.get("s", 1))
+        return simrf.log_mse_coupled_gerf(self._log_mse_crt(s, "iid"), s.xy, sign, s.z2 if sign == 1 else s.delta2,
+                                          s.d, self.params["m"], coupling)
 
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
@@ -87,7 +94,7 @@ class _GerfBase(_ProjectionEstimator):
         """log Y_sm = 2 log D + 2A|ω|² + Bω·(x + sy) + (C + ½)(|x|² + |y|²) (CRT eq. 5, softmax form)."""
         d = int(samples["d"])
         a, s = self._A_s(d)
-        b, c, log_d = gerf.gerf_coefficients(a, s, d)
+        b, c, log_d = crt.gerf_coefficients(a, s, d)
         proj = projections(samples["w"], x + s * y)
         wsq = samples["w_sq"][:, None, :]
         shift = ((c + 0.5) * (sq_norm(x) + sq_norm(y)) - log_scale)[None, :, None]
@@ -100,7 +107,7 @@ class _GerfBase(_ProjectionEstimator):
         Σ φ_q·φ_k = (1/m) Σ Re(f1 f2) (reference §7.2, 'complex features cost double')."""
         d = int(samples["d"])
         a, s = self._A_s(d)
-        b, c, log_d = gerf.gerf_coefficients(a, s, d)
+        b, c, log_d = crt.gerf_coefficients(a, s, d)
         bb = b if side == "query" else s * b
         proj = projections(samples["w"], u)
         wsq = samples["w_sq"][:, None, :]
@@ -128,7 +135,7 @@ class Gerf(_GerfBase):
     spec: ClassVar[tuple[Param, ...]] = with_kernel(A_PARAM, S_PARAM, M_PARAM, COUPLING_PARAM)
 
     def validate(self) -> None:
-        gerf.check_s(self.params["s"])
+        crt.check_s(self.params["s"])
 
     def _A_s(self, d: int) -> tuple[complex, int]:
         return complex(self.params["A"]), int(self.params["s"])
@@ -143,15 +150,12 @@ class Gerf(_GerfBase):
         a, sign = self._A_s(s.d)
         if sign == 1:
             return base
-        return base + 0.5 * np.maximum(gerf.gerf_log_R(a, -1, s.delta2, s.d), 0.0)
+        return base + 0.5 * np.maximum(crt.gerf_log_R(a, -1, s.delta2, s.d), 0.0)
 
-    def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
-        """CRT Thm 3.2 eq. 6 (iid, reference §3.3) or the exact orthogonal closed form (reference §3.9), softmax."""
-        coupling = self.params["coupling"]
-        if coupling not in ("iid", "orthogonal"):
-            return coupled_log_mse(self, s)
+    def _log_mse_crt(self, s: PairStats, coupling: str) -> np.ndarray:
+        """[CRT] Thm 3.2 eq. 6 (iid) or the exact orthogonal closed form ([CRT] §3.9), softmax kernel."""
         a, sign = self._A_s(s.d)
-        return gerf.gerf_log_mse(a, sign, s.xx, s.yy, s.xy, s.d, self.params["m"], coupling, kernel="softmax")
+        return crt.gerf_log_mse(a, sign, s.xx, s.yy, s.xy, s.d, self.params["m"], coupling, kernel="softmax")
 
 
 @register
@@ -168,26 +172,23 @@ class Oprf(_GerfBase):
     def _A_s(self, d: int) -> tuple[complex, int]:
         if self.params["A_from"] == "pair":
             raise NotImplementedError("oprf with A_from=pair has no single A")
-        return complex(float(gerf.A_star(self.params["Z"], d))), 1
+        return complex(float(crt.A_star(self.params["Z"], d))), 1
 
     def _is_real(self) -> bool:
         return True
 
     def _rho(self, z2: np.ndarray, d: int) -> np.ndarray:
         """ρ* from this pair's Z (A_from=pair) or from the fixed Z."""
-        return gerf.rho_star(z2 if self.params["A_from"] == "pair" else self.params["Z"], d)
+        return crt.rho_star(z2 if self.params["A_from"] == "pair" else self.params["Z"], d)
 
-    def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
-        """Var/K² = R(ρ) − 1 with log R = d log((1+ρ)/(2√ρ)) + ρZ (reference §3.4), /m (iid) or §3.9 (orthogonal)."""
-        coupling = self.params["coupling"]
-        if coupling not in ("iid", "orthogonal"):
-            return coupled_log_mse(self, s)
+    def _log_mse_crt(self, s: PairStats, coupling: str) -> np.ndarray:
+        """Var/K² = R(ρ) − 1 with log R = d log((1+ρ)/(2√ρ)) + ρZ ([CRT] Thm 3.3), /m (iid) or §3.9 (orthogonal)."""
         m = self.params["m"]
         z2 = s.z2
-        log_rel = log_expm1(gerf.oprf_log_R(z2, s.d, self._rho(z2, s.d))) - math.log(m)
-        frac = gerf.ortho_pair_fraction(m, s.d) if coupling == "orthogonal" else 0.0
+        log_rel = log_expm1(crt.oprf_log_R(z2, s.d, self._rho(z2, s.d))) - math.log(m)
+        frac = crt.ortho_pair_fraction(m, s.d) if coupling == "orthogonal" else 0.0
         if frac > 0:
-            log_rel = gerf.log_minus_covariance(log_rel, math.log(frac) + gerf.ortho_log_neg_relcov_pos(z2, s.d))
+            log_rel = crt.log_minus_covariance(log_rel, math.log(frac) + crt.ortho_log_neg_relcov_pos(z2, s.d))
         return 2.0 * s.xy + log_rel
 
     def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
@@ -306,7 +307,7 @@ class Poisson(_DirfBase):
         return torch.poisson(rates, generator=generator)
 
     def _log_r(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return gerf.poisson_log_R(x, y, self.params["lam"], self.params["shift"])
+        return crt.poisson_log_R(x, y, self.params["lam"], self.params["shift"])
 
 
 @register
@@ -331,4 +332,4 @@ class Geometric(_DirfBase):
         return torch.floor(torch.log1p(-u) / math.log1p(-self.params["prob"]))
 
     def _log_r(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        return gerf.geometric_log_R(x, y, self.params["prob"], self.params["shift"])
+        return crt.geometric_log_R(x, y, self.params["prob"], self.params["shift"])

@@ -1,13 +1,16 @@
-"""Estimators of the Hybrid Random Features paper beyond trig/positive (Choromanski et al., ICLR 2022).
+"""Estimators of the Hybrid Random Features paper [HRF] (closed forms in rfviz.maths.hrf).
 
+* ``trig``, ``positive``, ``positive_antithetic``: the trigonometric and positive (FAVOR+) random features of the
+  softmax kernel. They predate [HRF] (Rahimi & Recht; Performers), but [HRF] is the paper that states their MSE
+  (Lemma 2.2 eq. 7) and builds its hybrids from them, so they live here; their coupled (orthogonal, simplex)
+  closed forms come from [SimRF] (rfviz.maths.simrf).
 * ``trig_phase``: random Fourier features with a random phase, √2·cos(ω·u + b) (Rahimi & Recht).
 * ``complex_exponential`` / ``complex_exponential_diag``: the CE estimator with A = a·I or A = diag(a_k)
-  (HRF §2.3 eqs. 13–18; closed-form variance: reference F6 [derived]).
-* ``hybrid_angular``: λ̂·SM_++ + (1 − λ̂)·SM_trig with the angular λ (HRF eq. 19, App. D; corrected eq. 47).
-* ``hybrid_gaussian``: the normalised bipolar Gaussian hybrid (HRF App. F).
+  ([HRF] §2.3 eqs. 13–18).
+* ``hybrid_angular``: λ̂·SM_++ + (1 − λ̂)·SM_trig with the angular λ ([HRF] eq. 19, App. D; corrected eq. 47).
+* ``hybrid_gaussian``: the normalised bipolar Gaussian hybrid ([HRF] App. F).
 
-All are softmax-family estimators, so ``kernel=gaussian`` comes from the base class. The λ maps and moments
-live in rfviz.hybrid; the trig and ++ parts reuse rfviz.estimators.classic.
+All are softmax-family estimators, so ``kernel=gaussian`` comes from the base class.
 """
 
 from __future__ import annotations
@@ -19,12 +22,20 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ..hybrid import LambdaMoments, angle_between, angular_lambda_moments, gaussian_lambda_moments, log_mse_bipolar
-from ..numerics import LOG2, log1mexp, log_cosh, log_cosh_m1, log_diff_exp, log_expm1
-from ..params import M_PARAM, Param, ParameterError
+from ..maths import hrf, simrf
+from ..maths.hrf import (
+    LambdaMoments,
+    angle_between,
+    angular_lambda_moments,
+    gaussian_lambda_moments,
+    log_mse_bipolar,
+    log_mse_complex_exponential,
+)
+from ..numerics import log1mexp
+from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
 from ..sampling import sample_omegas
+from ..textio import format_complex
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
-from .classic import PositiveAntithetic, Trig
 
 A_MIN_MODULUS = 1e-3
 A_MAX_MODULUS = 1e3
@@ -38,6 +49,158 @@ def _sample_iid(trials: int, m: int, d: int, dim: int, generator: torch.Generato
                 dtype: torch.dtype) -> torch.Tensor:
     """m iid N(0, I_d) projections in reduced coordinates (rfviz.sampling), shape (trials, m, dim)."""
     return sample_omegas("iid", trials, m, d, dim, generator, device, dtype)[0]
+
+
+# ------------------------------------------------------------------ trig and positive ([HRF] §2.1)
+def mean_exp_shifted(w: torch.Tensor, z: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """(1/m) Σ_i e^{ω_i·z}·e^{−shift} for samples w (trials, m, dim), points z (P, dim), shift (P,): (trials, P).
+
+    Fast path: e^{ω·z} in place and its mean, the per-pair scale e^{−shift} applied after the reduction (three
+    memory passes; a logsumexp needs five). e^{ω·z} leaves the range only past ω·z ≈ 709 in float64 (never, for
+    |x|, |y| ≤ 20) or ≈ 88 in float32 (far pairs, r ≳ 10); there, and if the scale underflows every term, it falls
+    back to the exact logsumexp.
+    """
+    out = projections(w, z).exp_().mean(-1) * torch.exp(-shift)
+    if bool(torch.isfinite(out).all()) and bool((out > 0).all()):
+        return out
+    p = projections(w, z)
+    return torch.exp(torch.logsumexp(p, -1) - shift - math.log(p.shape[-1]))
+
+
+def mean_cosh_shifted(w: torch.Tensor, z: torch.Tensor, shift: torch.Tensor) -> torch.Tensor:
+    """(1/m) Σ_i cosh(ω_i·z)·e^{−shift}, shapes as in ``mean_exp_shifted``.
+
+    Fast path: e^{p} in place, its mean, then e^{−p} as its reciprocal in place and its mean (cosh itself is 3×
+    slower than exp on the CPU); this leaves the range only past |ω·z| ≈ 88 in float32 (far pairs, r ≳ 10), where
+    it falls back to log Σ (e^{p} + e^{−p}) with the max |p| factored out.
+    """
+    e = projections(w, z).exp_()
+    out = (e.mean(-1) + e.reciprocal_().mean(-1)) * (0.5 * torch.exp(-shift))
+    if bool(torch.isfinite(out).all()) and bool((out > 0).all()):
+        return out
+    p = projections(w, z)
+    top = p.abs().amax(-1, keepdim=True)
+    total = torch.exp(p - top).add_(p.neg_().sub_(top).exp_()).sum(-1)
+    return torch.exp(torch.log(total) + top[..., 0] - shift - math.log(2 * p.shape[-1]))
+
+
+class _ProjectionEstimator(SoftmaxFamilyEstimator):
+    """Softmax estimators built from m projections ω with a selectable coupling ([SimRF] §2).
+
+    The MSE under iid ω is ``_log_mse_iid``; every other coupling with a closed form is listed in
+    ``coupled_closed_forms`` and computed by ``_log_mse_coupled`` (formulas in rfviz.maths.simrf)."""
+
+    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, COUPLING_PARAM)
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = ()
+    """Couplings besides iid whose MSE has a closed form for this class."""
+
+    def closed_form_available(self) -> bool:
+        return self.params["coupling"] in ("iid", *self.coupled_closed_forms)
+
+    def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
+               dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
+        self.check_dimension(d)
+        w, w_sq = sample_omegas(self.params["coupling"], trials, self.params["m"], d, d if dim is None else dim,
+                                generator, device, dtype)
+        return {"w": w, "w_sq": w_sq}
+
+    def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
+        coupling = self.params["coupling"]
+        return self._log_mse_iid(s) if coupling == "iid" else self._log_mse_coupled(s, coupling)
+
+    def _log_mse_iid(self, s: PairStats) -> np.ndarray:
+        """log MSE (softmax kernel) with m iid projections."""
+        raise NotImplementedError(f"{self.name} has no closed-form MSE")
+
+    def _log_mse_coupled(self, s: PairStats, coupling: str) -> np.ndarray:
+        """log MSE (softmax kernel) under ``coupling`` (one of ``coupled_closed_forms``)."""
+        raise NotImplementedError(f"no closed form for {self.name} with coupling={coupling!r}")
+
+
+@register
+class Trig(_ProjectionEstimator):
+    """Trigonometric RF: SM_trig = e^{(|x|²+|y|²)/2}·(1/m) Σ cos(ω_i·(x−y)) (HRF eq. 2; Rahimi & Recht)."""
+
+    name = "trig"
+    title = "Trigonometric RF (sin/cos)"
+    reference = "HRF paper (Choromanski et al. 2022) eq. 2; MSE Lemma 2.2 eq. 7"
+    description = "Real, bounded, not positive; exact at θ = 0 (x = y)."
+
+    def log_scale(self, s: PairStats) -> np.ndarray:
+        """|K̂_trig| ≤ e^{(|x|²+|y|²)/2} (softmax) or 1 (Gaussian): scaling by it keeps far pairs finite in float32,
+        where scaling by K would need e^{|x−y|²/2}."""
+        return 0.5 * (s.xx + s.yy) if self.kernel == "softmax" else np.zeros_like(s.xy)
+
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+
+    def _log_mse_iid(self, s: PairStats) -> np.ndarray:
+        return hrf.log_mse_trig(s.xx, s.yy, s.delta2, self.params["m"])
+
+    def _log_mse_coupled(self, s: PairStats, coupling: str) -> np.ndarray:
+        return simrf.log_mse_coupled_trig(s.xx, s.yy, s.delta2, s.d, self.params["m"], coupling)
+
+    def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
+                          log_scale: torch.Tensor) -> torch.Tensor:
+        c = projections(samples["w"], x - y).cos_().mean(-1)
+        return c * torch.exp(0.5 * (sq_norm(x) + sq_norm(y)) - log_scale)
+
+    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+        p = projections(samples["w"], u)
+        scale = torch.exp(0.5 * sq_norm(u))[None, :, None] / math.sqrt(self.params["m"])
+        return torch.cat([torch.sin(p), torch.cos(p)], -1) * scale
+
+
+@register
+class Positive(_ProjectionEstimator):
+    """One-sided positive RF: e^{−(|x|²+|y|²)/2}·(1/m) Σ e^{ω_i·(x+y)} (HRF E2′ = CE with A = I)."""
+
+    name = "positive"
+    title = "Positive RF (one-sided)"
+    reference = "HRF paper §2.1 (E2′) and Performers; MSE = SM²(e^{|x+y|²} − 1)/m (HRF F6 with A = I)"
+    description = "Strictly positive, unbounded; m features."
+
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+
+    def _log_mse_iid(self, s: PairStats) -> np.ndarray:
+        return hrf.log_mse_positive(s.xy, s.z2, self.params["m"])
+
+    def _log_mse_coupled(self, s: PairStats, coupling: str) -> np.ndarray:
+        return 2.0 * s.xy + simrf.log_relative_mse("positive", s.z2, s.d, self.params["m"], coupling)
+
+    def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
+                          log_scale: torch.Tensor) -> torch.Tensor:
+        return mean_exp_shifted(samples["w"], x + y, 0.5 * (sq_norm(x) + sq_norm(y)) + log_scale)
+
+    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+        p = projections(samples["w"], u) - 0.5 * sq_norm(u)[None, :, None]
+        return torch.exp(p) / math.sqrt(self.params["m"])
+
+
+@register
+class PositiveAntithetic(_ProjectionEstimator):
+    """Antithetic positive RF (FAVOR+): e^{−(|x|²+|y|²)/2}·(1/m) Σ cosh(ω_i·(x+y)) (HRF eq. 3)."""
+
+    name = "positive_antithetic"
+    title = "Positive RF, antithetic (FAVOR+)"
+    reference = "HRF paper eq. 3; MSE Lemma 2.2 eq. 7"
+    description = "Strictly positive, unbounded; exact at θ = π (x = −y); 2m features."
+
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+
+    def _log_mse_iid(self, s: PairStats) -> np.ndarray:
+        return hrf.log_mse_positive_antithetic(s.xx, s.yy, s.xy, s.z2, self.params["m"])
+
+    def _log_mse_coupled(self, s: PairStats, coupling: str) -> np.ndarray:
+        return 2.0 * s.xy + simrf.log_relative_mse("positive_antithetic", s.z2, s.d, self.params["m"], coupling)
+
+    def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
+                          log_scale: torch.Tensor) -> torch.Tensor:
+        return mean_cosh_shifted(samples["w"], x + y, 0.5 * (sq_norm(x) + sq_norm(y)) + log_scale)
+
+    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+        p = projections(samples["w"], u)
+        h = -0.5 * sq_norm(u)[None, :, None]
+        return torch.exp(torch.cat([p + h, -p + h], -1)) / math.sqrt(2 * self.params["m"])
 
 
 # --------------------------------------------------------------------------------------- trig_phase
@@ -82,53 +245,12 @@ class TrigPhase(SoftmaxFamilyEstimator):
 
 
 # ------------------------------------------------------------------------------ complex exponential
-def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antithetic: bool = False,
-                                variance: str = "real_part") -> np.ndarray:
-    """log MSE of the CE estimator with m iid ω, from w = Ax + (Aᵀ)^{-1}y (..., d) complex and log SM = x·y.
-
-    Reference F6 [derived] (HRF §2.3, Lemma 2.4): with a = |w|², w² = Σ w_k² = b + ic,
-    complex:   E|X − SM|² = SM²(e^a − 1)/m            (antithetic: SM²(cosh a − 1)/m);
-    real_part: Var Re X  = SM²(e^a + Re e^{w²} − 2)/(2m) (antithetic: cosh in place of exp).
-    The real-part bracket is rewritten without cancellation, with |u|² = (a + b)/2, |v|² = (a − b)/2
-    (u, v = Re w, Im w): e^a + e^b cos c − 2 = 2(e^{|u|²} − 1)cosh|v|² + 2(cosh|v|² − 1) − 2e^b sin²(c/2), and
-    cosh a + cosh b cos c − 2 = (cosh a − 1) + (cosh b − 1)cos c − 2 sin²(c/2).
-    """
-    w = np.asarray(w, dtype=complex)
-    a = np.sum(np.abs(w) ** 2, -1)
-    ww = np.sum(w * w, -1)
-    b, c = ww.real, ww.imag
-    log_sm2 = 2.0 * np.asarray(log_sm, float)
-    if variance == "complex":
-        core = log_cosh_m1(a) if antithetic else log_expm1(a)
-        return log_sm2 + core - math.log(m)
-    if variance != "real_part":
-        raise ParameterError(f"variance must be one of real_part, complex, got {variance!r}")
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log_sin2 = LOG2 + 2.0 * np.log(np.abs(np.sin(c / 2)))
-        if antithetic:
-            cos_c = np.cos(c)
-            t2 = log_cosh_m1(b) + np.log(np.abs(cos_c))
-            pos = np.where(cos_c > 0, np.logaddexp(log_cosh_m1(a), t2), log_cosh_m1(a))
-            neg = np.where(cos_c < 0, np.logaddexp(log_sin2, t2), log_sin2)
-        else:
-            u2 = np.maximum((a + b) / 2, 0.0)
-            v2 = np.maximum((a - b) / 2, 0.0)
-            pos = np.logaddexp(LOG2 + log_expm1(u2) + log_cosh(v2), LOG2 + log_cosh_m1(v2))
-            neg = b + log_sin2
-        core = np.where(np.isneginf(pos), -np.inf, log_diff_exp(pos, np.minimum(neg, pos)))  # w = 0: exact
-    return log_sm2 + core - math.log(2 * m)
-
-
-def _format_complex(c: complex) -> str:
-    c = complex(c)
-    return f"{c.real:g}" if c.imag == 0 else f"{c.real:g}{c.imag:+g}j"
-
-
 def _check_a_entry(name: str, value: complex) -> complex:
     mod = abs(value)
     if not (math.isfinite(mod) and A_MIN_MODULUS <= mod <= A_MAX_MODULUS):
+        text = format_complex(value, drop_zero_imag=True)
         raise ParameterError(f"{name} must be a complex number with modulus in [{A_MIN_MODULUS:g}, "
-                             f"{A_MAX_MODULUS:g}] (A must be invertible), got {_format_complex(value)}")
+                             f"{A_MAX_MODULUS:g}] (A must be invertible), got {text}")
     return complex(value)
 
 
@@ -166,7 +288,7 @@ class ComplexListParam(Param):
 
     def to_json(self) -> dict[str, Any]:
         out = super().to_json()
-        out["default"] = ",".join(_format_complex(c) for c in self.default)
+        out["default"] = ",".join(format_complex(c, drop_zero_imag=True) for c in self.default)
         return out
 
 

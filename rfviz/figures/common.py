@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..gallery import columns_to_csv
+from .export import columns_to_csv
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
 THETA_TICKS = {"tickvals": [0, np.pi / 4, np.pi / 2, 3 * np.pi / 4, np.pi],

@@ -264,12 +264,3 @@ def param_sweep(name: str, params: Mapping[str, Any], kernel: str, d: int, r: fl
         out.append(float(analytic_surface(name, p, kernel, dd, np.array([r]), np.array([theta]),
                                           embedding).log10_mse[0, 0]))
     return np.asarray(out)
-
-
-def sweep_figure(x: np.ndarray, curves: Mapping[str, np.ndarray], xlabel: str, title: str, log_x: bool = False,
-                 ylabel: str = "log10 MSE") -> go.Figure:
-    """Curves of a 1-D parameter sweep."""
-    fig = lines(np.asarray(x, dtype=float), curves, xlabel=xlabel, ylabel=ylabel, title=title, height=360)
-    if log_x:
-        fig.update_xaxes(type="log")
-    return fig

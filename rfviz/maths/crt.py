@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
-from .numerics import LOG2, log_diff_exp, log_expm1
-from .params import ParameterError, check_int
+from ..numerics import LOG2, log_diff_exp, log_expm1
+from ..params import ParameterError, check_int
 
 A_MEAN_BOUND = 0.25
 """GERF is unbiased iff Re A < 1/4 (CRT Thm 3.1)."""
@@ -509,93 +509,3 @@ def fit_gerf_complex(stats: dict[str, Any]) -> tuple[int, complex]:
             best = (float(res.fun), s, complex(res.x[0], res.x[1]))
     assert best is not None
     return best[1], best[2]
-
-
-# ----------------------------------------------------------------------------------- Figure 2 (§5, Fig 2)
-FIG2_MECHANISMS = ("trig", "gerf", "poisson", "geometric", "positive", "oprf", "poisson+", "geometric+")
-FIG2_REAL_VALUED = frozenset({"positive", "oprf", "poisson", "geometric", "poisson+", "geometric+"})
-FIG2_REGIMES = ("normal", "sphere", "heterogen")
-
-
-def fig2_inputs(regime: str, sigma: float, L: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Input sets of Figure 2 (CRT §5.1): normal N(0, σ²I), sphere σS^{d−1}, heterogen y ~ N(σ1, σ²I)."""
-    if regime == "normal":
-        return rng.standard_normal((L, d)) * sigma, rng.standard_normal((L, d)) * sigma
-    if regime == "sphere":
-        X, Y = rng.standard_normal((L, d)), rng.standard_normal((L, d))
-        return (X * sigma / np.linalg.norm(X, axis=1, keepdims=True),
-                Y * sigma / np.linalg.norm(Y, axis=1, keepdims=True))
-    if regime == "heterogen":
-        return rng.standard_normal((L, d)) * sigma, sigma + rng.standard_normal((L, d)) * sigma
-    raise ParameterError(f"regime must be one of {', '.join(FIG2_REGIMES)}, got {regime!r}")
-
-
-def fig2_pair_log_vars(X: np.ndarray, Y: np.ndarray, mechanism: str) -> np.ndarray:
-    """Per-pair log Var (Gaussian kernel, M = 1) over all pairs of rows, parameters fitted once from the batch
-    statistics as in the paper's pipeline (CRT §5.1, App. 9.10.1; reference checks section E)."""
-    d = X.shape[1]
-    xx = np.sum(X**2, 1)[:, None]
-    yy = np.sum(Y**2, 1)[None, :]
-    xy = X @ Y.T
-    W = np.maximum(xx + yy - 2 * xy, 0.0)
-    if mechanism == "trig":
-        return gerf_log_var(0.0, -1, xx, yy, xy, d)
-    if mechanism == "positive":
-        return gerf_log_var(0.0, 1, xx, yy, xy, d)
-    st = batch_stats(X, Y)
-    if mechanism == "oprf":
-        return -W + oprf_log_rel_var(np.maximum(xx + yy + 2 * xy, 0.0), d, Z_for_A=st["Zbar"])
-    if mechanism == "gerf":
-        s, a = fit_gerf_complex(st)
-        return gerf_log_var(a, s, xx, yy, xy, d)
-    if mechanism.rstrip("+") not in ("poisson", "geometric"):
-        raise ParameterError(f"mechanism must be one of {', '.join(FIG2_MECHANISMS)}, got {mechanism!r}")
-    if mechanism.endswith("+"):
-        X, Y, _ = shift_positive(X, Y)
-        st = batch_stats(X, Y)
-    xy_shifted = X @ Y.T
-    if mechanism.startswith("poisson"):
-        lam = max(math.sqrt(st["Qbar"] / d), 1e-300)
-        log_r = lam * d + (X**2) @ (Y**2).T / lam - 2 * xy_shifted  # eq. 11 over all pairs at once
-    else:
-        a = st["abar"]
-
-        def objective(p: float) -> float:
-            t = 2 * a / math.sqrt(1 - p)
-            return -d * math.log(p) + float(np.sum(np.log(special.i0e(t)) + t))
-
-        p = optimize.minimize_scalar(objective, bounds=(1e-9, 1 - 1e-9), method="bounded",
-                                     options={"maxiter": 100}).x
-        log_r = -d * math.log(p) - 2 * xy_shifted  # eq. 13, one coordinate at a time to keep memory O(L²)
-        for col in range(d):
-            t = 2 * np.abs(np.outer(X[:, col], Y[:, col])) / math.sqrt(1 - p)
-            log_r = log_r + np.log(special.i0e(t)) + t
-    return -W + log_expm1(log_r)
-
-
-def fig2_log_variances(regime: str, sigmas: Any, d: int = 64, L: int = 256, reps: int = 1, seed: int = 0,
-                       mechanisms: tuple[str, ...] = FIG2_MECHANISMS) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Figure 2: mean and std of log Var over all pairs and ``reps`` draws, per mechanism and σ (CRT §5.1).
-
-    Real-valued mechanisms have their variance halved (log − log 2), as in the paper (reference §7.2).
-    Draw ``rep`` at σ uses numpy's default_rng(seed + 1000·rep + int(100σ)); with seed = 0, L = 512, reps = 2 this
-    is exactly the reference's reproduction (checks section E). Returns {mechanism: (means, stds)} over ``sigmas``.
-    GeomRF and GeomRF+ dominate the cost (L²·d Bessel evaluations); leave them out of ``mechanisms`` for speed.
-    """
-    sig = np.atleast_1d(np.asarray(sigmas, dtype=float))
-    for mech in mechanisms:
-        if mech not in FIG2_MECHANISMS:
-            raise ParameterError(f"mechanism must be one of {', '.join(FIG2_MECHANISMS)}, got {mech!r}")
-    means = {m: np.empty(sig.size) for m in mechanisms}
-    stds = {m: np.empty(sig.size) for m in mechanisms}
-    for i, sg in enumerate(sig):
-        acc: dict[str, list[np.ndarray]] = {m: [] for m in mechanisms}
-        for rep in range(reps):
-            X, Y = fig2_inputs(regime, float(sg), L, d, np.random.default_rng(seed + 1000 * rep + int(sg * 100)))
-            for mech in mechanisms:
-                lv = fig2_pair_log_vars(X, Y, mech)
-                acc[mech].append((lv - LOG2 if mech in FIG2_REAL_VALUED else lv).ravel())
-        for mech in mechanisms:
-            v = np.concatenate(acc[mech])
-            means[mech][i], stds[mech][i] = v.mean(), v.std()
-    return {m: (means[m], stds[m]) for m in mechanisms}

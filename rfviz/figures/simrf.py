@@ -1,6 +1,6 @@
 """Figures of the coupling page (Simplex Random Features): p(w_ij) with sampled histograms (Fig. 5), the
 MSE ratio against iid versus v (Fig. 6) and versus d, and the conformity ρ(v). Pure functions returning plotly
-Figures; all the maths lives in rfviz.coupling."""
+Figures; all the maths lives in rfviz.maths.simrf."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..coupling import (
+from ..maths.simrf import (
     COUPLINGS_WITH_DENSITY,
     conformity_iterations,
     density_wij,

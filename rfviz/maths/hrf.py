@@ -13,11 +13,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from .estimators.base import PairStats
-from .estimators.classic import PositiveAntithetic, Trig
-from .geometry import canonical_pair, check_r, check_theta
-from .numerics import LOG2, log1mexp, log_diff_exp
-from .params import ParameterError, check_int
+from ..geometry import PairStats, canonical_pair, check_r, check_theta
+from ..numerics import LOG2, log1mexp, log_cosh, log_cosh_m1, log_diff_exp, log_expm1
+from ..params import ParameterError, check_int
 
 PI = np.pi
 
@@ -66,6 +64,23 @@ def angle_between(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where((nx[..., 0] > 0) & (ny[..., 0] > 0), theta, PI / 2)
 
 
+# ------------------------------------------------------------------- trig and positive base estimators
+def log_mse_trig(xx: np.ndarray, yy: np.ndarray, delta2: np.ndarray, m: int) -> np.ndarray:
+    """log MSE_trig = log[e^{|x|²+|y|²}(1 − e^{−|x−y|²})²/(2m)], softmax kernel, m iid ω ([HRF] Lemma 2.2 eq. 7)."""
+    return xx + yy + 2.0 * log1mexp(delta2) - math.log(2 * m)
+
+
+def log_mse_positive(xy: np.ndarray, z2: np.ndarray, m: int) -> np.ndarray:
+    """log MSE of the one-sided positive RF = log[SM²(e^{|x+y|²} − 1)/m] ([HRF] §2.3 eq. E2′: the CE estimator
+    with A = I, whose MSE is ``log_mse_complex_exponential``'s complex form; also [CRT] §3.2 PosRF)."""
+    return 2.0 * xy + log_expm1(z2) - math.log(m)
+
+
+def log_mse_positive_antithetic(xx: np.ndarray, yy: np.ndarray, xy: np.ndarray, z2: np.ndarray, m: int) -> np.ndarray:
+    """log MSE_++ = log[e^{|x|²+|y|²+4x·y}(1 − e^{−|x+y|²})²/(2m)] (FAVOR+, [HRF] Lemma 2.2 eq. 7)."""
+    return xx + yy + 4.0 * xy + 2.0 * log1mexp(z2) - math.log(2 * m)
+
+
 # ------------------------------------------------------------------------------------------- angular λ
 def angular_lambda(theta: np.ndarray | float) -> np.ndarray:
     """λ(θ) = θ/π, the angular λ-coefficient (HRF eq. 19; 1 − k_0, App. D.1)."""
@@ -82,11 +97,6 @@ def angular_lambda_moments(theta: np.ndarray | float, n: int) -> LambdaMoments:
 
 
 # ------------------------------------------------------------------------------------------ Gaussian λ
-def log_gaussian_rho(r: np.ndarray | float, sigma: float) -> np.ndarray:
-    """log ρ, ρ = 1 − e^{−2σ²r²}, the normaliser of the Gaussian λ (HRF App. F eq. 68); −inf at r = 0."""
-    return log1mexp(2.0 * check_sigma(sigma) ** 2 * np.asarray(r, float) ** 2)
-
-
 def gaussian_lambda(theta: np.ndarray | float, r: np.ndarray | float, sigma: float) -> np.ndarray:
     """λ(θ, r) = (1 − e^{−2σ²r² sin²(θ/2)})/(1 − e^{−2σ²r²}) on the sphere S(r) (HRF eq. 76).
 
@@ -168,13 +178,15 @@ def _same_length_stats(theta: np.ndarray | float, r: np.ndarray | float) -> Pair
 
 
 def log_mse_trig_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
-    """log MSE_trig on S(r) (HRF Lemma 2.2; reference F1), reusing the ``trig`` estimator's closed form."""
-    return Trig(m=m)._log_mse_softmax(_same_length_stats(theta, r))
+    """log MSE_trig on S(r) ([HRF] Lemma 2.2 eq. 7)."""
+    s = _same_length_stats(theta, r)
+    return log_mse_trig(s.xx, s.yy, s.delta2, m)
 
 
 def log_mse_pos_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
-    """log MSE_++ on S(r) (HRF Lemma 2.2; reference F1), reusing ``positive_antithetic``'s closed form."""
-    return PositiveAntithetic(m=m)._log_mse_softmax(_same_length_stats(theta, r))
+    """log MSE_++ (antithetic positive) on S(r) ([HRF] Lemma 2.2 eq. 7)."""
+    s = _same_length_stats(theta, r)
+    return log_mse_positive_antithetic(s.xx, s.yy, s.xy, s.z2, m)
 
 
 def log_mse_angular_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int, n: int) -> np.ndarray:
@@ -366,6 +378,44 @@ def complex_diagonal_a(xc: np.ndarray, yc: np.ndarray) -> np.ndarray:
     return np.where(prod > 0, 1j * np.sqrt(np.abs(ratio)), np.where(prod < 0, np.sqrt(np.abs(ratio)), 1.0 + 1.0j))
 
 
+# ------------------------------------------------------------------------------ complex exponential
+def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antithetic: bool = False,
+                                variance: str = "real_part") -> np.ndarray:
+    """log MSE of the CE estimator with m iid ω, from w = Ax + (Aᵀ)^{-1}y (..., d) complex and log SM = x·y.
+
+    [HRF] §2.3 eqs. 13–18, Lemma 2.4 (closed form derived in reference F6): with a = |w|², w² = Σ w_k² = b + ic,
+    complex:   E|X − SM|² = SM²(e^a − 1)/m            (antithetic: SM²(cosh a − 1)/m);
+    real_part: Var Re X  = SM²(e^a + Re e^{w²} − 2)/(2m) (antithetic: cosh in place of exp).
+    The real-part bracket is rewritten without cancellation, with |u|² = (a + b)/2, |v|² = (a − b)/2
+    (u, v = Re w, Im w): e^a + e^b cos c − 2 = 2(e^{|u|²} − 1)cosh|v|² + 2(cosh|v|² − 1) − 2e^b sin²(c/2), and
+    cosh a + cosh b cos c − 2 = (cosh a − 1) + (cosh b − 1)cos c − 2 sin²(c/2).
+    """
+    w = np.asarray(w, dtype=complex)
+    a = np.sum(np.abs(w) ** 2, -1)
+    ww = np.sum(w * w, -1)
+    b, c = ww.real, ww.imag
+    log_sm2 = 2.0 * np.asarray(log_sm, float)
+    if variance == "complex":
+        core = log_cosh_m1(a) if antithetic else log_expm1(a)
+        return log_sm2 + core - math.log(m)
+    if variance != "real_part":
+        raise ParameterError(f"variance must be one of real_part, complex, got {variance!r}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_sin2 = LOG2 + 2.0 * np.log(np.abs(np.sin(c / 2)))
+        if antithetic:
+            cos_c = np.cos(c)
+            t2 = log_cosh_m1(b) + np.log(np.abs(cos_c))
+            pos = np.where(cos_c > 0, np.logaddexp(log_cosh_m1(a), t2), log_cosh_m1(a))
+            neg = np.where(cos_c < 0, np.logaddexp(log_sin2, t2), log_sin2)
+        else:
+            u2 = np.maximum((a + b) / 2, 0.0)
+            v2 = np.maximum((a - b) / 2, 0.0)
+            pos = np.logaddexp(LOG2 + log_expm1(u2) + log_cosh(v2), LOG2 + log_cosh_m1(v2))
+            neg = b + log_sin2
+        core = np.where(np.isneginf(pos), -np.inf, log_diff_exp(pos, np.minimum(neg, pos)))  # w = 0: exact
+    return log_sm2 + core - math.log(2 * m)
+
+
 __all__ = [
     "LambdaMoments",
     "angle_between",
@@ -384,12 +434,15 @@ __all__ = [
     "log_eps_angular_hybrid_tr",
     "log_eps_pos_tr",
     "log_eps_trig_tr",
-    "log_gaussian_rho",
     "log_mse_angular_hybrid_tr",
     "log_mse_angular_hybrid_tr_as_printed",
     "log_mse_bipolar",
+    "log_mse_complex_exponential",
     "log_mse_gaussian_hybrid_tr",
     "log_mse_pos_tr",
+    "log_mse_positive",
+    "log_mse_positive_antithetic",
+    "log_mse_trig",
     "log_mse_trig_tr",
     "log_oracle_mse",
     "log_oracle_mse_tr",

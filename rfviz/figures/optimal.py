@@ -1,5 +1,5 @@
 """Figures of optimal importance sampling Ψ (Sernau et al., Thm 1 and Cor. 2; reference optimal_sampling.md §4
-views 1, 3-5). Pure builders: numbers in, plotly Figures out; all maths lives in rfviz.optimal_sampling."""
+views 1, 3-5). Pure builders: numbers in, plotly Figures out; all maths lives in rfviz.maths.optimal."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ..optimal_sampling import (
+from ..maths.optimal import (
     MECHANISMS,
     OptimalSampling,
     divergence_regions,

@@ -10,7 +10,8 @@ Three parts:
 * **Densities and conformity** (numpy): p(w_ij) of w_ij = ‖ω_i + ω_j‖ (Lemmas 4.1, 4.2), its CDF, the
   RF-conformity ρ(v) (Def. 3.1, Thm 4.3) and MSE ratios against iid (Fig. 6), all in log space.
 * **Closed-form MSE** of the softmax-kernel trig, positive and antithetic-positive estimators under the
-  orthogonal and simplex couplings, for m ≤ d and m > d (``coupled_log_mse``).
+  orthogonal and simplex couplings, for m ≤ d and m > d (``log_relative_mse``, ``log_mse_coupled_trig``,
+  ``log_mse_coupled_gerf``); each estimator class declares which couplings it covers.
 
 The key identity (derived here from Lemma 4.2, checked against it): for a pair at fixed angle cos θ_w = c
 with iid χ_d norms, w_ij² = s·χ²_{2d} with s = 1 + c·sin u independent of the χ²_{2d}, where u ∈ [0, π] has
@@ -22,22 +23,19 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from scipy.special import erfcx, gammainc, gammaln, hyp1f1, ive, logsumexp, xlogy
 
-from .numerics import LOG2, log1mexp, log_expm1
-from .params import ParameterError, check_int
-from .sampling import chi_square, random_frame, register_coupling, sample_omegas
-
-if TYPE_CHECKING:
-    from .estimators.base import Estimator, PairStats
+from ..numerics import LOG2, log1mexp, log_expm1
+from ..params import ParameterError, check_int
+from ..sampling import chi_square, random_frame, register_coupling, sample_omegas
 
 COUPLINGS_WITH_DENSITY = ("iid", "orthogonal", "simplex")
 """Couplings with a closed-form law of w_ij (simplex_plus is weight-dependent: no closed form, ref §3)."""
-CLOSED_FORM_ESTIMATORS = ("trig", "positive", "positive_antithetic")
+FEATURES = ("trig", "positive", "positive_antithetic")
+"""Random features whose coupled MSE has a closed form here (``log_relative_mse``)."""
 SIMPLEX_PLUS_PASSES = 5
 """Passes of the SimRF+ iteration (Eq. 17); the authors use 5, it converges after 1–2 (ref §1.2, checks §7, §12)."""
 N_ANGLE_NODES = 400
@@ -453,7 +451,7 @@ def _kummer_table(d: int, terms: int) -> tuple[np.ndarray, np.ndarray]:
 def hyp1f1_d_neg(x: np.ndarray, d: int) -> np.ndarray:
     """1F1(d; d/2; −x) for x ≥ 0 via Kummer, e^{−x}·Σ_k (−d/2)_k/(d/2)_k x^k/k!: each term times e^{−x} is at most
     x^k e^{−x}/k! ≤ 1 in size (|(−h)_k| ≤ (h)_k), so the absolute error is ~1e-16 per term, there is no overflow,
-    and terms beyond the Poisson(x) tail k > x + 12√x + 60 are dropped (cf. rfviz.gerf, CRT §3.9). Even d: a
+    and terms beyond the Poisson(x) tail k > x + 12√x + 60 are dropped (cf. rfviz.maths.crt, CRT §3.9). Even d: a
     polynomial (d/2 + 1 terms). Odd d and x ≥ KUMMER_ODD_LIMIT: scipy's hyp1f1."""
     x = np.asarray(x, dtype=float)
     flat = x.ravel()
@@ -630,7 +628,7 @@ def log_relative_mse(features: str, arg2: np.ndarray | float, d: int, m: int, co
     """log(MSE/K²) for the softmax (or Gaussian) kernel; the same for both kernels (ref §2.1 "Relative MSE").
 
     ``features``: ``positive`` (arg2 = v² = |x+y|²), ``positive_antithetic`` (v²) or ``trig`` (arg2 = z² = |x−y|²;
-    relative to K_SM² the trig MSE carries an extra e^{z²}, see ``coupled_log_mse``)."""
+    relative to K_SM² the trig MSE carries an extra e^{z²}, see ``log_mse_coupled_trig``)."""
     check_coupling(coupling, COUPLINGS_WITH_DENSITY, "for a closed-form MSE")
     d = check_coupling_dimension(coupling, d)
     m = check_int("m", m)
@@ -642,7 +640,7 @@ def log_relative_mse(features: str, arg2: np.ndarray | float, d: int, m: int, co
     elif features == "trig":
         out = _log_bracket_trig(a, d, m, coupling) + a
     else:
-        raise ParameterError(f"features must be one of {', '.join(CLOSED_FORM_ESTIMATORS)}, got {features!r}")
+        raise ParameterError(f"features must be one of {', '.join(FEATURES)}, got {features!r}")
     return out - 2.0 * math.log(m)
 
 
@@ -652,53 +650,30 @@ def mse_ratio_vs_iid(features: str, arg2: np.ndarray | float, d: int, m: int, co
         return np.exp(log_relative_mse(features, arg2, d, m, coupling) - log_relative_mse(features, arg2, d, m, "iid"))
 
 
-GERF_FAMILY = ("gerf", "oprf")
+def log_mse_coupled_trig(xx: np.ndarray, yy: np.ndarray, delta2: np.ndarray, d: int, m: int,
+                         coupling: str) -> np.ndarray:
+    """log MSE of the trig estimator (softmax kernel) under ``coupling``, m ≤ d or m > d (blocks):
+    e^{|x|²+|y|²}/m²·[m(1 − e^{−z²})²/2 + P(E[a_i a_j] − e^{−z²})], z = |x − y|, P = Σ_b m_b(m_b − 1)
+    ([SimRF] App. Eq. 74, Thm 4.5). Positive and antithetic positive features: ``log_relative_mse`` + 2x·y
+    ([SimRF] Thm 3.2, App. Eq. 34). Gaussian kernel: the caller multiplies by e^{−|x|²−|y|²}."""
+    check_coupling(coupling, COUPLINGS_WITH_DENSITY, "for a closed-form MSE")
+    d = check_coupling_dimension(coupling, d)
+    m = check_int("m", m)
+    return xx + yy + _log_bracket_trig(np.asarray(delta2, float), d, m, coupling) - 2.0 * math.log(m)
 
 
-def has_coupled_closed_form(estimator: Estimator) -> bool:
-    """Whether ``coupled_log_mse`` covers this estimator and coupling: trig, positive and positive_antithetic under
-    iid, orthogonal and simplex; GERF with real A and OPRF under simplex (their orthogonal form lives in rfviz.gerf).
-    simplex_plus is weight-dependent: no closed form (ref §3)."""
-    coupling = estimator.params.get("coupling")
-    if estimator.name in GERF_FAMILY:
-        return coupling == "simplex" and complex(estimator.params.get("A", 0.0)).imag == 0
-    return estimator.name in CLOSED_FORM_ESTIMATORS and coupling in COUPLINGS_WITH_DENSITY
-
-
-def _gerf_family_log_mse(estimator: Estimator, s: PairStats) -> np.ndarray:
-    """MSE = MSE_iid + (P/m²)·K²·relCov_c (chefs §3.9 structure with the simplex pair covariance), softmax kernel."""
-    iid = type(estimator)(**{**estimator.params, "coupling": "iid"})
-    log_iid = iid._log_mse_softmax(s)
-    m = estimator.params["m"]
-    pairs = pairs_within_blocks(m, s.d)
+def log_mse_coupled_gerf(log_mse_iid: np.ndarray, xy: np.ndarray, sign: int, arg2: np.ndarray, d: int, m: int,
+                         coupling: str) -> np.ndarray:
+    """log MSE (softmax kernel) of a real GERF ([CRT] eq. 5, sign s, real A) under ``coupling``:
+    MSE_iid + (P/m²)·SM²·relCov_c ([CRT] §3.9 structure with the [SimRF] pair covariance
+    ``log_abs_relative_pair_covariance``), arg2 = |x+y|² (s = +1) or |x−y|² (s = −1)."""
+    d = check_coupling_dimension(coupling, d)
+    pairs = pairs_within_blocks(m, d)
     if pairs == 0:
-        return log_iid
-    sign = int(estimator.params.get("s", 1))
-    mag, sgn = log_abs_relative_pair_covariance(sign, s.z2 if sign == 1 else s.delta2, s.d,
-                                                estimator.params["coupling"])
-    log_cov = 2.0 * s.xy + mag + math.log(pairs) - 2.0 * math.log(m)
-    return _signed_log_add(log_iid, np.ones_like(log_iid), log_cov, sgn)[0]
-
-
-def coupled_log_mse(estimator: Estimator, s: PairStats) -> np.ndarray:
-    """log MSE (softmax kernel) of ``estimator`` under its coupling, m ≤ d or m > d (blocks):
-
-    * positive: SM²/m²·[m(e^{v²} − 1) + P(ρ_c(v)e^{−v²} − 1)] (SimRF Thm 3.2, App. Eq. 34; ref §2.1);
-    * positive_antithetic: SM²/m²·[m·½e^{v²}(1 − e^{−v²})² + P(½(ρ_c + ρ_{−c})e^{−v²} − 1)] (derived here);
-    * trig: e^{|x|²+|y|²}/m²·[m(1 − e^{−z²})²/2 + P(E[a_i a_j] − e^{−z²})] (App. Eq. 74, Thm 4.5; ref §2.8–2.9);
-    * gerf (real A) and oprf: MSE_iid + (P/m²)·SM²·relCov_c (``log_abs_relative_pair_covariance``);
-    with v = |x+y|, z = |x−y|, P = Σ_b m_b(m_b − 1). Gaussian kernel: the caller multiplies by e^{−|x|²−|y|²}."""
-    if not has_coupled_closed_form(estimator):
-        raise NotImplementedError(f"no closed form for {estimator.name} with coupling="
-                                  f"{estimator.params.get('coupling')!r}")
-    coupling = estimator.params["coupling"]
-    m = estimator.params["m"]
-    d = check_coupling_dimension(coupling, s.d)
-    if estimator.name in GERF_FAMILY:
-        return _gerf_family_log_mse(estimator, s)
-    if estimator.name == "trig":
-        return s.xx + s.yy + _log_bracket_trig(s.delta2, d, m, coupling) - 2.0 * math.log(m)
-    return 2.0 * s.xy + log_relative_mse(estimator.name, s.z2, d, m, coupling)
+        return log_mse_iid
+    mag, sgn = log_abs_relative_pair_covariance(sign, arg2, d, coupling)
+    log_cov = 2.0 * xy + mag + math.log(pairs) - 2.0 * math.log(m)
+    return _signed_log_add(log_mse_iid, np.ones_like(log_mse_iid), log_cov, sgn)[0]
 
 
 __all__ = [
@@ -708,15 +683,15 @@ __all__ = [
     "conformity",
     "conformity_iterations",
     "conformity_of_vectors",
-    "coupled_log_mse",
     "density_wij",
     "f_penalty",
-    "has_coupled_closed_form",
     "hyp1f1_d_neg",
     "kappa",
     "log_abs_relative_pair_covariance",
     "log_conformity",
     "log_density_wij",
+    "log_mse_coupled_gerf",
+    "log_mse_coupled_trig",
     "log_relative_mse",
     "mean_wij_sq",
     "mse_ratio_vs_iid",

@@ -1,10 +1,10 @@
 """Random features of dot-product kernels: polynomial sketches (real/complex, parameter q), TensorSRHT and
 Maclaurin features (Wacker, Kanagawa, Filippone; reference dot_product_features.md). The maths lives in
-rfviz.dot_product; these classes wire it into the estimator protocol.
+rfviz.maths.dp; these classes wire it into the estimator protocol.
 
 Their variances depend on the coordinates of x and y through S = Σ_k x_k² y_k² (reference P6), so they are
 not isotropic: the engine gives them full d-vectors, and grids need an embedding (canonical, flat or
-rotation_average; see rfviz.dot_product).
+rotation_average; see rfviz.maths.dp).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from .. import dot_product as dp
+from ..maths import dp
 from ..numerics import to_log10
 from ..params import Param, ParameterError
 from .base import Estimator, PairStats, Samples, register
@@ -55,17 +55,12 @@ class _DotProductEstimator(Estimator):
 
     family: ClassVar[str] = "dot_product"
     isotropic: ClassVar[bool] = False
-    _d_hint: int = 8
 
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
         raise NotImplementedError
 
     def _log_mse(self, s: PairStats) -> np.ndarray:
         return self._log_mse_stats(dp.DotStats.from_pairs(s.x, s.y))
-
-    def check_dimension(self, d: int) -> None:
-        super().check_dimension(d)
-        self._d_hint = int(d)  # sizes work_per_pair for the engine's memory plan
 
     def log10_mse_grid(self, r: np.ndarray | float, theta: np.ndarray | float, d: int,
                        embedding: str = "canonical") -> np.ndarray:
@@ -193,7 +188,7 @@ class TensorSRHT(_HomogeneousPolynomial):
         return dp.tsrht_features(samples["z"], samples["perm"], u, self.params["m"])
 
     def work_per_pair(self, d: int) -> int:
-        d_pad = dp.padded_dim(self._d_hint)
+        d_pad = dp.padded_dim(d)
         width = -(-self.params["m"] // d_pad) * d_pad
         return 4 * width * (self.params["p"] + 2) + 16
 

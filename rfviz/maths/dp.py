@@ -1,6 +1,6 @@
 """Dot-product kernel features: the maths (closed forms, input geometry, samplers of the weight entries).
 
-Source: Wacker, Kanagawa, Filippone, "Improved Random Features for Dot Product Kernels" (seed 003);
+Source: Wacker, Kanagawa, Filippone, "Improved Random Features for Dot Product Kernels" ([DP]);
 verified catalog: shared/reference/dot_product_features.md ("reference" below, section numbers §).
 
 Everything hinges on four scalars per pair (reference §0): |x|², |y|², t = x·y and the coordinate-dependent
@@ -36,8 +36,8 @@ import numpy as np
 import torch
 from scipy.special import gammainc, gammaln, logsumexp
 
-from .geometry import EMBEDDINGS, canonical_pair, check_d, check_r, check_theta
-from .params import ParameterError
+from ..geometry import EMBEDDINGS, canonical_pair, check_d, check_r, check_theta
+from ..params import ParameterError
 
 BASES = ("rademacher", "gaussian", "plus_minus_i", "unit_circle")
 UNIT_MODULUS_BASES = ("rademacher", "plus_minus_i", "unit_circle")

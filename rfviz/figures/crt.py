@@ -2,7 +2,7 @@
 
 Variance of m iid features = (per-feature variance)/m, plotted as log10 MSE. Inputs: |x| = |y| = r at angle θ for
 GERF/OPRF (their variance depends on Z_s = |x + s·y|² only); PoisRF/GeomRF depend on coordinates, so the pair is
-placed in ℝᵈ by a named embedding. All maths lives in rfviz.gerf (reference chefs_random_tables.md).
+placed in ℝᵈ by a named embedding. All maths lives in rfviz.maths.crt (reference chefs_random_tables.md).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import gerf as g
 from ..engine import sweep
 from ..geometry import canonical_pair, embed_pair
+from ..maths import crt as g
 from ..numerics import LOG10, log_expm1
 from .common import LAYOUT, THETA_TICKS, columns_to_csv, finite_or_none, heatmaps, lines
 

@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from .geometry import canonical_pair, check_d
-from .numerics import LOG2, exp_or_inf, log_diff_exp, log_expm1
-from .params import ParameterError
+from ..geometry import canonical_pair, check_d
+from ..numerics import LOG2, exp_or_inf, log_diff_exp, log_expm1
+from ..params import ParameterError
 
 MECHANISMS = ("positive", "trig")
 INPUT_KINDS = ("sphere", "gaussian", "pair", "two_spheres")

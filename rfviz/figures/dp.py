@@ -1,4 +1,4 @@
-"""Figures of the dot-product page (pure builders: parameters in, plotly Figure out; maths in rfviz.dot_product).
+"""Figures of the dot-product page (pure builders: parameters in, plotly Figure out; maths in rfviz.maths.dp).
 
 Every figure states the quantity it shows (E|k̂−k|² or E(Re k̂ − k)², reference P1) and the S-convention
 (embedding, reference P6/§7) in its title.
@@ -13,8 +13,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .. import dot_product as dp
 from ..estimators import create
+from ..maths import dp
 from ..numerics import LOG10
 from .common import LAYOUT, THETA_TICKS, bars, color, finite_or_none, heatmaps, lines
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .. import hybrid as hy
 from ..engine import monte_carlo
 from ..estimators import create
 from ..geometry import canonical_pair
+from ..maths import hrf as hy
 from ..numerics import LOG10
 from .common import columns_to_csv, heatmaps, lines
 

@@ -4,86 +4,30 @@ Every entry is a ``GalleryFigure``: a builder returning (plotly Figure, data), a
 errata where rfviz's value differs from the printed paper, the numbers the reference catalogs print (``catalog``,
 as printed text, so the printed precision is the tolerance), a ``key_numbers`` function reading rfviz's values of
 those numbers from the built figure's data, and the explorer view (page + query parameters) that shows the same
-thing live. Entries register with ``@gallery_figure``; modules that add entries are listed in ``GALLERY_MODULES``.
+thing live. Entries register with ``@gallery_figure`` (rfviz.gallery.registry); one module of entries per paper
+(``hrf``, ``crt``, ``simrf``, ``dp``, ``optimal``), imported by ``load_gallery``. Export helpers: rfviz.figures.export.
 """
 
 from __future__ import annotations
 
-import csv
 import functools
-import importlib
-import io
 import math
 import pathlib
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode
 
-import numpy as np
-
-from .params import ParameterError
-
-Columns = dict[str, Any]
-Data = Columns | str
-"""A figure's numbers: equal-length columns, or CSV text (e.g. ``figures.common.traces_csv`` of the figure)."""
-Builder = Callable[[], tuple[Any, Data]]
-KeyNumbers = Callable[[Any, Data], dict[str, float]]
-
-PNG_SIZE = (1200, 700)
-
-
-@dataclass(frozen=True)
-class GalleryFigure:
-    """One reproducible paper figure."""
-
-    name: str
-    title: str
-    paper: str
-    caption: str
-    build: Builder
-    errata: str = ""
-    explorer_page: str = ""
-    explorer_params: dict[str, str] = field(default_factory=dict)
-    key_numbers: KeyNumbers | None = None
-    """(figure, data) → rfviz's value of every ``catalog`` key (read from the built figure's data where it holds
-    them, else computed by the same pure functions the builder uses)."""
-    catalog: dict[str, str] = field(default_factory=dict)
-    """Key → the value the reference catalog prints, as printed ("0.204", "-23.40", "1.226e7", "-inf"); a value
-    read off a grid carries its grid precision explicitly ("3.1622±0.00025")."""
-    corrections: dict[str, tuple[str, str]] = field(default_factory=dict)
-    """Key → (correct value, why): catalog numbers that are wrong in the reference; rfviz is checked against the
-    correct value and the page shows both."""
-    params: dict[str, Any] = field(default_factory=dict)
-    """The figure's parameters (shown on the gallery page and by ``figure --list --json``)."""
-    source: str = ""
-    """Where the catalog numbers come from (reference file and section)."""
-
-    def explorer_link(self, prefix: str = "/") -> str:
-        """URL of the live view with this figure's parameters (query parameters of the page): ``/page?query``,
-        or relative to the current page with ``prefix="./"``."""
-        if not self.explorer_page:
-            return ""
-        query = urlencode(self.explorer_params)
-        return f"{prefix}{self.explorer_page}" + (f"?{query}" if query else "")
-
-
-GALLERY: dict[str, GalleryFigure] = {}
-GALLERY_MODULES: list[str] = ["rfviz.gallery_figures"]
-
-
-def gallery_figure(entry: GalleryFigure) -> GalleryFigure:
-    """Register a gallery entry (names are unique)."""
-    if entry.name in GALLERY:
-        raise ValueError(f"gallery figure {entry.name!r} registered twice")
-    GALLERY[entry.name] = entry
-    return entry
+from ..figures.export import PNG_SIZE, columns_to_csv, data_csv, figure_html, write_png
+from ..params import ParameterError
+from .registry import GALLERY, Builder, Columns, Data, GalleryFigure, KeyNumbers, gallery_figure
 
 
 def load_gallery() -> dict[str, GalleryFigure]:
-    """Import every module that registers gallery entries; return the gallery."""
-    for mod in GALLERY_MODULES:
-        importlib.import_module(mod)
+    """Import the entry modules (one per paper; each registers its entries on import); return the gallery."""
+    # Imported for their @gallery_figure side effect, in paper order (the order of the gallery).
+    # isort: off
+    from . import hrf, crt, simrf, dp, optimal  # noqa: F401
+    # isort: on
+
     return GALLERY
 
 
@@ -167,49 +111,6 @@ def check_key_numbers(name: str) -> list[KeyCheck]:
     return out
 
 
-# --------------------------------------------------------------------------------------------- data and export
-def columns_to_csv(columns: Columns) -> str:
-    """Columns (equal-length 1-D sequences, or scalars repeated) as CSV text; non-finite numbers written as empty."""
-    arrays = {k: np.atleast_1d(np.asarray(v)) for k, v in columns.items()}
-    n = max((len(a) for a in arrays.values()), default=0)
-    for k, a in arrays.items():
-        if len(a) not in (1, n):
-            raise ValueError(f"column {k!r} has {len(a)} rows, expected {n}")
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(list(arrays))
-    for i in range(n):
-        row = []
-        for a in arrays.values():
-            v = a[0] if len(a) == 1 else a[i]
-            if isinstance(v, float | np.floating) and not np.isfinite(v):
-                row.append("")
-            else:
-                row.append(v.item() if hasattr(v, "item") else v)
-        writer.writerow(row)
-    return buf.getvalue()
-
-
-def data_csv(data: Data) -> str:
-    """A figure's data as CSV text."""
-    return data if isinstance(data, str) else columns_to_csv(data)
-
-
-def figure_html(fig: Any, include_plotlyjs: bool | str = True) -> str:
-    """Stand-alone HTML of a figure (plotly.js embedded by default, so the file works offline)."""
-    return fig.to_html(include_plotlyjs=include_plotlyjs, full_html=True)
-
-
-def write_png(fig: Any, path: str | pathlib.Path) -> None:
-    """PNG through kaleido and a Chromium; ParameterError (one line) when no browser can be started."""
-    try:
-        fig.write_image(str(path), width=PNG_SIZE[0], height=PNG_SIZE[1])
-    except Exception as exc:  # kaleido raises assorted errors when no Chromium is available
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ParameterError(f"--out .png needs kaleido and a Chromium/Chrome browser ({msg}); "
-                             "write .html instead") from None
-
-
 def export_figure(name: str, out: str | None = None, data: str | None = None) -> dict[str, str]:
     """Build figure ``name``; write HTML (or PNG by the file suffix, through kaleido and a Chromium) and CSV."""
     entry = get_figure(name)
@@ -230,3 +131,8 @@ def export_figure(name: str, out: str | None = None, data: str | None = None) ->
         pathlib.Path(data).write_text(data_csv(columns), encoding="utf-8")
         written["data"] = str(data)
     return written
+
+
+__all__ = ["GALLERY", "PNG_SIZE", "Builder", "Columns", "Data", "GalleryFigure", "KeyCheck", "KeyNumbers",
+           "build_figure", "check_key_numbers", "columns_to_csv", "data_csv", "export_figure", "figure_html",
+           "gallery_figure", "get_figure", "load_gallery", "printed_value", "write_png"]

@@ -1,0 +1,60 @@
+"""The gallery's entry format and registry: ``GalleryFigure`` and ``@gallery_figure`` (the per-paper entry modules
+import only this, so the package has no import cycle)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+Columns = dict[str, Any]
+Data = Columns | str
+"""A figure's numbers: equal-length columns, or CSV text (e.g. ``figures.common.traces_csv`` of the figure)."""
+Builder = Callable[[], tuple[Any, Data]]
+KeyNumbers = Callable[[Any, Data], dict[str, float]]
+
+@dataclass(frozen=True)
+class GalleryFigure:
+    """One reproducible paper figure."""
+
+    name: str
+    title: str
+    paper: str
+    caption: str
+    build: Builder
+    errata: str = ""
+    explorer_page: str = ""
+    explorer_params: dict[str, str] = field(default_factory=dict)
+    key_numbers: KeyNumbers | None = None
+    """(figure, data) → rfviz's value of every ``catalog`` key (read from the built figure's data where it holds
+    them, else computed by the same pure functions the builder uses)."""
+    catalog: dict[str, str] = field(default_factory=dict)
+    """Key → the value the reference catalog prints, as printed ("0.204", "-23.40", "1.226e7", "-inf"); a value
+    read off a grid carries its grid precision explicitly ("3.1622±0.00025")."""
+    corrections: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """Key → (correct value, why): catalog numbers that are wrong in the reference; rfviz is checked against the
+    correct value and the page shows both."""
+    params: dict[str, Any] = field(default_factory=dict)
+    """The figure's parameters (shown on the gallery page and by ``figure --list --json``)."""
+    source: str = ""
+    """Where the catalog numbers come from (reference file and section)."""
+
+    def explorer_link(self, prefix: str = "/") -> str:
+        """URL of the live view with this figure's parameters (query parameters of the page): ``/page?query``,
+        or relative to the current page with ``prefix="./"``."""
+        if not self.explorer_page:
+            return ""
+        query = urlencode(self.explorer_params)
+        return f"{prefix}{self.explorer_page}" + (f"?{query}" if query else "")
+
+
+GALLERY: dict[str, GalleryFigure] = {}
+
+
+def gallery_figure(entry: GalleryFigure) -> GalleryFigure:
+    """Register a gallery entry (names are unique)."""
+    if entry.name in GALLERY:
+        raise ValueError(f"gallery figure {entry.name!r} registered twice")
+    GALLERY[entry.name] = entry
+    return entry
