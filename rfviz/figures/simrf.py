@@ -11,6 +11,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..engine import monte_carlo
+from ..estimators import create
 from ..maths.simrf import (
     COUPLINGS_WITH_DENSITY,
     conformity_iterations,
@@ -145,9 +147,6 @@ def sampled_ratio_columns(d: int, m: int, features: str = "positive", v: Sequenc
 
     Returns {coupling: (v, ratio, standard error of the ratio)} for orthogonal, simplex and simplex+ (the last has
     no closed form: sampling is the only way to see it). ``progress`` receives the completed fraction in [0, 1]."""
-    from ..engine import monte_carlo
-    from ..estimators import create
-
     vs = np.asarray(v, dtype=float)
     x = np.zeros((vs.size, 2))
     x[:, 0] = vs / 2
