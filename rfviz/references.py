@@ -29,9 +29,10 @@ REFERENCES: dict[str, Reference] = {
     "DP": Reference("DP", "dp", "J. Wacker, M. Kanagawa, M. Filippone. Improved Random Features for Dot Product "
                     "Kernels.", "2201.08712"),
     "OS": Reference("OS", "optimal", "L. Sernau, S. Bonacina, R. A. Saurous. All Random Features Representations are "
-                    "Equivalent.", "2406.18802"),
+                    "Equivalent. Google DeepMind.", ""),
 }
-"""Key → (key, module name used in every layer, full citation, arXiv id)."""
+"""Key → (key, module name used in every layer, full citation, arXiv id; empty where the text we have gives none
+and none is confirmed)."""
 
 
 def cite(key: str) -> str:
@@ -39,7 +40,7 @@ def cite(key: str) -> str:
     if key not in REFERENCES:
         raise KeyError(f"reference key must be one of {', '.join(REFERENCES)}, got {key!r}")
     ref = REFERENCES[key]
-    return f"[{ref.key}] {ref.citation} arXiv:{ref.arxiv}"
+    return f"[{ref.key}] {ref.citation}" + (f" arXiv:{ref.arxiv}" if ref.arxiv else "")
 
 
 __all__ = ["REFERENCES", "Reference", "cite"]
