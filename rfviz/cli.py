@@ -27,6 +27,7 @@ COMMAND_MODULES: list[str] = [
     "rfviz.cli_psi",
     "rfviz.cli_coupling",
 ]
+COMMANDS["sweep"] = (lambda m: (m.HELP, m.configure, m.run))(importlib.import_module("rfviz.cli_sweep"))
 
 
 def command(name: str, help: str) -> Callable[[Configure], Configure]:

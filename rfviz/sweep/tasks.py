@@ -58,7 +58,7 @@ class SweepSpec:
     block_trials: int = DEFAULT_SWEEP_BLOCK
     device: str = "cpu"
     engine_block_trials: int = DEFAULT_BLOCK_TRIALS
-    _cache: dict = field(default_factory=dict, compare=False, repr=False)
+    _cache: dict = field(default_factory=dict, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         cls = get_estimator(self.estimator)
