@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..estimators.base import Estimator
+from ..geometry import check_d, check_r, check_theta
 from ..params import ParameterError
 
 INPUTS: dict[str, Any] = {"r": 1.0, "theta": math.pi / 2, "d": 2, "embedding": "canonical"}
@@ -129,6 +130,19 @@ def _integral(axis: Axis) -> Axis:
     return axis
 
 
+def _numbers(axis: Axis) -> np.ndarray:
+    if not all(isinstance(v, int | float) for v in axis.values):
+        raise ParameterError(f"grid {axis.name}: values must be numbers, got {axis.values}")
+    return np.asarray(axis.values, dtype=float)
+
+
+_INPUT_CHECKS = {
+    "r": lambda a: check_r(_numbers(a)),
+    "theta": lambda a: check_theta(_numbers(a)),
+    "d": lambda a: [check_d(v) for v in a.values],
+}
+
+
 def parse_grid(items: list[str], estimator: type[Estimator], fixed: dict[str, Any] | None = None) -> Grid:
     """Parse ``--grid`` items for ``estimator``: names must be its parameters or ``INPUTS``, not fixed twice,
     and every value must validate (so a bad value fails before any work, naming the parameter and its range)."""
@@ -150,6 +164,8 @@ def parse_grid(items: list[str], estimator: type[Estimator], fixed: dict[str, An
         if axis.name in specs:
             for v in axis.values:
                 specs[axis.name].validate(v)
+        elif axis.name in _INPUT_CHECKS:
+            _INPUT_CHECKS[axis.name](axis)
         axes.append(axis)
     grid = Grid(tuple(axes))
     if grid.size > MAX_POINTS:
