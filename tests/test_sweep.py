@@ -1,0 +1,229 @@
+"""``rfviz sweep``: grid syntax, exact pooling, identical numbers on local and a real local Ray (1 or 2 workers,
+with a worker killed mid-sweep), resume after an interruption, heavy-tail diagnostics, CLI refusals."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+
+from rfviz import ParameterError, get_estimator
+from rfviz.cli import main
+from rfviz.diagnostics import Moments, assess_mse
+from rfviz.sweep import SweepSpec, combine, make_backend, parse_grid, run_sweep, run_tasks, task_seed
+from rfviz.sweep.backends import CRASH_ONCE_ENV, RayBackend
+from rfviz.sweep.tasks import COL
+
+NONDETERMINISTIC = ("backend", "seconds")  # who ran it and how long it took
+
+
+def small_spec(**kw) -> SweepSpec:
+    """4 points × 4 blocks of positive random features (light tails at small r: the closed form is checkable)."""
+    est = get_estimator("positive")
+    grid = parse_grid(["r=0.3:0.6:2", "m=4,8"], est, {"d": "8"})
+    args = {"trials": 2048, "seed": 7, "block_trials": 512, **kw}
+    return SweepSpec("positive", {"d": "8", "theta": "1.0"}, grid, device="cpu", **args)
+
+
+def rows(path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return [{k: v for k, v in r.items() if k not in NONDETERMINISTIC} for r in csv.DictReader(f)]
+
+
+# ----------------------------------------------------------------------------- grid syntax and seeds
+def test_grid_syntax() -> None:
+    est = get_estimator("gerf")
+    grid = parse_grid(["theta=0:3:4", "m=8:32:4", "kernel=softmax,gaussian", "A=-0.1,-0.2+0.05j"], est)
+    assert grid.shape == (4, 4, 2, 2) and grid.size == 64
+    assert grid.axes[0].values == (0.0, 1.0, 2.0, 3.0)
+    assert grid.axes[1].values == (8, 16, 24, 32) and all(type(v) is int for v in grid.axes[1].values)
+    assert grid.point(63) == {"theta": 3.0, "m": 32, "kernel": "gaussian", "A": "-0.2+0.05j"}
+    assert grid.point(1)["A"] == "-0.2+0.05j" and grid.point(2)["kernel"] == "gaussian"
+
+
+@pytest.mark.parametrize("items, fixed, message", [
+    (["theta=0:1"], {}, "start:stop:count"),
+    (["theta=0:1:x"], {}, "count must be an integer"),
+    (["theta=0:1:0"], {}, "count must be an integer"),
+    (["theta"], {}, "name=start:stop:count"),
+    (["m=1,,2"], {}, "empty value"),
+    (["m=4,4"], {}, "repeated"),
+    (["q=1,2"], {}, "has no parameter or input 'q'"),
+    (["m=0,3"], {}, "m must be"),
+    (["m=4:9:3"], {}, "m must be"),  # 6.5
+    (["m=4,8"], {"m": "4"}, "both fixed"),
+    (["m=4", "m=8"], {}, "given twice"),
+    (["r=0:1:100000", "theta=0:1:1000"], {}, "at most"),
+])
+def test_grid_errors(items, fixed, message) -> None:
+    with pytest.raises(ParameterError, match=message):
+        parse_grid(items, get_estimator("positive"), fixed)
+
+
+def test_spec_refuses_absurd_sizes_and_bad_values() -> None:
+    with pytest.raises(ParameterError, match="trials"):
+        small_spec(trials=10**14)
+    with pytest.raises(ParameterError, match="tasks"):
+        small_spec(trials=10**12, block_trials=2)
+    with pytest.raises(ParameterError, match="seed"):
+        small_spec(seed=-1)
+    est = get_estimator("positive")
+    with pytest.raises(ParameterError, match="theta"):
+        SweepSpec("positive", {}, parse_grid(["theta=0:4:3"], est), trials=100)
+    with pytest.raises(ParameterError, match="no parameter or input 'zz'"):
+        SweepSpec("positive", {"zz": "1"}, parse_grid([], est), trials=100)
+
+
+def test_task_seeds_are_distinct_and_stable() -> None:
+    seeds = {task_seed(7, p, b) for p in range(50) for b in range(50)}
+    assert len(seeds) == 2500 and all(0 <= s < 2**63 for s in seeds)
+    assert task_seed(7, 3, 4) == task_seed(7, 3, 4) != task_seed(8, 3, 4)
+
+
+def test_pooling_is_exact_and_order_independent() -> None:
+    spec = small_spec()
+    table = run_tasks(spec, np.arange(spec.n_blocks))  # the 4 blocks of point 0
+    a = combine(table)
+    b = combine(table[::-1].copy())
+    assert a == b
+    assert a.errors.count == spec.trials == int(table[:, COL["n"]].sum())
+    # Chan's pooled M2 equals the two-pass M2 of the concatenated sample
+    rng = np.random.default_rng(0)
+    parts = [rng.standard_exponential(n) ** 2 for n in (5, 17, 40)]
+    pooled = Moments()
+    for p in parts:
+        pooled = pooled.merge(Moments(len(p), float(p.mean()), float(((p - p.mean()) ** 2).sum())))
+    allv = np.concatenate(parts)
+    assert pooled.count == allv.size
+    assert math.isclose(pooled.mean, allv.mean(), rel_tol=1e-12)
+    assert math.isclose(pooled.m2, ((allv - allv.mean()) ** 2).sum(), rel_tol=1e-12)
+
+
+def test_diagnostics_flag_heavy_tails() -> None:
+    rng = np.random.default_rng(1)
+    light = rng.standard_normal(10_000) ** 2
+    assert assess_mse(Moments(light.size, light.mean(), ((light - light.mean()) ** 2).sum())).reliable
+    heavy = np.exp(3.0 * rng.standard_normal(10_000))  # log-normal squared errors: a few trials dominate
+    blocks = heavy.reshape(20, -1).sum(1)
+    verdict = assess_mse(Moments(heavy.size, heavy.mean(), ((heavy - heavy.mean()) ** 2).sum()),
+                         top_share=blocks.max() / blocks.sum(), parts=20)
+    assert not verdict.reliable and "heavy tail" in verdict.warning
+    assert assess_mse(Moments(100, 0.0, 0.0)) .reliable  # an exact estimator
+    assert not assess_mse(Moments(1, 1.0, 0.0)).reliable
+
+
+# ----------------------------------------------------------------------------- local backend, resume
+def test_local_sweep_matches_closed_form(tmp_path) -> None:
+    report = run_sweep(small_spec(), str(tmp_path / "a.csv"), make_backend("local"), progress=False)
+    assert report.status == "complete" and report.points_done == 4
+    got = rows(tmp_path / "a.csv")
+    assert [int(r["point"]) for r in got] == [0, 1, 2, 3]
+    reliable = [r for r in got if r["reliable"] == "True"]
+    assert len(reliable) >= 2 and all(r["warning"] == "" for r in reliable)
+    assert all(r["warning"].startswith("heavy tail") for r in got if r["reliable"] == "False")
+    for r in reliable:  # the closed form within 4 standard errors where the Monte Carlo is trustworthy
+        assert abs(float(r["mc_mse"]) - float(r["mse"])) < 4 * float(r["stderr"])
+        assert abs(float(r["z"])) < 4
+    assert all(int(r["trials"]) == 2048 and r["device"] == "cpu" for r in got)
+    manifest = json.loads((tmp_path / "a.csv.manifest.json").read_text())
+    assert manifest["status"] == "complete" and manifest["spec"]["trials"] == 2048
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_resume_after_interrupt_loses_nothing(tmp_path, suffix) -> None:
+    spec = small_spec()
+    full, part = tmp_path / f"full.{suffix}", tmp_path / f"part.{suffix}"
+    run_sweep(spec, str(full), make_backend("local"), progress=False)
+    seen: list[int] = []
+
+    def stop_after_two(row) -> None:
+        seen.append(row["point"])
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, str(part), make_backend("local"), progress=False, on_point=stop_after_two)
+    manifest = json.loads((tmp_path / f"part.{suffix}.manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and manifest["done_points"] == 2
+    with pytest.raises(ParameterError, match="already exists"):
+        run_sweep(spec, str(part), make_backend("local"), progress=False)
+    with pytest.raises(ParameterError, match="different sweep"):
+        run_sweep(small_spec(seed=8), str(part), make_backend("local"), progress=False, resume=True)
+    report = run_sweep(spec, str(part), make_backend("local"), progress=False, resume=True)
+    assert report.points_this_run == 2 and report.points_done == 4 and report.status == "complete"
+    if suffix == "csv":
+        assert rows(part) == rows(full)
+    else:
+        import pyarrow.parquet as pq
+
+        a, b = (pq.read_table(p).drop_columns(list(NONDETERMINISTIC)) for p in (full, part))
+        assert a.equals(b) and a.num_rows == 4
+        assert not (tmp_path / "part.parquet.parts").exists()
+
+
+# ----------------------------------------------------------------------------- a real local Ray
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield ray
+    ray.shutdown()
+
+
+def test_ray_equals_local_with_1_or_2_workers_and_a_lost_worker(ray_cluster, tmp_path, monkeypatch) -> None:
+    spec = small_spec()
+    run_sweep(spec, str(tmp_path / "local.csv"), make_backend("local"), progress=False)
+    expected = rows(tmp_path / "local.csv")
+    for workers, batch in ((1, 1), (2, 3), (2, None)):
+        out = tmp_path / f"ray{workers}-{batch}.csv"
+        backend = RayBackend(workers=workers, batch_tasks=batch)
+        report = run_sweep(spec, str(out), backend, progress=False)
+        assert report.status == "complete" and report.backend == "ray"
+        assert rows(out) == expected, (workers, batch)
+    # a worker process dies on its first batch: max_retries re-runs it, the numbers do not change
+    marker = tmp_path / "crashed"
+    monkeypatch.setenv(CRASH_ONCE_ENV, str(marker))
+    backend = RayBackend(workers=2, batch_tasks=2, max_retries=2)
+    report = run_sweep(spec, str(tmp_path / "crash.csv"), backend, progress=False)
+    assert marker.exists() and report.status == "complete"
+    assert rows(tmp_path / "crash.csv") == expected
+
+
+def test_ray_resumes_a_local_sweep(ray_cluster, tmp_path) -> None:
+    spec = small_spec()
+    run_sweep(spec, str(tmp_path / "full.csv"), make_backend("local"), progress=False)
+
+    def stop(row) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, str(tmp_path / "p.csv"), make_backend("local"), progress=False, on_point=stop)
+    report = run_sweep(spec, str(tmp_path / "p.csv"), RayBackend(workers=2), progress=False, resume=True)
+    assert report.points_this_run == 3
+    assert rows(tmp_path / "p.csv") == rows(tmp_path / "full.csv")
+
+
+# ----------------------------------------------------------------------------- the command line
+def test_cli_sweep_and_refusals(tmp_path, capsys, monkeypatch) -> None:
+    out = tmp_path / "c.csv"
+    args = ["sweep", "positive", "d=8", "theta=1.0", "--grid", "r=0.3:0.6:2", "m=4,8", "--trials", "2048",
+            "--seed", "7", "--block-trials", "512", "--device", "cpu", "--quiet", "--out", str(out)]
+    assert main(args) == 0
+    run_sweep(small_spec(), str(tmp_path / "api.csv"), make_backend("local"), progress=False)
+    assert rows(out) == rows(tmp_path / "api.csv")
+    capsys.readouterr()
+    for bad in (["--grid", "r=0:1"], ["--grid", "nope=1,2"], ["--trials", "1"], ["--workers", "2"],
+                ["--device", "tpu"], ["--grid", "m=8"]):  # m=8 with out existing: refused, nothing overwritten
+        assert main([*args, *bad]) == 2, bad
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("rfviz.sweep.run_sweep", interrupted)
+    assert main([*args, "--resume"]) == 130
+    assert "--resume" in capsys.readouterr().err
