@@ -26,6 +26,7 @@ COMMAND_MODULES: list[str] = [
     "rfviz.cli_lab",
     "rfviz.cli_psi",
     "rfviz.cli_coupling",
+    "rfviz.cli_gram",
 ]
 
 

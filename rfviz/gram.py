@@ -28,6 +28,7 @@ FEATURE_BUDGET = 2**24
 RELIABLE_MIN_REPEATS = 10
 RELIABLE_MAX_REL_STDERR = 0.25
 RELIABLE_MAX_SHARE = 0.5
+RELIABLE_MAX_Z = 4.0
 LOG_OVERFLOW = 700.0
 
 
@@ -206,7 +207,8 @@ def reliable(values: np.ndarray) -> bool:
 def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int = 0, seed: int = 0,
                device: str | torch.device = "cpu", name: str | None = None) -> GramError:
     """Closed form (where it exists) and Monte Carlo (``repeats`` ≥ 2, where there is a feature map) of the Gram
-    error."""
+    error. ``reliable`` is ``reliable(values)`` and, where a closed form exists, agreement with it within 4
+    standard errors: heavy-tailed errors (positive features at large norms) leave no trace in a finite sample."""
     kmat = kernel_matrix(est, queries, keys)
     closed = frobenius_sq_closed_form(est, queries, keys)
     notes = [] if closed is not None else ["no closed-form MSE for these parameters"]
@@ -222,6 +224,10 @@ def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeat
         else:
             mc, se = _mean_stderr(values)
             ok = reliable(values)
+            if ok and closed is not None and se > 0 and abs(mc - closed) > RELIABLE_MAX_Z * se:
+                ok = False
+                notes.append("Monte Carlo misses the closed form by more than 4 standard errors (a heavy tail "
+                             "the repeats did not reach)")
             if att_values is not None:
                 att, att_se = _mean_stderr(att_values)
     return GramError(name or getattr(est, "name", type(est).__name__), dict(est.params),
