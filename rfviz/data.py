@@ -12,7 +12,8 @@ Sources:
 
 Preprocessing (the papers' choices, applied in the order given, with one transform shared by both sides so that
 x·y keeps its meaning): ``center`` (subtract the mean of all points), ``sphere`` (each point to norm 1, the
-dot-product paper's unit sphere), ``attention`` (multiply by d^{-1/4}, so x·y becomes q·k/√d as in softmax
+dot-product paper's unit sphere), ``standardize`` (every coordinate to mean 0 and standard deviation 1; constant
+coordinates to 0), ``attention`` (multiply by d^{-1/4}, so x·y becomes q·k/√d as in softmax
 attention), ``scale`` (rescale so that the mean norm is ``scale``, HRF H.3).
 """
 
@@ -44,7 +45,7 @@ BUNDLED: dict[str, tuple[str, str]] = {
                                             "with scikit-learn (BSD-3-Clause), data CC BY 4.0 (UCI)"),
 }
 SYNTHETIC = ("clusters",)
-PREPROCESS_STEPS = ("center", "sphere", "attention", "scale")
+PREPROCESS_STEPS = ("center", "standardize", "sphere", "attention", "scale")
 
 
 @dataclass(frozen=True)
@@ -245,6 +246,11 @@ def preprocess(queries: np.ndarray, keys: np.ndarray, steps: tuple[str, ...] | l
         if step == "center":
             mean = np.concatenate([q, k]).mean(0)
             q, k = q - mean, k - mean
+        elif step == "standardize":
+            both = np.concatenate([q, k])
+            mean, std = both.mean(0), both.std(0)
+            std = np.where(std > 0, std, 1.0)
+            q, k = (q - mean) / std, (k - mean) / std
         elif step == "sphere":
             for a in (q, k):
                 norms = np.linalg.norm(a, axis=1, keepdims=True)
