@@ -149,7 +149,6 @@ def test_cli_gram_text(capsys: pytest.CaptureFixture[str]) -> None:
     (["trig", "--data", "clusters", "--data-param", "rho=1"], "clusters has no parameter"),
 ])
 def test_cli_gram_bad_input(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["gram", *argv, "--repeats", argv.count("--repeats") and "1" or "0"]
-                if "--repeats" not in argv else ["gram", *argv]) == 2
+    assert main(["gram", *argv, *([] if "--repeats" in argv else ["--repeats", "0"])]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err, err
