@@ -25,15 +25,20 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.textio": "numerics/params",
     "rfviz.geometry": "numerics/params",
     "rfviz.references": "numerics/params",
+    "rfviz.diagnostics": "numerics/params",  # pure statistics of sampled errors
+    "rfviz.data": "numerics/params",  # data sets and preprocessing (numpy, scikit-learn)
     "rfviz.maths": "maths",
     "rfviz.sampling": "maths",
     "rfviz.estimators": "estimators",
     "rfviz.plugins": "estimators",  # loads user estimator classes; imports only estimators.base and params
     "rfviz": "estimators",  # the package __init__ re-exports the registry
     "rfviz.engine": "engine",
+    "rfviz.gram": "engine",  # Gram/attention error of a data set: closed forms summed, features sampled
+    "rfviz.clustered": "estimators",  # HRF App. H clustered estimators, fitted to data
     "rfviz.figures": "figures/lab/gallery",
     "rfviz.lab": "figures/lab/gallery",
     "rfviz.gallery": "figures/lab/gallery",
+    "rfviz.sweep": "figures/lab/gallery",  # distributed sweeps: a thin layer over the engine
     "rfviz.cli": "faces",
     "rfviz.__main__": "faces",
     "app_pages": "faces",

@@ -16,9 +16,9 @@ from types import ModuleType
 
 from ..params import ParameterError
 from ..textio import UsageError
-from . import check, density, estimators, figure, mse, psi, sweep
+from . import check, density, estimators, figure, gram, mse, psi, sweep
 
-COMMANDS: tuple[ModuleType, ...] = (estimators, mse, figure, check, psi, density, sweep)
+COMMANDS: tuple[ModuleType, ...] = (estimators, mse, figure, check, psi, density, gram, sweep)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,334 @@
+"""Data sets for Gram- and attention-matrix errors: queries x_i and keys y_j as two arrays.
+
+Sources:
+
+* scikit-learn's bundled sets (no download): ``digits``, ``wine``, ``iris``, ``breast_cancer`` (BSD-3-Clause
+  package; the data are the UCI sets distributed with scikit-learn, see ``BUNDLED``);
+* ``clusters``: the synthetic Gaussian clusters of [HRF] App. H.3 (two d-dimensional clusters per side whose
+  centres are random rotations of X_0, Y_0, with signs set so that a chosen number of coordinates of every query
+  centre and key centre agree in sign, which fixes how far the real-diagonal l(A) of eq. 21/88 stays from 0);
+* the user's own file: CSV (numbers only, an optional header row) or ``.npy`` (no pickles), queries and keys
+  drawn from one file or read from two, size-limited.
+
+Preprocessing (the papers' choices, applied in the order given, with one transform shared by both sides so that
+x·y keeps its meaning): ``center`` (subtract the mean of all points), ``sphere`` (each point to norm 1, the
+dot-product paper's unit sphere), ``standardize`` (every coordinate to mean 0 and standard deviation 1; constant
+coordinates to 0), ``attention`` (multiply by d^{-1/4}, so x·y becomes q·k/√d as in softmax
+attention), ``scale`` (rescale so that the mean norm is ``scale``, HRF H.3).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .params import ParameterError, check_int
+
+MAX_FILE_BYTES = 50 * 1024 * 1024
+MAX_ROWS = 200_000
+MAX_DIM = 4096
+MAX_POINTS = 5000
+"""Most queries (and most keys) one data set may hold: a Gram matrix has queries × keys entries."""
+
+BUNDLED: dict[str, tuple[str, str]] = {
+    "digits": ("load_digits", "UCI Optical Recognition of Handwritten Digits (8×8 images, 64-d, 1797 points); "
+                              "bundled with scikit-learn (BSD-3-Clause), data CC BY 4.0 (UCI)"),
+    "wine": ("load_wine", "UCI Wine recognition (13-d, 178 points); bundled with scikit-learn (BSD-3-Clause), "
+                          "data CC BY 4.0 (UCI)"),
+    "iris": ("load_iris", "Fisher's Iris (4-d, 150 points); bundled with scikit-learn (BSD-3-Clause), data CC BY 4.0 "
+                          "(UCI)"),
+    "breast_cancer": ("load_breast_cancer", "UCI Breast Cancer Wisconsin (Diagnostic) (30-d, 569 points); bundled "
+                                            "with scikit-learn (BSD-3-Clause), data CC BY 4.0 (UCI)"),
+}
+SYNTHETIC = ("clusters",)
+PREPROCESS_STEPS = ("center", "standardize", "sphere", "attention", "scale")
+
+
+@dataclass(frozen=True)
+class DataSet:
+    """Queries (N, d) and keys (M, d), float64, with a description of where they came from."""
+
+    queries: np.ndarray
+    keys: np.ndarray
+    name: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def d(self) -> int:
+        return int(self.queries.shape[1])
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready summary: sizes, norms, the source and the preprocessing applied."""
+        qn = np.linalg.norm(self.queries, axis=1)
+        kn = np.linalg.norm(self.keys, axis=1)
+        return {"name": self.name, "queries": int(self.queries.shape[0]), "keys": int(self.keys.shape[0]),
+                "d": self.d, "mean_query_norm": float(qn.mean()), "mean_key_norm": float(kn.mean()),
+                "max_norm": float(max(qn.max(), kn.max())), **self.info}
+
+
+# ------------------------------------------------------------------------------------------ loading
+def _check_matrix(name: str, a: np.ndarray) -> np.ndarray:
+    if a.ndim == 1:
+        a = a[:, None]
+    if a.ndim != 2 or a.shape[0] == 0 or a.shape[1] == 0:
+        raise ParameterError(f"{name} must hold a non-empty 2-D table of numbers (rows = points), got shape "
+                             f"{a.shape}")
+    if a.shape[0] > MAX_ROWS or a.shape[1] > MAX_DIM:
+        raise ParameterError(f"{name} must have at most {MAX_ROWS} rows and {MAX_DIM} columns, got {a.shape[0]}×"
+                             f"{a.shape[1]}")
+    if not np.all(np.isfinite(a)):
+        raise ParameterError(f"{name} must contain finite numbers only (found NaN or inf)")
+    return np.ascontiguousarray(a, dtype=float)
+
+
+def _parse_csv(name: str, text: str) -> np.ndarray:
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        raise ParameterError(f"{name} is empty")
+    sep = "," if "," in lines[0] else None
+
+    def row(ln: str, k: int) -> list[float]:
+        try:
+            return [float(t) for t in ln.split(sep) if t.strip()]
+        except ValueError:
+            raise ParameterError(f"{name}: line {k + 1} is not a row of numbers: {ln[:60]!r}") from None
+
+    try:
+        first = row(lines[0], 0)
+    except ParameterError:  # a header row
+        lines = lines[1:]
+        if not lines:
+            raise ParameterError(f"{name} has a header but no rows") from None
+        first = row(lines[0], 1)
+    rows = [first] + [row(ln, k + 1) for k, ln in enumerate(lines[1:], 1)]
+    widths = {len(r) for r in rows}
+    if len(widths) != 1:
+        raise ParameterError(f"{name}: every row must have the same number of columns, got {sorted(widths)}")
+    return np.array(rows, dtype=float)
+
+
+def read_array(source: str | Path | bytes, name: str = "data", filename: str | None = None) -> np.ndarray:
+    """A 2-D float array from a CSV or ``.npy`` file path, or from the raw bytes of one (an app upload).
+
+    Size-limited (``MAX_FILE_BYTES``, ``MAX_ROWS``, ``MAX_DIM``); ``.npy`` files are read without pickles.
+    """
+    if isinstance(source, bytes):
+        raw, fname = source, filename or ""
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise ParameterError(f"{name} must be digits, wine, iris, breast_cancer, clusters or a path to a .csv "
+                                 f"or .npy file; no file {str(path)!r}")
+        if path.stat().st_size > MAX_FILE_BYTES:
+            raise ParameterError(f"{name} file must be at most {MAX_FILE_BYTES // 2**20} MiB, got "
+                                 f"{path.stat().st_size / 2**20:.1f} MiB")
+        raw, fname = path.read_bytes(), path.name
+    if len(raw) > MAX_FILE_BYTES:
+        raise ParameterError(f"{name} file must be at most {MAX_FILE_BYTES // 2**20} MiB")
+    if fname.lower().endswith(".npy") or raw[:6] == b"\x93NUMPY":
+        import io
+
+        try:
+            a = np.load(io.BytesIO(raw), allow_pickle=False)
+        except ValueError as exc:
+            raise ParameterError(f"{name}: not a numeric .npy array ({exc})") from None
+        if a.dtype.kind not in "iuf":
+            raise ParameterError(f"{name}: .npy array must be numeric, got dtype {a.dtype}")
+        return _check_matrix(name, np.asarray(a, dtype=float))
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ParameterError(f"{name} must be a CSV text file or a .npy array") from None
+    return _check_matrix(name, _parse_csv(name, text))
+
+
+def bundled(name: str) -> np.ndarray:
+    """The feature matrix of one of scikit-learn's bundled sets (no download)."""
+    if name not in BUNDLED:
+        raise ParameterError(f"data must be one of {', '.join(BUNDLED)}, got {name!r}")
+    import sklearn.datasets
+
+    return np.asarray(getattr(sklearn.datasets, BUNDLED[name][0])().data, dtype=float)
+
+
+def _split(points: np.ndarray, n_queries: int, n_keys: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Queries and keys drawn from one point set: disjoint when it is large enough, else each side drawn alone."""
+    n = points.shape[0]
+    if n_queries > n or n_keys > n:
+        raise ParameterError(f"queries and keys must each be at most {n} (the points in the data), got "
+                             f"{n_queries} and {n_keys}")
+    if n_queries + n_keys <= n:
+        perm = rng.permutation(n)
+        return points[perm[:n_queries]], points[perm[n_queries:n_queries + n_keys]]
+    return points[rng.choice(n, n_queries, replace=False)], points[rng.choice(n, n_keys, replace=False)]
+
+
+def _subsample(points: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    if n > points.shape[0]:
+        raise ParameterError(f"the count must be at most {points.shape[0]} (the rows in the file), got {n}")
+    return points[np.sort(rng.choice(points.shape[0], n, replace=False))]
+
+
+# --------------------------------------------------------------------------- HRF App. H.3 clusters
+def sign_matched_centres(d: int, same_sign: int, rng: np.random.Generator,
+                         centre_scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Two query and two key centres, (2, d) each: rotations X_i = O^{i,1}X_0, Y_j = O^{j,2}Y_0 of two Gaussian
+    vectors by random orthogonal matrices ([HRF] App. H.3), then signs set so that every query centre has the
+    sign pattern s and every key centre −s except on the first ``same_sign`` coordinates, where it is +s.
+
+    With real diagonal A the minimal l(A) of eq. 21 is 4 Σ_{k: x_k y_k > 0} x_k y_k (reference E9 [derived]), so
+    ``same_sign`` = 0 makes it 0 at every centre pair and larger values push it up (the paper's s lists).
+    X_0, Y_0 ~ N(0, centre_scale²·I): the centres' spread against the noise σ is the clusters' separation."""
+    from scipy.stats import ortho_group
+
+    x0, y0 = centre_scale * rng.standard_normal(d), centre_scale * rng.standard_normal(d)
+    rot = [ortho_group.rvs(d, random_state=rng) if d > 1 else np.ones((1, 1)) for _ in range(4)]
+    xs = np.stack([np.abs(rot[0] @ x0), np.abs(rot[1] @ x0)])
+    ys = np.stack([np.abs(rot[2] @ y0), np.abs(rot[3] @ y0)])
+    s = np.where(rng.random(d) < 0.5, -1.0, 1.0)
+    key_sign = -s
+    key_sign[:same_sign] = s[:same_sign]
+    return xs * s, ys * key_sign
+
+
+def hrf_clusters(points: int = 1000, d: int = 50, sigma: float = 1.0, same_sign: int = 5,
+                 query_norm: float = 0.1, key_norm: float = 1.0, centre_scale: float = 1.0, seed: int = 0) -> DataSet:
+    """The synthetic clustered data of [HRF] App. H.1/H.3: ``points`` queries around each of two centres and
+    ``points`` keys around each of two others, isotropic noise σ²I, then every point rescaled to norm
+    ``query_norm`` (queries) or ``key_norm`` (keys) as the authors' notebook does (0.1 and 1). The paper does not
+    give the law of X_0, Y_0; here they are N(0, centre_scale²·I)."""
+    points = check_int("points", points, 1)
+    d = check_int("d", d, 1)
+    same_sign = check_int("same_sign", same_sign, 0)
+    if same_sign > d:
+        raise ParameterError(f"same_sign must be an integer in [0, {d}] (at most d), got {same_sign}")
+    for nm, v in (("sigma", sigma), ("query_norm", query_norm), ("key_norm", key_norm),
+                  ("centre_scale", centre_scale)):
+        if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
+            raise ParameterError(f"{nm} must be a number in (0, inf), got {v!r}")
+    rng = np.random.default_rng(seed)
+    xc, yc = sign_matched_centres(d, same_sign, rng, centre_scale)
+    q = np.concatenate([c + sigma * rng.standard_normal((points, d)) for c in xc])
+    k = np.concatenate([c + sigma * rng.standard_normal((points, d)) for c in yc])
+    q = q * (query_norm / np.linalg.norm(q, axis=1, keepdims=True))
+    k = k * (key_norm / np.linalg.norm(k, axis=1, keepdims=True))
+    labels = np.repeat([0, 1], points)
+    info = {"source": "HRF App. H.3 synthetic Gaussian clusters", "sigma": sigma, "same_sign": same_sign,
+            "query_norm": query_norm, "key_norm": key_norm, "centre_scale": centre_scale, "seed": seed,
+            "query_labels": labels.tolist(), "key_labels": labels.tolist()}
+    return DataSet(q, k, "clusters", info)
+
+
+CLUSTER_KEYS = {"points": int, "d": int, "sigma": float, "same_sign": int, "query_norm": float, "key_norm": float,
+                "centre_scale": float}
+
+
+# ------------------------------------------------------------------------------------ preprocessing
+def parse_preprocess(text: str) -> tuple[str, ...]:
+    """``"center,scale"`` → ("center", "scale"); ``"none"`` or "" → ()."""
+    steps = tuple(t.strip() for t in text.split(",") if t.strip() and t.strip() != "none")
+    for s in steps:
+        if s not in PREPROCESS_STEPS:
+            raise ParameterError(f"preprocess must be a comma-separated list of {', '.join(PREPROCESS_STEPS)} "
+                                 f"(or none), got {s!r}")
+    return steps
+
+
+def preprocess(queries: np.ndarray, keys: np.ndarray, steps: tuple[str, ...] | list[str],
+               scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Apply the steps in order, one transform for both sides (see the module docstring)."""
+    q, k = np.array(queries, dtype=float), np.array(keys, dtype=float)
+    for step in steps:
+        if step == "center":
+            mean = np.concatenate([q, k]).mean(0)
+            q, k = q - mean, k - mean
+        elif step == "standardize":
+            both = np.concatenate([q, k])
+            mean, std = both.mean(0), both.std(0)
+            std = np.where(std > 0, std, 1.0)
+            q, k = (q - mean) / std, (k - mean) / std
+        elif step == "sphere":
+            for a in (q, k):
+                norms = np.linalg.norm(a, axis=1, keepdims=True)
+                if np.any(norms == 0):
+                    raise ParameterError("preprocess sphere needs nonzero points; a point is 0 (after centring?)")
+                a /= norms
+        elif step == "attention":
+            f = q.shape[1] ** -0.25
+            q, k = q * f, k * f
+        elif step == "scale":
+            if not (math.isfinite(scale) and scale > 0):
+                raise ParameterError(f"scale must be a number in (0, inf), got {scale!r}")
+            mean_norm = float(np.concatenate([np.linalg.norm(q, axis=1), np.linalg.norm(k, axis=1)]).mean())
+            if mean_norm == 0:
+                raise ParameterError("preprocess scale needs data with a nonzero mean norm")
+            q, k = q * (scale / mean_norm), k * (scale / mean_norm)
+        else:
+            raise ParameterError(f"preprocess must be one of {', '.join(PREPROCESS_STEPS)}, got {step!r}")
+    return q, k
+
+
+# ---------------------------------------------------------------------------------------- front door
+def load(source: str, keys_source: str | None = None, *, queries: int = 64, keys: int = 64,
+         steps: tuple[str, ...] | list[str] = ("center", "scale"), scale: float = 1.0, seed: int = 0,
+         options: dict[str, Any] | None = None) -> DataSet:
+    """A preprocessed data set: ``source`` is a bundled name, ``clusters`` or a file path; ``keys_source`` a
+    second file holding the keys (then ``source`` holds the queries). ``queries``/``keys`` points are drawn
+    at random (seed). ``options`` are the ``clusters`` parameters (``CLUSTER_KEYS``)."""
+    n_q = check_int("queries", queries, 1)
+    n_k = check_int("keys", keys, 1)
+    if n_q > MAX_POINTS or n_k > MAX_POINTS:
+        raise ParameterError(f"queries and keys must each be an integer in [1, {MAX_POINTS}], got {n_q} and {n_k}")
+    options = dict(options or {})
+    rng = np.random.default_rng(seed)
+    info: dict[str, Any]
+    if source == "clusters":
+        if keys_source is not None:
+            raise ParameterError("keys-data applies to files only, not to data=clusters")
+        unknown = set(options) - set(CLUSTER_KEYS)
+        if unknown:
+            raise ParameterError(f"clusters has no parameter {sorted(unknown)[0]!r}; its parameters are: "
+                                 + ", ".join(CLUSTER_KEYS))
+        kw: dict[str, Any] = {}
+        for key, typ in CLUSTER_KEYS.items():
+            if key in options:
+                try:
+                    kw[key] = typ(options[key])
+                except ValueError:
+                    raise ParameterError(f"{key} must be {'an integer' if typ is int else 'a number'}, got "
+                                         f"{options[key]!r}") from None
+        kw.setdefault("points", max(n_q, n_k))
+        ds = hrf_clusters(seed=seed, **kw)
+        iq = np.sort(rng.choice(ds.queries.shape[0], min(n_q, ds.queries.shape[0]), replace=False))
+        ik = np.sort(rng.choice(ds.keys.shape[0], min(n_k, ds.keys.shape[0]), replace=False))
+        info = {k: v for k, v in ds.info.items() if not k.endswith("_labels")}
+        info["query_labels"] = [ds.info["query_labels"][i] for i in iq]
+        info["key_labels"] = [ds.info["key_labels"][i] for i in ik]
+        q, k = ds.queries[iq], ds.keys[ik]
+    else:
+        if options:
+            raise ParameterError(f"data={source} takes no parameter {sorted(options)[0]!r} (only clusters does)")
+        if source in BUNDLED:
+            if keys_source is not None:
+                raise ParameterError("keys-data applies to files only, not to a bundled data set")
+            q, k = _split(bundled(source), n_q, n_k, rng)
+            info = {"source": BUNDLED[source][1]}
+        elif keys_source is None:
+            q, k = _split(read_array(source, "data"), n_q, n_k, rng)
+            info = {"source": f"file {Path(source).name} (queries and keys drawn from it)"}
+        else:
+            qa, ka = read_array(source, "data"), read_array(keys_source, "keys-data")
+            if qa.shape[1] != ka.shape[1]:
+                raise ParameterError(f"data and keys-data must have the same number of columns, got {qa.shape[1]} "
+                                     f"and {ka.shape[1]}")
+            q, k = _subsample(qa, n_q, rng), _subsample(ka, n_k, rng)
+            info = {"source": f"files {Path(source).name} (queries) and {Path(keys_source).name} (keys)"}
+    q, k = preprocess(q, k, tuple(steps), scale)
+    info["preprocess"] = list(steps)
+    if "scale" in steps:
+        info["scale"] = scale
+    return DataSet(q, k, Path(source).name if source not in BUNDLED and source != "clusters" else source, info)

@@ -1,0 +1,234 @@
+"""Gram- and attention-matrix error of an estimator on a data set (queries x_i, keys y_j).
+
+With one draw of random features shared by every entry (as in a real model), K̂_ij = φ_q(x_i)·φ_k(y_j) and, by
+linearity of expectation, whatever the correlation between entries,
+
+    E‖K̂ − K‖²_F = Σ_ij E(K̂_ij − K_ij)² = Σ_ij MSE(x_i, y_j),
+
+so the pairwise closed forms give the expected Gram error of a data set without sampling (``frobenius_sq_closed_form``).
+The Monte-Carlo twin draws the features once per repeat, computes ‖K̂ − K‖²_F for that repeat, and reports the mean
+and standard error over repeats. For softmax estimators it also reports the attention error: with
+A_ij = K_ij / Σ_j K_ij (row-normalised, as in softmax attention; Performer's Â from K̂ the same way), the mean over
+rows of ‖Â_i − A_i‖_1 (Monte Carlo only: the normalisation is nonlinear in K̂).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+
+from .params import ParameterError, check_int
+
+FEATURE_BUDGET = 2**24
+"""Most numbers one block of features (repeats × points × features) may hold."""
+RELIABLE_MIN_REPEATS = 10
+RELIABLE_MAX_REL_STDERR = 0.25
+RELIABLE_MAX_SHARE = 0.5
+RELIABLE_MAX_Z = 4.0
+LOG_OVERFLOW = 700.0
+
+
+class GramEstimator(Protocol):
+    """What a Gram error needs: registered estimators and ``rfviz.clustered`` estimators both fit."""
+
+    family: str
+    params: dict[str, Any]
+
+    def closed_form_available(self) -> bool: ...
+    def log_mse(self, x: np.ndarray, y: np.ndarray, d: int | None = None) -> np.ndarray: ...
+    def kernel_log_value(self, x: np.ndarray, y: np.ndarray,
+                         d: int | None = None) -> tuple[np.ndarray, np.ndarray]: ...
+    def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
+               dtype: torch.dtype = torch.float64, dim: int | None = None) -> dict[str, torch.Tensor]: ...
+    def features(self, samples: dict[str, torch.Tensor], u: torch.Tensor, side: str = "query") -> torch.Tensor: ...
+
+
+@dataclass(frozen=True)
+class GramError:
+    """Gram error of one estimator on one data set. ``None`` where a quantity does not exist (no closed form, no
+    feature map, not a softmax estimator); ``note`` says why."""
+
+    estimator: str
+    params: dict[str, Any]
+    kernel_frobenius_sq: float
+    frobenius_sq_closed_form: float | None
+    frobenius_sq_mc: float | None
+    stderr: float | None
+    reliable: bool | None
+    repeats: int
+    attention_l1: float | None = None
+    attention_l1_stderr: float | None = None
+    note: str = ""
+
+    @property
+    def relative_frobenius(self) -> float | None:
+        """√(E‖K̂ − K‖²_F)/‖K‖_F, from the closed form when there is one, else from Monte Carlo."""
+        value = self.frobenius_sq_closed_form if self.frobenius_sq_closed_form is not None else self.frobenius_sq_mc
+        if value is None or not math.isfinite(value) or self.kernel_frobenius_sq <= 0:
+            return None
+        return math.sqrt(value / self.kernel_frobenius_sq)
+
+    @property
+    def z(self) -> float | None:
+        """(MC − closed form)/stderr: how many standard errors the two disagree by."""
+        if self.frobenius_sq_closed_form is None or self.frobenius_sq_mc is None or not self.stderr:
+            return None
+        return (self.frobenius_sq_mc - self.frobenius_sq_closed_form) / self.stderr
+
+    def to_json(self) -> dict[str, Any]:
+        return {"estimator": self.estimator, "params": self.params, "m": self.params.get("m"),
+                "frobenius_sq_closed_form": self.frobenius_sq_closed_form,
+                "frobenius_sq_mc": self.frobenius_sq_mc, "stderr": self.stderr, "reliable": self.reliable,
+                "z_mc_vs_closed_form": self.z, "relative_frobenius": self.relative_frobenius,
+                "kernel_frobenius_sq": self.kernel_frobenius_sq, "attention_l1": self.attention_l1,
+                "attention_l1_stderr": self.attention_l1_stderr, "repeats": self.repeats,
+                **({"note": self.note} if self.note else {})}
+
+
+def _pairs(queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Broadcast views (N, 1, d) and (1, M, d): every (query, key) pair without copying."""
+    q = np.asarray(queries, dtype=float)
+    k = np.asarray(keys, dtype=float)
+    if q.ndim != 2 or k.ndim != 2 or q.shape[1] != k.shape[1]:
+        raise ParameterError(f"queries and keys must be (N, d) and (M, d) arrays with the same d, got {q.shape} "
+                             f"and {k.shape}")
+    return q[:, None, :], k[None, :, :]
+
+
+def log_kernel_matrix(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(log|K_ij|, sign K_ij), shape (N, M)."""
+    x, y = _pairs(queries, keys)
+    log_k, sign = est.kernel_log_value(x, y)
+    return np.broadcast_to(log_k, (x.shape[0], y.shape[1])), np.broadcast_to(sign, (x.shape[0], y.shape[1]))
+
+
+def kernel_matrix(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """K_ij = K(x_i, y_j); ParameterError where it would overflow float64 (scale the data down)."""
+    log_k, sign = log_kernel_matrix(est, queries, keys)
+    if np.max(log_k) > LOG_OVERFLOW:
+        raise ParameterError(f"scale must be smaller: the kernel reaches e^{np.max(log_k):.0f} on this data "
+                             f"(float64 overflows past e^709)")
+    return sign * np.exp(log_k)
+
+
+def log_frobenius_sq_closed_form(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> float | None:
+    """log Σ_ij MSE(x_i, y_j) = log E‖K̂ − K‖²_F for features shared by all entries (``None``: no closed form).
+
+    One broadcast call of the estimator's ``log_mse`` over all N×M pairs, summed in log space."""
+    if not est.closed_form_available():
+        return None
+    x, y = _pairs(queries, keys)
+    try:
+        log_mse = np.asarray(est.log_mse(x, y), dtype=float)
+    except NotImplementedError:
+        return None
+    top = float(np.max(log_mse))
+    if not math.isfinite(top):
+        return top
+    return top + math.log(float(np.sum(np.exp(log_mse - top))))
+
+
+def frobenius_sq_closed_form(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> float | None:
+    """Σ_ij MSE(x_i, y_j) (inf where it overflows float64; ``None``: no closed form)."""
+    log_value = log_frobenius_sq_closed_form(est, queries, keys)
+    if log_value is None:
+        return None
+    return math.inf if log_value > 709.0 else math.exp(log_value)
+
+
+def _estimate_blocks(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int, seed: int,
+                     device: torch.device):
+    """Yield K̂ for blocks of repeats, shape (r, N, M) (complex for complex feature maps)."""
+    q = torch.as_tensor(queries, dtype=torch.float64, device=device)
+    k = torch.as_tensor(keys, dtype=torch.float64, device=device)
+    gen = torch.Generator(device=device).manual_seed(int(seed))
+    d = q.shape[1]
+    probe = est.features(est.sample(1, d, generator=torch.Generator(device=device).manual_seed(0), device=device),
+                         q[:1], "query")
+    per_repeat = max(1, probe.shape[-1] * (q.shape[0] + k.shape[0]) + q.shape[0] * k.shape[0])
+    block = max(1, min(repeats, FEATURE_BUDGET // per_repeat))
+    done = 0
+    while done < repeats:
+        r = min(block, repeats - done)
+        samples = est.sample(r, d, generator=gen, device=device)
+        phi_q = est.features(samples, q, "query")
+        phi_k = est.features(samples, k, "key")
+        yield torch.matmul(phi_q, phi_k.transpose(-1, -2))
+        done += r
+
+
+def _mean_stderr(values: np.ndarray) -> tuple[float, float]:
+    n = values.size
+    mean = float(np.mean(values))
+    return mean, float(np.std(values, ddof=1) / math.sqrt(n)) if n > 1 else math.inf
+
+
+def monte_carlo_gram(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int, seed: int = 0,
+                     device: str | torch.device = "cpu", attention: bool | None = None
+                     ) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per-repeat ‖K̂ − K‖²_F (features drawn once per repeat, shared by all entries), and per-repeat mean-over-rows
+    ‖Â_i − A_i‖_1 of the row-normalised attention matrices (softmax estimators; ``None`` otherwise)."""
+    repeats = check_int("repeats", repeats, 2)
+    dev = torch.device(device)
+    kmat = torch.as_tensor(kernel_matrix(est, queries, keys), device=dev)
+    if attention is None:
+        attention = est.family == "softmax" and getattr(est, "kernel", "softmax") == "softmax"
+    attn = kmat / kmat.sum(-1, keepdim=True) if attention else None
+    frob: list[np.ndarray] = []
+    att: list[np.ndarray] = []
+    for khat in _estimate_blocks(est, queries, keys, repeats, seed, dev):
+        diff = khat - kmat
+        err = (diff.real**2 + diff.imag**2 if diff.is_complex() else diff**2).sum((-1, -2))
+        frob.append(err.cpu().numpy())
+        if attn is not None:
+            kr = khat.real if khat.is_complex() else khat
+            ahat = kr / kr.sum(-1, keepdim=True)
+            att.append((ahat - attn).abs().sum(-1).mean(-1).cpu().numpy())
+    values = np.concatenate(frob)
+    if not np.all(np.isfinite(values)):
+        raise FloatingPointError("the sampled features overflowed float64 on this data")
+    return values, (np.concatenate(att) if attn is not None else None)
+
+
+def reliable(values: np.ndarray) -> bool:
+    """Whether a Monte-Carlo mean of non-negative errors can be trusted: enough repeats, relative standard error
+    ≤ 25 %, and no single repeat carrying half the sum (heavy tails make finite runs underestimate; HRF §8)."""
+    total = float(np.sum(values))
+    if values.size < RELIABLE_MIN_REPEATS or total <= 0:
+        return bool(values.size >= RELIABLE_MIN_REPEATS and total == 0)
+    mean, se = _mean_stderr(values)
+    return bool(se <= RELIABLE_MAX_REL_STDERR * mean and float(np.max(values)) <= RELIABLE_MAX_SHARE * total)
+
+
+def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int = 0, seed: int = 0,
+               device: str | torch.device = "cpu", name: str | None = None) -> GramError:
+    """Closed form (where it exists) and Monte Carlo (``repeats`` ≥ 2, where there is a feature map) of the Gram
+    error. ``reliable`` is ``reliable(values)`` and, where a closed form exists, agreement with it within 4
+    standard errors: heavy-tailed errors (positive features at large norms) leave no trace in a finite sample."""
+    kmat = kernel_matrix(est, queries, keys)
+    closed = frobenius_sq_closed_form(est, queries, keys)
+    notes = [] if closed is not None else ["no closed-form MSE for these parameters"]
+    mc = se = att = att_se = None
+    ok: bool | None = None
+    if repeats:
+        try:
+            values, att_values = monte_carlo_gram(est, queries, keys, repeats, seed, device)
+        except NotImplementedError as exc:
+            notes.append(f"no Monte Carlo: {exc}")
+        except FloatingPointError as exc:
+            notes.append(f"no Monte Carlo: {exc}; scale the data down")
+        else:
+            mc, se = _mean_stderr(values)
+            ok = reliable(values)
+            if ok and closed is not None and se > 0 and abs(mc - closed) > RELIABLE_MAX_Z * se:
+                ok = False
+                notes.append("Monte Carlo misses the closed form by more than 4 standard errors (a heavy tail "
+                             "the repeats did not reach)")
+            if att_values is not None:
+                att, att_se = _mean_stderr(att_values)
+    return GramError(name or getattr(est, "name", type(est).__name__), dict(est.params),
+                     float(np.sum(kmat**2)), closed, mc, se, ok, int(repeats), att, att_se, "; ".join(notes))
