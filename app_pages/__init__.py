@@ -74,6 +74,7 @@ PAGES: tuple[Page, ...] = (
          sweeps=(Sweep("slider", "theta", 0.5, 0.03),)),
     Page("estimator_lab", "Estimator lab", ":material/science:", draws_chart=False),
     Page("gallery", "Gallery", ":material/photo_library:"),
+    Page("sweeps", "Sweeps", ":material/stacked_line_chart:", draws_chart=False),
 )
 """Every page, in navigation order (the gallery links to these URL paths)."""
 
