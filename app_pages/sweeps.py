@@ -14,6 +14,7 @@ from rfviz.params import ParameterError
 
 RESULTS_ENV = "RFVIZ_RESULTS"
 UPLOAD = "(uploaded file)"
+NONE = "(no result file)"
 
 state = ui.PageState("sweeps")
 ui.header(
@@ -39,15 +40,14 @@ uploaded = side.file_uploader("…or upload a result file", type=["csv", "parque
                               help=f"a CSV/Parquet written by `rfviz sweep` (data only, ≤ {fs.MAX_BYTES // 2**20} MiB)")
 choices = [p.name for p in files] + ([UPLOAD] if uploaded is not None else [])
 state.show_url_errors()
+chosen = state.selectbox("Result file", "file", choices or [NONE], UPLOAD if uploaded is not None else None,
+                         container=side)
 
-if not choices:
+if chosen == NONE:
     st.info(f"No sweep result in `{Path(folder).resolve()}`. Run e.g. `python -m rfviz sweep positive d=64 --grid "
             f"theta=0:3.1416:9 r=0.2:1.5:8 --trials 20000 --out {folder}/positive.csv`, or upload a result file.",
             icon=":material/folder_open:")
     st.stop()
-
-chosen = state.selectbox("Result file", "file", choices, UPLOAD if uploaded is not None else choices[0],
-                         container=side)
 
 
 @ui.cached

@@ -13,6 +13,7 @@ from dataclasses import replace
 from ..estimators import get_estimator
 from ..params import ParameterError
 from ..sweep import SweepSpec, make_backend, parse_grid, run_sweep
+from ..sweep.backends import DEFAULT_TASK_SECONDS
 from ..sweep.tasks import DEFAULT_SWEEP_BLOCK
 from ..textio import parse_assignments
 
@@ -33,7 +34,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--address", default=None, help="Ray cluster address to join (default: start a local Ray)")
     p.add_argument("--workers", type=int, default=None, help="CPUs of the local Ray (default: all cores)")
     p.add_argument("--max-retries", type=int, default=3, help="Ray: re-runs of a task whose worker died")
-    p.add_argument("--task-seconds", type=float, default=1.0, help="Ray: target compute time per Ray task")
+    p.add_argument("--task-seconds", type=float, default=DEFAULT_TASK_SECONDS,
+                   help="Ray: target compute time per Ray task (capped so each worker gets ≥ 8 Ray tasks)")
     p.add_argument("--gpus-per-task", type=float, default=1.0, help="Ray: GPUs requested per task on CUDA")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (auto: cuda when the backend has a GPU)")
     p.add_argument("--out", required=True, help="result file, .csv or .parquet (+ .manifest.json beside it)")

@@ -4,11 +4,13 @@ Both are thin layers over ``rfviz.sweep.tasks.run_tasks`` (itself one ``rfviz.en
 task); the engine knows nothing of Ray. ``ray`` is imported only when the Ray backend starts.
 
 Ray details: tasks are grouped into Ray tasks ("batches") of consecutive (point, block) tasks sized from a
-calibration run so that each Ray task computes for about ``task_seconds`` (per-task scheduling costs ~1 ms, so
-the overhead stays well under 5%), capped so that every worker still gets several batches; at most
-``2 × slots`` batches are in flight (bounded driver memory on huge sweeps, prompt Ctrl-C). Each batch returns one
-float64 numpy array. ``max_retries`` re-runs a batch whose worker died; ``num_gpus`` is requested when the device
-is CUDA (Ray then sets CUDA_VISIBLE_DEVICES for the task).
+calibration round (one single-task batch per slot, so no slot idles while calibrating) so that each Ray task
+computes for about ``task_seconds`` (default 0.5 s; per-task scheduling costs ~1 ms, so the overhead stays well
+under 5%), capped so that every slot still gets at least ``MIN_BATCHES_PER_SLOT`` (8) batches: the last round then
+holds at most ~1/8 of a slot's work and the tail is not half idle (``batch_size``). At most ``2 × slots`` batches are
+in flight (bounded driver memory on huge sweeps, prompt Ctrl-C). Each batch returns one float64 numpy array.
+``max_retries`` re-runs a batch whose worker died; on CUDA each task requests ``num_gpus`` (Ray then sets
+CUDA_VISIBLE_DEVICES for the task) and the engine computes in float32 (``ray_task_options``, ``ray_slots``).
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ import numpy as np
 from ..params import ParameterError
 from .tasks import COL, SweepSpec, run_tasks
 
+DEFAULT_TASK_SECONDS = 0.5
+"""Target compute seconds per Ray task (``--task-seconds``)."""
+MIN_BATCHES_PER_SLOT = 8
+"""Each slot gets at least this many batches, so the last (partial) round idles at most ~1/8 of the run."""
 CRASH_ONCE_ENV = "RFVIZ_SWEEP_CRASH_ONCE"
 """Test hook: a file path; the first Ray batch to find it absent creates it and kills its worker process
 (simulating a lost worker, which ``max_retries`` must absorb)."""
@@ -104,7 +110,8 @@ class RayBackend:
     name = "ray"
 
     def __init__(self, address: str | None = None, workers: int | None = None, *, max_retries: int = 3,
-                 task_seconds: float = 1.0, gpus_per_task: float = 1.0, batch_tasks: int | None = None) -> None:
+                 task_seconds: float = DEFAULT_TASK_SECONDS, gpus_per_task: float = 1.0,
+                 batch_tasks: int | None = None) -> None:
         if workers is not None and workers < 1:
             raise ParameterError(f"workers must be an integer in [1, inf), got {workers}")
         if max_retries < 0:
@@ -141,17 +148,12 @@ class RayBackend:
         return "cuda" if self.gpus > 0 else "cpu"
 
     def _remote(self, spec: SweepSpec) -> Any:
-        opts: dict[str, Any] = {"max_retries": self.max_retries, "num_cpus": 1}
-        if spec.device == "cuda":
-            if self.gpus <= 0:
-                raise ParameterError("device cuda: the Ray cluster has no GPU resources")
-            opts["num_gpus"] = self.gpus_per_task
+        opts = ray_task_options(spec.device, max_retries=self.max_retries, cluster_gpus=self.gpus,
+                                gpus_per_task=self.gpus_per_task)
         return self.ray.remote(_ray_batch).options(**opts)
 
     def _slots(self, spec: SweepSpec) -> int:
-        if spec.device == "cuda":
-            return max(1, int(self.gpus / self.gpus_per_task))
-        return max(1, self.cpus)
+        return ray_slots(spec.device, cpus=self.cpus, gpus=self.gpus, gpus_per_task=self.gpus_per_task)
 
     def run(self, spec: SweepSpec, tasks: np.ndarray) -> Iterator[np.ndarray]:
         ray = self.ray
@@ -165,16 +167,16 @@ class RayBackend:
         try:
             pos = 0
             batch = self.batch_tasks
-            if batch is None and len(tasks):  # calibrate on one task, on a worker
-                ref = remote.remote(spec_ref, tasks[:1], crash, 1)
-                pending[ref] = 1
-                rows = ray.get(ref)
-                del pending[ref]
-                pos = 1
+            if batch is None and len(tasks):  # calibrate: one single-task batch per slot, sized by the first back
+                for t in tasks[:slots]:
+                    pending[remote.remote(spec_ref, np.array([t]), crash, 1)] = 1
+                pos = len(pending)
+                ready, _ = ray.wait(list(pending), num_returns=1)
+                rows = ray.get(ready[0])
+                del pending[ready[0]]
                 yield self._account(rows)
-                per_task = max(float(rows[0, COL["seconds"]]), 1e-4)
-                batch = max(1, math.ceil(self.task_seconds / per_task))
-                batch = min(batch, max(1, math.ceil((len(tasks) - 1) / (4 * slots))))
+                batch = batch_size(float(rows[0, COL["seconds"]]), len(tasks) - pos, slots, self.task_seconds)
+                self.stats.extra["calibration_task_s"] = float(rows[0, COL["seconds"]])
             self.stats.batch_tasks = int(batch or 1)
             window = 2 * slots
             while pos < len(tasks) or pending:
@@ -202,6 +204,41 @@ class RayBackend:
         if self._owns:
             self.ray.shutdown()
             self._owns = False
+
+
+def batch_size(per_task_s: float, n_tasks: int, slots: int, task_seconds: float = DEFAULT_TASK_SECONDS,
+               min_batches_per_slot: int = MIN_BATCHES_PER_SLOT) -> int:
+    """Sweep tasks per Ray task: enough for ~``task_seconds`` of compute (tasks of ``per_task_s`` each), but at
+    most ``n_tasks / (min_batches_per_slot · slots)`` so that every slot gets that many batches; at least 1."""
+    if not task_seconds > 0 or slots < 1 or min_batches_per_slot < 1 or n_tasks < 0:
+        raise ParameterError(f"batch_size needs task_seconds > 0, slots ≥ 1, min_batches_per_slot ≥ 1 and n_tasks ≥ 0, "
+                             f"got {task_seconds}, {slots}, {min_batches_per_slot}, {n_tasks}")
+    per_task = per_task_s if math.isfinite(per_task_s) and per_task_s > 1e-4 else 1e-4
+    by_time = math.ceil(task_seconds / per_task)
+    by_tail = math.ceil(n_tasks / (min_batches_per_slot * slots))
+    return max(1, min(by_time, by_tail))
+
+
+def ray_task_options(device: str, *, max_retries: int, cluster_gpus: float,
+                     gpus_per_task: float = 1.0) -> dict[str, Any]:
+    """Ray ``.options`` of one batch: 1 CPU and ``max_retries``; on CUDA also ``num_gpus = gpus_per_task``
+    (ParameterError when the cluster has no GPU). The engine then runs in float32 (``rfviz.engine`` default on a
+    GPU)."""
+    if device not in ("cpu", "cuda"):
+        raise ParameterError(f"device must be cpu or cuda, got {device!r}")
+    opts: dict[str, Any] = {"max_retries": int(max_retries), "num_cpus": 1}
+    if device == "cuda":
+        if cluster_gpus <= 0:
+            raise ParameterError("device cuda: the Ray cluster has no GPU resources")
+        opts["num_gpus"] = float(gpus_per_task)
+    return opts
+
+
+def ray_slots(device: str, *, cpus: int, gpus: float, gpus_per_task: float = 1.0) -> int:
+    """Batches that can run at once: CPUs on the CPU, ⌊GPUs / gpus_per_task⌋ on CUDA (at least 1)."""
+    if device == "cuda":
+        return max(1, int(gpus / gpus_per_task + 1e-9))
+    return max(1, int(cpus))
 
 
 def make_backend(name: str, *, address: str | None = None, workers: int | None = None,
