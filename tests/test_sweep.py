@@ -227,3 +227,101 @@ def test_cli_sweep_and_refusals(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setattr("rfviz.sweep.run_sweep", interrupted)
     assert main([*args, "--resume"]) == 130
     assert "--resume" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- Ctrl-C on the real CLI
+def test_cli_sigint_exits_130_keeps_points_and_resumes(tmp_path) -> None:
+    """A `python -m rfviz sweep` subprocess sent SIGINT after k stored points: exit 130, the k points kept (their rows
+    unchanged by the resumed run), the progress line printed, and `--resume` completes the sweep."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "run.csv"
+    n_points, k = 40, 2
+    cmd = [sys.executable, "-m", "rfviz", "sweep", "positive", "d=16", "m=64", "theta=1.0",
+           "--grid", f"r=0.2:1.2:{n_points}", "--trials", "8192", "--block-trials", "2048", "--seed", "5",
+           "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        stored: list[dict[str, str]] = []
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists():
+                stored = [r for r in rows(out) if None not in r.values()]  # not a line being written
+                if len(stored) >= k:
+                    break
+            time.sleep(0.02)
+        assert proc.poll() is None, f"the sweep ended before it could be interrupted: {proc.communicate()}"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "--resume" in stderr
+    kept = rows(out)
+    assert k <= len(kept) < n_points, "finished points are kept, the sweep did not finish"
+    assert kept[:len(stored)] == stored
+    assert f"/{n_points} points" in stderr, "the progress line (points done, trials/s, ETA) is printed"
+    manifest = json.loads((tmp_path / "run.csv.manifest.json").read_text())
+    assert manifest["status"] == "interrupted" and manifest["done_points"] == len(kept)
+
+    done = subprocess.run([*cmd, "--resume", "--quiet"], cwd=root, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"{n_points}/{n_points} points" in done.stderr and f"({n_points - len(kept)} this run" in done.stderr
+    final = rows(out)
+    assert [int(r["point"]) for r in final] == list(range(n_points))
+    by_point = {r["point"]: r for r in final}
+    assert all(by_point[r["point"]] == r for r in kept), "a resumed run leaves finished points untouched"
+    assert json.loads((tmp_path / "run.csv.manifest.json").read_text())["status"] == "complete"
+
+
+# ----------------------------------------------------------------------------- Ray sizing and the CUDA path (pure)
+def test_batch_size_targets_task_seconds_and_keeps_8_batches_per_slot() -> None:
+    from rfviz.sweep.backends import batch_size
+
+    assert batch_size(0.1, 10_000, 2, task_seconds=0.5) == 5  # ~0.5 s of compute per Ray task
+    assert batch_size(0.19, 127, 2, task_seconds=0.5) == 3
+    # a small sweep: capped so each of 2 slots gets >= 8 batches (ceil(40 / 16) = 3, not 50)
+    assert batch_size(0.01, 40, 2, task_seconds=0.5) == 3
+    n, slots = 1000, 4
+    b = batch_size(1e-3, n, slots)
+    assert math.ceil(n / b) >= 8 * slots
+    assert batch_size(5.0, 100, 2) == 1 and batch_size(0.0, 0, 1) == 1 and batch_size(float("nan"), 5, 1) == 1
+    with pytest.raises(ParameterError, match="task_seconds"):
+        batch_size(0.1, 10, 0)
+
+
+def test_cuda_resource_request_and_float32_without_a_gpu() -> None:
+    import torch
+
+    from rfviz.engine import _default_dtype
+    from rfviz.sweep.backends import ray_slots, ray_task_options
+
+    assert ray_task_options("cpu", max_retries=3, cluster_gpus=4) == {"max_retries": 3, "num_cpus": 1}
+    assert ray_task_options("cuda", max_retries=2, cluster_gpus=4, gpus_per_task=0.5) == \
+        {"max_retries": 2, "num_cpus": 1, "num_gpus": 0.5}
+    with pytest.raises(ParameterError, match="no GPU"):
+        ray_task_options("cuda", max_retries=3, cluster_gpus=0)
+    with pytest.raises(ParameterError, match="device"):
+        ray_task_options("tpu", max_retries=3, cluster_gpus=0)
+    assert ray_slots("cpu", cpus=16, gpus=4) == 16
+    assert ray_slots("cuda", cpus=16, gpus=4) == 4
+    assert ray_slots("cuda", cpus=16, gpus=4, gpus_per_task=0.25) == 16
+    assert ray_slots("cuda", cpus=16, gpus=0.3, gpus_per_task=1.0) == 1
+    # the engine computes in float32 on a GPU, float64 on the CPU (the README's reproducibility caveat)
+    assert _default_dtype(torch.device("cuda")) == torch.float32
+    assert _default_dtype(torch.device("cpu")) == torch.float64
+    spec = small_spec()
+    from dataclasses import replace
+
+    assert replace(spec, device="cuda").device == "cuda"  # a CUDA spec is valid without a GPU (runs on the cluster)
+    with pytest.raises(ParameterError, match="device"):
+        replace(spec, device="mps")
