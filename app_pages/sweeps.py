@@ -36,7 +36,14 @@ side = st.sidebar
 folder = state.text("Results folder", "folder", os.environ.get(RESULTS_ENV, "results"), container=side,
                     help=f"folder of sweep result files (*.csv, *.parquet); default from ${RESULTS_ENV} or ./results")
 files = fs.result_files(folder)
+
+
+def _show_upload() -> None:  # a new upload is the file shown
+    st.session_state[state.key("file")] = UPLOAD
+
+
 uploaded = side.file_uploader("…or upload a result file", type=["csv", "parquet"], key=state.key("upload"),
+                              on_change=_show_upload,
                               help=f"a CSV/Parquet written by `rfviz sweep` (data only, ≤ {fs.MAX_BYTES // 2**20} MiB)")
 choices = [p.name for p in files] + ([UPLOAD] if uploaded is not None else [])
 state.show_url_errors()

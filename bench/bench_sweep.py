@@ -1,8 +1,9 @@
 """Benchmark: the same sweep on ``local`` (1 process, 1 thread) and ``ray`` (2 workers), plus Ray's per-task cost.
 
-Usage: python bench/bench_sweep.py [--trials 65536] [--points 8]
-Prints a Markdown table (wall time, trials/s, speed-up, tasks, per-task overhead) and checks both backends
-produced identical numbers. Keep it small on a shared machine.
+Usage: python bench/bench_sweep.py [--trials 65536] [--points 8] [--repeats 3]
+Prints a Markdown table (median wall time over the repeats with its range, trials/s, speed-up, tasks, per-task
+overhead, the load average during the runs) and checks both backends produced identical numbers. Keep it small on a
+shared machine.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import argparse
 import csv
 import logging
+import os
 import pathlib
+import statistics
 import sys
 import tempfile
 import time
@@ -45,6 +48,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=65536)
     ap.add_argument("--points", type=int, default=8)
+    ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     torch.set_num_threads(1)
     est = get_estimator("positive")
@@ -52,36 +56,48 @@ def main() -> None:
     spec = SweepSpec("positive", {"d": "64", "m": "64", "theta": "1.0"}, grid, args.trials, seed=1,
                      block_trials=4096, device="cpu")
     tmp = tempfile.mkdtemp()
-    results = []
-    t = time.perf_counter()
-    local = make_backend("local")
-    rep = run_sweep(spec, f"{tmp}/local.csv", local, progress=False)
-    results.append(("local (1 process)", time.perf_counter() - t, rep, 0.0))
     import ray
 
     t0 = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     startup = time.perf_counter() - t0
     overhead = per_task_overhead(ray)
-    backend = RayBackend(workers=2)
-    t = time.perf_counter()
-    rep_r = run_sweep(spec, f"{tmp}/ray.csv", backend, progress=False)
-    results.append(("ray (2 workers)", time.perf_counter() - t, rep_r, overhead))
+    walls: dict[str, list[float]] = {"local": [], "ray": []}
+    reports = {}
+    loads = [os.getloadavg()[0]]
+    for i in range(args.repeats):  # alternate, so both backends see the same (shared-machine) load
+        t = time.perf_counter()
+        reports["local"] = run_sweep(spec, f"{tmp}/local{i}.csv", make_backend("local"), progress=False)
+        walls["local"].append(time.perf_counter() - t)
+        loads.append(os.getloadavg()[0])
+        backend = RayBackend(workers=2)
+        t = time.perf_counter()
+        reports["ray"] = run_sweep(spec, f"{tmp}/ray{i}.csv", backend, progress=False)
+        walls["ray"].append(time.perf_counter() - t)
+        loads.append(os.getloadavg()[0])
     ray.shutdown()
-    same = rows(f"{tmp}/local.csv") == rows(f"{tmp}/ray.csv")
-    base = results[0][1]
+    same = all(rows(f"{tmp}/local0.csv") == rows(f"{tmp}/{b}{i}.csv") for b in ("local", "ray")
+               for i in range(args.repeats))
+    results = [("local (1 process)", walls["local"], reports["local"], 0.0),
+               ("ray (2 workers)", walls["ray"], reports["ray"], overhead)]
+    base = statistics.median(walls["local"])
     total = spec.n_points * spec.trials
     print(f"sweep: positive d=64 m=64, {spec.n_points} points × {spec.trials} trials = {total:.3g} trials, "
-          f"{spec.n_tasks} tasks of {spec.block_trials} trials; Ray start-up {startup:.1f} s (not in the table)")
-    print("| backend | wall (s) | trials/s | speed-up | Ray tasks × blocks | compute per task (s) | "
-          "overhead per task (ms) | overhead share |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name, wall, rep, ovh in results:
+          f"{spec.n_tasks} tasks of {spec.block_trials} trials; Ray start-up {startup:.1f} s (not in the table); "
+          f"median of {args.repeats} alternating runs; 1-min load average {min(loads):.1f}–{max(loads):.1f} "
+          f"(on {os.cpu_count()} cores)")
+    print("| backend | wall (s), median [range] | trials/s | speed-up | Ray tasks × blocks | compute per task (s) | "
+          "overhead per task (ms) | overhead share | utilisation |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, ws, rep, ovh in results:
         s = rep.stats
+        wall = statistics.median(ws)
         per_task = s.compute_s / max(s.batches, 1)
         share = ovh / per_task if ovh else 0.0
-        print(f"| {name} | {wall:.2f} | {total / wall:.3g} | {base / wall:.2f}× | {s.batches} × {s.batch_tasks} | "
-              f"{per_task:.3f} | {ovh * 1e3:.2f} | {share:.2%} |")
+        print(f"| {name} | {wall:.2f} [{min(ws):.2f}–{max(ws):.2f}] | {total / wall:.3g} | {base / wall:.2f}× | "
+              f"{s.batches} × {s.batch_tasks} | {per_task:.3f} | {f'{ovh * 1e3:.2f}' if ovh else '–'} | "
+              f"{f'{share:.2%}' if ovh else '–'} | "
+              f"{s.utilisation:.0%} |")
     per_block = results[0][2].stats.compute_s / spec.n_tasks
     print(f"identical numbers on both backends: {same}; compute per block of {spec.block_trials} trials: "
           f"{per_block * 1e3:.1f} ms ({spec.block_trials / per_block:.3g} trials/s per core)")
