@@ -100,7 +100,8 @@ for axis in axes:
 
 with ui.guard():
     if y is not None:
-        fig = fs.heatmap_figure(table, x, y, fixed, title=f"log10 MSE over {x} × {y}  ({fs.fixed_text(fixed)})")
+        title = f"log10 MSE over {fs.label(x)} × {fs.label(y)}{fs.fixed_text(fixed)}"
+        fig = fs.heatmap_figure(table, x, y, fixed, title=title)
         ui.plot(fig, key=state.key("heatmap"))
     slice_fixed = dict(fixed)
     if y is not None and series != y:
@@ -110,7 +111,7 @@ with ui.guard():
         slice_fixed[y] = y_values[y_labels.index(picked)]
     slice_fixed = {k: v for k, v in slice_fixed.items() if k != series}
     fig = fs.slice_figure(table, x, slice_fixed, series=series,
-                          title=f"log10 MSE along {x}  ({fs.fixed_text(slice_fixed)})")
+                          title=f"log10 MSE along {fs.label(x)}{fs.fixed_text(slice_fixed)}")
     ui.plot(fig, key=state.key("slice"))
     st.subheader("Rows")
     st.dataframe(fs.rows_table(table, slice_fixed), width="stretch")

@@ -32,6 +32,8 @@ MAX_BYTES = 50 * 2**20
 """Largest result file read (an upload or a local file)."""
 MAX_ROWS = 10**6
 UNRELIABLE = "unreliable (heavy-tailed)"
+UNRELIABLE_COLOR = "#ff00c8"
+"""Ring colour of unreliable points on heatmaps (visible on every Viridis colour and in the legend)."""
 _TRUE = {"true", "1", "yes"}
 _FALSE = {"false", "0", "no"}
 
@@ -209,7 +211,8 @@ def _warnings(table: SweepTable, rows: np.ndarray) -> list[str]:
     return [UNRELIABLE if warn is None or not warn[r] else str(warn[r]) for r in rows]
 
 
-def _label(axis: str) -> str:
+def label(axis: str) -> str:
+    """Display name of a grid axis (θ for theta)."""
     return "θ" if axis == "theta" else axis
 
 
@@ -231,14 +234,14 @@ def heatmap_figure(table: SweepTable, x: str, y: str, fixed: Mapping[str, Any], 
         for r in rows:
             z[yi[table.columns[y][r]], xi[table.columns[x][r]]] = table.columns[col][r]
         zs[panel] = z
-    fig = heatmaps(np.array(xs, dtype=object), np.array(ys, dtype=object), zs, xlabel=_label(x), ylabel=_label(y),
+    fig = heatmaps(np.array(xs, dtype=object), np.array(ys, dtype=object), zs, xlabel=label(x), ylabel=label(y),
                    zlabel="log10 MSE", title=title, theta_axis="x" if x == "theta" else "y" if y == "theta" else "",
                    floor_span=None)
     bad = rows[~table.columns["reliable"][rows]]
     if len(bad):
         fig.add_trace(go.Scatter(x=table.columns[x][bad], y=table.columns[y][bad], mode="markers", name=UNRELIABLE,
-                                 marker={"symbol": "circle-open", "size": 12, "line": {"width": 2.5},
-                                         "color": "white"},
+                                 marker={"symbol": "circle-open", "size": 12, "line": {"width": 3},
+                                         "color": UNRELIABLE_COLOR},
                                  hovertext=_warnings(table, bad)), row=1, col=1)
     fig.update_layout(showlegend=bool(len(bad)), legend={"orientation": "h", "y": -0.2})
     return fig
@@ -261,8 +264,8 @@ def slice_figure(table: SweepTable, x: str, fixed: Mapping[str, Any], series: st
             continue
         if table.columns[x].dtype != object:
             rows = rows[np.argsort(table.columns[x][rows], kind="stable")]
-        name = "" if value is None else f"{_label(series)} = {value:g}" if isinstance(value, float) else \
-            f"{_label(series)} = {value}"
+        name = "" if value is None else f"{label(series)} = {value:g}" if isinstance(value, float) else \
+            f"{label(series)} = {value}"
         c = color(i)
         xs = table.columns[x][rows]
         if "log10_mse" in table.columns and np.isfinite(table.columns["log10_mse"][rows]).any():
@@ -270,8 +273,8 @@ def slice_figure(table: SweepTable, x: str, fixed: Mapping[str, Any], series: st
                                      name=f"closed form {name}".strip(), line={"color": c, "width": 2.5}))
         se = _log10_se(table, rows)
         ok = table.columns["reliable"][rows]
-        for flag, label, symbol in ((True, f"Monte Carlo ±2 SE {name}".strip(), "circle"),
-                                    (False, UNRELIABLE, "circle-open")):
+        for flag, trace_name, symbol in ((True, f"Monte Carlo ±2 SE {name}".strip(), "circle"),
+                                         (False, UNRELIABLE, "circle-open")):
             sel = ok == flag
             if not sel.any():
                 continue
@@ -279,10 +282,10 @@ def slice_figure(table: SweepTable, x: str, fixed: Mapping[str, Any], series: st
             unreliable_shown |= not flag
             fig.add_trace(go.Scatter(
                 x=xs[sel], y=finite_or_none(table.columns["log10_mc_mse"][rows][sel]), mode="markers",
-                name=label, legendgroup=label if not flag else None, showlegend=show,
+                name=trace_name, legendgroup=None if flag else UNRELIABLE, showlegend=show,
                 marker={"color": c, "size": 9 if flag else 11, "symbol": symbol, "line": {"width": 2, "color": c}},
                 error_y={"type": "data", "array": 2 * finite_or_none(se[sel]), "visible": True}))
-    fig.update_xaxes(title_text=_label(x), **(THETA_TICKS if x == "theta" else {}))
+    fig.update_xaxes(title_text=label(x), **(THETA_TICKS if x == "theta" else {}))
     fig.update_yaxes(title_text="log10 MSE")
     fig.update_layout(title=title, height=420, **LAYOUT)
     return fig
@@ -310,6 +313,9 @@ def result_files(folder: str | Path) -> list[Path]:
 
 
 def fixed_text(fixed: Mapping[str, Any]) -> str:
-    """``a = 1, b = x`` for a title."""
-    return ", ".join(f"{_label(k)} = {v:.4g}" if isinstance(v, float) and math.isfinite(v) else f"{_label(k)} = {v}"
-                     for k, v in fixed.items())
+    """``  (a = 1, b = x)`` for a title ("" when nothing is fixed)."""
+    if not fixed:
+        return ""
+    parts = [f"{label(k)} = {v:.4g}" if isinstance(v, float) and math.isfinite(v) else f"{label(k)} = {v}"
+             for k, v in fixed.items()]
+    return f"  ({', '.join(parts)})"
