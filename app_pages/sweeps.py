@@ -33,8 +33,10 @@ ui.header(
 ui.sidebar_info()
 side = st.sidebar
 
-folder = state.text("Results folder", "folder", os.environ.get(RESULTS_ENV, "results"), container=side,
-                    help=f"folder of sweep result files (*.csv, *.parquet); default from ${RESULTS_ENV} or ./results")
+# The folder is the server's setting (environment), never a URL or widget value: a shared link cannot make the
+# app list or read files elsewhere on the server.
+folder = os.environ.get(RESULTS_ENV, "results")
+side.caption(f"Results folder: `{folder}` (set ${RESULTS_ENV} before starting the app to change it)")
 files = fs.result_files(folder)
 
 
