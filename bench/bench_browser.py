@@ -84,7 +84,7 @@ def time_page(page, url: str, key: str, runs: int) -> list[float]:
     page.wait_for_selector(".js-plotly-plot", timeout=120_000)
     wait_idle(page)
     css_key = re.sub(r"[^a-zA-Z0-9_-]", "-", key)  # Streamlit's class for a keyed widget: st-key-<key>
-    thumb = page.locator(f'.st-key-{css_key} [role="slider"]').first
+    thumb = page.locator(f'.st-key-{css_key} input[type="range"], .st-key-{css_key} [role="slider"]').first
     out = []
     for _ in range(runs):
         t0 = page.evaluate(WATCH)
@@ -118,7 +118,7 @@ def main() -> None:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             if args.shots:
                 args.shots.mkdir(parents=True, exist_ok=True)
-                page.goto(f"{base}/home", wait_until="domcontentloaded", timeout=120_000)
+                page.goto(f"{base}/", wait_until="domcontentloaded", timeout=120_000)
                 page.wait_for_selector(".js-plotly-plot", timeout=120_000)
                 wait_idle(page)
                 page.screenshot(path=str(args.shots / "home.png"), full_page=True)

@@ -479,8 +479,9 @@ def test_home_tells_three_stories_with_links():
     _no_exception(at, "home")
     assert len([s for s in at.subheader if s.value[:1] in "123"]) == 3
     assert len(at.get("plotly_chart")) >= 3
-    links = [e.proto for e in at.get("page_link")]
-    assert any("view=" in (lk.page or "") + str(getattr(lk, "query_string", "")) for lk in links) or links
+    links = [(lk.proto.page, lk.proto.query_string) for lk in at.get("page_link")]
+    for page in ("hybrid", "coupling", "dot_product"):
+        assert any(p == page and "view=" in q for p, q in links), f"Home: no story link into /{page}: {links}"
     assert at.table, "the estimator table is a full-width table (no cut-off reference column)"
 
 
