@@ -32,9 +32,11 @@ def _story_figures() -> tuple:
 
 STORIES = (
     ("1 · Trig fails near θ = π, positive features near θ = 0: hybrids take the best of both",
-     "Trigonometric features estimate the softmax kernel exactly at θ = 0 (x = y) and worst as θ → π, where the "
-     "kernel is tiny; positive (++) features are the mirror image. A **hybrid** mixes the two with a random "
-     "coefficient λ̂ that follows θ, so its MSE stays low at both ends (r = 1.5, m = 10, angular λ with n = 8).",
+     "Trigonometric features are exact at θ = 0 (x = y) and worst relative to the kernel as θ → π, where the "
+     "kernel is tiny; positive (++) features are the mirror image, exact at θ = π and worst near θ = 0. A "
+     "**hybrid** mixes the two with a random coefficient λ̂ that follows θ (angular λ = θ/π): exact at both ends and "
+     "far below trig near θ = π, at the price of λ̂'s own noise in between. The dotted oracle λ* is the best any "
+     "fixed mix could do (r = 1.5, m = 10, n = 8).",
      ("hybrid", "Open the hybrid page (MSE vs base estimators)", {"view": "MSE vs base estimators", "lam": "angular",
                                                                   "r": "1.5", "n": "8"}),
      ("mse_explorer", "See both failures on the whole (r, θ) plane", {"est": "trig,positive,hybrid_angular"})),
