@@ -381,7 +381,9 @@ def test_hybrid_page_sampled_points_agree_with_closed_forms():
 
 
 def test_hybrid_page_monte_carlo_toggle_and_bad_trials():
-    at = AppTest.from_file(page_path("hybrid"), default_timeout=TIMEOUT).run()
+    at = AppTest.from_file(page_path("hybrid"), default_timeout=TIMEOUT)
+    at.query_params.update({**MC_VIEW["hybrid"], "trials": "500"})
+    at.run()
     at.toggle(key="hybrid.mc").set_value(True).run()
     _no_exception(at, "hybrid page with Monte Carlo")
     assert not at.error
