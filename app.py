@@ -13,6 +13,49 @@ from app_pages import _ui as ui
 ROOT = pathlib.Path(__file__).resolve().parent
 
 
+@st.cache_data(show_spinner=False)
+def _story_figures() -> tuple:
+    """The Home page's three live figures (pure builders from rfviz.figures, cached)."""
+    import numpy as np
+
+    from rfviz.figures import dp as fd
+    from rfviz.figures import hrf as fh
+    from rfviz.figures import simrf as fc
+
+    hybrid = fh.mse_figure(fh.mse_columns("angular", 1.5, 8, 1.0, 10), "angular", 1.5)
+    coupling = fc.ratio_vs_v_figure(16, 16, features="positive", v=np.geomspace(1e-2, 1e1, 81))
+    q = fd.variance_vs_q(1.0, 0.79, 8, 3, 16, "flat")
+    for fig in (hybrid, coupling, q):
+        fig.update_layout(height=340, margin={"t": 50, "b": 40})
+    return hybrid, coupling, q
+
+
+STORIES = (
+    ("1 · Trig fails near θ = π, positive features near θ = 0: hybrids take the best of both",
+     "Trigonometric features are exact at θ = 0 (x = y) and worst relative to the kernel as θ → π, where the "
+     "kernel is tiny; positive (++) features are the mirror image, exact at θ = π and worst near θ = 0. A "
+     "**hybrid** mixes the two with a random coefficient λ̂ that follows θ (angular λ = θ/π): exact at both ends and "
+     "far below trig near θ = π, at the price of λ̂'s own noise in between. The dotted oracle λ* is the best any "
+     "fixed mix could do (r = 1.5, m = 10, n = 8).",
+     ("hybrid", "Open the hybrid page (MSE vs base estimators)", {"view": "MSE vs base estimators", "lam": "angular",
+                                                                  "r": "1.5", "n": "8"}),
+     ("mse_explorer", "See both failures on the whole (r, θ) plane", {"est": "trig,positive,hybrid_angular"})),
+    ("2 · Coupling the projections lowers the MSE",
+     "Draw the m projections jointly instead of independently: orthogonal blocks (ORF) and simplex blocks (SimRF) "
+     "keep every estimate unbiased but make pairs of projections less alike, so the MSE ratio to iid drops below 1, "
+     "most where v = |x + y| is large (positive features, d = m = 16).",
+     ("coupling", "Open the coupling page (MSE ratio vs v)", {"view": "MSE ratio vs v (+ simplex+)", "d": "16",
+                                                              "m": "16"}),
+     None),
+    ("3 · What q does in dot-product sketches",
+     "Polynomial sketches multiply p random projections whose entries are real (q = 1), imaginary (q = 0) or a "
+     "complex mix. The variance depends on q only through (2q − 1)², so it is symmetric about q = ½, and complex "
+     "features (q = ½) win exactly when (x·y)² > Σₖ xₖ²yₖ² (p = 3, d = 8, m = 16).",
+     ("dot_product", "Open the dot-product page (variance vs q)", {"view": "Variance vs q"}),
+     None),
+)
+
+
 def home() -> None:
     import rfviz
 
@@ -23,16 +66,26 @@ def home() -> None:
         "error** of each estimator, **analytic** (the verified closed forms) and **sampled** (a PyTorch Monte-Carlo "
         "engine) side by side. Every view keeps its state in the URL, so you can share it."
     )
+    st.header("Start here: three short stories")
+    for (title, text, link, extra), fig in zip(STORIES, _story_figures(), strict=True):
+        with st.container(border=True):
+            st.subheader(title)
+            left, right = st.columns([2, 3])
+            left.markdown(text)
+            for target in (link, extra):
+                if target is not None:
+                    path, label, params = target
+                    left.page_link(by_path[path], label=label, icon=":material/arrow_forward:",
+                                   query_params=params)
+            with right:
+                ui.plot(fig, key=f"home-story-{title[0]}")
+    st.header("All views")
     cols = st.columns(3)
     for i, page in enumerate(VIEWS):
         cols[i % 3].page_link(page)
     st.subheader("Registered estimators")
-    st.dataframe(
-        [{"name": c.name, "title": c.title, "kernel": c.family, "closed form": c.has_closed_form,
-          "reference": c.reference} for c in rfviz.REGISTRY.values()],
-        hide_index=True,
-        width="stretch",
-    )
+    st.table([{"name": c.name, "title": c.title, "kernel": c.family, "closed form": c.has_closed_form,
+               "reference": c.reference} for c in rfviz.REGISTRY.values()])
     ui.sidebar_info()
 
 

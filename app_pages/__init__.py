@@ -36,6 +36,8 @@ class Sweep:
     name: str
     first: float
     step: float
+    query: dict[str, str] | None = None
+    """URL query parameters that open the view where the widget is used (None: the page's default view)."""
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ PAGES: tuple[Page, ...] = (
     Page("gerf", "GERF / OPRF / discrete RFs", ":material/functions:", probe=Probe("m", 0, 8),
          sweeps=(Sweep("slider", "r", 1.2, 0.05),)),
     Page("coupling", "Coupling (simplex RFs)", ":material/change_history:", probe=Probe("d", 0, 16),
-         sweeps=(Sweep("slider", "v", 1.2, 0.05),)),
+         sweeps=(Sweep("slider", "v", 1.2, 0.05, {"view": "MSE ratio vs d"}),)),
     Page("optimal_sampling", "Optimal sampling Ψ", ":material/target:", probe=Probe("d", 0, 16),
          sweeps=(Sweep("slider", "r", 1.2, 0.05),)),
     Page("dot_product", "Dot-product sketches", ":material/scatter_plot:", probe=Probe("m", 0, 8),

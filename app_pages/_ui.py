@@ -78,6 +78,7 @@ class PageState:
         self.page = page
         self.url_errors: list[str] = []
         self._errors_shown = False
+        self._seen: set[str] = set()
 
     def key(self, name: str) -> str:
         return f"{self.page}.{name}"
@@ -102,6 +103,7 @@ class PageState:
         st.session_state[key] = value
 
     def _sync(self, name: str, value: Any) -> None:
+        self._seen.add(name)
         text = to_text(value)
         if st.query_params.get(name) != text:
             st.query_params[name] = text
@@ -112,6 +114,35 @@ class PageState:
         for msg in self.url_errors:
             st.error(msg, icon=":material/link_off:")
         self.url_errors.clear()
+
+    def finish(self) -> None:
+        """End of the page: drop URL parameters no widget of this run wrote (a removed estimator's parameters,
+        a hidden view's controls), so a shared link holds only what the view uses."""
+        for name in [k for k in st.query_params if k not in self._seen]:
+            del st.query_params[name]
+
+    def mc_switch(self, label: str, name: str = "mc", container: Any = st, **kw: Any) -> bool:
+        """A Monte-Carlo toggle that never starts sampling by itself: a URL with ``mc=true`` shows a
+        "Run Monte Carlo" button, and sampling starts on that click (or on the user's own toggle). Afterwards a
+        change of the sampled inputs resamples; the pages cache the results keyed on those inputs."""
+        armed = f"{self.key(name)}.armed"
+
+        def arm() -> None:
+            st.session_state[armed] = True
+
+        on = self.toggle(label, name, False, container=container, on_change=arm, **kw)
+        if on and not st.session_state.get(armed, False):
+            container.button("Run Monte Carlo", key=f"{self.key(name)}.run", on_click=arm, type="primary",
+                             icon=":material/play_arrow:",
+                             help="this link asks for Monte-Carlo sampling; it starts only when you click")
+            return False
+        return on
+
+    def view(self, label: str, options: Sequence[str], default: str | None = None, name: str = "view",
+             container: Any = st) -> str:
+        """The page's view selector (a horizontal radio stored in the URL as ``view``), drawn before the sidebar so
+        the sidebar can depend on the view (tabs all run on every rerun and cannot)."""
+        return self.radio(label, name, options, default, container=container)
 
     # -- widgets -----------------------------------------------------------
     def _choice(self, widget: Any, label: str, name: str, options: Sequence[str], default: str | None,
@@ -143,7 +174,10 @@ class PageState:
 
         self._init(name, [d for d in default if d in options], parse, lambda v: all(x in options for x in v))
         key = self.key(name)
-        st.session_state[key] = [v for v in st.session_state[key] if v in options]
+        kept = [v for v in st.session_state[key] if v in options]
+        if st.session_state[key] and not kept:  # the options changed under it (another kernel): the new defaults
+            kept = [d for d in default if d in options]
+        st.session_state[key] = kept
         value = container.multiselect(label, options, key=key, **kw)
         self._sync(name, value)
         return list(value)
@@ -320,6 +354,40 @@ def downloads(stem: str, csv: Callable[[], str] | str | None, fig: Any = None, c
         cols[1].download_button("Figure (HTML)", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
                                 file_name=f"{stem}.html", mime="text/html", icon=":material/download:",
                                 key=f"dl-html-{key}", on_click="ignore")
+
+
+def unused(reason: str) -> dict[str, Any]:
+    """Keyword arguments that disable a widget the current view ignores, with the one-line reason as its help."""
+    return {"disabled": True, "help": f"Not used here: {reason}"}
+
+
+def coinciding(fig: Any) -> list[tuple[str, str]]:
+    """Pairs of named line traces of ``fig`` drawn exactly on top of each other (same x and y), so the page can
+    say so instead of letting one curve hide the other."""
+    import numpy as np
+
+    lines = []
+    for t in fig.data:
+        if getattr(t, "name", None) and getattr(t, "y", None) is not None and getattr(t, "x", None) is not None:
+            try:
+                lines.append((t.name, np.asarray(t.x, dtype=float), np.asarray(t.y, dtype=float)))
+            except (TypeError, ValueError):
+                continue
+    out = []
+    for i, (na, xa, ya) in enumerate(lines):
+        for nb, xb, yb in lines[i + 1:]:
+            if (na != nb and xa.shape == xb.shape and ya.shape == yb.shape and ya.size > 1
+                    and np.allclose(xa, xb, equal_nan=True) and np.allclose(ya, yb, rtol=1e-9, equal_nan=True)):
+                out.append((na, nb))
+    return out
+
+
+def announce_coinciding(fig: Any) -> None:
+    """A caption naming the curves of ``fig`` that coincide (one hides the other)."""
+    pairs = coinciding(fig)
+    if pairs:
+        st.caption("Coinciding curves (drawn on top of each other): " + "; ".join(f"{a} = {b}" for a, b in pairs)
+                   + ".")
 
 
 def plot(fig: Any, key: str | None = None) -> None:

@@ -31,26 +31,42 @@ ui.header(
 ui.sidebar_info()
 side = st.sidebar
 
-d = state.param(COUPLED_D_PARAM, container=side)
-features = state.selectbox("Features", "features", list(fc.FEATURE_LABELS), "positive", container=side)
-m = state.param(M_PARAM, 16, container=side, label="m (projections; blocks of d when m > d)")
-v = state.slider("v = |x + y| (z = |x − y| for trig)", "v", 0.05, 5.0, 1.0, step=0.05, container=side)
+VIEWS = ["Density p(w_ij)", "RF-conformity ρ(v)", "MSE ratio vs v (+ simplex+)", "MSE ratio vs d",
+         "Simplex+ iterations"]
+view = state.view("View", VIEWS)
+d_off = ui.unused("this view sweeps d") if view == VIEWS[3] else {}
+d = state.param(COUPLED_D_PARAM, container=side, disabled=bool(d_off), help=d_off.get("help"))
+uses_features = view in (VIEWS[2], VIEWS[3])
+features = state.selectbox("Features", "features", list(fc.FEATURE_LABELS), "positive", container=side,
+                           **({} if uses_features else ui.unused("this view does not depend on the feature map")))
+m = state.param(M_PARAM, 16, container=side, label="m (projections; blocks of d when m > d)",
+                **({} if view == VIEWS[2] else ui.unused("only the MSE-ratio-vs-v view depends on m")))
+penalty_on = st.session_state.get(state.key("penalty"), st.query_params.get("penalty") == "true")
+v_off = {VIEWS[0]: None if penalty_on else "turn on the penalty overlay to use v", VIEWS[1]: "this view plots ρ over v",
+         VIEWS[2]: "this view plots the ratio over v"}.get(view)
+v = state.slider("v = |x + y| (z = |x − y| for trig)", "v", 0.05, 5.0, 1.0, step=0.05, container=side,
+                 **(ui.unused(v_off) if v_off else {}))
+coupling_options = list(fc.COUPLINGS_WITH_DENSITY) if view in VIEWS[:2] else ["orthogonal", "simplex"]
+couplings = tuple(state.multiselect("Couplings", "couplings", coupling_options, coupling_options, container=side,
+                                    **({} if view != VIEWS[4] else ui.unused("this view compares simplex+ "
+                                                                             "iterations with iid draws"))))
+side.caption(f"Sidebar scope: the **{view}** view; greyed inputs are not used by it.")
 state.show_url_errors()
 
 
 @ui.cached
-def _density(d: int, samples: int, v: float | None):
-    return fc.density_figure(d, samples=samples, v=v)
+def _density(d: int, samples: int, v: float | None, couplings: tuple[str, ...]):
+    return fc.density_figure(d, couplings, samples=samples, v=v)
 
 
 @ui.cached
-def _conformity(d: int, relative: bool):
-    return fc.conformity_figure(d, relative=relative)
+def _conformity(d: int, relative: bool, couplings: tuple[str, ...]):
+    return fc.conformity_figure(d, couplings, relative=relative)
 
 
 @ui.cached
-def _ratio_v(d: int, m: int, features: str):
-    return fc.ratio_vs_v_figure(d, m, features=features, v=np.geomspace(1e-2, 1e1, 81))
+def _ratio_v(d: int, m: int, features: str, couplings: tuple[str, ...]):
+    return fc.ratio_vs_v_figure(d, m, features=features, couplings=couplings, v=np.geomspace(1e-2, 1e1, 81))
 
 
 @ui.cached
@@ -63,8 +79,8 @@ def _resample() -> None:
 
 
 @ui.cached
-def _ratio_d(v: float, features: str, blocks: int):
-    return fc.ratio_vs_d_figure(v, features=features, blocks=blocks)
+def _ratio_d(v: float, features: str, blocks: int, couplings: tuple[str, ...]):
+    return fc.ratio_vs_d_figure(v, features=features, blocks=blocks, couplings=couplings)
 
 
 def _sampled_ratios(d: int, m: int, features: str, trials: int, progress) -> dict:
@@ -75,28 +91,26 @@ def _sampled_ratios(d: int, m: int, features: str, trials: int, progress) -> dic
 
 with ui.guard():
     d, m = ui.valid(COUPLED_D_PARAM, d), ui.valid(M_PARAM, m)
-    tabs = st.tabs(["Density p(w_ij)", "RF-conformity ρ(v)", "MSE ratio vs v (+ simplex+)", "MSE ratio vs d",
-                    "Simplex+ iterations"])
-    with tabs[0]:
+    if view == VIEWS[0]:
         c = st.columns(3)
         hist = state.toggle("Sampled histograms", "hist", False, container=c[0],
                             help=f"draws |ω_i + ω_j| from rfviz's samplers (d ≤ {fc.HISTOGRAM_MAX_D})")
-        samples = state.param(SAMPLES_PARAM, container=c[1])
+        samples = state.param(SAMPLES_PARAM, container=c[1], disabled=not hist)
         penalty = state.toggle("Overlay the penalty f(w, v)", "penalty", False, container=c[2])
-        fig = _density(d, ui.valid(SAMPLES_PARAM, samples) if hist else 0, v if penalty else None)
+        fig = _density(d, ui.valid(SAMPLES_PARAM, samples) if hist else 0, v if penalty else None, couplings)
         ui.plot(fig, key="cpl-density")
         ui.downloads("rfviz-coupling-density", lambda: traces_csv(fig), fig, key="dens")
-    with tabs[1]:
+    elif view == VIEWS[1]:
         relative = state.toggle("Relative to iid (ρ(v)·e^{−v²})", "relative", True)
-        fig2 = _conformity(d, relative)
+        fig2 = _conformity(d, relative, couplings)
         ui.plot(fig2, key="cpl-conf")
         ui.downloads("rfviz-coupling-conformity", lambda: traces_csv(fig2), fig2, key="conf")
-    with tabs[2]:
-        fig3 = _ratio_v(d, m, features)
+    elif view == VIEWS[2]:
+        fig3 = _ratio_v(d, m, features, couplings)
         mc_cols = st.columns([2, 1])
-        mc = state.toggle("Monte Carlo at 6 values of v (orthogonal, simplex, simplex+)", "mc", False,
-                          container=mc_cols[0])
-        trials = state.param(TRIALS_PARAM, 1000, container=mc_cols[1])
+        mc = state.mc_switch("Monte Carlo at 6 values of v (orthogonal, simplex, simplex+)", "mc",
+                             container=mc_cols[0])
+        trials = state.param(TRIALS_PARAM, 1000, container=mc_cols[1], disabled=not mc)
         if mc:
             trials = ui.valid(TRIALS_PARAM, trials)
             bar = st.progress(0.0, text="sampling couplings…")
@@ -108,20 +122,20 @@ with ui.guard():
                        "sit at or below simplex.")
         ui.plot(fig3, key="cpl-ratio-v")
         ui.downloads("rfviz-coupling-ratio-v", lambda: traces_csv(fig3), fig3, key="rv")
-    with tabs[3]:
+    elif view == VIEWS[3]:
         blocks = state.slider("blocks (m = blocks·d)", "blocks", 1, 8, 1)
-        fig4 = _ratio_d(v, features, blocks)
+        fig4 = _ratio_d(v, features, blocks, couplings)
         ui.plot(fig4, key="cpl-ratio-d")
         ui.downloads("rfviz-coupling-ratio-d", lambda: traces_csv(fig4), fig4, key="rd")
-    with tabs[4]:
-        if hasattr(fc, "simplex_plus_iterations_figure"):
-            c5 = st.columns([1, 1, 2])
-            norm_seed = ui.valid(SEED_PARAM, state.number("norms seed", "norm_seed", 0, int, container=c5[0]))
-            c5[1].button("Resample the norms", on_click=_resample, icon=":material/casino:")
-            fig5 = _iterations(d, v, norm_seed)
-            ui.plot(fig5, key="cpl-iter")
-            st.caption("SimRF Fig. 4: the data-dependent simplex+ directions lower the conformity below SimRF's in "
-                       "a few passes of Eq. 17, for one draw of the d norms.")
-            ui.downloads("rfviz-simplex-plus-iterations", lambda: traces_csv(fig5), fig5, key="iter")
-        else:
-            st.info("The simplex+ iteration figure is not available in this installation.")
+    elif hasattr(fc, "simplex_plus_iterations_figure"):
+        c5 = st.columns([1, 1, 2])
+        norm_seed = ui.valid(SEED_PARAM, state.number("norms seed", "norm_seed", 0, int, container=c5[0]))
+        c5[1].button("Resample the norms", on_click=_resample, icon=":material/casino:")
+        fig5 = _iterations(d, v, norm_seed)
+        ui.plot(fig5, key="cpl-iter")
+        st.caption("SimRF Fig. 4: the data-dependent simplex+ directions lower the conformity below SimRF's in "
+                   "a few passes of Eq. 17, for one draw of the d norms.")
+        ui.downloads("rfviz-simplex-plus-iterations", lambda: traces_csv(fig5), fig5, key="iter")
+    else:
+        st.info("The simplex+ iteration figure is not available in this installation.")
+state.finish()

@@ -41,21 +41,46 @@ side = st.sidebar
 
 SKETCHES = ("poly_sketch", "tensor_srht")
 
-d = state.param(D_PARAM, 8, container=side, label="d (dimension)")
-m = state.param(M_PARAM, 16, container=side, label="m (features D)")
-p = state.param(DEGREE_PARAM, container=side)
-q = state.slider("q (real/imaginary mix)", "q", 0.0, 1.0, 0.5, step=0.05, container=side)
+VIEW_NAMES = ["Variance vs q", "Variance vs p", "Variance vs d", "Variance vs m (TensorSRHT sawtooth)",
+              "Real vs complex", "TensorSRHT vs Rademacher", "Maclaurin allocation (exponential kernel)",
+              "Maclaurin allocation (Gaussian kernel)"]
+view = state.view("View", VIEW_NAMES)
+USES = {  # the sidebar inputs each view's figure reads
+    VIEW_NAMES[0]: {"d", "m", "p", "r", "theta", "embedding"},
+    VIEW_NAMES[1]: {"d", "m", "r", "theta", "embedding", "variance"},
+    VIEW_NAMES[2]: {"m", "p", "r", "theta", "embedding", "variance"},
+    VIEW_NAMES[3]: {"d", "p", "r", "theta", "embedding"},
+    VIEW_NAMES[4]: {"m", "p", "r", "basis", "variance"},
+    VIEW_NAMES[5]: {"d", "q", "r", "theta", "embedding"},
+    VIEW_NAMES[6]: {"d", "m", "r", "variance"},
+    VIEW_NAMES[7]: {"d", "m", "r", "variance"},
+}[view]
+
+
+def _scope(name: str) -> dict:
+    """Disable a sidebar input the chosen view ignores (it sweeps it, or plots every choice of it)."""
+    return {} if name in USES else ui.unused(f"the “{view}” view sweeps it or does not depend on it")
+
+
+d = state.param(D_PARAM, 8, container=side, label="d (dimension)", **_scope("d"))
+m = state.param(M_PARAM, 16, container=side, label="m (features D)", **_scope("m"))
+p = state.param(DEGREE_PARAM, container=side, **_scope("p"))
+q = state.slider("q (real/imaginary mix)", "q", 0.0, 1.0, 0.5, step=0.05, container=side, **_scope("q"))
 basis = state.selectbox("Basis", "basis", ["rademacher", "plus_minus_i", "unit_circle", "gaussian"], "rademacher",
-                        container=side, help="distribution of each weight entry (TensorSRHT: not gaussian)")
+                        container=side, **(_scope("basis") or {
+                            "help": "distribution of each weight entry (TensorSRHT: not gaussian)"}))
 variance = state.selectbox("Variance", "variance", ["complex", "real_part"], "complex", container=side,
-                           help="complex: E|k̂ − k|² (default); real_part: E(Re k̂ − k)²")
-r = state.slider("r (input length)", "r", 0.1, 2.0, 1.0, step=0.05, container=side)
-theta = state.slider("θ (angle, rad)", "theta", 0.0, float(np.pi), 0.79, step=0.01, container=side)
+                           **(_scope("variance") or {"help": "complex: E|k̂ − k|² (default); real_part: E(Re k̂ − k)²"}))
+r = state.slider("r (input length)", "r", 0.1, 2.0, 1.0, step=0.05, container=side, **_scope("r"))
+theta = state.slider("θ (angle, rad)", "theta", 0.0, float(np.pi), 0.79, step=0.01, container=side,
+                     **_scope("theta"))
 embedding = state.selectbox("Embedding of (r, θ) in ℝᵈ", "embedding", list(EMBEDDINGS), "flat", container=side,
-                            help="these variances depend on coordinates through S = Σ x_k² y_k²")
+                            **(_scope("embedding") or {
+                                "help": "these variances depend on coordinates through S = Σ x_k² y_k²"}))
+side.caption(f"Sidebar scope: the **{view}** view; greyed inputs are not used by it.")
 state.show_url_errors()
 
-VIEWS = {
+VIEWS = {  # keys: VIEW_NAMES
     "Variance vs q": lambda: fd.variance_vs_q(r, theta, d, p, m, embedding),
     "Variance vs p": lambda: fd.variance_vs_p(r, theta, d, m, embedding=embedding, variance=variance),
     "Variance vs d": lambda: fd.variance_vs_d(r, theta, p, m, embedding, variance=variance),
@@ -80,10 +105,10 @@ with ui.guard():
     for name in SKETCHES:  # validate every parameter through the estimators' specs
         REGISTRY[name](p=p, q=q, m=m, variance=variance, **({"basis": basis} if basis != "gaussian" or
                                                              name == "poly_sketch" else {}))
-    view = state.selectbox("View", "view", list(VIEWS), next(iter(VIEWS)))
     fig = _figure(view, d, m, p, q, basis, variance, r, theta, embedding)
     ui.plot(fig, key="dot-view")
     st.caption(f"Quantity: {'E|k̂ − k|²' if variance == 'complex' else 'E(Re k̂ − k)²'} where the view lets you "
                f"choose; inputs at r = {r:g}, θ = {theta:.3g} in the {embedding} embedding (the real-vs-complex map "
                "uses the flat embedding over d).")
     ui.downloads("rfviz-dot-product", lambda: traces_csv(fig), fig, key="dot")
+state.finish()

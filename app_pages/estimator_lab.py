@@ -134,3 +134,4 @@ else:
     st.download_button("Report (JSON)", json.dumps(jsonable(report.to_json()), indent=2),
                        file_name=f"lab_{report.estimator}.json", mime="application/json",
                        icon=":material/download:", on_click="ignore")
+state.finish()

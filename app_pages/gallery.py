@@ -68,3 +68,4 @@ with ui.guard(f"{entry.name}: "):
             st.caption(f"Source: {entry.source}. Tolerance = half a unit in the last printed digit (or the stated "
                        "grid precision).")
             st.dataframe(rows, hide_index=True, width="stretch")
+state.finish()

@@ -35,11 +35,16 @@ ui.sidebar_info()
 
 side = st.sidebar
 
-kernel = state.selectbox("Kernel", "kernel", ["gaussian", "softmax"], "gaussian", container=side)
+VIEWS = ["Variance against real A", "Complex A", "OPRF vs PosRF", "Poisson & geometric RFs"]
+view = state.view("View", VIEWS)
+oprf_off = ui.unused("OPRF vs PosRF depends on d and ‖x + y‖² only (swept)") if view == VIEWS[2] else {}
+kernel = state.selectbox("Kernel", "kernel", ["gaussian", "softmax"], "gaussian", container=side, **oprf_off)
 d = state.param(D_PARAM, 16, container=side)
-m = state.param(M_PARAM, 16, container=side)
-r = state.slider("r (input length)", "r", 0.05, 3.0, 1.0, step=0.05, container=side)
-theta = state.slider("θ (angle between x and y, rad)", "theta", 0.0, float(np.pi), 1.0, step=0.01, container=side)
+m = state.param(M_PARAM, 16, container=side, **oprf_off)
+r = state.slider("r (input length)", "r", 0.05, 3.0, 1.0, step=0.05, container=side, **oprf_off)
+theta = state.slider("θ (angle between x and y, rad)", "theta", 0.0, float(np.pi), 1.0, step=0.01, container=side,
+                     **oprf_off)
+side.caption(f"Sidebar scope: the **{view}** view; greyed inputs are not used by it.")
 state.show_url_errors()
 
 
@@ -68,15 +73,13 @@ def _sampled_real(r: float, theta: float, d: int, m: int, kernel: str, a_min: fl
     return fg.sampled_real_A_columns(r, theta, d, m, kernel, a_min, trials, seed)
 
 
-tab_real, tab_complex, tab_oprf, tab_dirf = st.tabs(["Variance against real A", "Complex A", "OPRF vs PosRF",
-                                                     "Poisson & geometric RFs"])
-with tab_real:
+if view == VIEWS[0]:
     rc = st.columns([1, 2, 1, 1])
     a_min = state.number("A min", "a_min", -1.0, float, format="%g", step=0.1, container=rc[0])
-    mc_on = state.toggle("Monte Carlo points", "mc", False, container=rc[1],
-                         help="sample GERF with rfviz.engine at 9 values of A below 1/16 (±2 SE bars)")
-    trials = state.param(TRIALS_PARAM, 4000, container=rc[2])
-    seed = state.param(SEED_PARAM, container=rc[3])
+    mc_on = state.mc_switch("Monte Carlo points", "mc", container=rc[1],
+                            help="sample GERF with rfviz.engine at 9 values of A below 1/16 (±2 SE bars)")
+    trials = state.param(TRIALS_PARAM, 4000, container=rc[2], disabled=not mc_on)
+    seed = state.param(SEED_PARAM, container=rc[3], disabled=not mc_on)
     with ui.guard():
         c = _real(r, theta, int(d), int(m), kernel, float(a_min))
         sampled = None
@@ -89,7 +92,7 @@ with tab_real:
         st.caption(f"A* = {fg.a_star(r, theta, int(d)):.6g} for this pair. Admissible: Re A < 1/8 (finite variance); "
                    "Re A < 1/16 for a finite fourth moment (Monte-Carlo error bars), Re A < 0 for bounded features.")
         ui.downloads("rfviz-gerf-real-A", lambda: fg.columns_to_csv(c), fig, key="real")
-with tab_complex:
+elif view == VIEWS[1]:
     cc = st.columns(3)
     s = int(state.radio("s", "s", ["+1", "-1"], "+1", container=cc[0]))
     re_min = state.slider("Re A min", "re_min", -2.0, 0.0, -0.5, step=0.05, container=cc[1])
@@ -101,7 +104,7 @@ with tab_complex:
         rr, ii = np.meshgrid(re, im)
         ui.downloads("rfviz-gerf-complex-A", lambda: fg.columns_to_csv({"re_A": rr.ravel(), "im_A": ii.ravel(),
                                                                         "log10_mse": z.ravel()}), fig2, key="cx")
-with tab_oprf:
+elif view == VIEWS[2]:
     z_max = state.slider("Z max (‖x + y‖²)", "z_max", 1.0, 200.0, 40.0, step=1.0)
     with ui.guard():
         c3 = _oprf(int(d), z_max)
@@ -110,7 +113,7 @@ with tab_oprf:
         st.caption("Both relative variances are kernel-independent. OPRF's gain grows with ‖x + y‖²: at d = 64, "
                    "Z = 100 the ratio is e^{-61.2} (CRT Fig. 1; reference §4.3).")
         ui.downloads("rfviz-oprf-vs-posrf", lambda: fg.columns_to_csv(c3), fig3, key="oprf")
-with tab_dirf:
+else:
     dc = st.columns(2)
     embedding = state.selectbox("Embedding of (r, θ) in ℝᵈ", "embedding", list(EMBEDDINGS), "canonical",
                                 container=dc[0], help="PoisRF and GeomRF depend on coordinates, not only on r and θ")
@@ -126,3 +129,4 @@ with tab_dirf:
                                                              pois["log10_mse"], "prob": geo["prob"],
                                                              "geometric_log10_mse": geo["log10_mse"]}), fig4,
                      key="dirf")
+state.finish()

@@ -39,13 +39,25 @@ ui.sidebar_info()
 
 side = st.sidebar
 
-kind = state.radio("λ-coefficient", "lam", list(fh.LAMBDAS), "angular", container=side)
+VIEWS = ["λ and its moments", "MSE vs base estimators", "Where each wins", "Max-relative-error"]
+view = state.view("View", VIEWS)
+max_view = view == VIEWS[3]
+kind = state.radio("λ-coefficient", "lam", list(fh.LAMBDAS), "angular", container=side,
+                   **(ui.unused("the max-relative-error bound (HRF Thm 3.5) is for the angular λ") if max_view
+                      else {}))
+if max_view:
+    kind = "angular"
 m = state.param(M_PARAM, 10, container=side, label="m (projections ω per base estimator)")
-n = state.param(LAMBDA_SPEC["n"], 1 if kind == "angular" else 4, container=side, label="n (λ-features)")
+n = state.param(LAMBDA_SPEC["n"], 8 if kind == "angular" else 4, container=side, label="n (λ-features)")
+sigma_off = "the angular λ has no bandwidth" if kind == "angular" else None
 sigma = state.param(LAMBDA_SPEC["sigma"], container=side, label="σ (Gaussian λ bandwidth)", step=0.1,
-                    disabled=kind == "angular", help="used by the Gaussian λ only")
-r = state.slider("r (input length)", "r", 0.1, 5.0, 1.0, step=0.05, container=side)
-r_max = state.slider("r max (maps and max-error)", "r_max", 1.5, 8.0, 4.0, step=0.1, container=side)
+                    disabled=sigma_off is not None,
+                    help=f"Not used here: {sigma_off}" if sigma_off else "used by the Gaussian λ only")
+if view in VIEWS[:2]:
+    r = state.slider("r (input length)", "r", 0.1, 5.0, 1.0, step=0.05, container=side)
+else:
+    r_max = state.slider("r max (maps and max-error)", "r_max", 1.5, 8.0, 4.0, step=0.1, container=side)
+side.caption(f"Sidebar scope: the **{view}** view.")
 state.show_url_errors()
 
 
@@ -76,20 +88,18 @@ def _max_error(r_max: float, n: int, m: int):
 
 with ui.guard():
     m, n, sigma = ui.valid(M_PARAM, m), ui.valid(LAMBDA_SPEC["n"], n), ui.valid(LAMBDA_SPEC["sigma"], sigma)
-    tab_lam, tab_mse, tab_win, tab_max = st.tabs(["λ and its moments", "MSE vs base estimators",
-                                                  "Where each wins", "Max-relative-error"])
-    with tab_lam:
+    if view == VIEWS[0]:
         c = _lambda(kind, r, n, sigma, m)
         fig = fh.lambda_figure(c, kind)
         ui.plot(fig, key="hyb-lambda")
         ui.downloads("rfviz-hybrid-lambda", lambda: fh.columns_to_csv(c), fig, key="lam")
-    with tab_mse:
+    elif view == VIEWS[1]:
         c2 = _mse(kind, r, n, sigma, m)
         mc_cols = st.columns([2, 1, 1])
-        mc_on = state.toggle("Monte Carlo points", "mc", False, container=mc_cols[0],
-                             help="sample trig, ++ and the hybrid with rfviz.engine at 13 angles (±2 SE bars)")
-        trials = state.param(TRIALS_PARAM, 4000, container=mc_cols[1])
-        seed = state.param(SEED_PARAM, container=mc_cols[2])
+        mc_on = state.mc_switch("Monte Carlo points", "mc", container=mc_cols[0],
+                                help="sample trig, ++ and the hybrid with rfviz.engine at 13 angles (±2 SE bars)")
+        trials = state.param(TRIALS_PARAM, 4000, container=mc_cols[1], disabled=not mc_on)
+        seed = state.param(SEED_PARAM, container=mc_cols[2], disabled=not mc_on)
         sampled = None
         if mc_on:
             trials, seed = ui.valid(TRIALS_PARAM, trials), ui.valid(SEED_PARAM, seed)
@@ -102,15 +112,16 @@ with ui.guard():
         st.caption("The oracle curve uses the best deterministic λ* = MSE_trig/(MSE_trig + MSE_++) (reference F7), "
                    "a lower envelope for every bipolar hybrid with independent λ̂.")
         ui.downloads("rfviz-hybrid-mse", lambda: fh.columns_to_csv(c2), fig2, key="mse")
-    with tab_win:
+    elif view == VIEWS[2]:
         rr, tt, panels = _winner(kind, r_max, n, sigma, m)
         fig3 = fh.winner_figure(rr, tt, panels)
         ui.plot(fig3, key="hyb-win")
         ui.downloads("rfviz-hybrid-winner", lambda: fh.grid_csv(rr, tt, panels), fig3, key="win")
-    with tab_max:
+    else:
         c4 = _max_error(r_max, n, m)
         fig4 = fh.max_error_figure(c4, n)
         ui.plot(fig4, key="hyb-max")
         st.caption("Normalised by W(r)/√(2m), the common worst case of trig and ++ (HRF eq. 26). For the angular "
                    "hybrid only; red crosses mark radii where the printed bound (eq. 27) is violated.")
         ui.downloads("rfviz-hybrid-max-error", lambda: fh.columns_to_csv(c4), fig4, key="max")
+state.finish()

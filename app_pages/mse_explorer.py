@@ -58,7 +58,7 @@ resolution = state.slider("Grid resolution", "res", 10, 120, 60, container=side)
 view = state.radio("View", "view", ["heatmap", "3-D surface"], "heatmap", container=side)
 slice_axis = state.radio("Slice at fixed", "slice", ["θ", "r"], "θ", container=side)
 if slice_axis == "θ":
-    slice_at = state.slider("θ of the slice (rad)", "slice_theta", 0.0, float(np.pi), round(np.pi / 2, 3),
+    slice_at = state.slider("θ of the slice (rad)", "slice_theta", 0.0, float(np.pi), 2.0,
                             step=0.01, container=side)
 else:
     r_hi = float(r_max) if np.isfinite(r_max) and r_max > 0 else 1.0
@@ -128,11 +128,11 @@ if grid_ok and surfs:
     # ------------------------------------------------------------------ Monte Carlo (on demand)
     mc_box = st.container(border=True)
     mc_cols = mc_box.columns([2, 1, 1, 1, 1])
-    mc_on = state.toggle("Monte Carlo overlay", "mc", False, container=mc_cols[0],
-                         help="sample the estimators with rfviz.engine.monte_carlo on a coarse grid and the slice")
-    trials = state.param(TRIALS_PARAM, container=mc_cols[1])
-    mc_res = state.slider("MC grid", "mc_res", 3, 16, 7, container=mc_cols[2])
-    seed = state.param(SEED_PARAM, container=mc_cols[3])
+    mc_on = state.mc_switch("Monte Carlo overlay", "mc", container=mc_cols[0],
+                            help="sample the estimators with rfviz.engine.monte_carlo on a coarse grid and the slice")
+    trials = state.param(TRIALS_PARAM, container=mc_cols[1], disabled=not mc_on)
+    mc_res = state.slider("MC grid", "mc_res", 3, 16, 7, container=mc_cols[2], disabled=not mc_on)
+    seed = state.param(SEED_PARAM, container=mc_cols[3], disabled=not mc_on)
     mc_cols[4].button("Stop", on_click=_stop_sampling, icon=":material/stop_circle:", disabled=not mc_on,
                       help="cancel the running Monte-Carlo computation")
     sampled_grid: dict[str, ex.Sampled] = {}
@@ -219,3 +219,4 @@ if grid_ok and surfs:
             ui.plot(sfig, key="mse-slice")
             cols_csv = {"coordinate": coord, **sl_values}
             ui.downloads("rfviz-mse-slice", lambda: ex.columns_to_csv(cols_csv), sfig, key="slice")
+state.finish()

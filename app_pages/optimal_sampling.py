@@ -32,17 +32,35 @@ ui.header(
 ui.sidebar_info()
 side = st.sidebar
 
+VIEWS = ["Ψ* radial density", "V* vs unweighted variance", "Equivalence (X₁ = X₂ or not)"]
+view = state.view("View", VIEWS)
+equiv = view == VIEWS[2]
+sweep = view == VIEWS[1]
+EQ = "the equivalence view uses X₁ = Unif(r·S), X₂ = Unif(r2·S) and sweeps r2"
 kind = state.selectbox("Inputs", "inputs", list(INPUT_KINDS), "sphere", container=side,
-                       help="sphere: x, y ~ Unif(r·S); gaussian: N(0, σ²I); pair: fixed x, y; two_spheres: radii r, r2")
+                       **(ui.unused(EQ) if equiv else {"help": "sphere: x, y ~ Unif(r·S); gaussian: N(0, σ²I); "
+                                                               "pair: fixed x, y; two_spheres: radii r, r2"}))
 kernel = state.selectbox("Kernel", "kernel", list(KERNELS), "softmax", container=side)
 d = state.param(D_PARAM, 8, container=side, label="d (dimension)")
-r = state.slider("r (radius)", "r", 0.05, 3.0, 1.0, step=0.05, container=side, disabled=kind == "gaussian")
+
+
+def _off(used: bool, reason: str) -> dict:
+    return {} if used else ui.unused(reason)
+
+
+r = state.slider("r (radius)", "r", 0.05, 3.0, 1.0, step=0.05, container=side,
+                 **_off(equiv or (kind != "gaussian" and not sweep),
+                        "this view sweeps r" if sweep and kind != "gaussian" else "Gaussian inputs have no radius"))
 r2 = state.slider("r2 (second radius)", "r2", 0.05, 3.0, 0.5, step=0.05, container=side,
-                  disabled=kind not in ("pair", "two_spheres"))
+                  **_off(not equiv and kind in ("pair", "two_spheres"),
+                         EQ if equiv else "only pair and two_spheres inputs have a second radius"))
 sigma = state.slider("σ (Gaussian inputs)", "sigma", 0.01, 1.0, 0.3, step=0.01, container=side,
-                     disabled=kind != "gaussian")
+                     **_off(not equiv and not sweep and kind == "gaussian",
+                            EQ if equiv else ("this view sweeps σ" if sweep and kind == "gaussian"
+                                              else "only Gaussian inputs have σ")))
 theta = state.slider("θ (pair angle, rad)", "theta", 0.0, float(np.pi), 1.0, step=0.01, container=side,
-                     disabled=kind != "pair")
+                     **_off(not equiv and kind == "pair", EQ if equiv else "only pair inputs have an angle"))
+side.caption(f"Sidebar scope: the **{view}** view; greyed inputs are not used by it.")
 state.show_url_errors()
 
 
@@ -64,11 +82,11 @@ def _equivalence(r, d, kernel, hi):
 
 with ui.guard():
     d = ui.valid(D_PARAM, d)
-    views = ["Ψ* radial density", "V* vs unweighted variance", "Equivalence (X₁ = X₂ or not)"]
-    view = state.radio("View", "view", views, views[0])
+    views = VIEWS
     if view == views[0]:
         fig = _density(kind, kernel, d, r, r2, sigma, theta)
         ui.plot(fig, key="psi-density")
+        ui.announce_coinciding(fig)
         ui.downloads("rfviz-psi-density", lambda: traces_csv(fig), fig, key="dens")
     if view == views[1]:
         axis = "sigma" if kind == "gaussian" else "r"
@@ -81,6 +99,7 @@ with ui.guard():
                  "two_spheres": {"r2": r2}}[kind]
         fig2 = _sweep(kind, kernel, d, axis, hi / 25, hi, relative, fixed)
         ui.plot(fig2, key="psi-sweep")
+        ui.announce_coinciding(fig2)
         ui.downloads("rfviz-psi-variance", lambda: traces_csv(fig2), fig2, key="sweep")
     if view == views[2]:
         hi2 = state.slider("r2 max", "r2_max", 0.5, 3.0, 2.0, step=0.05)
@@ -88,3 +107,4 @@ with ui.guard():
         ui.plot(fig3, key="psi-equiv")
         st.caption("X₁ = Unif(r·S), X₂ = Unif(r2·S): the two optimal variances meet only at r2 = r.")
         ui.downloads("rfviz-psi-equivalence", lambda: traces_csv(fig3), fig3, key="eq")
+state.finish()

@@ -23,8 +23,11 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 from app_pages import PAGES  # noqa: E402  (each page's Sweep widgets: app_pages/__init__.py)
 
 
-def bench(file: pathlib.Path, kind: str, key: str, first: float, step: float, runs: int) -> list[float]:
-    at = AppTest.from_file(str(file), default_timeout=300).run()
+def bench(file: pathlib.Path, kind: str, key: str, first: float, step: float, runs: int,
+          query: dict[str, str] | None = None) -> list[float]:
+    at = AppTest.from_file(str(file), default_timeout=300)
+    at.query_params.update(query or {})
+    at.run()
     assert not at.exception, at.exception
     times = []
     for i in range(runs):
@@ -43,7 +46,7 @@ def main() -> None:
     print(f"{'page (parameter changed)':<42} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
     for page in PAGES:
         for sw in page.sweeps:
-            t = bench(page.file, sw.kind, page.key(sw.name), sw.first, sw.step, args.runs)
+            t = bench(page.file, sw.kind, page.key(sw.name), sw.first, sw.step, args.runs, sw.query)
             label = f"{page.url_path} ({sw.name})"
             print(f"{label:<42} {1000 * statistics.median(t):>10.0f} {1000 * min(t):>8.0f} {1000 * max(t):>8.0f}")
 

@@ -127,19 +127,50 @@ def test_page_loads_with_defaults(loaded):
         assert at.get("plotly_chart"), f"{page} draws no plotly chart"
 
 
-def test_every_widget_reruns(loaded):
+TEXT_KINDS = ("title", "header", "subheader", "markdown", "caption", "latex", "error", "warning", "info",
+              "success", "metric", "code", "table", "dataframe", "button")
+
+
+def _visible(at: AppTest, skip: str) -> tuple:
+    """What a user sees: the figures (Plotly specs), the text elements, and every other widget (label, value,
+    whether it is enabled). ``skip``: the widget just changed (its own value always changes)."""
+    charts = tuple(c.proto.spec for c in at.get("plotly_chart"))
+    texts = tuple((kind, repr(getattr(e, "value", None) if kind not in ("table", "dataframe", "button") else
+                              (e.proto.SerializeToString() if kind != "button" else e.label)))
+                  for kind in TEXT_KINDS for e in at.get(kind))
+    widgets = []
+    for kind in WIDGET_KINDS:
+        for w in getattr(at, kind):
+            if w.key != skip:
+                widgets.append((kind, w.key, w.label, repr(w.value), bool(getattr(w.proto, "disabled", False))))
+    return charts, texts, tuple(widgets)
+
+
+BUTTON_DRIVEN = {p.url_path for p in PAGES if not p.draws_chart}
+"""Pages whose inputs feed a "Run" button (the estimator lab): their widgets act on the next click."""
+
+
+def test_every_widget_reruns_and_changes_what_the_page_shows(loaded):
+    """No dead controls: changing any enabled widget must change a figure or the visible state of the page
+    (text, other widgets). A widget the current view ignores must be disabled (exempt here)."""
     page, at = loaded
     widgets = _widgets(at)
     assert widgets, f"{page} has no widgets"
     foreign = [key for _, key in widgets if not key.startswith(f"{page}.")]
     assert not foreign, f"{page}: widget keys must start with the page's URL path: {foreign}"
-    changed = 0
+    widgets.sort(key=lambda kw: kw[1].endswith(".view"))  # the view selector last: it changes the sidebar
+    changed, dead = 0, []
     for kind, key in widgets:
+        before = _visible(at, key)
         if _change(at, kind, key):
             at.run()
             changed += 1
             _no_exception(at, f"{page}: after changing {kind} {key}")
+            if _visible(at, key) == before and not at.error:  # (a page showing an error may ignore inputs)
+                dead.append(f"{kind} {key}")
     assert changed >= len(widgets) // 2
+    if page not in BUTTON_DRIVEN:
+        assert not dead, f"{page}: widgets that change nothing on the page (disable them where unused): {dead}"
 
 
 @pytest.mark.parametrize("page", PROBED)
@@ -157,12 +188,17 @@ def test_invalid_value_shows_error_and_page_keeps_working(page):
     assert not any(text in e.value for e in fresh.error)
 
 
+MC_VIEW = {"hybrid": {"view": "MSE vs base estimators"}, "coupling": {"view": "MSE ratio vs v (+ simplex+)"}}
+"""The view holding each page's Monte-Carlo controls (pages without an entry: the default view)."""
+
+
 @pytest.mark.parametrize("page,name,value", [("mse_explorer", "trials", "1"), ("hybrid", "trials", "2000000"),
                                              ("gerf", "seed", "-1"), ("estimator_lab", "trials", "50")])
 def test_page_parameter_out_of_range_in_the_url_falls_back_with_an_error(page, name, value):
     """Page-level parameters (rfviz.params: TRIALS_PARAM, SEED_PARAM, LAB_TRIALS_PARAM, …) check URL values with
     the same range as the widget: out of range → the default, and an error naming the parameter and the range."""
     at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
+    at.query_params.update(MC_VIEW.get(page, {}))
     at.query_params[name] = value
     at.run()
     _no_exception(at, f"{page}?{name}={value}")
@@ -177,9 +213,10 @@ def test_trials_share_one_range_on_every_page(page, on):
     from rfviz.params import TRIALS_PARAM
 
     at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
-    at.query_params.update({"r_max": "0.6", "mc_res": "3"} if page == "mse_explorer" else {})
+    at.query_params.update({"r_max": "0.6", "mc_res": "3"} if page == "mse_explorer" else MC_VIEW.get(page, {}))
+    at.query_params["trials"] = "100"
     at.run()
-    at.toggle(key=BY_PATH[page].key(on)).set_value(True)
+    at.toggle(key=BY_PATH[page].key(on)).set_value(True).run(timeout=300)  # trials is enabled with the sampling
     at.number_input(key=BY_PATH[page].key("trials")).set_value(1).run()
     _no_exception(at, f"{page} with trials = 1")
     assert any(f"trials must be {TRIALS_PARAM.range_text()}, got 1" in e.value for e in at.error), \
@@ -344,7 +381,9 @@ def test_hybrid_page_sampled_points_agree_with_closed_forms():
 
 
 def test_hybrid_page_monte_carlo_toggle_and_bad_trials():
-    at = AppTest.from_file(page_path("hybrid"), default_timeout=TIMEOUT).run()
+    at = AppTest.from_file(page_path("hybrid"), default_timeout=TIMEOUT)
+    at.query_params.update({**MC_VIEW["hybrid"], "trials": "500"})
+    at.run()
     at.toggle(key="hybrid.mc").set_value(True).run()
     _no_exception(at, "hybrid page with Monte Carlo")
     assert not at.error
@@ -375,3 +414,85 @@ def test_gerf_page_monte_carlo_toggle():
     at.toggle(key="gerf.mc").set_value(True).run()
     _no_exception(at, "GERF page with Monte Carlo")
     assert not at.error
+
+
+# --------------------------------------------------------------------------- URL: views, stale keys, no auto-MC
+@pytest.mark.parametrize("page,view", [("hybrid", "Where each wins"), ("coupling", "MSE ratio vs d"),
+                                       ("gerf", "OPRF vs PosRF"), ("dot_product", "Real vs complex"),
+                                       ("optimal_sampling", "Equivalence (X₁ = X₂ or not)")])
+def test_view_choice_is_in_the_url_and_scopes_the_sidebar(page, view):
+    at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
+    at.query_params["view"] = view
+    at.run()
+    _no_exception(at, f"{page}?view={view}")
+    assert at.radio(key=BY_PATH[page].key("view")).value == view
+    assert any(getattr(w.proto, "disabled", False) for w in at.sidebar.get("slider") + at.sidebar.get("selectbox")
+               + at.sidebar.get("number_input") + at.sidebar.get("radio")), f"{page}: nothing out of scope"
+    first = at.radio(key=BY_PATH[page].key("view")).options[0]
+    at.radio(key=BY_PATH[page].key("view")).set_value(first).run()
+    assert at.query_params["view"] in ([first], first)
+
+
+def test_stale_url_keys_are_dropped():
+    """A removed estimator's parameters leave the URL; so do keys no widget of the page uses."""
+    at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT)
+    at.query_params.update({"est": "trig,positive", "trig.m": "25", "positive.m": "12", "nonsense": "1"})
+    at.run()
+    _no_exception(at, "explorer")
+    assert "nonsense" not in at.query_params
+    assert "positive.m" in at.query_params
+    at.sidebar.multiselect(key="mse_explorer.est").set_value(["trig"]).run()
+    assert "positive.m" not in at.query_params and "trig.m" in at.query_params
+
+
+def test_dot_product_kernel_picks_dot_product_estimators():
+    at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT).run()
+    dp = [o for o in at.sidebar.selectbox(key="mse_explorer.kernel").options if "dot" in o]
+    if not dp:
+        pytest.skip("no dot-product kernel in the explorer")
+    at.sidebar.selectbox(key="mse_explorer.kernel").set_value(dp[0]).run()
+    _no_exception(at, "explorer with a dot-product kernel")
+    assert at.sidebar.multiselect(key="mse_explorer.est").value, "switching the kernel emptied the estimator list"
+
+
+@pytest.mark.parametrize("page", ["hybrid", "gerf", "coupling", "mse_explorer"])
+def test_shared_url_with_mc_true_waits_for_a_click(page):
+    """mc=true in a shared link shows a Run Monte Carlo button; the figures stay analytic until it is clicked (also
+    across an unrelated rerun); the click adds the sampled points."""
+    at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
+    at.query_params.update({**MC_VIEW.get(page, {}), "mc": "true", "trials": "200"})
+    if page == "mse_explorer":
+        at.query_params.update({"r_max": "0.6", "mc_res": "3"})
+    at.run()
+    _no_exception(at, f"{page}?mc=true")
+    assert at.toggle(key=BY_PATH[page].key("mc")).value is True
+    assert [b for b in at.button if b.label == "Run Monte Carlo"], f"{page}: no Run Monte Carlo button for mc=true"
+    analytic = [c.proto.spec for c in at.get("plotly_chart")]
+    at.run()  # an unrelated rerun
+    assert [c.proto.spec for c in at.get("plotly_chart")] == analytic, f"{page}: the figures changed by themselves"
+    next(b for b in at.button if b.label == "Run Monte Carlo").click().run(timeout=300)
+    _no_exception(at, f"{page} after Run Monte Carlo")
+    assert not [b for b in at.button if b.label == "Run Monte Carlo"]
+    assert [c.proto.spec for c in at.get("plotly_chart")] != analytic, f"{page}: the click sampled nothing"
+
+
+def test_home_tells_three_stories_with_links():
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    _no_exception(at, "home")
+    assert len([s for s in at.subheader if s.value[:1] in "123"]) == 3
+    assert len(at.get("plotly_chart")) >= 3
+    links = [(lk.proto.page, lk.proto.query_string) for lk in at.get("page_link")]
+    for page in ("hybrid", "coupling", "dot_product"):
+        assert any(p == page and "view=" in q for p, q in links), f"Home: no story link into /{page}: {links}"
+    assert at.table, "the estimator table is a full-width table (no cut-off reference column)"
+
+
+def test_pyproject_installs_only_the_package():
+    import tomllib
+    from setuptools import find_packages
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert conf["build-system"]["build-backend"] == "setuptools.build_meta"
+    include = conf["tool"]["setuptools"]["packages"]["find"]["include"]
+    found = find_packages(str(ROOT), include=include)
+    assert "rfviz" in found and all(f.startswith("rfviz") for f in found)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -105,7 +107,9 @@ def test_page_in_browser(server, browser, url_path, tmp_path):
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:
-        page.goto(f"{server}/{url_path}", wait_until="domcontentloaded", timeout=60_000)
+        sweep = next((sw for sw in BY_PATH[url_path].sweeps if sw.kind == "slider"), None)
+        query = "?" + urllib.parse.urlencode(sweep.query) if sweep and sweep.query else ""
+        page.goto(f"{server}/{url_path}{query}", wait_until="domcontentloaded", timeout=60_000)
         page.wait_for_selector("h1", timeout=90_000)
         needs_chart = BY_PATH[url_path].draws_chart
         if needs_chart:
@@ -115,8 +119,12 @@ def test_page_in_browser(server, browser, url_path, tmp_path):
         if page.locator('[data-testid="stSidebarNav"]').count():
             nav = page.inner_text('[data-testid="stSidebarNav"]')
             assert "Home" in nav, f"{url_path}: st.navigation's menu is not shown: {nav!r}"
-        # move one slider (sidebar first) with the keyboard, as a user would
-        slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"] input[type="range"]')
+        # move one slider with the keyboard, as a user would: the page's benchmark slider (enabled in its view),
+        # else the first sidebar slider
+        css = re.sub(r"[^a-zA-Z0-9_-]", "-", BY_PATH[url_path].key(sweep.name)) if sweep else ""
+        slider = page.locator(f'.st-key-{css} input[type="range"]') if sweep else page.locator("#none")
+        if slider.count() == 0:
+            slider = page.locator('[data-testid="stSidebar"] [data-testid="stSlider"] input[type="range"]')
         if slider.count() == 0:
             slider = page.locator('[data-testid="stSlider"] input[type="range"]')
         if slider.count():
@@ -143,6 +151,24 @@ def test_page_in_browser(server, browser, url_path, tmp_path):
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
         assert not [e for e in errors if "plotly" in e.lower() or "TypeError" in e], errors
+    finally:
+        page.close()
+
+
+def test_home_stories_render(server, browser):
+    """The Home page's three guided stories draw their live figures and link into their views."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.goto(f"{server}/", wait_until="domcontentloaded", timeout=60_000)
+        page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        _wait_idle(page)
+        _assert_no_exception(page, "home")
+        page.wait_for_function("() => document.querySelectorAll('.js-plotly-plot').length >= 3", timeout=90_000)
+        text = page.inner_text("body")
+        for story in ("1 · Trig fails", "2 · Coupling", "3 · What q does"):
+            assert story in text, f"Home: story {story!r} missing"
+        hrefs = page.eval_on_selector_all('[data-testid="stPageLink-NavLink"]', "els => els.map(e => e.href)")
+        assert any("view=" in h for h in hrefs), hrefs
     finally:
         page.close()
 

@@ -37,7 +37,7 @@ def lambda_columns(kind: str, r: float, n: int, sigma: float, m: int, points: in
 
 
 def lambda_figure(c: Columns, kind: str) -> go.Figure:
-    """λ(θ) with a ±1 sd band of λ̂, E[λ̂²], Var λ̂, and the oracle λ* (dashed)."""
+    """λ(θ) with a ±1 sd band of λ̂ (clipped to [0, 1], where λ̂ lives), E[λ̂²], Var λ̂, and the oracle λ* (dashed)."""
     theta = c["theta"]
     sd = np.sqrt(np.maximum(c["var_lambda"], 0.0))
     fig = lines(theta, {"λ(θ) = E λ̂": c["lambda"], "E[λ̂²]": c["E_lambda2"], "Var λ̂": c["var_lambda"],
@@ -46,7 +46,7 @@ def lambda_figure(c: Columns, kind: str) -> go.Figure:
                 title=f"{kind} λ-coefficient and the moments of its estimator λ̂",
                 dash={"oracle λ* (best deterministic λ)": "dash"})
     fig.add_trace(go.Scatter(x=np.concatenate([theta, theta[::-1]]),
-                             y=np.concatenate([c["lambda"] + sd, (c["lambda"] - sd)[::-1]]),
+                             y=np.clip(np.concatenate([c["lambda"] + sd, (c["lambda"] - sd)[::-1]]), 0.0, 1.0),
                              fill="toself", fillcolor="rgba(31,119,180,0.15)", line={"width": 0},
                              name="λ ± 1 sd of λ̂", hoverinfo="skip"))
     return fig

@@ -272,7 +272,7 @@ gallery_figure(GalleryFigure(
            "not as in the public notebook, which swaps the two (reference §7 item 13).",
     build=build_hrf_fig2,
     explorer_page="hybrid",
-    explorer_params={"lam": "angular", "m": "16", "n": "8", "r": "1"},
+    explorer_params={"view": "MSE vs base estimators", "lam": "angular", "m": "16", "n": "8", "r": "1"},
     key_numbers=_hrf2_keys,
     catalog=_hrf2_catalog(),
     params={"d": HRF2_D, "r": list(HRF2_RADII), "trig m": HRF2_M, "FAVOR+ m": HRF2_M, "hybrid (m, n)": HRF2_HYB,

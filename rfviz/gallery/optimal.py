@@ -158,7 +158,8 @@ gallery_figure(GalleryFigure(
            "paper's |φ|² recipe is only an upper bound (item 3).",
     build=build_os_vstar,
     explorer_page="optimal_sampling",
-    explorer_params={"inputs": "sphere", "kernel": "softmax", "d": "8", "r": "1"},
+    explorer_params={"view": "V* vs unweighted variance", "inputs": "sphere", "kernel": "softmax", "d": "8",
+                     "r": "1"},
     key_numbers=_os_vstar_keys,
     catalog=_os_vstar_catalog(),
     corrections={"sphere_d128_r1.5_v_opt": ("88.93", "double rounding of the checks script's 88.935 (the exact value "
