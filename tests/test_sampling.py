@@ -98,3 +98,14 @@ def test_coupled_samplers_reproducible_with_small_frame_chunks(monkeypatch, coup
     # reduced coordinates of an isotropic ω: E[ω_1²] = E|ω|²/d = 1
     w = w1[..., 0].reshape(-1).numpy()
     assert abs(np.mean(w * w) - 1.0) < Z_TOL * math.sqrt(2.0 / w.size) * 2  # coupled draws: 2× the iid SE
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine; the CPU path is tested above")
+def test_cuda_chi_square_and_frames_follow_the_generator_device():
+    dev = torch.device("cuda")
+    a = chi_square((N,), 64, torch.Generator(device=dev).manual_seed(0), dev, torch.float32)
+    b = chi_square((N,), 64, torch.Generator(device=dev).manual_seed(0), dev, torch.float32)
+    assert a.device.type == "cuda" and torch.equal(a, b)
+    assert scipy.stats.kstest(a.double().cpu().numpy(), scipy.stats.chi2(64).cdf).pvalue > 1e-4
+    f = random_frame(100, 16, 2, torch.Generator(device=dev).manual_seed(0), dev, torch.float32)
+    assert f.device.type == "cuda" and f.shape == (100, 2, 16)
