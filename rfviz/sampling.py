@@ -47,37 +47,58 @@ def register_coupling(name: str) -> Callable[[OmegaSampler], OmegaSampler]:
     return deco
 
 
-EXACT_SUM_MAX_DOF = 8
-"""Up to this many degrees of freedom χ² is drawn as an exact sum of squared normals; above, by Marsaglia–Tsang."""
+EXACT_SUM_MAX_DOF = 4
+"""Up to this many degrees of freedom χ² is drawn as an exact sum of squared normals; above, by Marsaglia–Tsang
+(one normal + one uniform per sample: cheaper than a sum of squares from 5 degrees of freedom on)."""
+
+FRAME_CHUNK_ELEMENTS = 2**21
+"""Largest number of Gaussian entries a frame sampler orthogonalises at once (16 MiB in float64): bounds the QR /
+Gram–Schmidt temporaries of the coupled samplers whatever the number of trials. A constant, not the engine's
+memory budget, so that the numbers drawn depend only on (generator state, trials, d, dim, device, dtype)."""
+
+_MT_SQUEEZE = 0.0331
+"""Marsaglia–Tsang squeeze: u < 1 − 0.0331·x⁴ accepts without a logarithm (about 98% of candidates)."""
 
 
 def gamma_marsaglia_tsang(shape: tuple[int, ...], alpha: float, generator: torch.Generator,
-                          device: torch.device) -> torch.Tensor:
-    """Gamma(alpha, 1) samples in float64, driven only by ``generator`` (torch's own Gamma sampler takes none).
+                          device: torch.device, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Gamma(alpha, 1) samples, driven only by ``generator`` (torch's own Gamma sampler takes none).
 
     Marsaglia & Tsang (2000), "A simple method for generating gamma variables", exact rejection sampler:
     with a = alpha − 1/3, c = 1/√(9a), x ~ N(0, 1), v = (1 + cx)³, u ~ U(0, 1), accept a·v when v > 0 and
-    log u < x²/2 + a − a·v + a·log v (acceptance > 95% for alpha ≥ 1). alpha < 1 uses Gamma(alpha + 1)·U^{1/alpha}.
-    Rejected entries are redrawn in vectorised rounds, so the cost is ~2.1 random numbers per sample whatever alpha
-    (a sum of squares would need 2·alpha normals).
+    log u < x²/2 + a − a·v + a·log v (acceptance > 95% for alpha ≥ 1); the squeeze u < 1 − 0.0331x⁴ accepts
+    most candidates without the two logarithms. alpha < 1 uses Gamma(alpha + 1)·U^{1/alpha}.
+
+    Vectorised batched rejection: each round draws the missing count plus a margin of candidates at once and keeps
+    the accepted ones in draw order (the accepted values of iid rejection trials are iid), so a call costs about one
+    normal, one uniform and a few multiplies per sample, in one or two rounds. Same generator state → same numbers.
     """
     if alpha <= 0:
         raise ParameterError(f"alpha must be a number in (0, inf), got {alpha}")
     boost = alpha < 1.0
     a = (alpha + 1.0 if boost else alpha) - 1.0 / 3.0
     c = 1.0 / math.sqrt(9.0 * a)
-    out = torch.empty(shape, device=device, dtype=torch.float64).reshape(-1)
-    pending = torch.arange(out.numel(), device=device)
-    while pending.numel() > 0:
-        n = pending.numel()
-        x = torch.randn(n, generator=generator, device=device, dtype=torch.float64)
-        u = torch.rand(n, generator=generator, device=device, dtype=torch.float64)
-        v = (1.0 + c * x) ** 3
-        ok = (v > 0) & (torch.log(u) < 0.5 * x * x + a - a * v + a * torch.log(v.clamp_min(1e-300)))
-        out[pending[ok]] = a * v[ok]
-        pending = pending[~ok]
+    n = math.prod(shape)
+    out = torch.empty(n, device=device, dtype=dtype)
+    filled = 0
+    while filled < n:
+        need = n - filled
+        k = need + need // 16 + 32  # expected rejections are < 5%: one round almost always suffices
+        x = torch.randn(k, generator=generator, device=device, dtype=dtype)
+        u = torch.rand(k, generator=generator, device=device, dtype=dtype)
+        v = 1.0 + c * x
+        v = v * v * v
+        x2 = x * x
+        ok = (v > 0) & (u < 1.0 - _MT_SQUEEZE * x2 * x2)
+        hard = torch.nonzero((v > 0) & ~ok).squeeze(-1)
+        if hard.numel():
+            vh = v[hard]
+            ok[hard] = torch.log(u[hard]) < 0.5 * x2[hard] + a - a * vh + a * torch.log(vh)
+        got = (a * v)[ok][:need]
+        out[filled:filled + got.numel()] = got
+        filled += got.numel()
     if boost:
-        u = torch.rand(out.numel(), generator=generator, device=device, dtype=torch.float64)
+        u = torch.rand(n, generator=generator, device=device, dtype=dtype)
         out = out * u.pow(1.0 / alpha)
     return out.reshape(shape)
 
@@ -94,18 +115,18 @@ def chi_square(shape: tuple[int, ...], dof: int, generator: torch.Generator, dev
     if dof <= EXACT_SUM_MAX_DOF:
         g = torch.randn((*shape, dof), generator=generator, device=device, dtype=dtype)
         return (g * g).sum(-1)
-    return (2.0 * gamma_marsaglia_tsang(shape, dof / 2.0, generator, device)).to(dtype)
+    return 2.0 * gamma_marsaglia_tsang(shape, dof / 2.0, generator, device, dtype)
 
 
-def random_frame(trials: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
-                 dtype: torch.dtype) -> torch.Tensor:
-    """First ``dim`` rows of Haar-random rotations of R^d: shape (trials, dim, d), orthonormal rows.
+def chi(shape: tuple[int, ...], dof: int, generator: torch.Generator, device: torch.device,
+        dtype: torch.dtype) -> torch.Tensor:
+    """χ_dof samples (norms of dof-dimensional standard Gaussian vectors): √χ²_dof, see ``chi_square``."""
+    return chi_square(shape, dof, generator, device, dtype).sqrt()
 
-    Gram–Schmidt on iid Gaussian vectors (= QR with a positive-diagonal R, Mezzadri 2007), which is Haar on the
-    Stiefel manifold. Costs O(d·dim²) per trial instead of the O(d³) of a full Haar matrix; for dim ≤ 4 the
-    orthogonalisation is written out (two Gram–Schmidt passes for round-off) instead of a batched LAPACK QR.
-    """
-    g = torch.randn((trials, dim, d), generator=generator, device=device, dtype=dtype)
+
+def _frame_chunk(g: torch.Tensor) -> torch.Tensor:
+    """Orthonormalise the rows of each (dim, d) slice of g (Gram–Schmidt = QR with a positive-diagonal R)."""
+    dim = g.shape[1]
     if dim > 4:
         q, r = torch.linalg.qr(g.transpose(-1, -2))
         sign = torch.sign(torch.diagonal(r, dim1=-2, dim2=-1))
@@ -120,6 +141,27 @@ def random_frame(trials: int, d: int, dim: int, generator: torch.Generator, devi
             v = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)
         rows.append(v)
     return torch.stack(rows, 1)
+
+
+def random_frame(trials: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
+                 dtype: torch.dtype) -> torch.Tensor:
+    """First ``dim`` rows of Haar-random rotations of R^d: shape (trials, dim, d), orthonormal rows.
+
+    Gram–Schmidt on iid Gaussian vectors (= QR with a positive-diagonal R, Mezzadri 2007), which is Haar on the
+    Stiefel manifold. Costs O(d·dim²) per trial instead of the O(d³) of a full Haar matrix; for dim ≤ 4 the
+    orthogonalisation is written out (two Gram–Schmidt passes for round-off) instead of a batched LAPACK QR.
+    Frames are drawn and orthogonalised in chunks of at most FRAME_CHUNK_ELEMENTS Gaussian entries, so the
+    temporaries stay bounded however many trials are asked for (the output itself is trials·dim·d).
+    """
+    step = max(1, FRAME_CHUNK_ELEMENTS // max(1, dim * d))
+    if trials <= step:
+        return _frame_chunk(torch.randn((trials, dim, d), generator=generator, device=device, dtype=dtype))
+    out = torch.empty((trials, dim, d), device=device, dtype=dtype)
+    for start in range(0, trials, step):
+        n = min(step, trials - start)
+        out[start:start + n] = _frame_chunk(torch.randn((n, dim, d), generator=generator, device=device,
+                                                        dtype=dtype))
+    return out
 
 
 @register_coupling("iid")

@@ -25,7 +25,7 @@ import numpy as np
 from scipy import special
 
 from ..geometry import canonical_pair, check_d
-from ..numerics import LOG2, exp_or_inf, log_diff_exp, log_expm1
+from ..numerics import LOG2, exp_or_inf, gauss_legendre, log_diff_exp, log_expm1
 from ..params import ParameterError
 
 MECHANISMS = ("positive", "trig")
@@ -138,7 +138,7 @@ def _chi_nodes(d: int, extra: float, rate: float) -> tuple[np.ndarray, np.ndarra
     hi = math.sqrt(d) + 12.0 + extra
     width = 0.5 / (1.0 + rate)
     panels = math.ceil((hi - lo) / width)
-    x, w = np.polynomial.legendre.leggauss(16)
+    x, w = gauss_legendre(16)
     edges = np.linspace(lo, hi, panels + 1)
     half = np.diff(edges)[:, None] / 2
     mid = (edges[:-1] + edges[1:])[:, None] / 2

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from scipy.special import erfcx, gammainc, gammaln, hyp1f1, ive, logsumexp, xlogy
 
-from ..numerics import LOG2, log1mexp, log_expm1
+from ..numerics import LOG2, gauss_legendre, log1mexp, log_expm1
 from ..params import ParameterError, check_int
 from ..sampling import chi_square, random_frame, register_coupling, sample_omegas
 
@@ -186,11 +186,14 @@ def _angle_nodes(d: int, n: int = N_ANGLE_NODES) -> tuple[np.ndarray, np.ndarray
 
     Gauss–Legendre on [0, π/2]: its nodes cluster at π/2, where the weight concentrates for large d.
     Weights are kept as logs (sin^{1023} u underflows)."""
-    x, wt = np.polynomial.legendre.leggauss(n)
+    x, wt = gauss_legendre(n)
     u = (x + 1.0) * np.pi / 4.0
     logw = (d - 1) * np.log(np.sin(u)) + np.log(wt)
     logw -= logsumexp(logw)
-    return np.sin(u), logw
+    s = np.sin(u)
+    s.setflags(write=False)
+    logw.setflags(write=False)
+    return s, logw
 
 
 def kappa(d: int) -> float:
