@@ -720,7 +720,6 @@ def sample_tensor_sketch(degree: int, num_features: int, d: int, trials: int, *,
 def tensor_sketch_features(hashes: torch.Tensor, signs: torch.Tensor, u: torch.Tensor,
                            num_features: int) -> torch.Tensor:
     """TS(u) = IFFT(Π_i FFT(C_i(u))) for every trial: real, shape (trials, P, m); ⟨TS(x), TS(y)⟩ ≈ (x·y)^p."""
-    trials, degree, d = hashes.shape
     onehot = torch.nn.functional.one_hot(hashes, num_features).to(signs.dtype) * signs[..., None]  # (t, p, d, m)
     counts = torch.einsum("pk,tikm->tpim", u.to(signs.dtype), onehot)  # (t, P, p, m)
     spectrum = torch.fft.fft(counts, dim=-1).prod(-2)
