@@ -365,6 +365,40 @@ def real_diagonal_a(xc: np.ndarray, yc: np.ndarray, big: float = 1e8) -> np.ndar
     return np.where((xc == 0) & (yc == 0), 1.0, a)
 
 
+A_DIAG_MIN = 1e-3
+A_DIAG_MAX = 1e3
+"""Clip range of the real diagonal A fitted to data (HRF App. H.3): eq. 88's "large" a_k where r_{q,k} = 0 and a
+zero a_k where r_{k,k} = 0 would make A singular."""
+
+
+def real_diagonal_a_clipped(rq: np.ndarray, rk: np.ndarray) -> np.ndarray:
+    """Diagonal of the real A minimising l(A) = ‖A r_q + A^{-1} r_k‖² (HRF App. H.2 eq. 88): a_k = √|r_{k,k}/r_{q,k}|,
+    1 where both are 0, clipped to [A_DIAG_MIN, A_DIAG_MAX]. Broadcasts over leading axes (cluster pairs)."""
+    rq = np.asarray(rq, dtype=float)
+    rk = np.asarray(rk, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.sqrt(np.abs(rk / rq))
+    a = np.where((rq == 0) & (rk == 0), 1.0, a)
+    return np.clip(np.nan_to_num(a, nan=1.0, posinf=A_DIAG_MAX), A_DIAG_MIN, A_DIAG_MAX)
+
+
+def ce_loss_diagonal(a: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """l(A) = ‖A x + A^{-1} y‖² for real diagonal A = diag(a) (HRF eq. 21), over the last axis (broadcasts)."""
+    w = a * x + y / a
+    return np.sum(w * w, -1)
+
+
+def ce_loss_min_real_diagonal_batch(rq: np.ndarray, rk: np.ndarray) -> np.ndarray:
+    """min over real diagonal A of l(A) = 4 Σ_{k: r_{q,k} r_{k,k} > 0} r_{q,k} r_{k,k} (reference E9), broadcast."""
+    return 4.0 * np.sum(np.clip(np.asarray(rq) * np.asarray(rk), 0.0, None), -1)
+
+
+def log_mse_ce_real_diagonal(xy: np.ndarray, loss: np.ndarray, m: int) -> np.ndarray:
+    """log MSE of the m-feature CE estimator with real A: SM²(e^{l(A)} − 1)/m, SM = e^{x·y} (HRF Lemma 2.4;
+    reference F6, real A), from x·y and l(A)."""
+    return 2.0 * np.asarray(xy, float) + log_expm1(np.asarray(loss, float)) - math.log(m)
+
+
 def complex_diagonal_a(xc: np.ndarray, yc: np.ndarray) -> np.ndarray:
     """Complex diagonal A with Ax + A^{-1}y = 0 where every entry is nonzero (HRF App. H.2 eqs. 85–87):
     a_k = i√(y_k/x_k) if x_k y_k > 0, √(−y_k/x_k) if x_k y_k < 0, 1 + i if x_k = y_k = 0. Returns the diagonal."""
