@@ -111,12 +111,17 @@ def gaussian_lambda(theta: np.ndarray | float, r: np.ndarray | float, sigma: flo
     return np.where(t > 0, lam, s2)
 
 
-def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, sigma: float, n: int) -> LambdaMoments:
+def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, sigma: float, n: int,
+                            plus_z2: np.ndarray | float | None = None) -> LambdaMoments:
     """Moments of λ̂ = 1/ρ − (1/(nρ))Σ cos(σ τ_i·(x − y)), the normalised Gaussian λ estimated with n trig RFs
     (HRF App. F eqs. 69, 72–73; reference F5). ``delta2`` = |x − y|², ``r`` the normalising length of ρ.
 
     With g = e^{−σ²D²/2} and Var_G = (1 − e^{−σ²D²})²/(2n): E λ̂ = (1 − g)/ρ, E λ̂² = ((1 − g)² + Var_G)/ρ²,
     E(1 − λ̂)² = ((1 − ρ − g)² + Var_G)/ρ². Where ρ = 0 (r = 0) λ̂ := 0 (both base estimators are exact there).
+
+    ``plus_z2`` = |x + y|² switches to λ estimated with n ++ (positive, antithetic) features,
+    Ĝ = e^{−σ²(|x|²+|y|²)}(1/n)Σ cosh(σ τ_i·(x + y)) (reference F5, "[derived] λ estimated with ++"): only Var_G
+    changes, to e^{σ²(Z² − D²)}(1 − e^{−σ²Z²})²/(2n), Z² = |x + y|².
     """
     n = check_n(n)
     s2 = check_sigma(sigma) ** 2
@@ -128,7 +133,11 @@ def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, s
     rho_safe = np.where(ok, rho, 1.0)
     # Ratios to ρ first (ρ² may underflow where ρ does not).
     mean = -np.expm1(-s2 * delta2 / 2) / rho_safe
-    sd = np.abs(np.expm1(-s2 * delta2)) / (math.sqrt(2 * n) * rho_safe)  # √Var_G / ρ
+    if plus_z2 is None:
+        sd = np.abs(np.expm1(-s2 * delta2)) / (math.sqrt(2 * n) * rho_safe)  # √Var_G / ρ
+    else:
+        z2 = np.maximum(np.asarray(plus_z2, float), 0.0)
+        sd = np.exp(0.5 * s2 * (z2 - delta2)) * -np.expm1(-s2 * z2) / (math.sqrt(2 * n) * rho_safe)
     # |1 − ρ − g| = |e^{−2σ²r²} − e^{−σ²D²/2}| = e^{−min}·(1 − e^{−|difference|}): no cancellation, no overflow.
     half = s2 * delta2 / 2
     gap = np.exp(-np.minimum(t, half)) * -np.expm1(-np.abs(t - half)) / rho_safe
