@@ -720,7 +720,10 @@ def sample_tensor_sketch(degree: int, num_features: int, d: int, trials: int, *,
 def tensor_sketch_features(hashes: torch.Tensor, signs: torch.Tensor, u: torch.Tensor,
                            num_features: int) -> torch.Tensor:
     """TS(u) = IFFT(Π_i FFT(C_i(u))) for every trial: real, shape (trials, P, m); ⟨TS(x), TS(y)⟩ ≈ (x·y)^p."""
-    onehot = torch.nn.functional.one_hot(hashes, num_features).to(signs.dtype) * signs[..., None]  # (t, p, d, m)
-    counts = torch.einsum("pk,tikm->tpim", u.to(signs.dtype), onehot)  # (t, P, p, m)
+    trials, degree, d = hashes.shape
+    values = u.to(signs.dtype)[None, :, None, :] * signs[:, None, :, :]  # (t, P, p, d): s_i(k) u_k
+    index = hashes[:, None, :, :].expand(trials, u.shape[0], degree, d)
+    counts = torch.zeros((trials, u.shape[0], degree, num_features), dtype=signs.dtype, device=signs.device)
+    counts.scatter_add_(-1, index, values)  # C_i(u)_b = Σ_{k: h_i(k) = b} s_i(k) u_k: (t, P, p, m)
     spectrum = torch.fft.fft(counts, dim=-1).prod(-2)
     return torch.fft.ifft(spectrum, dim=-1).real
