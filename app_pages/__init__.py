@@ -74,6 +74,8 @@ PAGES: tuple[Page, ...] = (
          sweeps=(Sweep("slider", "r", 1.2, 0.05),)),
     Page("dot_product", "Dot-product sketches", ":material/scatter_plot:", probe=Probe("m", 0, 8),
          sweeps=(Sweep("slider", "theta", 0.5, 0.03),)),
+    Page("data", "Your data", ":material/dataset:", probe=Probe("m", 0, 8),
+         sweeps=(Sweep("number_input", "scale", 0.3, 0.05),)),
     Page("estimator_lab", "Estimator lab", ":material/science:", draws_chart=False),
     Page("gallery", "Gallery", ":material/photo_library:"),
     Page("sweeps", "Sweeps", ":material/stacked_line_chart:", draws_chart=False),

@@ -87,11 +87,13 @@ VIEWS = {  # keys: VIEW_NAMES
     "Variance vs m (TensorSRHT sawtooth)": lambda: fd.variance_vs_m(r, theta, d, p, embedding=embedding),
     "Real vs complex": lambda: fd.real_complex_ratio_map(p, m, r, basis=basis, variance=variance),
     "TensorSRHT vs Rademacher": lambda: fd.tsrht_vs_rademacher(r, theta, d, q, embedding=embedding),
+    "Sketches vs m (with TensorSketch)": lambda: fd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding),
     "Maclaurin allocation (exponential kernel)": lambda: fd.maclaurin_allocation("exponential", m, d=d, r=r,
                                                                                  variance=variance),
     "Maclaurin allocation (Gaussian kernel)": lambda: fd.maclaurin_allocation("gaussian", m, d=d, r=r,
                                                                               variance=variance),
 }
+MC_VIEW = "Sketches vs m (with TensorSketch)"
 
 
 @ui.cached
@@ -106,6 +108,15 @@ with ui.guard():
         REGISTRY[name](p=p, q=q, m=m, variance=variance, **({"basis": basis} if basis != "gaussian" or
                                                              name == "poly_sketch" else {}))
     fig = _figure(view, d, m, p, q, basis, variance, r, theta, embedding)
+    if view == MC_VIEW:  # sampled points only on request: Monte Carlo takes seconds
+        mc_key = ("dot_product.mc", r, theta, d, p, m, embedding)
+        if st.button("Run Monte Carlo", key="dot_product.run_mc",
+                     help="sample every sketch with the engine at m = 4, 16, 64 (1000 trials each; ±2 SE bars)"):
+            with st.spinner("sampling…"):
+                st.session_state[mc_key] = fd.sketches_vs_m_mc(r, theta, d, p, (4, 16, 64), embedding,
+                                                               trials=1000)
+        if mc_key in st.session_state:
+            fig = fd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding, points=st.session_state[mc_key])
     ui.plot(fig, key="dot-view")
     st.caption(f"Quantity: {'E|k̂ − k|²' if variance == 'complex' else 'E(Re k̂ − k)²'} where the view lets you "
                f"choose; inputs at r = {r:g}, θ = {theta:.3g} in the {embedding} embedding (the real-vs-complex map "

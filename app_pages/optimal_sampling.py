@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages import _ui as ui
@@ -98,6 +99,14 @@ with ui.guard():
         fixed = {"sphere": {}, "gaussian": {}, "pair": {"r2": r2, "theta": theta},
                  "two_spheres": {"r2": r2}}[kind]
         fig2 = _sweep(kind, kernel, d, axis, hi / 25, hi, relative, fixed)
+        mc_key = ("optimal_sampling.mc", kind, kernel, d, axis, hi, relative, tuple(sorted(fixed.items())))
+        if st.button("Run Monte Carlo", key="optimal_sampling.run_mc",
+                     help="sample the variance at 5 points of the sweep, under Ψ* and Ω (4000 draws each, ±2 SE)"):
+            with st.spinner("sampling…"):
+                st.session_state[mc_key] = fo.variance_sweep_mc(kind, d, axis, np.linspace(hi / 5, hi, 5), kernel,
+                                                                relative=relative, **fixed)
+        if mc_key in st.session_state:
+            fig2 = fo.add_mc_points(go.Figure(fig2), st.session_state[mc_key])
         ui.plot(fig2, key="psi-sweep")
         ui.announce_coinciding(fig2)
         ui.downloads("rfviz-psi-variance", lambda: traces_csv(fig2), fig2, key="sweep")

@@ -1,6 +1,7 @@
 """Hybrid estimators for clustered data ([HRF] §2.4, App. H): one complex-exponential (CE) estimator per pair of
 query/key clusters, each with the real diagonal A that minimises l(A) = ‖A r_i + (Aᵀ)^{-1} r_j‖² at its centres
-(eq. 21, eq. 88), combined by λ-coefficients:
+(eq. 21, eq. 88), combined by λ-coefficients (the maths, eq. 88's A and the CE MSE, is in rfviz.maths.hrf; this
+module fits it to data):
 
 * ``lam=zero_one`` (Def. H.2, eqs. 101–104): λ^{ij}(x, y) = 1[x ∈ X_i]·1[y ∈ Y_j], so K̂(x, y) = SM̂^{ij}(x, y) for
   the clusters (i, j) of x and y. The paper's experiments (Fig. 6, Table 3) use this one. Closed-form MSE: the
@@ -28,14 +29,15 @@ import numpy as np
 import torch
 
 from .estimators.base import PairStats, Samples, SoftmaxFamilyEstimator, create, projections, sq_norm, with_kernel
-from .numerics import log_expm1
+from .maths import hrf as hy
 from .params import M_PARAM, Param, ParameterError
 from .sampling import sample_omegas
 
-A_MIN = 1e-3
-A_MAX = 1e3
-"""Entries of the real diagonal A are clipped to [A_MIN, A_MAX]: eq. 88's "large" a_k where r_{i,k} = 0 and a
-zero a_k where r_{j,k} = 0 would make A singular."""
+A_MIN, A_MAX = hy.A_DIAG_MIN, hy.A_DIAG_MAX
+real_diagonal_a = hy.real_diagonal_a_clipped
+"""Diagonal of the real A of eq. 88, clipped (the maths is in rfviz.maths.hrf)."""
+l_of_a = hy.ce_loss_diagonal
+l_min_real_diagonal = hy.ce_loss_min_real_diagonal_batch
 
 NAME = "hrf_clustered"
 LAM_PARAM = Param("lam", "zero_one", "choice", "λ-coefficients: zero_one (cluster indicators, HRF Def. H.2) or "
@@ -48,28 +50,6 @@ TAU_PARAM = Param("tau", 0.25, "float", "bandwidth τ of the Gaussian λ^{ij} (e
                   low_open=True)
 BASE_PARAM = Param("base", "positive_antithetic", "choice", "default base estimator SM̂^0 of Def. H.1 (lam=gaussian)",
                    choices=("positive_antithetic", "positive", "trig"))
-
-
-def real_diagonal_a(rq: np.ndarray, rk: np.ndarray) -> np.ndarray:
-    """Diagonal of the real A minimising l(A) = ‖A r_q + A^{-1} r_k‖² ([HRF] App. H.2 eq. 88):
-    a_k = √|r_{k,k}/r_{q,k}|, 1 where both are 0, clipped to [A_MIN, A_MAX]. Broadcasts over leading axes."""
-    rq = np.asarray(rq, dtype=float)
-    rk = np.asarray(rk, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.sqrt(np.abs(rk / rq))
-    a = np.where((rq == 0) & (rk == 0), 1.0, a)
-    return np.clip(np.nan_to_num(a, nan=1.0, posinf=A_MAX), A_MIN, A_MAX)
-
-
-def l_of_a(a: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """l(A) = ‖A x + A^{-1} y‖² for diagonal A = diag(a) ([HRF] eq. 21), over the last axis."""
-    w = a * x + y / a
-    return np.sum(w * w, -1)
-
-
-def l_min_real_diagonal(rq: np.ndarray, rk: np.ndarray) -> np.ndarray:
-    """min over real diagonal A of l(A) = 4 Σ_{k: r_{q,k} r_{k,k} > 0} r_{q,k} r_{k,k} (reference E9 [derived])."""
-    return 4.0 * np.sum(np.clip(np.asarray(rq) * np.asarray(rk), 0.0, None), -1)
 
 
 @dataclass(frozen=True)
@@ -149,8 +129,7 @@ class ClusteredCE(SoftmaxFamilyEstimator):
         i = model.assign(s.x, "query")
         j = model.assign(s.y, "key")
         a = model.a[i, j]
-        w2 = l_of_a(a, s.x, s.y)
-        return 2.0 * s.xy + log_expm1(w2) - math.log(self.params["m"])
+        return hy.log_mse_ce_real_diagonal(s.xy, l_of_a(a, s.x, s.y), self.params["m"])
 
     # ----------------------------------------------------------------------------------- sampling
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,

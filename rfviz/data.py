@@ -273,6 +273,23 @@ def preprocess(queries: np.ndarray, keys: np.ndarray, steps: tuple[str, ...] | l
 
 
 # ---------------------------------------------------------------------------------------- front door
+def from_points(points: np.ndarray, name: str = "upload", *, queries: int = 64, keys: int = 64,
+                steps: tuple[str, ...] | list[str] = ("center", "scale"), scale: float = 1.0,
+                seed: int = 0) -> DataSet:
+    """A preprocessed data set from one point matrix already in memory (e.g. ``read_array`` of an app upload):
+    queries and keys drawn from it as ``load`` does for a file."""
+    n_q = check_int("queries", queries, 1)
+    n_k = check_int("keys", keys, 1)
+    if n_q > MAX_POINTS or n_k > MAX_POINTS:
+        raise ParameterError(f"queries and keys must each be an integer in [1, {MAX_POINTS}], got {n_q} and {n_k}")
+    q, k = _split(_check_matrix("data", np.asarray(points, dtype=float)), n_q, n_k, np.random.default_rng(seed))
+    q, k = preprocess(q, k, tuple(steps), scale)
+    info: dict[str, Any] = {"source": f"{name} (queries and keys drawn from it)", "preprocess": list(steps)}
+    if "scale" in steps:
+        info["scale"] = scale
+    return DataSet(q, k, name, info)
+
+
 def load(source: str, keys_source: str | None = None, *, queries: int = 64, keys: int = 64,
          steps: tuple[str, ...] | list[str] = ("center", "scale"), scale: float = 1.0, seed: int = 0,
          options: dict[str, Any] | None = None) -> DataSet:

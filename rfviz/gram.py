@@ -21,14 +21,18 @@ from typing import Any, Protocol
 import numpy as np
 import torch
 
+from .diagnostics import Moments, Reliability, assess_mse
 from .params import ParameterError, check_int
 
 FEATURE_BUDGET = 2**24
 """Most numbers one block of features (repeats × points × features) may hold."""
 RELIABLE_MIN_REPEATS = 10
-RELIABLE_MAX_REL_STDERR = 0.25
-RELIABLE_MAX_SHARE = 0.5
-RELIABLE_MAX_Z = 4.0
+"""Fewer repeats than this are never reliable (the diagnostic's top-share test needs parts to compare)."""
+RELIABLE_BLOCKS = 20
+"""Repeats are pooled into this many blocks for the top-share test (a single repeat of a light-tailed error can
+carry ~log(n)/n of the sum, so per-repeat shares would flag honest samples)."""
+AGREEMENT_MAX_Z = 4.0
+"""Monte Carlo agrees with the closed form when they differ by at most this many standard errors."""
 LOG_OVERFLOW = 700.0
 
 
@@ -63,6 +67,15 @@ class GramError:
     attention_l1: float | None = None
     attention_l1_stderr: float | None = None
     note: str = ""
+    warning: str | None = None
+
+    @property
+    def agreement(self) -> bool | None:
+        """Whether Monte Carlo and the closed form agree within ``AGREEMENT_MAX_Z`` standard errors (``None``
+        where either is missing). Reported beside ``reliable``, never folded into it: a reliability verdict
+        decided from the closed form would read a wrong closed form as an unreliable sample."""
+        z = self.z
+        return None if z is None else bool(abs(z) <= AGREEMENT_MAX_Z)
 
     @property
     def relative_frobenius(self) -> float | None:
@@ -83,7 +96,8 @@ class GramError:
         return {"estimator": self.estimator, "params": self.params, "m": self.params.get("m"),
                 "frobenius_sq_closed_form": self.frobenius_sq_closed_form,
                 "frobenius_sq_mc": self.frobenius_sq_mc, "stderr": self.stderr, "reliable": self.reliable,
-                "z_mc_vs_closed_form": self.z, "relative_frobenius": self.relative_frobenius,
+                "z_vs_closed_form": self.z, "agreement": self.agreement, "warning": self.warning,
+                "relative_frobenius": self.relative_frobenius,
                 "kernel_frobenius_sq": self.kernel_frobenius_sq, "attention_l1": self.attention_l1,
                 "attention_l1_stderr": self.attention_l1_stderr, "repeats": self.repeats,
                 **({"note": self.note} if self.note else {})}
@@ -194,26 +208,40 @@ def monte_carlo_gram(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, 
     return values, (np.concatenate(att) if attn is not None else None)
 
 
+def assess_repeats(values: np.ndarray) -> Reliability:
+    """Reliability of a Monte-Carlo mean of per-repeat errors, decided from the repeats alone with the shared
+    heavy-tail diagnostic (``rfviz.diagnostics.assess_mse``: relative standard error, and the share of the sum
+    carried by the largest of ``RELIABLE_BLOCKS`` contiguous blocks of repeats, as the sweep's blocks do), plus at
+    least ``RELIABLE_MIN_REPEATS`` repeats. Never uses a closed form."""
+    v = np.asarray(values, dtype=float).ravel()
+    if v.size < RELIABLE_MIN_REPEATS:
+        return Reliability(False, f"only {v.size} repeats (< {RELIABLE_MIN_REPEATS})")
+    n = int(v.size)
+    mean = float(np.mean(v))
+    moments = Moments(n, mean, float(np.sum((v - mean) ** 2)))
+    sums = np.array([float(np.sum(b)) for b in np.array_split(v, min(n, RELIABLE_BLOCKS))])
+    total = float(np.sum(sums))
+    share = float(np.max(sums)) / total if total > 0 else 0.0
+    return assess_mse(moments, top_share=share, parts=int(sums.size))
+
+
 def reliable(values: np.ndarray) -> bool:
-    """Whether a Monte-Carlo mean of non-negative errors can be trusted: enough repeats, relative standard error
-    ≤ 25 %, and no single repeat carrying half the sum (heavy tails make finite runs underestimate; HRF §8)."""
-    total = float(np.sum(values))
-    if values.size < RELIABLE_MIN_REPEATS or total <= 0:
-        return bool(values.size >= RELIABLE_MIN_REPEATS and total == 0)
-    mean, se = _mean_stderr(values)
-    return bool(se <= RELIABLE_MAX_REL_STDERR * mean and float(np.max(values)) <= RELIABLE_MAX_SHARE * total)
+    """``assess_repeats(values).reliable``."""
+    return assess_repeats(values).reliable
 
 
 def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int = 0, seed: int = 0,
                device: str | torch.device = "cpu", name: str | None = None) -> GramError:
     """Closed form (where it exists) and Monte Carlo (``repeats`` ≥ 2, where there is a feature map) of the Gram
-    error. ``reliable`` is ``reliable(values)`` and, where a closed form exists, agreement with it within 4
-    standard errors: heavy-tailed errors (positive features at large norms) leave no trace in a finite sample."""
+    error. ``reliable`` comes from the repeats alone (``assess_repeats``); agreement with the closed form is
+    reported separately (``z``, ``agreement``): heavy-tailed errors (positive features at large norms) can leave no
+    trace in a finite sample, and a disagreement then says so without hiding a wrong closed form."""
     kmat = kernel_matrix(est, queries, keys)
     closed = frobenius_sq_closed_form(est, queries, keys)
     notes = [] if closed is not None else ["no closed-form MSE for these parameters"]
     mc = se = att = att_se = None
     ok: bool | None = None
+    warning: str | None = None
     if repeats:
         try:
             values, att_values = monte_carlo_gram(est, queries, keys, repeats, seed, device)
@@ -223,12 +251,12 @@ def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeat
             notes.append(f"no Monte Carlo: {exc}; scale the data down")
         else:
             mc, se = _mean_stderr(values)
-            ok = reliable(values)
-            if ok and closed is not None and se > 0 and abs(mc - closed) > RELIABLE_MAX_Z * se:
-                ok = False
-                notes.append("Monte Carlo misses the closed form by more than 4 standard errors (a heavy tail "
-                             "the repeats did not reach)")
+            verdict = assess_repeats(values)
+            ok, warning = verdict.reliable, verdict.warning
             if att_values is not None:
                 att, att_se = _mean_stderr(att_values)
-    return GramError(name or getattr(est, "name", type(est).__name__), dict(est.params),
-                     float(np.sum(kmat**2)), closed, mc, se, ok, int(repeats), att, att_se, "; ".join(notes))
+    result = GramError(name or getattr(est, "name", type(est).__name__), dict(est.params),
+                       float(np.sum(kmat**2)), closed, mc, se, ok, int(repeats), att, att_se, "", warning)
+    if result.agreement is False:
+        notes.append(f"Monte Carlo misses the closed form by {result.z:+.1f} standard errors")
+    return GramError(**{**result.__dict__, "note": "; ".join(notes)})

@@ -105,6 +105,18 @@ def test_reliable_flags() -> None:
     spike = np.full(20, 1e-3)
     spike[0] = 1.0
     assert not gram.reliable(spike)  # one repeat carries the sum
+    assert gram.assess_repeats(spike).warning
+
+
+def test_reliable_does_not_depend_on_the_closed_form(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A wrong closed form must show as disagreement, never as an unreliable sample.
+    ds = _small("iris")
+    est = create("trig", m=8)
+    good = gram.gram_error(est, ds.queries, ds.keys, repeats=400, seed=5)
+    monkeypatch.setattr(gram, "frobenius_sq_closed_form", lambda *a, **k: 100.0 * good.frobenius_sq_closed_form)
+    bad = gram.gram_error(est, ds.queries, ds.keys, repeats=400, seed=5)
+    assert good.reliable and bad.reliable and good.agreement and bad.agreement is False
+    assert "standard errors" in bad.note and bad.to_json()["agreement"] is False
 
 
 def test_overflowing_kernel_is_a_parameter_error() -> None:

@@ -413,6 +413,10 @@ SHARED_PARAM = Param("shared", True, "bool",
                      "(variant I, eq. 22). Only matters when |x| ≠ |y|")
 SIGMA_PARAM = Param("sigma", 1.0, "float", "bandwidth σ of the Gaussian λ-coefficient (HRF App. F)", low=0.0,
                     low_open=True, ui_low=0.05, ui_high=5.0, log=True, label="σ")
+LAMBDA_RF_PARAM = Param("lambda_rf", "trig", "choice",
+                        "random features estimating the Gaussian λ: trig (n cos features, HRF eq. 70) or positive "
+                        "(n ++ features, cosh; App. F extension, reference F5 [derived]: same mean, other variance)",
+                        choices=("trig", "positive"))
 R_NORM_PARAM = Param("r_norm", 0.0, "float",
                      "length r in ρ = 1 − e^{−2σ²r²} (HRF eq. 68). 0: the inputs' common length, which then must "
                      "satisfy |x| = |y| (App. F); > 0: a fixed normaliser, any x, y", low=0.0, ui_low=0.0,
@@ -532,7 +536,8 @@ class HybridGaussian(_BipolarHybrid):
     title = "Gaussian hybrid RF (normalised, App. F)"
     reference = "HRF paper App. F, Thms F.1–F.2 eqs. 67–79; reference F5"
     description = "Zero variance at θ = 0 but not at θ = π; λ̂ may exceed 1; needs |x| = |y| unless r_norm > 0."
-    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, N_PARAM, SIGMA_PARAM, R_NORM_PARAM, SHARED_PARAM)
+    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, N_PARAM, SIGMA_PARAM, R_NORM_PARAM, SHARED_PARAM,
+                                                    LAMBDA_RF_PARAM)
     rtol_same_length: ClassVar[float] = 1e-9
 
     def _check_same_length(self, xx: np.ndarray, yy: np.ndarray, rtol: float) -> None:
@@ -559,8 +564,16 @@ class HybridGaussian(_BipolarHybrid):
         rtol = 64 * torch.finfo(x.dtype).eps
         self._check_same_length(xx.detach().cpu().numpy(), yy.detach().cpu().numpy(), max(rtol, 1e-12))
         log_rho = self._log_rho(0.5 * (xx + yy))
-        # 1 − cos t = 2 sin²(t/2): no cancellation at small σ τ·(x − y).
-        one_minus_g = 2.0 * (torch.sin(0.5 * self.params["sigma"] * projections(samples["tau"], x - y)) ** 2).mean(-1)
+        sigma = self.params["sigma"]
+        if self.params["lambda_rf"] == "positive":
+            # Ĝ = e^{−σ²(|x|²+|y|²)}(1/n)Σ cosh(σ τ·(x + y)), cosh in log space (reference F5, ++ extension).
+            t = sigma * projections(samples["tau"], x + y)
+            log_cosh = torch.logaddexp(t, -t) - math.log(2.0)
+            g = torch.exp(log_cosh - (sigma**2 * (xx + yy))[None, :, None]).mean(-1)
+            one_minus_g = 1.0 - g
+        else:
+            # 1 − cos t = 2 sin²(t/2): no cancellation at small σ τ·(x − y).
+            one_minus_g = 2.0 * (torch.sin(0.5 * sigma * projections(samples["tau"], x - y)) ** 2).mean(-1)
         lam = one_minus_g * torch.exp(-log_rho)[None, :]
         return torch.where(torch.isfinite(log_rho)[None, :], lam, torch.zeros_like(lam))
 
@@ -572,6 +585,10 @@ class HybridGaussian(_BipolarHybrid):
         log_rho = torch.where(ok, log_rho, torch.zeros_like(log_rho))
         p = self.params["sigma"] * projections(samples["tau"], u)
         scale = (ok * torch.exp(-0.5 * log_rho))[None, :, None] / math.sqrt(self.params["n"])
+        if self.params["lambda_rf"] == "positive":  # Ĝ = Σ_i [e^{p_i(x)}e^{p_i(y)} + e^{−p_i(x)}e^{−p_i(y)}]/(2n)·…
+            shift = (self.params["sigma"] ** 2 * sq_norm(u))[None, :, None]
+            q = torch.cat([torch.exp(p - shift), torch.exp(-p - shift)], -1) / math.sqrt(2.0)
+            return ok * torch.exp(-log_rho), q * scale
         return ok * torch.exp(-log_rho), torch.cat([torch.cos(p), torch.sin(p)], -1) * scale
 
     def _moments(self, s: PairStats) -> LambdaMoments:
@@ -579,7 +596,8 @@ class HybridGaussian(_BipolarHybrid):
         self._check_same_length(s.xx, s.yy, self.rtol_same_length)
         r = self.params["r_norm"] if self.params["r_norm"] > 0 else np.sqrt(0.5 * (s.xx + s.yy))
         delta2 = np.sum((s.x - s.y) ** 2, -1)
-        return gaussian_lambda_moments(delta2, r, self.params["sigma"], self.params["n"])
+        z2 = np.sum((s.x + s.y) ** 2, -1) if self.params["lambda_rf"] == "positive" else None
+        return gaussian_lambda_moments(delta2, r, self.params["sigma"], self.params["n"], z2)
 
 
 __all__ = [

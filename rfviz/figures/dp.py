@@ -13,9 +13,11 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from ..engine import monte_carlo
 from ..estimators import create
 from ..maths import dp
 from ..numerics import LOG10
+from ..params import ParameterError
 from .common import LAYOUT, THETA_TICKS, bars, color, finite_or_none, heatmaps, lines
 
 
@@ -209,3 +211,45 @@ def maclaurin_allocation(kernel: str = "exponential", m: int = 32, p_max: int = 
 
 __all__ = ["maclaurin_allocation", "real_complex_ratio_map", "tsrht_vs_rademacher", "variance_vs_d", "variance_vs_m",
            "variance_vs_p", "variance_vs_q"]
+
+
+# ----------------------------------------------------------------------------- sketches vs m, with TensorSketch
+SKETCH_SET = {  # label → (estimator, params): the compared sketches of (x·y)^p
+    "Rademacher real": ("poly_sketch", {"q": 1.0}),
+    "Rademacher complex": ("poly_sketch", {"q": 0.5}),
+    "TensorSRHT real": ("tensor_srht", {"q": 1.0}),
+    "TensorSRHT complex": ("tensor_srht", {"q": 0.5}),
+    "TensorSketch": ("tensor_sketch", {}),
+}
+
+
+def sketches_vs_m(r: float = 1.0, theta: float = math.pi / 4, d: int = 8, p: int = 3, m_max: int = 64,
+                  embedding: str = "flat", points: dict | None = None) -> go.Figure:
+    """Closed-form E|k̂ − (x·y)^p|² against m for Rademacher (real/complex), TensorSRHT (real/complex, Thm 10) and
+    TensorSketch (exact variance, rfviz.maths.dp), with optional sampled ``points`` (``sketches_vs_m_mc``)."""
+    m_axis = np.unique(np.round(np.geomspace(1, m_max, 24)).astype(int))
+    curves = {label: np.array([_mse(name, r, theta, d, embedding, p=p, m=int(m), **kw) for m in m_axis])
+              for label, (name, kw) in SKETCH_SET.items()}
+    return lines(m_axis, curves, xlabel="number of features m", ylabel="E|k̂ − (x·y)^p|²", log_y=True,
+                 points=points, title=f"Sketches of (x·y)^{p} vs m; {_where(r, theta, d, embedding)}")
+
+
+def sketches_vs_m_mc(r: float = 1.0, theta: float = math.pi / 4, d: int = 8, p: int = 3,
+                     m_values: Sequence[int] = (4, 16, 64), embedding: str = "flat", trials: int = 2000,
+                     seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Monte-Carlo MSE (engine) of every compared sketch at ``m_values``: label → (m, MSE, standard error), for
+    ``lines(points=...)`` (±2 SE bars). Embeddings averaged over rotations are refused (one pair per point)."""
+    if embedding in dp.AVERAGED_EMBEDDINGS:
+        raise ParameterError(f"embedding must be one of canonical, flat for Monte Carlo, got {embedding!r}")
+    out = {}
+    for label, (name, kw) in SKETCH_SET.items():
+        ms, mse, se = [], [], []
+        for m in m_values:
+            est = create(name, p=p, m=int(m), **kw)
+            x, y = est.grid_pairs(r, theta, d, embedding)
+            res = monte_carlo(est, np.atleast_2d(x), np.atleast_2d(y), trials=trials, seed=seed, device="cpu")
+            ms.append(int(m))
+            mse.append(float(res.mse.ravel()[0]))
+            se.append(float(res.mse_stderr.ravel()[0]))
+        out[label] = (np.array(ms), np.array(mse), np.array(se))
+    return out

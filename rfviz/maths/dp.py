@@ -669,3 +669,61 @@ def tsrht_features(z: torch.Tensor, perm: torch.Tensor, u: torch.Tensor, num_fea
 def sketch_features(z: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """Unscaled unstructured features Π_i z_{i,ℓ}ᵀu for z (trials, D, p, d): shape (trials, P, D)."""
     return torch.einsum("tmik,pk->tpmi", z, u.to(z.dtype)).prod(-1)
+
+
+# ----------------------------------------------------------------------------- TensorSketch (Pham & Pagh 2013)
+# TensorSketch of degree p with m buckets: p independent CountSketches C_i(u)_b = Σ_{j: h_i(j)=b} s_i(j) u_j
+# (hashes h_i: [d] → Z_m uniform, signs s_i: [d] → {±1} uniform, all independent), combined by
+# TS(u) = IFFT(Π_i FFT(C_i(u))): the CountSketch of u^{⊗p} with hash Σ_i h_i(j_i) mod m and sign Π_i s_i(j_i)
+# (Pham & Pagh, "Fast and scalable polynomial kernels via explicit feature maps", KDD 2013, §3, Lemma 2 gives a
+# bound only). The estimate is k̂ = ⟨TS(x), TS(y)⟩ (real), unbiased for t^p.
+#
+# Exact variance (derived here; the [DP] authors' code formula is exact at p = 1 only, reference README).
+# With F_i(ω) = Σ_j s_i(j) x_j e^{2πiωh_i(j)/m} and G_i likewise for y, k̂ = (1/m) Σ_ω Π_i F_i(ω) conj G_i(ω), so
+# E k̂² = (1/m²) Σ_{ω,ω'} Π_i T(ω, ω') with one degree's
+#   T(ω, ω') = E[F(ω) conj G(ω) conj F(ω') G(ω')] = t² + [ω = ω'](N − S) + [ω = −ω'](t² − S)
+# (N = |x|²|y|², S = Σ x_j²y_j²; the sign expectation pairs the four indices three ways, the hash phases average to
+# the Kronecker deltas). Counting (ω, ω') with c0 = #{ω: 2ω ≡ 0} = 1 + [m even]:
+#   m² Var k̂ = c0[(t² + g1)^p − t^{2p}] + (m − c0)[(t² + g2)^p − t^{2p}] + (m − c0)[(t² + g3)^p − t^{2p}],
+#   g1 = N + t² − 2S, g2 = N − S, g3 = t² − S.
+# At p = 1 this is the CountSketch variance (N + t² − 2S)/m. Checked by Monte Carlo in tests/test_dot_product.py
+# and against scikit-learn's PolynomialCountSketch (the same estimator, written by others).
+def tensor_sketch_c0(m: int) -> int:
+    """#{ω ∈ Z_m: 2ω ≡ 0} = 1 + [m even]."""
+    return 1 + (m % 2 == 0)
+
+
+def var_tensor_sketch_normalised(st: DotStats, p: int, num_features: int) -> np.ndarray:
+    """Var k̂ / (|x|²|y|²)^p of the degree-p TensorSketch with m = num_features buckets (derivation above)."""
+    m = int(num_features)
+    c0 = tensor_sketch_c0(m)
+    g1 = (1.0 - st.s) + st.delta  # (N + t² − 2S)/N ≥ 0
+    g2 = 1.0 - st.s  # (N − S)/N ≥ 0
+    g3 = st.delta  # (t² − S)/N, any sign
+    total = (c0 * power_gap(st.tau, g1, p) + (m - c0) * power_gap(st.tau, g2, p)
+             + (m - c0) * power_gap(st.tau, g3, p))
+    return total / float(m) ** 2
+
+
+def log_var_tensor_sketch(st: DotStats, p: int, num_features: int) -> np.ndarray:
+    """Natural log of the TensorSketch variance; −inf where exact (e.g. x ∥ y along one axis)."""
+    return p * st.log_nn + _log_nonneg(var_tensor_sketch_normalised(st, p, num_features))
+
+
+def sample_tensor_sketch(degree: int, num_features: int, d: int, trials: int, *, generator: torch.Generator,
+                         device: torch.device, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """Independent uniform hashes h (trials, p, d) in [0, m) and signs s (trials, p, d) in {±1}."""
+    h = torch.randint(0, num_features, (trials, degree, d), generator=generator, device=device)
+    return {"hash": h, "sign": _signs((trials, degree, d), generator, device, dtype)}
+
+
+def tensor_sketch_features(hashes: torch.Tensor, signs: torch.Tensor, u: torch.Tensor,
+                           num_features: int) -> torch.Tensor:
+    """TS(u) = IFFT(Π_i FFT(C_i(u))) for every trial: real, shape (trials, P, m); ⟨TS(x), TS(y)⟩ ≈ (x·y)^p."""
+    trials, degree, d = hashes.shape
+    values = u.to(signs.dtype)[None, :, None, :] * signs[:, None, :, :]  # (t, P, p, d): s_i(k) u_k
+    index = hashes[:, None, :, :].expand(trials, u.shape[0], degree, d)
+    counts = torch.zeros((trials, u.shape[0], degree, num_features), dtype=signs.dtype, device=signs.device)
+    counts.scatter_add_(-1, index, values)  # C_i(u)_b = Σ_{k: h_i(k) = b} s_i(k) u_k: (t, P, p, m)
+    spectrum = torch.fft.fft(counts, dim=-1).prod(-2)
+    return torch.fft.ifft(spectrum, dim=-1).real

@@ -111,12 +111,17 @@ def gaussian_lambda(theta: np.ndarray | float, r: np.ndarray | float, sigma: flo
     return np.where(t > 0, lam, s2)
 
 
-def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, sigma: float, n: int) -> LambdaMoments:
+def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, sigma: float, n: int,
+                            plus_z2: np.ndarray | float | None = None) -> LambdaMoments:
     """Moments of λ̂ = 1/ρ − (1/(nρ))Σ cos(σ τ_i·(x − y)), the normalised Gaussian λ estimated with n trig RFs
     (HRF App. F eqs. 69, 72–73; reference F5). ``delta2`` = |x − y|², ``r`` the normalising length of ρ.
 
     With g = e^{−σ²D²/2} and Var_G = (1 − e^{−σ²D²})²/(2n): E λ̂ = (1 − g)/ρ, E λ̂² = ((1 − g)² + Var_G)/ρ²,
     E(1 − λ̂)² = ((1 − ρ − g)² + Var_G)/ρ². Where ρ = 0 (r = 0) λ̂ := 0 (both base estimators are exact there).
+
+    ``plus_z2`` = |x + y|² switches to λ estimated with n ++ (positive, antithetic) features,
+    Ĝ = e^{−σ²(|x|²+|y|²)}(1/n)Σ cosh(σ τ_i·(x + y)) (reference F5, "[derived] λ estimated with ++"): only Var_G
+    changes, to e^{σ²(Z² − D²)}(1 − e^{−σ²Z²})²/(2n), Z² = |x + y|².
     """
     n = check_n(n)
     s2 = check_sigma(sigma) ** 2
@@ -128,7 +133,11 @@ def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, s
     rho_safe = np.where(ok, rho, 1.0)
     # Ratios to ρ first (ρ² may underflow where ρ does not).
     mean = -np.expm1(-s2 * delta2 / 2) / rho_safe
-    sd = np.abs(np.expm1(-s2 * delta2)) / (math.sqrt(2 * n) * rho_safe)  # √Var_G / ρ
+    if plus_z2 is None:
+        sd = np.abs(np.expm1(-s2 * delta2)) / (math.sqrt(2 * n) * rho_safe)  # √Var_G / ρ
+    else:
+        z2 = np.maximum(np.asarray(plus_z2, float), 0.0)
+        sd = np.exp(0.5 * s2 * (z2 - delta2)) * -np.expm1(-s2 * z2) / (math.sqrt(2 * n) * rho_safe)
     # |1 − ρ − g| = |e^{−2σ²r²} − e^{−σ²D²/2}| = e^{−min}·(1 − e^{−|difference|}): no cancellation, no overflow.
     half = s2 * delta2 / 2
     gap = np.exp(-np.minimum(t, half)) * -np.expm1(-np.abs(t - half)) / rho_safe
@@ -363,6 +372,40 @@ def real_diagonal_a(xc: np.ndarray, yc: np.ndarray, big: float = 1e8) -> np.ndar
     yc = np.asarray(yc, float)
     a = np.where(xc != 0, np.sqrt(np.abs(yc / np.where(xc != 0, xc, 1.0))), big)
     return np.where((xc == 0) & (yc == 0), 1.0, a)
+
+
+A_DIAG_MIN = 1e-3
+A_DIAG_MAX = 1e3
+"""Clip range of the real diagonal A fitted to data (HRF App. H.3): eq. 88's "large" a_k where r_{q,k} = 0 and a
+zero a_k where r_{k,k} = 0 would make A singular."""
+
+
+def real_diagonal_a_clipped(rq: np.ndarray, rk: np.ndarray) -> np.ndarray:
+    """Diagonal of the real A minimising l(A) = ‖A r_q + A^{-1} r_k‖² (HRF App. H.2 eq. 88): a_k = √|r_{k,k}/r_{q,k}|,
+    1 where both are 0, clipped to [A_DIAG_MIN, A_DIAG_MAX]. Broadcasts over leading axes (cluster pairs)."""
+    rq = np.asarray(rq, dtype=float)
+    rk = np.asarray(rk, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.sqrt(np.abs(rk / rq))
+    a = np.where((rq == 0) & (rk == 0), 1.0, a)
+    return np.clip(np.nan_to_num(a, nan=1.0, posinf=A_DIAG_MAX), A_DIAG_MIN, A_DIAG_MAX)
+
+
+def ce_loss_diagonal(a: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """l(A) = ‖A x + A^{-1} y‖² for real diagonal A = diag(a) (HRF eq. 21), over the last axis (broadcasts)."""
+    w = a * x + y / a
+    return np.sum(w * w, -1)
+
+
+def ce_loss_min_real_diagonal_batch(rq: np.ndarray, rk: np.ndarray) -> np.ndarray:
+    """min over real diagonal A of l(A) = 4 Σ_{k: r_{q,k} r_{k,k} > 0} r_{q,k} r_{k,k} (reference E9), broadcast."""
+    return 4.0 * np.sum(np.clip(np.asarray(rq) * np.asarray(rk), 0.0, None), -1)
+
+
+def log_mse_ce_real_diagonal(xy: np.ndarray, loss: np.ndarray, m: int) -> np.ndarray:
+    """log MSE of the m-feature CE estimator with real A: SM²(e^{l(A)} − 1)/m, SM = e^{x·y} (HRF Lemma 2.4;
+    reference F6, real A), from x·y and l(A)."""
+    return 2.0 * np.asarray(xy, float) + log_expm1(np.asarray(loss, float)) - math.log(m)
 
 
 def complex_diagonal_a(xc: np.ndarray, yc: np.ndarray) -> np.ndarray:
