@@ -46,7 +46,7 @@ def variance_vs_q(r: float = 1.0, theta: float = math.pi / 6, d: int = 8, p: int
     }
     fig = lines(q, {k: np.asarray(v) for k, v in curves.items()}, xlabel="q (realness of the weights)",
                 ylabel="MSE", log_y=True,
-                title=f"Variance vs q, (x·y)^{p}, D = {m}; {_where(r, theta, d, embedding)}")
+                title=f"Variance vs q, (x·y)<sup>{p}</sup>, D = {m}; {_where(r, theta, d, embedding)}")
     fig.add_vline(x=0.5, line_dash="dot", line_color="grey", annotation_text="complex (q = ½)")
     return fig
 
@@ -90,7 +90,8 @@ def variance_vs_d(r: float = 1.0, theta: float = math.pi / 4, p: int = 3, m: int
         curves[f"Gaussian {label}"] = [_mse("poly_sketch", r, theta, int(d), embedding, p=p, q=q, m=m,
                                             basis="gaussian", variance=variance) for d in ds]
     fig = lines(ds, {k: np.asarray(v) for k, v in curves.items()}, xlabel="d", ylabel="MSE", log_y=True,
-                title=f"MSE vs d, (x·y)^{p}, D = {m}, {variance}; r = {r:g}, θ = {theta:.3g}, embedding = {embedding}")
+                title=f"MSE vs d, (x·y)<sup>{p}</sup>, D = {m}, {variance}; r = {r:g}, θ = {theta:.3g}, "
+                      f"embedding = {embedding}")
     fig.update_xaxes(type="log")
     return fig
 
@@ -115,7 +116,7 @@ def variance_vs_m(r: float = 1.0, theta: float = math.pi / 4, d: int = 4, p: int
         dash[f"surrogate {tag}"] = "dot"
         dash[f"Rademacher {tag}"] = "dash"
     fig = lines(m_axis, curves, xlabel="number of features D (= m)", ylabel="E|k̂−k|²", log_y=True, dash=dash,
-                title=f"Variance vs D, (x·y)^{p}; {_where(r, theta, d, embedding)} (padded d = {d_pad})")
+                title=f"Variance vs D, (x·y)<sup>{p}</sup>; {_where(r, theta, d, embedding)} (padded d = {d_pad})")
     for k in range(d_pad, int(m_axis[-1]) + 1, d_pad):
         fig.add_vline(x=k, line_dash="dot", line_color="lightgrey")
     return fig
@@ -134,7 +135,7 @@ def _average(values: np.ndarray, embedding: str) -> np.ndarray:
 
 def real_complex_ratio_map(p: int = 3, m: int = 16, r: float = 1.0, d_values: Sequence[int] = (2, 4, 8, 16, 32, 64),
                            num_theta: int = 91, basis: str = "rademacher", variance: str = "complex") -> go.Figure:
-    """log2 of MSE(complex, q = ½) / MSE(real, q = 1) over (θ, d) in the flat embedding, with the crossover
+    """log₂ of MSE(complex, q = ½) / MSE(real, q = 1) over (θ, d) in the flat embedding, with the crossover
     cos²θ* = 1/d (complex wins iff (x·y)² > S, §4)."""
     theta = np.linspace(0.0, math.pi, num_theta)
     ds = np.asarray(d_values)
@@ -146,9 +147,10 @@ def real_complex_ratio_map(p: int = 3, m: int = 16, r: float = 1.0, d_values: Se
                                                                                                     "flat")
         with np.errstate(invalid="ignore"):
             ratio[i] = (c - re) * LOG10 / math.log(2.0)
-    fig = heatmaps(theta, np.log2(ds), {"log2 MSE(complex)/MSE(real)": ratio}, xlabel="θ", ylabel="log2 d",
-                   zlabel="log2 ratio", diverging=True, floor_span=None,
-                   title=f"Complex vs real {basis} sketch, (x·y)^{p}, D = {m}, {variance}; flat embedding, r = {r:g}")
+    fig = heatmaps(theta, np.log2(ds), {"log₂ MSE(complex)/MSE(real)": ratio}, xlabel="θ", ylabel="log₂ d",
+                   zlabel="log₂ ratio", diverging=True, floor_span=None,
+                   title=f"Complex vs real {basis} sketch, (x·y)<sup>{p}</sup>, D = {m}, {variance}; flat embedding, "
+                         f"r = {r:g}")
     dd = np.geomspace(ds.min(), ds.max(), 60)
     star = np.arccos(1.0 / np.sqrt(dd))
     for th in (star, math.pi - star):

@@ -11,7 +11,7 @@ from .common import heatmaps
 Z_CLIP = 10.0
 """|z| beyond this is drawn at the end of the colour scale (the hover still shows the value)."""
 RATIO_CLIP = 4.0
-"""log10 MSE ratios beyond ±4 (10⁴×) are drawn at the end of the colour scale; ±inf (an exact estimator) too."""
+"""log₁₀ MSE ratios beyond ±4 (10⁴×) are drawn at the end of the colour scale; ±inf (an exact estimator) too."""
 
 
 def _points(report: LabReport, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -50,8 +50,8 @@ def ratio_map(report: LabReport) -> go.Figure | None:
     for c in report.comparisons:
         ratio = np.nan_to_num(c.log10_ratio, nan=np.nan, posinf=RATIO_CLIP, neginf=-RATIO_CLIP)
         zs[f"vs {c.name}" + ("" if c.source == "closed form" else " (MC)")] = np.clip(ratio, -RATIO_CLIP, RATIO_CLIP)
-    fig = heatmaps(report.theta, report.r, zs, xlabel="θ", ylabel="r = |x| = |y|", zlabel="log10 MSE ratio",
+    fig = heatmaps(report.theta, report.r, zs, xlabel="θ", ylabel="r = |x| = |y|", zlabel="log₁₀ MSE ratio",
                    diverging=True,
-                   title=f"log10 MSE ratio, {report.estimator} ({report.mse_source}) / built-in (closed form unless "
+                   title=f"log₁₀ MSE ratio, {report.estimator} ({report.mse_source}) / built-in (closed form unless "
                          "marked MC): blue < 0, it wins; red > 0, it loses")
     return fig

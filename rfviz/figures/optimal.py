@@ -44,7 +44,7 @@ def psi_radial_density_figure(problems: OptimalSampling | Sequence[OptimalSampli
         fig.add_trace(go.Scatter(x=rho, y=np.exp(p.psi_radial_log_pdf(rho)), name=f"Ψ* ({p.mechanism})",
                                  line={"color": _COLORS[p.mechanism], "width": 3},
                                  hovertemplate="ρ=%{x:.3g}<br>density=%{y:.4g}<extra>Ψ* " + p.mechanism + "</extra>"))
-    fig.add_trace(go.Scatter(x=rho, y=np.exp(probs[0].omega_radial_log_pdf(rho)), name=f"Ω: χ_{probs[0].d}",
+    fig.add_trace(go.Scatter(x=rho, y=np.exp(probs[0].omega_radial_log_pdf(rho)), name=f"Ω: χ<sub>{probs[0].d}</sub>",
                              line={"color": _COLORS["omega"], "dash": "dash"}))
     law = probs[0].inputs.describe()
     title = "Optimal Ψ: radial density of |ω| (" + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
@@ -87,7 +87,7 @@ def variance_sweep_figure(kind: str, d: int, axis: str, values: np.ndarray, kern
                                  line={"color": _COLORS[mech], "dash": "dash"}))
         if shade:
             _shade(fig, divergence_regions(mech, kind, kernel, d, axis, values, **fixed), mech)
-    label = "log10 V / E K²" if relative else "log10 V (per sample; MSE = V/m)"
+    label = "log₁₀ V / E K²" if relative else "log₁₀ V (per sample; MSE = V/m)"
     fig.update_layout(title=f"Optimal vs unweighted variance ({kind} inputs, d={d}, {kernel} kernel)",
                       legend={"font": {"size": 11}},
                       xaxis_title=_AXIS_LABEL.get(axis, axis), yaxis_title=label, height=460, **_LAYOUT)

@@ -59,9 +59,9 @@ def density_figure(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, *,
                                  line={"color": "black", "dash": "dot"}), secondary_y=True)
         fig.update_yaxes(title_text="f(w, v) (log scale)", type="log", exponentformat="power", showgrid=False,
                          secondary_y=True)
-    fig.update_xaxes(title_text="w_ij = |ω_i + ω_j|")
-    fig.update_yaxes(title_text="density p(w_ij)", secondary_y=False)
-    fig.update_layout(title=f"Law of w_ij at d = {d}", barmode="overlay", height=460, **LAYOUT)
+    fig.update_xaxes(title_text="w<sub>ij</sub> = |ω<sub>i</sub> + ω<sub>j</sub>|")
+    fig.update_yaxes(title_text="density p(w<sub>ij</sub>)", secondary_y=False)
+    fig.update_layout(title=f"Law of w<sub>ij</sub> at d = {d}", barmode="overlay", height=460, **LAYOUT)
     fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0})
     return fig
 
