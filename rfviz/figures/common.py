@@ -180,7 +180,7 @@ def surfaces(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
     legend entry hides it, a double click shows it alone); ``points`` adds (x, y, z, error) markers.
 
     The z window is ``robust_range`` of all surfaces (or ``zrange``); values beyond it are pinned to its ends (the
-    axis title says so) and exact points (−inf) to its floor."""
+    axis title says so); exact points (−inf) are drawn as ``EXACT_COLOR`` markers on its floor."""
     fig = go.Figure()
     arrays = {k: finite_or_none(v) for k, v in zs.items()}
     raw = {k: np.asarray(v, dtype=float) for k, v in zs.items()}
@@ -188,9 +188,14 @@ def surfaces(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
     if rng is not None and floor_span is not None and zrange is None and rng.hi - rng.lo > floor_span:
         rng = ColourRange(rng.hi - floor_span, rng.hi, True, rng.clipped_hi)
     alpha = opacity if opacity is not None else (0.9 if len(arrays) <= 1 else 0.65)
+    exact_pts: list[np.ndarray] = []
     for i, (name, z) in enumerate(arrays.items()):
         if rng is not None:
-            z = np.where(np.isneginf(raw[name]), rng.lo, np.clip(z, rng.lo, rng.hi))
+            z = np.clip(z, rng.lo, rng.hi)
+            exact = np.isneginf(raw[name])
+            if exact.any():
+                yy, xx = np.nonzero(exact)
+                exact_pts.append(np.stack([np.asarray(x, float)[xx], np.asarray(y, float)[yy]]))
         c = color(i)
         fig.add_trace(go.Surface(x=x, y=y, z=z, name=name, showscale=False, opacity=alpha, showlegend=True,
                                  colorscale=[[0, c], [1, c]], surfacecolor=np.zeros_like(z) if z.size else z,
@@ -203,6 +208,11 @@ def surfaces(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
                                        marker={"size": 3, "color": c, "line": {"color": "black", "width": 1}},
                                        error_z={"type": "data", "array": 2 * np.asarray(pe), "visible": True,
                                                 "color": c}))
+    if exact_pts and rng is not None:
+        ex_xy = np.concatenate(exact_pts, axis=1)
+        fig.add_trace(go.Scatter3d(x=ex_xy[0], y=ex_xy[1], z=np.full(ex_xy.shape[1], rng.lo), mode="markers",
+                                   name="exact (MSE = 0), on the floor", meta="exact",
+                                   marker={"size": 2.5, "color": EXACT_COLOR}))
     ztitle = zlabel
     if rng is not None and (rng.clipped_lo or rng.clipped_hi):
         ztitle += " (pinned to the window)"
@@ -210,8 +220,7 @@ def surfaces(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
                    "zaxis": {"title": {"text": ztitle}, "exponentformat": "power"},
                    "camera": {"eye": {"x": 1.6, "y": -1.6, "z": 0.9}}}
     if rng is not None:
-        pad = 0.02 * (rng.hi - rng.lo)
-        scene["zaxis"].update(range=[rng.lo - pad, rng.hi + pad], **rng.ticks())
+        scene["zaxis"].update(range=[rng.lo, rng.hi], **rng.ticks())
     if theta_axis == "x":
         scene["xaxis"].update(THETA_TICKS)
     fig.update_layout(scene=scene, title=title, height=580, legend={"x": 0, "y": 1}, **LAYOUT)

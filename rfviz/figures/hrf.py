@@ -116,8 +116,8 @@ def winner_columns(kind: str, r_max: float, n: int, sigma: float, m: int, n_r: i
     lh = (hy.log_mse_angular_hybrid_tr(tt, rr, m, n) if kind == "angular"
           else hy.log_mse_gaussian_hybrid_tr(tt, rr, m, n, sigma))
     with np.errstate(invalid="ignore"):
-        panels = {"trig vs ++: log₁₀ MSE_trig / MSE_++": (lt - lp) / LOG10,
-                  "hybrid vs best base: log₁₀ MSE_hyb / min": (lh - np.minimum(lt, lp)) / LOG10}
+        panels = {"trig vs ++: log₁₀ MSE<sub>trig</sub>/MSE<sub>++</sub>": (lt - lp) / LOG10,
+                  "hybrid vs best base: log₁₀ MSE<sub>hyb</sub>/min": (lh - np.minimum(lt, lp)) / LOG10}
     return r, theta, panels
 
 
@@ -156,7 +156,8 @@ def max_error_figure(c: Columns, n: int) -> go.Figure:
 def grid_csv(r: np.ndarray, theta: np.ndarray, panels: dict[str, np.ndarray]) -> str:
     """Long-format CSV (r, theta, one column per panel) of the heatmaps."""
     rr, tt = np.meshgrid(r, theta, indexing="ij")
-    return columns_to_csv({"r": rr.ravel(), "theta": tt.ravel(), **{k: v.ravel() for k, v in panels.items()}})
+    plain = {k: k.replace("<sub>", "_").replace("</sub>", "") for k in panels}  # column names without HTML
+    return columns_to_csv({"r": rr.ravel(), "theta": tt.ravel(), **{plain[k]: v.ravel() for k, v in panels.items()}})
 
 
 __all__ = ["LAMBDAS", "columns_to_csv", "grid_csv", "lambda_columns", "lambda_figure", "max_error_columns",
