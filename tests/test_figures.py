@@ -17,6 +17,7 @@ from rfviz.figures import crt as fg
 from rfviz.figures import dp as fd
 from rfviz.figures import explorer as ex
 from rfviz.figures import hrf as fh
+from rfviz.figures import simrf as fs
 from rfviz.params import D_PARAM, R_MAX_PARAM, ParameterError
 
 MAX_OUTSIDE = 0.10
@@ -250,6 +251,9 @@ def test_sampled_points_match_their_curve():
     fake = {"A": c["A"][:5], **{f"log10_mse_s{k}1": c[f"log10_mse_s{k}1"][:5] for k in "+-"},
             **{f"log10_se_s{k}1": np.full(5, 0.1) for k in "+-"}}
     _mc_colours_match(fg.real_A_figure(c, 1.0, 1.0, 16, 1, "softmax", sampled=fake))
+    v = np.array([0.5, 1.0, 2.0])
+    fake_ratios = {k: (v, np.full(3, 0.9), np.full(3, 0.01)) for k in ("simplex", "orthogonal")}
+    _mc_colours_match(fs.add_sampled_ratios(fs.ratio_vs_v_figure(8), fake_ratios))
 
 
 # ------------------------------------------------------------------ downloads

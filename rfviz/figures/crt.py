@@ -15,7 +15,7 @@ from ..engine import sweep
 from ..geometry import canonical_pair, embed_pair
 from ..maths import crt as g
 from ..numerics import LOG10, log_expm1
-from .common import LAYOUT, THETA_TICKS, columns_to_csv, finite_or_none, heatmaps, lines
+from .common import LAYOUT, THETA_TICKS, columns_to_csv, finite_or_none, heatmaps, lines, log_axes
 
 Columns = dict[str, np.ndarray]
 __all__ = ["THETA_TICKS", "columns_to_csv", "complex_A_data", "complex_A_figure", "dirf_columns", "dirf_figure",
@@ -75,22 +75,26 @@ def real_A_figure(c: Columns, r: float, theta: float, d: int, m: int, kernel: st
     fig.add_vrect(x0=g.A_FOURTH_MOMENT_BOUND, x1=g.A_VARIANCE_BOUND, fillcolor="orange", opacity=0.12, line_width=0,
                   annotation_text="E|Y|⁴ = ∞", annotation_position="bottom left")
     fig.add_vline(x=g.A_VARIANCE_BOUND, line_dash="dash", line_color="red",
-                  annotation_text="Var = ∞", annotation_position="top right")
+                  annotation_text="Var = ∞", annotation_position="top left")
     # the variance blows up as A → 1/8: show ~10 decades above the minimum so the optimum stays visible
     ys = np.concatenate([np.asarray(c["log10_mse_s+1"]), np.asarray(c["log10_mse_s-1"])])
     ys = ys[np.isfinite(ys)]
     if ys.size:
         lo = float(ys.min())
-        fig.update_yaxes(range=[lo - 0.5, min(float(ys.max()), lo + 10.0) + 0.5])
+        fig.update_yaxes(range=[lo - 1.0, min(float(ys.max()), lo + 10.0) + 0.5])  # room for the A* label
     fig.update_xaxes(range=[float(c["A"][0]), g.A_VARIANCE_BOUND + 0.02])
     star = a_star(r, theta, d)
     y_star = (g.log_var_vs_real_A(np.array([star]), 1, r, theta, d, kernel)[0] - np.log(m)) / LOG10
     y_pos = (g.log_var_vs_real_A(np.array([0.0]), 1, r, theta, d, kernel)[0] - np.log(m)) / LOG10
-    fig.add_trace(go.Scatter(x=[star], y=[y_star], mode="markers+text", text=["A* (OPRF)"], textposition="top center",
+    fig.add_trace(go.Scatter(x=[star], y=[y_star], mode="markers+text", text=["A* (OPRF)"],
+                             textposition="bottom center",
                              marker={"size": 12, "symbol": "star", "color": "gold", "line": {"width": 1}},
                              name="A* = OPRF"))
     fig.add_trace(go.Scatter(x=[0.0], y=[y_pos], mode="markers+text", text=["PosRF"], textposition="top center",
                              marker={"size": 9, "color": "black"}, name="A = 0, s = +1: PosRF"))
+    # labels: A* below its star, PosRF above its dot (they meet when A* → 0); the legend under the plot, clear of
+    # the "Var = ∞" line label
+    fig.update_layout(legend={"orientation": "h", "x": 0, "y": -0.2, "yanchor": "top"}, height=460)
     return fig
 
 
@@ -198,7 +202,7 @@ def dirf_figure(pois: Columns, geo: Columns, optima: dict[str, float], shifted: 
     fig.add_trace(go.Scatter(x=[optima["p_star"]], y=[optima["p_star_log10_mse"]], mode="markers",
                              name="p* (numerical)", marker={"size": 12, "symbol": "star", "color": "gold"}),
                   row=1, col=2)
-    fig.update_xaxes(type="log", title_text="λ", row=1, col=1)
+    log_axes(fig.update_xaxes(type="log", title_text="λ", row=1, col=1))
     fig.update_xaxes(title_text="p", row=1, col=2)
     fig.update_yaxes(title_text="log₁₀ MSE", row=1, col=1)
     fig.update_layout(height=420, title="Discrete random features (coordinate-dependent)", **LAYOUT)

@@ -16,7 +16,7 @@ from plotly.subplots import make_subplots
 from ..estimators import create
 from ..maths import dp
 from ..numerics import LOG10
-from .common import LAYOUT, THETA_TICKS, bars, color, finite_or_none, heatmaps, lines
+from .common import LAYOUT, THETA_TICKS, bars, color, finite_or_none, heatmaps, lines, log_axes
 
 
 def _mse(name: str, r: float, theta: float, d: int, embedding: str, **params) -> float:
@@ -68,7 +68,7 @@ def variance_vs_p(r: float = 1.0, theta: float = math.pi / 3, d: int = 8, m: int
         with np.errstate(divide="ignore", invalid="ignore"):
             fig.add_trace(go.Scatter(x=ps, y=finite_or_none(cplx / real), name=f"{basis}: complex / real",
                                      mode="lines+markers", line={"color": color(2 * i + 1)}), 2, 1)
-    fig.update_yaxes(type="log", title_text="MSE", row=1, col=1)
+    log_axes(fig.update_yaxes(type="log", title_text="MSE", row=1, col=1))
     fig.update_yaxes(title_text="complex / real", row=2, col=1)
     fig.update_xaxes(title_text="degree p", row=2, col=1)
     fig.update_layout(title=f"MSE vs degree p, D = {m}, {variance}; {_where(r, theta, d, embedding)}", height=560,
@@ -92,7 +92,7 @@ def variance_vs_d(r: float = 1.0, theta: float = math.pi / 4, p: int = 3, m: int
     fig = lines(ds, {k: np.asarray(v) for k, v in curves.items()}, xlabel="d", ylabel="MSE", log_y=True,
                 title=f"MSE vs d, (x·y)<sup>{p}</sup>, D = {m}, {variance}; r = {r:g}, θ = {theta:.3g}, "
                       f"embedding = {embedding}")
-    fig.update_xaxes(type="log")
+    log_axes(fig.update_xaxes(type="log"))
     return fig
 
 
@@ -192,20 +192,20 @@ def maclaurin_allocation(kernel: str = "exponential", m: int = 32, p_max: int = 
     uniform vectors of norm r in R^d (Fig. 18/19 analogue; Gaussian kernel with the Eq. 55 weights)."""
     x, y = dp.reference_unit_vectors(d)
     st = dp.DotStats.from_pairs(r * x, r * y)
-    series, notes = {}, []
+    series = {}
     top = 1
+    names = {"poly": "polynomial sketch", "tensor_srht": "TensorSRHT"}
     for sketch, basis, q in sketches:
         plan = dp.optimize_maclaurin(st, kernel=kernel, total=m, p_min=1, p_max=p_max, sketch=sketch, q=q,
                                      mu4=dp.fourth_moment(basis, q), variance=variance)
-        label = f"{sketch} {basis} q={q:g}"
+        label = f"{names.get(sketch, sketch)}, {basis}, q = {q:g}: p* = {plan.p}, g = {plan.objective:.3g}"
         series[label] = list(plan.alloc)
-        notes.append(f"{label}: p* = {plan.p}, g = {plan.objective:.3g}")
         top = max(top, plan.p)
     series = {k: v + [0] * (top - len(v)) for k, v in series.items()}
-    fig = bars(list(range(1, top + 1)), series, xlabel="degree n", ylabel="features D_n",
+    fig = bars(list(range(1, top + 1)), series, xlabel="degree n", ylabel="features D<sub>n</sub>",
                title=f"Optimised Maclaurin allocation, {kernel} kernel, D = {m}, |x| = |y| = {r:g}, d = {d}")
-    fig.add_annotation(text="<br>".join(notes), xref="paper", yref="paper", x=1.0, y=1.0, showarrow=False,
-                       align="right", font={"size": 11})
+    fig.update_xaxes(dtick=1)  # degrees are integers
+    fig.update_layout(legend={"orientation": "h", "x": 0, "y": -0.2, "yanchor": "top"}, height=440)
     return fig
 
 

@@ -15,13 +15,14 @@ from ..maths.optimal import (
     equivalence_curve,
     variance_sweep,
 )
+from .common import LAYOUT, log_axes
 
 _COLORS = {"positive": "#d62728", "trig": "#1f77b4", "omega": "#7f7f7f", "bound": "#2ca02c"}
 _SHADES = {"variance_infinite": "rgba(214,39,40,0.18)", "fourth_moment_infinite": "rgba(255,127,14,0.15)",
            "heavy_tail": "rgba(148,103,189,0.12)"}
 _SHADE_TEXT = {"variance_infinite": "V = ∞", "fourth_moment_infinite": "E Y⁴ = ∞: MC variance unreliable",
                "heavy_tail": "heavy tail: MC variance unreliable"}
-_LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 70, "b": 50}, "font": {"size": 13}}
+_LAYOUT = LAYOUT
 _AXIS_LABEL = {"r": "input radius r", "sigma": "input std σ (x ~ N(0, σ²I))", "r2": "radius r2 of X2"}
 
 
@@ -107,7 +108,7 @@ def equivalence_figure(r1: float, r2_values: np.ndarray, d: int, kernel: str = "
                                  line={"color": _COLORS[mech]}))
     fig.add_vline(x=r1, line_dash="dot", line_color="black", annotation_text="X1 = X2: equal (Cor. 2)",
                   annotation_position="top")
-    fig.update_yaxes(type="log")
+    log_axes(fig.update_yaxes(type="log"))
     fig.update_layout(title=f"Equivalence under optimal Ψ holds only for X1 = X2 (r1={r1:g}, d={d}, {kernel})",
                       xaxis_title=_AXIS_LABEL["r2"], yaxis_title="V* per sample (log scale)", height=440, **_LAYOUT)
     return fig
