@@ -25,8 +25,9 @@ def bias_z_map(report: LabReport) -> go.Figure:
     z = np.clip(report.bias_z, -Z_CLIP, Z_CLIP)
     rx, ry = _points(report, report.bias_rejected)
     panel = f"{report.estimator}: z of the mean vs the kernel"
+    half = max(Z_CLIP / 2, float(np.nanmax(np.abs(z))))  # z = ±Z_CLIP/2 or beyond stays saturated
     fig = heatmaps(report.theta, report.r, {panel: z}, xlabel="θ", ylabel="r = |x| = |y|", zlabel="z",
-                   diverging=True, markers={panel: (rx, ry, "bias (Holm)")} if rx.size else None,
+                   diverging=True, zrange=(-half, half), markers={panel: (rx, ry, "bias (Holm)")} if rx.size else None,
                    title=f"Bias test: {report.verdict} (α = {report.alpha:g}, {report.trials} trials, d = {report.d})")
     hx, hy = _points(report, ~report.bias_tested)
     if hx.size:
@@ -36,9 +37,7 @@ def bias_z_map(report: LabReport) -> go.Figure:
     if rx.size:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="bias detected (Holm)", showlegend=True,
                                  marker={"symbol": "x-thin", "size": 11, "line": {"width": 2.5, "color": "red"}}))
-    fig.update_layout(coloraxis={"cmin": -max(Z_CLIP / 2, float(np.nanmax(np.abs(z)))),
-                                 "cmax": max(Z_CLIP / 2, float(np.nanmax(np.abs(z))))},
-                      legend={"orientation": "h", "y": -0.2})
+    fig.update_layout(legend={"orientation": "h", "y": -0.2})
     return fig
 
 
