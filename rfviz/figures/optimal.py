@@ -23,6 +23,7 @@ _SHADES = {"variance_infinite": "rgba(214,39,40,0.18)", "fourth_moment_infinite"
 _SHADE_TEXT = {"variance_infinite": "V = ∞", "fourth_moment_infinite": "E Y⁴ = ∞: MC variance unreliable",
                "heavy_tail": "heavy tail: MC variance unreliable"}
 _LAYOUT = LAYOUT
+_SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 _AXIS_LABEL = {"r": "input radius r", "sigma": "input std σ (x ~ N(0, σ²I))", "r2": "radius r2 of X2"}
 
 
@@ -45,7 +46,7 @@ def psi_radial_density_figure(problems: OptimalSampling | Sequence[OptimalSampli
         fig.add_trace(go.Scatter(x=rho, y=np.exp(p.psi_radial_log_pdf(rho)), name=f"Ψ* ({p.mechanism})",
                                  line={"color": _COLORS[p.mechanism], "width": 3},
                                  hovertemplate="ρ=%{x:.3g}<br>density=%{y:.4g}<extra>Ψ* " + p.mechanism + "</extra>"))
-    fig.add_trace(go.Scatter(x=rho, y=np.exp(probs[0].omega_radial_log_pdf(rho)), name=f"Ω: χ<sub>{probs[0].d}</sub>",
+    fig.add_trace(go.Scatter(x=rho, y=np.exp(probs[0].omega_radial_log_pdf(rho)), name=f"Ω: χ{str(probs[0].d).translate(_SUBSCRIPT)}",
                              line={"color": _COLORS["omega"], "dash": "dash"}))
     law = probs[0].inputs.describe()
     title = "Optimal Ψ: radial density of |ω| (" + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
