@@ -46,7 +46,8 @@ def psi_radial_density_figure(problems: OptimalSampling | Sequence[OptimalSampli
         fig.add_trace(go.Scatter(x=rho, y=np.exp(p.psi_radial_log_pdf(rho)), name=f"Ψ* ({p.mechanism})",
                                  line={"color": _COLORS[p.mechanism], "width": 3},
                                  hovertemplate="ρ=%{x:.3g}<br>density=%{y:.4g}<extra>Ψ* " + p.mechanism + "</extra>"))
-    fig.add_trace(go.Scatter(x=rho, y=np.exp(probs[0].omega_radial_log_pdf(rho)), name=f"Ω: χ{str(probs[0].d).translate(_SUBSCRIPT)}",
+    fig.add_trace(go.Scatter(x=rho, y=np.exp(probs[0].omega_radial_log_pdf(rho)),
+                             name=f"Ω: χ{str(probs[0].d).translate(_SUBSCRIPT)}",
                              line={"color": _COLORS["omega"], "dash": "dash"}))
     law = probs[0].inputs.describe()
     title = "Optimal Ψ: radial density of |ω| (" + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
