@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
+from rfviz.figures.export import figure_html, with_header
 from rfviz.params import Param, ParameterError
 
 T = TypeVar("T")
@@ -344,16 +345,22 @@ def freeze(value: Any) -> Any:
 
 def downloads(stem: str, csv: Callable[[], str] | str | None, fig: Any = None, container: Any = st,
               key: str | None = None) -> None:
-    """CSV (data) and HTML (figure) download buttons; contents are generated when clicked."""
+    """CSV (data) and HTML (figure) download buttons; contents are generated when clicked. Both carry the page's
+    settings (its URL parameters): the CSV as a ``# rfviz <version> <stem> key=value ...`` first line, the HTML
+    as its title and a line above the figure (plotly.js from the CDN: ~150 kB instead of ~5 MB)."""
     cols = container.columns(2)
     key = key or stem
+    settings = {k: st.query_params[k] for k in st.query_params}
     if csv is not None:
-        cols[0].download_button("Data (CSV)", csv, file_name=f"{stem}.csv", mime="text/csv",
-                                icon=":material/download:", key=f"dl-csv-{key}", on_click="ignore")
+        cols[0].download_button("Data (CSV)", lambda: with_header(csv() if callable(csv) else csv, stem, settings),
+                                file_name=f"{stem}.csv", mime="text/csv", icon=":material/download:",
+                                key=f"dl-csv-{key}", on_click="ignore",
+                                help="first line: the settings, commented (pandas: read_csv(path, comment='#'))")
     if fig is not None:
-        cols[1].download_button("Figure (HTML)", lambda: fig.to_html(include_plotlyjs=True, full_html=True),
+        cols[1].download_button("Figure (HTML)", lambda: figure_html(fig, "cdn", title=stem, params=settings),
                                 file_name=f"{stem}.html", mime="text/html", icon=":material/download:",
-                                key=f"dl-html-{key}", on_click="ignore")
+                                key=f"dl-html-{key}", on_click="ignore",
+                                help="interactive figure; loads plotly.js from its CDN when opened")
 
 
 def unused(reason: str) -> dict[str, Any]:

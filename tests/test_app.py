@@ -313,7 +313,9 @@ def test_grid_csv_and_figures():
     csv = ex.grid_csv(r, theta, vals, "log10_mse").splitlines()
     assert csv[0] == "panel,r,theta,log10_mse" and len(csv) == 1 + 12
     fig = ex.heatmap_figure(r, theta, vals, "log10_mse", {"trig": (np.array([0.5]), np.array([1.0]))})
-    assert [t.type for t in fig.data] == ["heatmap", "scatter"]
+    # the panel, its exact cells (θ = 0: trig is exact) as an overlay, the disagreement marker, the legend entry
+    assert [(t.type, t.meta) for t in fig.data] == [("heatmap", None), ("heatmap", "exact"), ("scatter", None),
+                                                    ("scatter", None)]
     fig3 = ex.surface_figure(r, theta, vals, "log10_mse")
     assert fig3.data[0].type == "surface"
 

@@ -245,7 +245,9 @@ def test_cli_writes_html_and_csv(tmp_path, capsys):
     text = html.read_text(encoding="utf-8")
     assert text.lstrip().lower().startswith(("<!doctype html>", "<html")) and text.rstrip().endswith("</html>")
     assert 'class="plotly-graph-div"' in text and "Plotly.newPlot" in text
-    rows = list(csv.DictReader(io.StringIO(data.read_text(encoding="utf-8"))))
+    lines = data.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("# rfviz ") and name in lines[0]  # the settings, commented
+    rows = list(csv.DictReader(line for line in lines if not line.startswith("#")))
     assert len(rows) == 401 and {"Z", "mu_exact_d64"} <= set(rows[0])
     at_100 = next(r for r in rows if float(r["Z"]) == 100.0)
     assert float(at_100["mu_exact_d64"]) == pytest.approx(-61.2212, abs=5e-5)  # reference §4.3
@@ -254,7 +256,8 @@ def test_cli_writes_html_and_csv(tmp_path, capsys):
 def test_cli_csv_of_a_trace_figure_parses_back(tmp_path):
     data = tmp_path / "d.csv"
     assert main(["figure", "dp-fig12-tensorsrht-vs-d", "--data", str(data)]) == 0
-    rows = list(csv.DictReader(io.StringIO(data.read_text(encoding="utf-8"))))
+    text = data.read_text(encoding="utf-8")
+    rows = list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
     tsrht = [r for r in rows if r["trace"] == "TensorSRHT real"]
     assert [float(r["y"]) for r in tsrht[6:]] == pytest.approx([3, 1, 7 / 9, 0.5, 0.44, 1 / 3], abs=1e-9)
 

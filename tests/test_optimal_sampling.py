@@ -385,7 +385,7 @@ def test_cli_subprocess_exit_code():
 
 def test_figure_builders_return_expected_traces():
     fig = psi_radial_density_figure([OptimalSampling("positive", SPHERE), OptimalSampling("trig", SPHERE)], n=51)
-    assert [t.name for t in fig.data] == ["Ψ* (positive)", "Ψ* (trig)", "Ω: χ_16"]
+    assert [t.name for t in fig.data] == ["Ψ* (positive)", "Ψ* (trig)", "Ω: χ₁₆"]
     fig = variance_sweep_figure("gaussian", 8, "sigma", np.linspace(0.05, 0.6, 12), mechanisms=("positive",))
     assert len(fig.layout.shapes) >= 3  # plain V = ∞, plain and optimal E Y⁴ = ∞ shaded
     assert np.isnan(fig.data[1].y[-1])  # plain positive variance diverges at σ = 0.6 > √(1/6): drawn as a gap

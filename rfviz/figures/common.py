@@ -1,21 +1,47 @@
-"""Shared building blocks of rfviz's plotly figures (pure functions, no Streamlit)."""
+"""Shared building blocks of rfviz's plotly figures (pure functions, no Streamlit).
+
+Colour and z windows: ``robust_range`` takes percentiles of the finite values over all panels (shared, so panels
+compare), or a user-set range; clipped ends are labelled ≤/≥ on the colour bar; exact cells (log MSE = −inf,
+MSE = 0) are drawn in their own colour with a legend entry rather than hidden in a gap.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 from plotly.subplots import make_subplots
 
+from ..params import ParameterError
 from .export import columns_to_csv
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b", "#e377c2", "#7f7f7f")
 THETA_TICKS = {"tickvals": [0, np.pi / 4, np.pi / 2, 3 * np.pi / 4, np.pi],
                "ticktext": ["0", "π/4", "π/2", "3π/4", "π"]}
-LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 60, "b": 50}, "font": {"size": 13}}
 
-__all__ = ["LAYOUT", "PALETTE", "THETA_TICKS", "columns_to_csv", "finite_or_none", "heatmaps", "lines", "surfaces",
+_AXIS_STYLE = {"automargin": True, "exponentformat": "power", "showexponent": "all"}
+TEMPLATE = go.layout.Template(pio.templates["plotly_white"])
+TEMPLATE.layout.xaxis.update(_AXIS_STYLE)
+TEMPLATE.layout.yaxis.update(_AXIS_STYLE)
+TEMPLATE.layout.colorway = PALETTE
+"""plotly_white with powers of ten (no SI prefixes such as 10n, 1µ), automatic margins (no clipped axis titles) and
+rfviz's palette."""
+
+LAYOUT = {"template": TEMPLATE, "margin": {"l": 60, "r": 30, "t": 70, "b": 50, "autoexpand": True},
+          "font": {"size": 13}}
+
+EXACT_COLOR = "#ff00ff"
+"""Colour of exact cells (MSE = 0, log MSE = −inf): outside every colour scale rfviz uses."""
+
+PERCENTILES = (1.0, 99.0)
+"""Default colour window: these percentiles of the finite values over all panels."""
+
+__all__ = ["EXACT_COLOR", "LAYOUT", "PALETTE", "PERCENTILES", "TEMPLATE", "THETA_TICKS", "ColourRange",
+           "columns_to_csv", "finite_or_none", "heatmaps", "lines", "log_axes", "robust_range", "surfaces",
            "traces_csv"]
 
 
@@ -30,101 +56,233 @@ def finite_or_none(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _clip_range(zs: Sequence[np.ndarray], floor_span: float | None = None) -> tuple[float, float] | None:
-    """Common colour range over finite values; with ``floor_span`` the range is at most that many units deep."""
+@dataclass(frozen=True)
+class ColourRange:
+    """A colour/z window [lo, hi]; ``clipped_lo``/``clipped_hi`` when some finite values lie beyond an end."""
+
+    lo: float
+    hi: float
+    clipped_lo: bool = False
+    clipped_hi: bool = False
+
+    def ticks(self, n: int = 6) -> dict:
+        """Colour-bar ticks at round values, the clipped ends labelled ≤ lo / ≥ hi."""
+        span = self.hi - self.lo
+        raw = span / max(n - 1, 1)
+        mag = 10.0 ** math.floor(math.log10(raw)) if raw > 0 else 1.0
+        step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+        vals = [v for v in np.arange(math.ceil(self.lo / step) * step, self.hi + step * 1e-9, step)
+                if v - self.lo > 0.3 * step and self.hi - v > 0.3 * step]
+        vals = [self.lo, *vals, self.hi]
+        text = [f"{v:.4g}" if abs(v) >= 1e-12 else "0" for v in vals]
+        if self.clipped_lo:
+            text[0] = f"≤ {self.lo:.3g}"
+        if self.clipped_hi:
+            text[-1] = f"≥ {self.hi:.3g}"
+        return {"tickvals": vals, "ticktext": text}
+
+
+def robust_range(zs: Sequence[np.ndarray], *, user: tuple[float, float] | None = None, diverging: bool = False,
+                 percentiles: tuple[float, float] = PERCENTILES) -> ColourRange | None:
+    """Shared colour window of ``zs``: ``user`` if given, else the ``percentiles`` of the finite values of all
+    arrays together (symmetric about 0 when ``diverging``); None when no value is finite.
+
+    The window is widened to the full data range when that costs little (≤ 25 % wider), so nothing is clipped
+    without need."""
     vals = np.concatenate([np.ravel(z)[np.isfinite(np.ravel(z))] for z in zs]) if zs else np.array([])
-    if vals.size == 0:
+    if user is not None:
+        lo, hi = (float(v) for v in user)
+        if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+            raise ParameterError(f"colour range must be two finite numbers lo < hi, got {user!r}")
+    elif vals.size == 0:
         return None
-    lo, hi = float(np.min(vals)), float(np.max(vals))
-    if floor_span is not None:
-        lo = max(lo, hi - floor_span)
-    if lo == hi:
-        lo, hi = lo - 0.5, hi + 0.5
-    return lo, hi
+    else:
+        vmin, vmax = float(vals.min()), float(vals.max())
+        if diverging:
+            a_full = max(abs(vmin), abs(vmax))
+            a = float(np.percentile(np.abs(vals), percentiles[1]))
+            a = a_full if a_full <= 1.25 * a or a == 0 else a
+            lo, hi = -a, a
+        else:
+            lo, hi = (float(v) for v in np.percentile(vals, percentiles))
+            if vmax - vmin <= 1.25 * (hi - lo):
+                lo, hi = vmin, vmax
+        if hi - lo < 1e-12 * max(1.0, abs(hi)):
+            lo, hi = lo - 0.5, hi + 0.5
+    clipped_lo = bool(vals.size and vals.min() < lo - 1e-12 * max(1.0, abs(lo)))
+    clipped_hi = bool(vals.size and vals.max() > hi + 1e-12 * max(1.0, abs(hi)))
+    return ColourRange(lo, hi, clipped_lo, clipped_hi)
+
+
+def _exact_legend(fig: go.Figure, label: str) -> None:
+    fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=label, showlegend=True,
+                             marker={"symbol": "square", "size": 12, "color": EXACT_COLOR}))
 
 
 def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlabel: str, ylabel: str, zlabel: str,
              title: str = "", theta_axis: str = "x", colorscale: str = "Viridis", diverging: bool = False,
-             floor_span: float | None = 12.0, markers: Mapping[str, tuple[np.ndarray, np.ndarray, str]] | None = None,
-             ) -> go.Figure:
+             floor_span: float | None = None, markers: Mapping[str, tuple[np.ndarray, np.ndarray, str]] | None = None,
+             zrange: tuple[float, float] | None = None, exact_label: str = "exact (MSE = 0)",
+             percentiles: tuple[float, float] = PERCENTILES) -> go.Figure:
     """One heatmap per entry of ``zs`` (z[i, j] at y[i], x[j]) side by side, sharing one colour scale.
 
-    ``markers`` maps a panel name to (x, y, text) points drawn on top (e.g. Monte-Carlo disagreements).
+    The colour window is ``robust_range`` of all panels (or ``zrange``; ``floor_span`` additionally limits it to
+    that many units below the top). Cells at −inf are exact: drawn in ``EXACT_COLOR`` with the legend entry
+    ``exact_label``. ``markers`` maps a panel name to (x, y, text) points drawn on top (e.g. Monte-Carlo
+    disagreements).
     """
     names = list(zs)
     n = max(1, len(names))
     fig = make_subplots(rows=1, cols=n, subplot_titles=names, shared_yaxes=True, horizontal_spacing=0.04)
-    arrays = [finite_or_none(zs[k]) for k in names]
-    rng = _clip_range(arrays, None if diverging else floor_span)
-    coloraxis: dict = {"colorscale": "RdBu_r" if diverging else colorscale, "colorbar": {"title": {"text": zlabel}}}
+    raw = [np.asarray(zs[k], dtype=float) for k in names]
+    arrays = [finite_or_none(z) for z in raw]
+    rng = robust_range(arrays, user=zrange, diverging=diverging, percentiles=percentiles)
+    if rng is not None and floor_span is not None and zrange is None and rng.hi - rng.lo > floor_span:
+        rng = ColourRange(rng.hi - floor_span, rng.hi, True, rng.clipped_hi)
+    coloraxis: dict = {"colorscale": "RdBu_r" if diverging else colorscale,
+                       "colorbar": {"title": {"text": zlabel, "side": "right"}}}
     if rng is not None:
-        lo, hi = rng
-        if diverging:
-            a = max(abs(lo), abs(hi))
-            lo, hi = -a, a
-        coloraxis.update(cmin=lo, cmax=hi)
-    for i, (name, z) in enumerate(zip(names, arrays, strict=True)):
+        coloraxis.update(cmin=rng.lo, cmax=rng.hi)
+        coloraxis["colorbar"].update(rng.ticks())
+    any_exact = False
+    for i, (name, z, zr) in enumerate(zip(names, arrays, raw, strict=True)):
         fig.add_trace(go.Heatmap(x=x, y=y, z=z, coloraxis="coloraxis", name=name,
                                  hovertemplate=f"{xlabel}=%{{x:.3g}}<br>{ylabel}=%{{y:.3g}}<br>{zlabel}=%{{z:.4g}}"
                                                "<extra>" + name + "</extra>"),
                       row=1, col=i + 1)
+        exact = np.isneginf(zr)
+        if exact.any():
+            any_exact = True
+            fig.add_trace(go.Heatmap(x=x, y=y, z=np.where(exact, 1.0, np.nan), showscale=False, name=exact_label,
+                                     colorscale=[[0, EXACT_COLOR], [1, EXACT_COLOR]], zmin=0, zmax=1, meta="exact",
+                                     hovertemplate=f"{xlabel}=%{{x:.3g}}<br>{ylabel}=%{{y:.3g}}<br>{exact_label}"
+                                                   "<extra>" + name + "</extra>"),
+                          row=1, col=i + 1)
         if markers and name in markers:
             mx, my, text = markers[name]
             fig.add_trace(go.Scatter(x=mx, y=my, mode="markers", name=f"{name}: {text}", showlegend=False,
                                      marker={"symbol": "x-thin", "size": 11, "line": {"width": 2.5, "color": "red"}},
                                      hovertext=text), row=1, col=i + 1)
         fig.update_xaxes(title_text=xlabel, row=1, col=i + 1, **(THETA_TICKS if theta_axis == "x" else {}))
+    if any_exact:
+        _exact_legend(fig, exact_label)
     fig.update_yaxes(title_text=ylabel, row=1, col=1, **(THETA_TICKS if theta_axis == "y" else {}))
-    fig.update_layout(coloraxis=coloraxis, title=title, height=430, **LAYOUT)
+    fig.update_layout(coloraxis=coloraxis, title=title, height=450, **LAYOUT,
+                      legend={"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"})
     return fig
 
 
 def surfaces(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlabel: str, ylabel: str, zlabel: str,
-             title: str = "", theta_axis: str = "x", floor_span: float | None = 12.0,
-             points: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None) -> go.Figure:
-    """3-D surfaces (one per entry, distinct colours, one scene); ``points`` adds (x, y, z, error) markers."""
+             title: str = "", theta_axis: str = "x", floor_span: float | None = None,
+             points: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None,
+             zrange: tuple[float, float] | None = None, opacity: float | None = None) -> go.Figure:
+    """3-D surfaces (one per entry, one colour per entry, semi-transparent when several share the scene; a click on a
+    legend entry hides it, a double click shows it alone); ``points`` adds (x, y, z, error) markers.
+
+    The z window is ``robust_range`` of all surfaces (or ``zrange``); values beyond it are pinned to its ends (the
+    axis title says so); exact points (−inf) are drawn as ``EXACT_COLOR`` markers on its floor."""
     fig = go.Figure()
     arrays = {k: finite_or_none(v) for k, v in zs.items()}
-    rng = _clip_range(list(arrays.values()), floor_span)
+    raw = {k: np.asarray(v, dtype=float) for k, v in zs.items()}
+    rng = robust_range(list(arrays.values()), user=zrange)
+    if rng is not None and floor_span is not None and zrange is None and rng.hi - rng.lo > floor_span:
+        rng = ColourRange(rng.hi - floor_span, rng.hi, True, rng.clipped_hi)
+    alpha = opacity if opacity is not None else (0.9 if len(arrays) <= 1 else 0.65)
+    exact_pts: list[np.ndarray] = []
     for i, (name, z) in enumerate(arrays.items()):
         if rng is not None:
-            z = np.where(z < rng[0], rng[0], z)
+            z = np.clip(z, rng.lo, rng.hi)
+            exact = np.isneginf(raw[name])
+            if exact.any():
+                yy, xx = np.nonzero(exact)
+                exact_pts.append(np.stack([np.asarray(x, float)[xx], np.asarray(y, float)[yy]]))
         c = color(i)
-        fig.add_trace(go.Surface(x=x, y=y, z=z, name=name, showscale=False, opacity=0.85, showlegend=True,
+        fig.add_trace(go.Surface(x=x, y=y, z=z, name=name, showscale=False, opacity=alpha, showlegend=True,
                                  colorscale=[[0, c], [1, c]], surfacecolor=np.zeros_like(z) if z.size else z,
                                  hovertemplate=f"{xlabel}=%{{x:.3g}}<br>{ylabel}=%{{y:.3g}}<br>{zlabel}=%{{z:.4g}}"
                                                "<extra>" + name + "</extra>",
                                  lighting={"ambient": 0.7, "diffuse": 0.6}))
         if points and name in points:
             px, py, pz, pe = points[name]
-            fig.add_trace(go.Scatter3d(x=px, y=py, z=pz, mode="markers", name=f"{name} (sampled)",
+            fig.add_trace(go.Scatter3d(x=px, y=py, z=pz, mode="markers", name=f"{name} (sampled ±2 SE)",
                                        marker={"size": 3, "color": c, "line": {"color": "black", "width": 1}},
-                                       error_z={"type": "data", "array": 2 * np.asarray(pe), "visible": True}))
+                                       error_z={"type": "data", "array": 2 * np.asarray(pe), "visible": True,
+                                                "color": c}))
+    if exact_pts and rng is not None:
+        ex_xy = np.concatenate(exact_pts, axis=1)
+        fig.add_trace(go.Scatter3d(x=ex_xy[0], y=ex_xy[1], z=np.full(ex_xy.shape[1], rng.lo), mode="markers",
+                                   name="exact (MSE = 0), on the floor", meta="exact",
+                                   marker={"size": 2.5, "color": EXACT_COLOR}))
+    ztitle = zlabel
+    if rng is not None and (rng.clipped_lo or rng.clipped_hi):
+        ztitle += " (pinned to the window)"
     scene: dict = {"xaxis": {"title": {"text": xlabel}}, "yaxis": {"title": {"text": ylabel}},
-                   "zaxis": {"title": {"text": zlabel}}, "camera": {"eye": {"x": 1.6, "y": -1.6, "z": 0.9}}}
+                   "zaxis": {"title": {"text": ztitle}, "exponentformat": "power"},
+                   "camera": {"eye": {"x": 1.6, "y": -1.6, "z": 0.9}}}
+    if rng is not None:
+        scene["zaxis"].update(range=[rng.lo, rng.hi], **rng.ticks())
     if theta_axis == "x":
         scene["xaxis"].update(THETA_TICKS)
-    fig.update_layout(scene=scene, title=title, height=560, legend={"x": 0, "y": 1}, **LAYOUT)
+    fig.update_layout(scene=scene, title=title, height=580, legend={"x": 0, "y": 1}, **LAYOUT)
     return fig
 
 
 def lines(x: np.ndarray, ys: Mapping[str, np.ndarray], *, xlabel: str, ylabel: str, title: str = "",
           theta_axis: bool = False, points: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
           dash: Mapping[str, str] | None = None, log_y: bool = False, height: int = 400) -> go.Figure:
-    """Curves y(x), one per entry; ``points`` maps a name to sampled (x, y, standard error) drawn with ±2 SE bars."""
+    """Curves y(x), one per entry; ``points`` maps a name to sampled (x, y, standard error) drawn with ±2 SE bars
+    in the colour of the curve of that name."""
     fig = go.Figure()
     names = list(ys)
     for i, name in enumerate(names):
-        fig.add_trace(go.Scatter(x=x, y=finite_or_none(ys[name]), mode="lines", name=name,
+        fig.add_trace(go.Scatter(x=x, y=finite_or_none(ys[name]), mode="lines", name=name, legendgroup=name,
                                  line={"color": color(i), "width": 2.5, "dash": (dash or {}).get(name, "solid")}))
-    for name, (px, py, pe) in (points or {}).items():
-        i = names.index(name) if name in names else len(names)
+    for k, (name, (px, py, pe)) in enumerate((points or {}).items()):
+        i = names.index(name) if name in names else len(names) + k
         fig.add_trace(go.Scatter(x=px, y=finite_or_none(py), mode="markers", name=f"{name} (sampled ±2 SE)",
+                                 legendgroup=name,
                                  marker={"color": color(i), "size": 7, "symbol": "circle-open", "line": {"width": 2}},
-                                 error_y={"type": "data", "array": 2 * finite_or_none(pe), "visible": True}))
+                                 error_y={"type": "data", "array": 2 * finite_or_none(pe), "visible": True,
+                                          "color": color(i)}))
     fig.update_xaxes(title_text=xlabel, **(THETA_TICKS if theta_axis else {}))
     fig.update_yaxes(title_text=ylabel, type="log" if log_y else "linear")
     fig.update_layout(title=title, height=height, hovermode="x unified", **LAYOUT)
+    return log_axes(fig)
+
+
+def _axis_values(fig: go.Figure, axis: str) -> np.ndarray:
+    """Positive finite values plotted against the layout axis ``axis`` ('xaxis', 'yaxis2', ...)."""
+    letter, suffix = axis[0], axis[5:]
+    ref = letter + suffix
+    out = []
+    for t in fig.data:
+        if (getattr(t, f"{letter}axis", None) or letter) != ref:
+            continue
+        v = getattr(t, letter, None)
+        if v is None:
+            continue
+        try:
+            a = np.asarray(v, dtype=float).ravel()
+        except (TypeError, ValueError):
+            continue
+        out.append(a[np.isfinite(a) & (a > 0)])
+    return np.concatenate(out) if out else np.array([])
+
+
+def log_axes(fig: go.Figure) -> go.Figure:
+    """Readable log axes: labels at decades only (powers of ten) when the data span two decades or more, unlabeled
+    minor ticks between them."""
+    for name in list(fig.layout):
+        if not (name.startswith("xaxis") or name.startswith("yaxis")):
+            continue
+        ax = fig.layout[name]
+        if ax.type != "log":
+            continue
+        vals = _axis_values(fig, name)
+        ax.update(exponentformat="power", showexponent="all", minor={"ticks": "outside", "ticklen": 3,
+                                                                     "showgrid": False})
+        if vals.size and np.log10(vals.max() / vals.min()) >= 2:
+            ax.update(dtick=1)
     return fig
 
 
@@ -136,6 +294,8 @@ def traces_csv(fig: go.Figure) -> str:
     if has_z:
         cols["z"] = []
     for t in fig.data:
+        if t.meta == "exact":  # the exact-cell overlay repeats its panel's cells
+            continue
         x = getattr(t, "x", None)
         y = getattr(t, "y", None)
         z = getattr(t, "z", None) if has_z else None
@@ -162,4 +322,4 @@ def bars(x: Sequence, series: Mapping[str, Sequence[float]], *, xlabel: str, yla
     for i, (name, y) in enumerate(series.items()):
         fig.add_trace(go.Bar(x=list(x), y=list(y), name=name, marker={"color": color(i)}))
     fig.update_layout(title=title, xaxis_title=xlabel, yaxis_title=ylabel, height=height, barmode="group", **LAYOUT)
-    return fig
+    return log_axes(fig)

@@ -1,6 +1,6 @@
 """Figures of the GERF / OPRF / discrete-RF page (Chefs' Random Tables, Likhosherstov et al. 2022, "CRT").
 
-Variance of m iid features = (per-feature variance)/m, plotted as log10 MSE. Inputs: |x| = |y| = r at angle θ for
+Variance of m iid features = (per-feature variance)/m, plotted as log₁₀ MSE. Inputs: |x| = |y| = r at angle θ for
 GERF/OPRF (their variance depends on Z_s = |x + s·y|² only); PoisRF/GeomRF depend on coordinates, so the pair is
 placed in ℝᵈ by a named embedding. All maths lives in rfviz.maths.crt (reference chefs_random_tables.md).
 """
@@ -15,7 +15,7 @@ from ..engine import sweep
 from ..geometry import canonical_pair, embed_pair
 from ..maths import crt as g
 from ..numerics import LOG10, log_expm1
-from .common import LAYOUT, THETA_TICKS, columns_to_csv, finite_or_none, heatmaps, lines
+from .common import LAYOUT, THETA_TICKS, columns_to_csv, finite_or_none, heatmaps, lines, log_axes
 
 Columns = dict[str, np.ndarray]
 __all__ = ["THETA_TICKS", "columns_to_csv", "complex_A_data", "complex_A_figure", "dirf_columns", "dirf_figure",
@@ -29,7 +29,7 @@ def a_star(r: float, theta: float, d: int) -> float:
 
 def real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, a_min: float = -1.0,
                    points: int = 400) -> Columns:
-    """log10 MSE of GERF with m iid features along real A ∈ [a_min, 1/8) for s = +1 and s = −1 (CRT Thm 3.2 eq. 6;
+    """log₁₀ MSE of GERF with m iid features along real A ∈ [a_min, 1/8) for s = +1 and s = −1 (CRT Thm 3.2 eq. 6;
     reference §3.3). A = 0, s = +1 is PosRF; A = A* is OPRF."""
     m = g.check_m(m)
     if not a_min < g.A_VARIANCE_BOUND:
@@ -70,33 +70,37 @@ def real_A_figure(c: Columns, r: float, theta: float, d: int, m: int, kernel: st
         for sign, key in (("+", "+"), ("−", "-"))}
     fig = lines(c["A"], {"GERF s = +1": c["log10_mse_s+1"], "GERF s = −1": c["log10_mse_s-1"]}, points=points,
                 xlabel="A (real)",
-                ylabel=f"log10 MSE (m = {m})", title=f"GERF variance against A · {kernel} kernel · r = {r:g}, "
+                ylabel=f"log₁₀ MSE (m = {m})", title=f"GERF variance against A · {kernel} kernel · r = {r:g}, "
                                                      f"θ = {theta:.3g}, d = {d}")
     fig.add_vrect(x0=g.A_FOURTH_MOMENT_BOUND, x1=g.A_VARIANCE_BOUND, fillcolor="orange", opacity=0.12, line_width=0,
                   annotation_text="E|Y|⁴ = ∞", annotation_position="bottom left")
     fig.add_vline(x=g.A_VARIANCE_BOUND, line_dash="dash", line_color="red",
-                  annotation_text="Var = ∞", annotation_position="top right")
+                  annotation_text="Var = ∞", annotation_position="top left")
     # the variance blows up as A → 1/8: show ~10 decades above the minimum so the optimum stays visible
     ys = np.concatenate([np.asarray(c["log10_mse_s+1"]), np.asarray(c["log10_mse_s-1"])])
     ys = ys[np.isfinite(ys)]
     if ys.size:
         lo = float(ys.min())
-        fig.update_yaxes(range=[lo - 0.5, min(float(ys.max()), lo + 10.0) + 0.5])
+        fig.update_yaxes(range=[lo - 1.0, min(float(ys.max()), lo + 10.0) + 0.5])  # room for the A* label
     fig.update_xaxes(range=[float(c["A"][0]), g.A_VARIANCE_BOUND + 0.02])
     star = a_star(r, theta, d)
     y_star = (g.log_var_vs_real_A(np.array([star]), 1, r, theta, d, kernel)[0] - np.log(m)) / LOG10
     y_pos = (g.log_var_vs_real_A(np.array([0.0]), 1, r, theta, d, kernel)[0] - np.log(m)) / LOG10
-    fig.add_trace(go.Scatter(x=[star], y=[y_star], mode="markers+text", text=["A* (OPRF)"], textposition="top center",
+    fig.add_trace(go.Scatter(x=[star], y=[y_star], mode="markers+text", text=["A* (OPRF)"],
+                             textposition="bottom center",
                              marker={"size": 12, "symbol": "star", "color": "gold", "line": {"width": 1}},
                              name="A* = OPRF"))
     fig.add_trace(go.Scatter(x=[0.0], y=[y_pos], mode="markers+text", text=["PosRF"], textposition="top center",
                              marker={"size": 9, "color": "black"}, name="A = 0, s = +1: PosRF"))
+    # labels: A* below its star, PosRF above its dot (they meet when A* → 0); the legend under the plot, clear of
+    # the "Var = ∞" line label
+    fig.update_layout(legend={"orientation": "h", "x": 0, "y": -0.2, "yanchor": "top"}, height=460)
     return fig
 
 
 def complex_A_data(r: float, theta: float, d: int, m: int, kernel: str, s: int, re_min: float = -0.5,
                    im_max: float = 0.5, points: int = 121) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Re A, Im A, log10 MSE) over complex A; +inf (drawn blank) where Re A ≥ 1/8 (CRT Thm 3.2)."""
+    """(Re A, Im A, log₁₀ MSE) over complex A; +inf (drawn blank) where Re A ≥ 1/8 (CRT Thm 3.2)."""
     m = g.check_m(m)
     if not im_max > 0:
         raise g.ParameterError(f"Im A max must be a number in (0, inf), got {im_max:g}")
@@ -107,18 +111,24 @@ def complex_A_data(r: float, theta: float, d: int, m: int, kernel: str, s: int, 
 
 
 def complex_A_figure(re: np.ndarray, im: np.ndarray, z: np.ndarray, s: int, r: float, theta: float,
-                     d: int) -> go.Figure:
-    """Heatmap of log10 MSE over complex A; blank = infinite variance; A* and A = 0 marked."""
-    fig = heatmaps(re, im, {f"s = {s:+d}": z}, xlabel="Re A", ylabel="Im A", zlabel="log10 MSE", theta_axis="none",
-                   title="GERF variance over complex A (blank: Re A ≥ 1/8, infinite variance)")
+                     d: int, zrange: tuple[float, float] | None = None) -> go.Figure:
+    """Heatmap of log₁₀ MSE over complex A; blank = infinite variance; A* and A = 0 marked.
+
+    The colour window stops at the 92nd percentile (or ``zrange``): the variance blows up as Re A → 1/8, and a
+    window reaching that blow-up paints the rest of the plane one colour."""
+    fig = heatmaps(re, im, {f"s = {s:+d}": z}, xlabel="Re A", ylabel="Im A", zlabel="log₁₀ MSE", theta_axis="none",
+                   title="GERF variance over complex A (blank: Re A ≥ 1/8, infinite variance)", zrange=zrange,
+                   percentiles=(0.0, 92.0))
     fig.add_vline(x=g.A_VARIANCE_BOUND, line_dash="dash", line_color="red")
     if s == 1:
         star = a_star(r, theta, d)
         fig.add_trace(go.Scatter(x=[star], y=[0.0], mode="markers+text", text=["A*"], textposition="top center",
+                                 textfont={"color": "white"},
                                  marker={"size": 13, "symbol": "star", "color": "gold", "line": {"width": 1}},
                                  name="A* (OPRF)"))
     fig.add_trace(go.Scatter(x=[0.0], y=[0.0], mode="markers+text", name="A = 0",
                              text=["PosRF" if s == 1 else "A = 0"], textposition="bottom center",
+                             textfont={"color": "white"},
                              marker={"size": 8, "color": "white", "line": {"width": 1, "color": "black"}}))
     fig.update_layout(height=480)
     return fig
@@ -144,17 +154,18 @@ def oprf_figure(c: Columns, d: int) -> go.Figure:
                              line={"width": 2.5}), row=1, col=1)
     fig.add_trace(go.Scatter(x=c["Z"], y=finite_or_none(c["log10_relvar_oprf"]), name="OPRF (A = A*)",
                              line={"width": 2.5}), row=1, col=1)
-    fig.add_trace(go.Scatter(x=c["Z"], y=finite_or_none(c["log10_ratio_oprf_posrf"]), name="log10 Var_OPRF/Var_PosRF",
+    fig.add_trace(go.Scatter(x=c["Z"], y=finite_or_none(c["log10_ratio_oprf_posrf"]),
+                             name="log₁₀ Var<sub>OPRF</sub>/Var<sub>PosRF</sub>",
                              line={"width": 2.5, "color": "#2ca02c"}), row=1, col=2)
     fig.update_xaxes(title_text="Z = ‖x + y‖²")
-    fig.update_yaxes(title_text="log10", row=1, col=1)
+    fig.update_yaxes(title_text="log₁₀", row=1, col=1)
     fig.update_layout(title=f"OPRF against positive features, d = {d}", height=420, **LAYOUT)
     return fig
 
 
 def dirf_columns(r: float, theta: float, d: int, m: int, kernel: str, embedding: str, shifted: bool,
                  points: int = 300) -> tuple[Columns, Columns, dict[str, float]]:
-    """log10 MSE of PoisRF against its rate λ and of GeomRF against its probability p at the pair (r, θ) placed in
+    """log₁₀ MSE of PoisRF against its rate λ and of GeomRF against its probability p at the pair (r, θ) placed in
     ℝᵈ by ``embedding`` (CRT Thms 3.4, 3.5; reference §3.5–3.7), plus the optima λ* and p*."""
     m = g.check_m(m)
     x, y = embed_pair(r, theta, g.check_dim(d), embedding)
@@ -191,8 +202,8 @@ def dirf_figure(pois: Columns, geo: Columns, optima: dict[str, float], shifted: 
     fig.add_trace(go.Scatter(x=[optima["p_star"]], y=[optima["p_star_log10_mse"]], mode="markers",
                              name="p* (numerical)", marker={"size": 12, "symbol": "star", "color": "gold"}),
                   row=1, col=2)
-    fig.update_xaxes(type="log", title_text="λ", row=1, col=1)
+    log_axes(fig.update_xaxes(type="log", title_text="λ", row=1, col=1))
     fig.update_xaxes(title_text="p", row=1, col=2)
-    fig.update_yaxes(title_text="log10 MSE", row=1, col=1)
+    fig.update_yaxes(title_text="log₁₀ MSE", row=1, col=1)
     fig.update_layout(height=420, title="Discrete random features (coordinate-dependent)", **LAYOUT)
     return fig

@@ -18,7 +18,7 @@ from ..estimators import create
 from ..maths import dp
 from ..numerics import LOG10
 from ..params import ParameterError
-from .common import LAYOUT, THETA_TICKS, bars, color, finite_or_none, heatmaps, lines
+from .common import LAYOUT, THETA_TICKS, bars, color, finite_or_none, heatmaps, lines, log_axes
 
 
 def _mse(name: str, r: float, theta: float, d: int, embedding: str, **params) -> float:
@@ -48,7 +48,7 @@ def variance_vs_q(r: float = 1.0, theta: float = math.pi / 6, d: int = 8, p: int
     }
     fig = lines(q, {k: np.asarray(v) for k, v in curves.items()}, xlabel="q (realness of the weights)",
                 ylabel="MSE", log_y=True,
-                title=f"Variance vs q, (x·y)^{p}, D = {m}; {_where(r, theta, d, embedding)}")
+                title=f"Variance vs q, (x·y)<sup>{p}</sup>, D = {m}; {_where(r, theta, d, embedding)}")
     fig.add_vline(x=0.5, line_dash="dot", line_color="grey", annotation_text="complex (q = ½)")
     return fig
 
@@ -70,7 +70,7 @@ def variance_vs_p(r: float = 1.0, theta: float = math.pi / 3, d: int = 8, m: int
         with np.errstate(divide="ignore", invalid="ignore"):
             fig.add_trace(go.Scatter(x=ps, y=finite_or_none(cplx / real), name=f"{basis}: complex / real",
                                      mode="lines+markers", line={"color": color(2 * i + 1)}), 2, 1)
-    fig.update_yaxes(type="log", title_text="MSE", row=1, col=1)
+    log_axes(fig.update_yaxes(type="log", title_text="MSE", row=1, col=1))
     fig.update_yaxes(title_text="complex / real", row=2, col=1)
     fig.update_xaxes(title_text="degree p", row=2, col=1)
     fig.update_layout(title=f"MSE vs degree p, D = {m}, {variance}; {_where(r, theta, d, embedding)}", height=560,
@@ -92,8 +92,9 @@ def variance_vs_d(r: float = 1.0, theta: float = math.pi / 4, p: int = 3, m: int
         curves[f"Gaussian {label}"] = [_mse("poly_sketch", r, theta, int(d), embedding, p=p, q=q, m=m,
                                             basis="gaussian", variance=variance) for d in ds]
     fig = lines(ds, {k: np.asarray(v) for k, v in curves.items()}, xlabel="d", ylabel="MSE", log_y=True,
-                title=f"MSE vs d, (x·y)^{p}, D = {m}, {variance}; r = {r:g}, θ = {theta:.3g}, embedding = {embedding}")
-    fig.update_xaxes(type="log")
+                title=f"MSE vs d, (x·y)<sup>{p}</sup>, D = {m}, {variance}; r = {r:g}, θ = {theta:.3g}, "
+                      f"embedding = {embedding}")
+    log_axes(fig.update_xaxes(type="log"))
     return fig
 
 
@@ -117,7 +118,7 @@ def variance_vs_m(r: float = 1.0, theta: float = math.pi / 4, d: int = 4, p: int
         dash[f"surrogate {tag}"] = "dot"
         dash[f"Rademacher {tag}"] = "dash"
     fig = lines(m_axis, curves, xlabel="number of features D (= m)", ylabel="E|k̂−k|²", log_y=True, dash=dash,
-                title=f"Variance vs D, (x·y)^{p}; {_where(r, theta, d, embedding)} (padded d = {d_pad})")
+                title=f"Variance vs D, (x·y)<sup>{p}</sup>; {_where(r, theta, d, embedding)} (padded d = {d_pad})")
     for k in range(d_pad, int(m_axis[-1]) + 1, d_pad):
         fig.add_vline(x=k, line_dash="dot", line_color="lightgrey")
     return fig
@@ -136,7 +137,7 @@ def _average(values: np.ndarray, embedding: str) -> np.ndarray:
 
 def real_complex_ratio_map(p: int = 3, m: int = 16, r: float = 1.0, d_values: Sequence[int] = (2, 4, 8, 16, 32, 64),
                            num_theta: int = 91, basis: str = "rademacher", variance: str = "complex") -> go.Figure:
-    """log2 of MSE(complex, q = ½) / MSE(real, q = 1) over (θ, d) in the flat embedding, with the crossover
+    """log₂ of MSE(complex, q = ½) / MSE(real, q = 1) over (θ, d) in the flat embedding, with the crossover
     cos²θ* = 1/d (complex wins iff (x·y)² > S, §4)."""
     theta = np.linspace(0.0, math.pi, num_theta)
     ds = np.asarray(d_values)
@@ -148,9 +149,10 @@ def real_complex_ratio_map(p: int = 3, m: int = 16, r: float = 1.0, d_values: Se
                                                                                                     "flat")
         with np.errstate(invalid="ignore"):
             ratio[i] = (c - re) * LOG10 / math.log(2.0)
-    fig = heatmaps(theta, np.log2(ds), {"log2 MSE(complex)/MSE(real)": ratio}, xlabel="θ", ylabel="log2 d",
-                   zlabel="log2 ratio", diverging=True, floor_span=None,
-                   title=f"Complex vs real {basis} sketch, (x·y)^{p}, D = {m}, {variance}; flat embedding, r = {r:g}")
+    fig = heatmaps(theta, np.log2(ds), {"log₂ MSE(complex)/MSE(real)": ratio}, xlabel="θ", ylabel="log₂ d",
+                   zlabel="log₂ ratio", diverging=True, floor_span=None,
+                   title=f"Complex vs real {basis} sketch, (x·y)<sup>{p}</sup>, D = {m}, {variance}; flat embedding, "
+                         f"r = {r:g}")
     dd = np.geomspace(ds.min(), ds.max(), 60)
     star = np.arccos(1.0 / np.sqrt(dd))
     for th in (star, math.pi - star):
@@ -192,20 +194,20 @@ def maclaurin_allocation(kernel: str = "exponential", m: int = 32, p_max: int = 
     uniform vectors of norm r in R^d (Fig. 18/19 analogue; Gaussian kernel with the Eq. 55 weights)."""
     x, y = dp.reference_unit_vectors(d)
     st = dp.DotStats.from_pairs(r * x, r * y)
-    series, notes = {}, []
+    series = {}
     top = 1
+    names = {"poly": "polynomial sketch", "tensor_srht": "TensorSRHT"}
     for sketch, basis, q in sketches:
         plan = dp.optimize_maclaurin(st, kernel=kernel, total=m, p_min=1, p_max=p_max, sketch=sketch, q=q,
                                      mu4=dp.fourth_moment(basis, q), variance=variance)
-        label = f"{sketch} {basis} q={q:g}"
+        label = f"{names.get(sketch, sketch)}, {basis}, q = {q:g}: p* = {plan.p}, g = {plan.objective:.3g}"
         series[label] = list(plan.alloc)
-        notes.append(f"{label}: p* = {plan.p}, g = {plan.objective:.3g}")
         top = max(top, plan.p)
     series = {k: v + [0] * (top - len(v)) for k, v in series.items()}
-    fig = bars(list(range(1, top + 1)), series, xlabel="degree n", ylabel="features D_n",
+    fig = bars(list(range(1, top + 1)), series, xlabel="degree n", ylabel="features D<sub>n</sub>",
                title=f"Optimised Maclaurin allocation, {kernel} kernel, D = {m}, |x| = |y| = {r:g}, d = {d}")
-    fig.add_annotation(text="<br>".join(notes), xref="paper", yref="paper", x=1.0, y=1.0, showarrow=False,
-                       align="right", font={"size": 11})
+    fig.update_xaxes(dtick=1)  # degrees are integers
+    fig.update_layout(legend={"orientation": "h", "x": 0, "y": -0.2, "yanchor": "top"}, height=440)
     return fig
 
 

@@ -22,11 +22,25 @@ from ..params import ParameterError
 from .common import columns_to_csv, heatmaps, lines, surfaces
 
 QUANTITIES: dict[str, str] = {
-    "log10_mse": "log10 MSE",
-    "rel_error": "log10 relative error √MSE/|K|",
-    "ratio": "log10 MSE ratio (A / B)",
+    "log10_mse": "log₁₀ MSE",
+    "rel_error": "log₁₀ relative error √MSE/|K|",
+    "ratio": "log₁₀ MSE ratio A/B",
 }
-"""What the surface shows; all in log10 because MSEs span hundreds of orders of magnitude."""
+"""What the surface shows (key → human label with units); all in log₁₀ because MSEs span hundreds of orders of
+magnitude."""
+
+ROUNDOFF_LOG10_REL_MSE = float(np.log10(np.finfo(float).eps))
+"""A relative MSE MSE/K² below machine epsilon cannot be resolved by float64 arithmetic on O(K²) quantities: such
+cells (e.g. θ = π in floating point, where an estimator is exact) are shown as exact (−inf), not as a value."""
+
+
+def title_of(name: str) -> str:
+    """Human title of a panel: the estimator's ``title`` (``A / B`` for a ratio panel), else the name itself."""
+    if name in REGISTRY:
+        return REGISTRY[name].title
+    if " / " in name:
+        return " / ".join(title_of(part) for part in name.split(" / ", 1))
+    return name
 
 SOFTMAX_KERNELS = ("softmax", "gaussian")
 KERNEL_ALIASES = {"softmax": ("softmax", "exponential"), "gaussian": ("gaussian",)}
@@ -94,7 +108,7 @@ def make_axes(r_max: float, n_r: int, n_theta: int, r_min: float | None = None) 
 
 @dataclass
 class Surface:
-    """Analytic log10 MSE and log10 |K| of one estimator on the (r, θ) grid (arrays of shape (len(r), len(θ)))."""
+    """Analytic log₁₀ MSE and log₁₀ |K| of one estimator on the (r, θ) grid (arrays of shape (len(r), len(θ)))."""
 
     name: str
     log10_mse: np.ndarray
@@ -104,7 +118,7 @@ class Surface:
 
 def analytic_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r: np.ndarray,
                      theta: np.ndarray, embedding: str = "canonical") -> Surface:
-    """Closed-form log10 MSE on the grid r × θ (NaN everywhere when the estimator has no closed form here)."""
+    """Closed-form log₁₀ MSE on the grid r × θ (NaN everywhere when the estimator has no closed form here)."""
     est = make_estimator(name, params, kernel)
     r = np.asarray(r, dtype=float)
     theta = np.asarray(theta, dtype=float)
@@ -125,7 +139,7 @@ def analytic_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, 
 
 @dataclass
 class Sampled:
-    """Monte-Carlo log10 MSE, its standard error and the z-score against the closed form, on a grid."""
+    """Monte-Carlo log₁₀ MSE, its standard error and the z-score against the closed form, on a grid."""
 
     name: str
     log10_mse: np.ndarray
@@ -170,16 +184,22 @@ def sampled_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r
 
 def quantity(surfaces: Sequence[Surface], which: str, pair: tuple[str, str] | None = None,
              field: str = "log10_mse") -> dict[str, np.ndarray]:
-    """The plotted quantity per panel: log10 MSE, log10 √MSE/|K|, or log10 MSE_A/MSE_B (one panel)."""
+    """The plotted quantity per panel: log₁₀ MSE, log₁₀ √MSE/|K|, or log₁₀ MSE_A/MSE_B (one panel)."""
     by_name = {s.name: s for s in surfaces}
+
+    def value(s: Surface) -> np.ndarray:  # round-off (relative MSE below machine epsilon) shown as exact
+        v = np.asarray(getattr(s, field), dtype=float)
+        with np.errstate(invalid="ignore"):
+            return np.where(v - 2.0 * s.log10_kernel < ROUNDOFF_LOG10_REL_MSE, -np.inf, v)
+
     if which == "log10_mse":
-        return {s.name: getattr(s, field) for s in surfaces}
+        return {s.name: value(s) for s in surfaces}
     if which == "rel_error":
-        return {s.name: 0.5 * getattr(s, field) - s.log10_kernel for s in surfaces}
+        return {s.name: 0.5 * value(s) - s.log10_kernel for s in surfaces}
     if which == "ratio":
         if pair is None or pair[0] not in by_name or pair[1] not in by_name or pair[0] == pair[1]:
             raise ParameterError("the ratio needs two different selected estimators A and B")
-        a, b = (getattr(by_name[k], field) for k in pair)
+        a, b = (value(by_name[k]) for k in pair)
         with np.errstate(invalid="ignore"):
             return {f"{pair[0]} / {pair[1]}": a - b}
     raise ParameterError(f"quantity must be one of {', '.join(QUANTITIES)}, got {which!r}")
@@ -210,30 +230,39 @@ def _labels(which: str) -> str:
     return QUANTITIES[which]
 
 
+def _titled(values: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {title_of(k): v for k, v in (values or {}).items()}
+
+
 def heatmap_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str,
-                   disagree: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None, title: str = "") -> go.Figure:
-    """Heatmaps over θ (x-axis) × r (y-axis); red crosses where sampled and analytic disagree by > 4 SE."""
-    markers = {k: (th, rr, f"|z| > {DISAGREEMENT_Z:g}") for k, (rr, th) in (disagree or {}).items()}
-    return heatmaps(theta, r, values, xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
-                    diverging=which == "ratio", markers=markers)
+                   disagree: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None, title: str = "",
+                   zrange: tuple[float, float] | None = None) -> go.Figure:
+    """Heatmaps over θ (x-axis) × r (y-axis), panels titled by estimator title, one shared robust colour window (or
+    ``zrange``), exact cells marked; red crosses where sampled and analytic disagree by > 4 SE."""
+    markers = {k: (th, rr, f"|z| > {DISAGREEMENT_Z:g}") for k, (rr, th) in _titled(disagree).items()}
+    exact = "A or B exact (MSE = 0)" if which == "ratio" else "exact (MSE = 0)"
+    return heatmaps(theta, r, _titled(values), xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
+                    diverging=which == "ratio", markers=markers, zrange=zrange, exact_label=exact)
 
 
 def surface_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str,
                    sampled_points: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None,
-                   title: str = "") -> go.Figure:
-    """3-D surfaces over θ × r; sampled points with ±2 SE bars."""
-    return surfaces(theta, r, values, xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
-                    points=sampled_points)
+                   title: str = "", zrange: tuple[float, float] | None = None) -> go.Figure:
+    """3-D surfaces over θ × r (semi-transparent, same robust window as the heatmaps, or ``zrange``); sampled points
+    with ±2 SE bars in their surface's colour."""
+    return surfaces(theta, r, _titled(values), xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
+                    points=_titled(sampled_points), zrange=zrange)
 
 
 def slice_figure(axis: str, coord: np.ndarray, values: Mapping[str, np.ndarray], which: str, at: float,
                  sampled: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None) -> go.Figure:
     """The quantity along r (θ fixed) or along θ (r fixed), with sampled points ± 2 SE."""
     if axis == "theta":
-        title = f"slice at θ = {at:.3g} rad"
-        return lines(coord, values, xlabel="r", ylabel=_labels(which), title=title, points=sampled)
-    title = f"slice at r = {at:.3g}"
-    return lines(coord, values, xlabel="θ", ylabel=_labels(which), title=title, theta_axis=True, points=sampled)
+        title = f"slice at θ = {at:.3g} rad (gaps: exact, MSE = 0)"
+        return lines(coord, _titled(values), xlabel="r", ylabel=_labels(which), title=title, points=_titled(sampled))
+    title = f"slice at r = {at:.3g} (gaps: exact, MSE = 0)"
+    return lines(coord, _titled(values), xlabel="θ", ylabel=_labels(which), title=title, theta_axis=True,
+                 points=_titled(sampled))
 
 
 def grid_csv(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str) -> str:
@@ -251,7 +280,7 @@ def grid_csv(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray],
 # ----------------------------------------------------------------------------------- 1-D parameter sweeps
 def param_sweep(name: str, params: Mapping[str, Any], kernel: str, d: int, r: float, theta: float, sweep: str,
                 values: Sequence[Any], embedding: str = "canonical") -> np.ndarray:
-    """log10 MSE at one (r, θ) as one parameter (``sweep``: an estimator parameter, or ``d``) takes ``values``.
+    """log₁₀ MSE at one (r, θ) as one parameter (``sweep``: an estimator parameter, or ``d``) takes ``values``.
 
     For averaging embeddings (``rotation_average``) the MSE is averaged over the embedding's stack of pairs.
     """

@@ -53,7 +53,7 @@ def lambda_figure(c: Columns, kind: str) -> go.Figure:
 
 
 def mse_columns(kind: str, r: float, n: int, sigma: float, m: int, points: int = 181) -> Columns:
-    """log10 MSE on S(r) of trig, ++ (HRF Lemma 2.2), the hybrid (corrected eq. 47 / Thm F.2) and the oracle
+    """log₁₀ MSE on S(r) of trig, ++ (HRF Lemma 2.2), the hybrid (corrected eq. 47 / Thm F.2) and the oracle
     (reference F7); for the angular λ also eq. 47 as printed (wrong, reference F4 erratum)."""
     theta = np.linspace(0.0, np.pi, points)
     lt = hy.log_mse_trig_tr(theta, r, m)
@@ -74,7 +74,7 @@ SAMPLED_ESTIMATORS = {"trig": "trig", "pos": "positive_antithetic", "hybrid": No
 
 def sampled_mse_columns(kind: str, r: float, n: int, sigma: float, m: int, trials: int, seed: int,
                         points: int = 13) -> Columns:
-    """Monte-Carlo twins of ``mse_columns`` at ``points`` angles: log10 MSE and its standard error for trig, ++ and
+    """Monte-Carlo twins of ``mse_columns`` at ``points`` angles: log₁₀ MSE and its standard error for trig, ++ and
     the hybrid (the registered estimators, sampled by rfviz.engine at the same seed)."""
     theta = np.linspace(0.0, np.pi, points)
     x, y = canonical_pair(r, theta, 2)
@@ -90,7 +90,7 @@ def sampled_mse_columns(kind: str, r: float, n: int, sigma: float, m: int, trial
 
 
 def mse_figure(c: Columns, kind: str, r: float, sampled: Columns | None = None) -> go.Figure:
-    """The hybrid's log10 MSE against its two base estimators along θ at fixed r; with ``sampled`` (from
+    """The hybrid's log₁₀ MSE against its two base estimators along θ at fixed r; with ``sampled`` (from
     ``sampled_mse_columns``) the Monte-Carlo points with ±2 SE bars."""
     names = {"trig": "trig", "pos": "positive (++)", "hybrid": f"{kind} hybrid"}
     ys = {names["trig"]: c["log10_mse_trig"], names["pos"]: c["log10_mse_pos"], names["hybrid"]: c["log10_mse_hybrid"],
@@ -101,13 +101,13 @@ def mse_figure(c: Columns, kind: str, r: float, sampled: Columns | None = None) 
         dash["eq. 47 as printed (wrong)"] = "dash"
     points = None if sampled is None else {
         names[k]: (sampled["theta"], sampled[f"log10_mse_{k}"], sampled[f"log10_se_{k}"]) for k in SAMPLED_ESTIMATORS}
-    return lines(c["theta"], ys, xlabel="θ", ylabel="log10 MSE", theta_axis=True, dash=dash, points=points,
+    return lines(c["theta"], ys, xlabel="θ", ylabel="log₁₀ MSE", theta_axis=True, dash=dash, points=points,
                  title=f"MSE on the sphere of radius r = {r:g}")
 
 
 def winner_columns(kind: str, r_max: float, n: int, sigma: float, m: int, n_r: int = 60,
                    n_theta: int = 91) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """(r, θ, panels): log10 MSE_trig/MSE_++ (negative where trig is better) and log10 MSE_hybrid / min(base)."""
+    """(r, θ, panels): log₁₀ MSE_trig/MSE_++ (negative where trig is better) and log₁₀ MSE_hybrid / min(base)."""
     r = np.linspace(r_max / n_r, r_max, n_r)
     theta = np.linspace(0.0, np.pi, n_theta)
     rr, tt = np.meshgrid(r, theta, indexing="ij")
@@ -116,14 +116,14 @@ def winner_columns(kind: str, r_max: float, n: int, sigma: float, m: int, n_r: i
     lh = (hy.log_mse_angular_hybrid_tr(tt, rr, m, n) if kind == "angular"
           else hy.log_mse_gaussian_hybrid_tr(tt, rr, m, n, sigma))
     with np.errstate(invalid="ignore"):
-        panels = {"trig vs ++: log10 MSE_trig / MSE_++": (lt - lp) / LOG10,
-                  "hybrid vs best base: log10 MSE_hyb / min": (lh - np.minimum(lt, lp)) / LOG10}
+        panels = {"trig vs ++: log₁₀ MSE<sub>trig</sub>/MSE<sub>++</sub>": (lt - lp) / LOG10,
+                  "hybrid vs best base: log₁₀ MSE<sub>hyb</sub>/min": (lh - np.minimum(lt, lp)) / LOG10}
     return r, theta, panels
 
 
 def winner_figure(r: np.ndarray, theta: np.ndarray, panels: dict[str, np.ndarray]) -> go.Figure:
     """Diverging heatmaps: blue where the first estimator is better (ratio < 1), red where worse."""
-    return heatmaps(theta, r, panels, xlabel="θ", ylabel="r", zlabel="log10 ratio", diverging=True,
+    return heatmaps(theta, r, panels, xlabel="θ", ylabel="r", zlabel="log₁₀ ratio", diverging=True,
                     title="Where each estimator is better (blue: numerator smaller)")
 
 
@@ -156,7 +156,8 @@ def max_error_figure(c: Columns, n: int) -> go.Figure:
 def grid_csv(r: np.ndarray, theta: np.ndarray, panels: dict[str, np.ndarray]) -> str:
     """Long-format CSV (r, theta, one column per panel) of the heatmaps."""
     rr, tt = np.meshgrid(r, theta, indexing="ij")
-    return columns_to_csv({"r": rr.ravel(), "theta": tt.ravel(), **{k: v.ravel() for k, v in panels.items()}})
+    plain = {k: k.replace("<sub>", "_").replace("</sub>", "") for k in panels}  # column names without HTML
+    return columns_to_csv({"r": rr.ravel(), "theta": tt.ravel(), **{plain[k]: v.ravel() for k, v in panels.items()}})
 
 
 __all__ = ["LAMBDAS", "columns_to_csv", "grid_csv", "lambda_columns", "lambda_figure", "max_error_columns",

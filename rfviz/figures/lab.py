@@ -11,7 +11,7 @@ from .common import heatmaps
 Z_CLIP = 10.0
 """|z| beyond this is drawn at the end of the colour scale (the hover still shows the value)."""
 RATIO_CLIP = 4.0
-"""log10 MSE ratios beyond ±4 (10⁴×) are drawn at the end of the colour scale; ±inf (an exact estimator) too."""
+"""log₁₀ MSE ratios beyond ±4 (10⁴×) are drawn at the end of the colour scale; ±inf (an exact estimator) too."""
 
 
 def _points(report: LabReport, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -25,8 +25,9 @@ def bias_z_map(report: LabReport) -> go.Figure:
     z = np.clip(report.bias_z, -Z_CLIP, Z_CLIP)
     rx, ry = _points(report, report.bias_rejected)
     panel = f"{report.estimator}: z of the mean vs the kernel"
+    half = max(Z_CLIP / 2, float(np.nanmax(np.abs(z))))  # z = ±Z_CLIP/2 or beyond stays saturated
     fig = heatmaps(report.theta, report.r, {panel: z}, xlabel="θ", ylabel="r = |x| = |y|", zlabel="z",
-                   diverging=True, markers={panel: (rx, ry, "bias (Holm)")} if rx.size else None,
+                   diverging=True, zrange=(-half, half), markers={panel: (rx, ry, "bias (Holm)")} if rx.size else None,
                    title=f"Bias test: {report.verdict} (α = {report.alpha:g}, {report.trials} trials, d = {report.d})")
     hx, hy = _points(report, ~report.bias_tested)
     if hx.size:
@@ -36,9 +37,7 @@ def bias_z_map(report: LabReport) -> go.Figure:
     if rx.size:
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="bias detected (Holm)", showlegend=True,
                                  marker={"symbol": "x-thin", "size": 11, "line": {"width": 2.5, "color": "red"}}))
-    fig.update_layout(coloraxis={"cmin": -max(Z_CLIP / 2, float(np.nanmax(np.abs(z)))),
-                                 "cmax": max(Z_CLIP / 2, float(np.nanmax(np.abs(z))))},
-                      legend={"orientation": "h", "y": -0.2})
+    fig.update_layout(legend={"orientation": "h", "y": -0.2})
     return fig
 
 
@@ -50,8 +49,8 @@ def ratio_map(report: LabReport) -> go.Figure | None:
     for c in report.comparisons:
         ratio = np.nan_to_num(c.log10_ratio, nan=np.nan, posinf=RATIO_CLIP, neginf=-RATIO_CLIP)
         zs[f"vs {c.name}" + ("" if c.source == "closed form" else " (MC)")] = np.clip(ratio, -RATIO_CLIP, RATIO_CLIP)
-    fig = heatmaps(report.theta, report.r, zs, xlabel="θ", ylabel="r = |x| = |y|", zlabel="log10 MSE ratio",
+    fig = heatmaps(report.theta, report.r, zs, xlabel="θ", ylabel="r = |x| = |y|", zlabel="log₁₀ MSE ratio",
                    diverging=True,
-                   title=f"log10 MSE ratio, {report.estimator} ({report.mse_source}) / built-in (closed form unless "
+                   title=f"log₁₀ MSE ratio, {report.estimator} ({report.mse_source}) / built-in (closed form unless "
                          "marked MC): blue < 0, it wins; red > 0, it loses")
     return fig

@@ -16,13 +16,15 @@ from ..maths.optimal import (
     equivalence_curve,
     variance_sweep,
 )
+from .common import LAYOUT, log_axes
 
 _COLORS = {"positive": "#d62728", "trig": "#1f77b4", "omega": "#7f7f7f", "bound": "#2ca02c"}
 _SHADES = {"variance_infinite": "rgba(214,39,40,0.18)", "fourth_moment_infinite": "rgba(255,127,14,0.15)",
            "heavy_tail": "rgba(148,103,189,0.12)"}
 _SHADE_TEXT = {"variance_infinite": "V = ∞", "fourth_moment_infinite": "E Y⁴ = ∞: MC variance unreliable",
                "heavy_tail": "heavy tail: MC variance unreliable"}
-_LAYOUT = {"template": "plotly_white", "margin": {"l": 60, "r": 20, "t": 70, "b": 50}, "font": {"size": 13}}
+_LAYOUT = LAYOUT
+_SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 _AXIS_LABEL = {"r": "input radius r", "sigma": "input std σ (x ~ N(0, σ²I))", "r2": "radius r2 of X2"}
 
 
@@ -45,7 +47,8 @@ def psi_radial_density_figure(problems: OptimalSampling | Sequence[OptimalSampli
         fig.add_trace(go.Scatter(x=rho, y=np.exp(p.psi_radial_log_pdf(rho)), name=f"Ψ* ({p.mechanism})",
                                  line={"color": _COLORS[p.mechanism], "width": 3},
                                  hovertemplate="ρ=%{x:.3g}<br>density=%{y:.4g}<extra>Ψ* " + p.mechanism + "</extra>"))
-    fig.add_trace(go.Scatter(x=rho, y=np.exp(probs[0].omega_radial_log_pdf(rho)), name=f"Ω: χ_{probs[0].d}",
+    fig.add_trace(go.Scatter(x=rho, y=np.exp(probs[0].omega_radial_log_pdf(rho)),
+                             name=f"Ω: χ{str(probs[0].d).translate(_SUBSCRIPT)}",
                              line={"color": _COLORS["omega"], "dash": "dash"}))
     law = probs[0].inputs.describe()
     title = "Optimal Ψ: radial density of |ω| (" + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
@@ -88,7 +91,7 @@ def variance_sweep_figure(kind: str, d: int, axis: str, values: np.ndarray, kern
                                  line={"color": _COLORS[mech], "dash": "dash"}))
         if shade:
             _shade(fig, divergence_regions(mech, kind, kernel, d, axis, values, **fixed), mech)
-    label = "log10 V / E K²" if relative else "log10 V (per sample; MSE = V/m)"
+    label = "log₁₀ V / E K²" if relative else "log₁₀ V (per sample; MSE = V/m)"
     fig.update_layout(title=f"Optimal vs unweighted variance ({kind} inputs, d={d}, {kernel} kernel)",
                       legend={"font": {"size": 11}},
                       xaxis_title=_AXIS_LABEL.get(axis, axis), yaxis_title=label, height=460, **_LAYOUT)
@@ -108,7 +111,7 @@ def equivalence_figure(r1: float, r2_values: np.ndarray, d: int, kernel: str = "
                                  line={"color": _COLORS[mech]}))
     fig.add_vline(x=r1, line_dash="dot", line_color="black", annotation_text="X1 = X2: equal (Cor. 2)",
                   annotation_position="top")
-    fig.update_yaxes(type="log")
+    log_axes(fig.update_yaxes(type="log"))
     fig.update_layout(title=f"Equivalence under optimal Ψ holds only for X1 = X2 (r1={r1:g}, d={d}, {kernel})",
                       xaxis_title=_AXIS_LABEL["r2"], yaxis_title="V* per sample (log scale)", height=440, **_LAYOUT)
     return fig

@@ -23,7 +23,7 @@ from ..maths.simrf import (
     sample_pair_sums,
 )
 from ..numerics import LOG10
-from .common import LAYOUT, color, finite_or_none, lines
+from .common import LAYOUT, color, finite_or_none, lines, log_axes
 
 LABELS = {"iid": "iid", "orthogonal": "orthogonal (ORF)", "simplex": "simplex (SimRF)"}
 FEATURE_LABELS = {"positive": "positive RF", "positive_antithetic": "antithetic positive RF", "trig": "trig RF"}
@@ -57,11 +57,11 @@ def density_figure(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, *,
     if v is not None:
         fig.add_trace(go.Scatter(x=w, y=finite_or_none(f_penalty(w, v, d)), mode="lines", name=f"f(w, v={v:g})",
                                  line={"color": "black", "dash": "dot"}), secondary_y=True)
-        fig.update_yaxes(title_text="f(w, v) (log scale)", type="log", exponentformat="power", showgrid=False,
-                         secondary_y=True)
-    fig.update_xaxes(title_text="w_ij = |ω_i + ω_j|")
-    fig.update_yaxes(title_text="density p(w_ij)", secondary_y=False)
-    fig.update_layout(title=f"Law of w_ij at d = {d}", barmode="overlay", height=460, **LAYOUT)
+        log_axes(fig.update_yaxes(title_text="f(w, v) (log scale)", type="log", exponentformat="power", showgrid=False,
+                         secondary_y=True))
+    fig.update_xaxes(title_text="w<sub>ij</sub> = |ω<sub>i</sub> + ω<sub>j</sub>|")
+    fig.update_yaxes(title_text="density p(w<sub>ij</sub>)", secondary_y=False)
+    fig.update_layout(title=f"Law of w<sub>ij</sub> at d = {d}", barmode="overlay", height=460, **LAYOUT)
     fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0})
     return fig
 
@@ -74,9 +74,9 @@ def ratio_vs_v_figure(d: int, m: int | None = None, *, features: str = "positive
     v = np.geomspace(1e-3, 1e2, 241) if v is None else np.asarray(v, dtype=float)
     ys = {LABELS.get(c, c): mse_ratio_vs_iid(features, v * v, d, m, c) for c in couplings}
     arg = "z = |x − y|" if features == "trig" else "v = |x + y|"
-    fig = lines(v, ys, xlabel=arg, ylabel="MSE / MSE_iid",
+    fig = lines(v, ys, xlabel=arg, ylabel="MSE ratio vs iid, MSE/MSE<sub>iid</sub>",
                 title=f"{FEATURE_LABELS.get(features, features)}: MSE ratio vs iid (d = {d}, m = {m})")
-    fig.update_xaxes(type="log")
+    log_axes(fig.update_xaxes(type="log"))
     fig.add_hline(y=1.0, line={"color": "gray", "dash": "dot"})
     return fig
 
@@ -89,9 +89,9 @@ def ratio_vs_d_figure(v: float, ds: Sequence[int] = (2, 3, 4, 6, 8, 16, 32, 64, 
     ys = {LABELS.get(c, c): np.array([mse_ratio_vs_iid(features, v * v, int(k), blocks * int(k), c) for k in dd])
           for c in couplings}
     arg = "z" if features == "trig" else "v"
-    fig = lines(dd.astype(float), ys, xlabel="d", ylabel="MSE / MSE_iid",
+    fig = lines(dd.astype(float), ys, xlabel="d", ylabel="MSE ratio vs iid, MSE/MSE<sub>iid</sub>",
                 title=f"{FEATURE_LABELS.get(features, features)}: MSE ratio vs d ({arg} = {v:g}, m = {blocks}·d)")
-    fig.update_xaxes(type="log")
+    log_axes(fig.update_xaxes(type="log"))
     return fig
 
 
@@ -102,10 +102,10 @@ def conformity_figure(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY,
     v = np.linspace(0.0, 3.0, 151) if v is None else np.asarray(v, dtype=float)
     if relative:
         ys = {LABELS.get(c, c): np.exp(log_conformity(v, d, c) - v * v) for c in couplings}
-        label = "ρ(v)·e^{−v²} (iid = 1)"
+        label = "ρ(v)·e<sup>−v²</sup> (iid = 1)"
     else:
         ys = {LABELS.get(c, c): log_conformity(v, d, c) / LOG10 for c in couplings}
-        label = "log10 ρ(v)"
+        label = "log₁₀ ρ(v)"
     return lines(v, ys, xlabel="v = |x + y|", ylabel=label, title=f"RF-conformity at d = {d}")
 
 
@@ -167,10 +167,14 @@ def add_sampled_ratios(fig: go.Figure, sampled: dict[str, tuple[np.ndarray, ...]
     (±2 SE bars)."""
     out = go.Figure(fig)
     symbols = ("circle-open", "square-open", "diamond-open")
+    curve = {t.name: t.line.color for t in out.data if t.type == "scatter" and t.mode == "lines"}
     for i, (name, (xs, ratio, se)) in enumerate(sampled.items()):
-        out.add_trace(go.Scatter(x=xs, y=ratio, mode="markers", name=f"{name} (sampled ±2 SE)",
-                                 marker={"size": 9, "symbol": symbols[i % len(symbols)], "line": {"width": 2}},
-                                 error_y={"type": "data", "array": 2 * se, "visible": True}))
+        label = LABELS.get(name, name)
+        c = curve.get(label, color(len(curve) + i))  # the colour of the curve it samples
+        out.add_trace(go.Scatter(x=xs, y=ratio, mode="markers", name=f"{label} (sampled ±2 SE)", legendgroup=label,
+                                 marker={"size": 9, "symbol": symbols[i % len(symbols)], "line": {"width": 2},
+                                         "color": c},
+                                 error_y={"type": "data", "array": 2 * se, "visible": True, "color": c}))
     return out
 
 

@@ -125,10 +125,10 @@ def export_figure(name: str, out: str | None = None, data: str | None = None) ->
         if path.suffix.lower() == ".png":
             write_png(fig, path)
         else:
-            path.write_text(figure_html(fig), encoding="utf-8")
+            path.write_text(figure_html(fig, title=entry.name, params=entry.params), encoding="utf-8")
         written["figure"] = str(path)
     if data:
-        pathlib.Path(data).write_text(data_csv(columns), encoding="utf-8")
+        pathlib.Path(data).write_text(data_csv(columns, entry.name, entry.params), encoding="utf-8")
         written["data"] = str(data)
     return written
 

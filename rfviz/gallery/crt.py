@@ -33,7 +33,8 @@ def build_crt_fig1() -> tuple[go.Figure, Columns]:
         ys[f"d = {d}"] = exact
         ys[f"d = {d}, second-moment version"] = second
         dash[f"d = {d}, second-moment version"] = "dot"
-    fig = lines(CRT1_Z, ys, xlabel="Z = ‖x + y‖²", ylabel="μ = log(Var_OPRF / Var_PosRF)", dash=dash, height=460,
+    fig = lines(CRT1_Z, ys, xlabel="Z = ‖x + y‖²", ylabel="μ = log(Var<sub>OPRF</sub>/Var<sub>PosRF</sub>)", dash=dash,
+                height=460,
                 title="CRT Fig. 1 (right): OPRF against positive random features")
     for i, tr in enumerate(fig.data):  # one colour per d: exact and second-moment curves share it
         tr.line.color = color(i // 2)

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..figures import dp as fd
-from ..figures.common import LAYOUT, color, traces_csv
+from ..figures.common import LAYOUT, color, log_axes, traces_csv
 from ..maths import dp
 from .common import catalog_rows, side_by_side
 from .registry import Columns, GalleryFigure, gallery_figure
@@ -59,7 +59,7 @@ def build_dp_fig2() -> tuple[go.Figure, Columns]:
             for k, v in (("d", [d] * len(ps)), ("p", ps), ("sketch", [basis] * len(ps)), ("mse_real", real),
                          ("mse_complex", cplx), ("ratio_complex_real", cplx / real)):
                 cols[k].extend(list(v))
-        fig.update_yaxes(type="log", title_text="E|k̂ − (x·y)^p|²" if j == 1 else None, row=1, col=j)
+        log_axes(fig.update_yaxes(type="log", title_text="E|k̂ − (x·y)<sup>p</sup>|²" if j == 1 else None, row=1, col=j))
         fig.update_yaxes(title_text="complex / real" if j == 1 else None, row=2, col=j)
         fig.update_xaxes(title_text="degree p", row=2, col=j)
     fig.update_layout(title=f"DP Fig. 2: MSE vs degree p, D = {DP2_D_FEATURES}, mean over {DP2_PAIRS} pairs of "
@@ -102,7 +102,8 @@ gallery_figure(GalleryFigure(
     name="dp-fig2-error-vs-degree",
     title="DP Fig. 2: polynomial-sketch error vs degree p, with the complex/real ratio",
     paper="Improved Random Features for Dot Product Kernels (Wacker, Kanagawa, Filippone), Fig. 2",
-    caption="Mean over 1000 pairs of non-negative unit vectors of the MSE E|k̂ − (x·y)^p|² of D = 1024 real and "
+    caption="Mean over 1000 pairs of non-negative unit vectors of the MSE $\\mathbb{E}|\\hat k - (x\\cdot y)^p|^2$ of "
+            "D = 1024 real and "
             "complex Gaussian and Rademacher sketches (Thm 2, Eqs. 18–21), d = 8 and d = 32; below, the ratio "
             "complex/real. Complex features win, and the more so the higher the degree (ratio 0.68 → 0.05 for the "
             "Gaussian sketch at d = 8); Rademacher improves on Gaussian slightly more for small d.",

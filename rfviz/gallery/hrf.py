@@ -30,7 +30,7 @@ HRF1_CURVES: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
 }
 HRF1_KEYS = {"trig": "trig", "++ (positive, antithetic)": "pos", "angular hybrid": "anghyb"}
 HRF1_FLOOR = -90.0
-"""Exact points (log10 MSE = −∞: r = 0, trig and the hybrid at θ = 0, ++ and the hybrid at θ = π) are drawn at this
+"""Exact points (log₁₀ MSE = −∞: r = 0, trig and the hybrid at θ = 0, ++ and the hybrid at θ = π) are drawn at this
 floor, so the plunge of the MSE to 0 at the ends stays visible."""
 
 
@@ -45,19 +45,19 @@ def build_hrf_fig1() -> tuple[go.Figure, Columns]:
         cols[f"log10_mse_{HRF1_KEYS[label]}"] = z.ravel()
         fig.add_trace(go.Surface(x=HRF1_THETA, y=HRF1_R_AXIS, z=np.maximum(z, HRF1_FLOOR), name=label,
                                  colorscale="Viridis", cmin=HRF1_FLOOR, cmax=65.0, showscale=i == 2,
-                                 colorbar={"title": {"text": "log10 MSE"}},
-                                 hovertemplate="θ=%{x:.3g}<br>r=%{y:.3g}<br>log10 MSE=%{z:.4g}<extra>" + label
+                                 colorbar={"title": {"text": "log₁₀ MSE"}},
+                                 hovertemplate="θ=%{x:.3g}<br>r=%{y:.3g}<br>log₁₀ MSE=%{z:.4g}<extra>" + label
                                                + "</extra>"), row=1, col=i + 1)
         sl = fn(HRF1_THETA, np.full_like(HRF1_THETA, HRF1_R)) / LOG10
         fig.add_trace(go.Scatter3d(x=HRF1_THETA, y=np.full_like(HRF1_THETA, HRF1_R), z=np.maximum(sl, HRF1_FLOOR),
                                    mode="lines", line={"color": "grey", "width": 7}, name=f"{label}: slice r = 5",
                                    showlegend=False), row=1, col=i + 1)
     scene = {"xaxis": {"title": {"text": "θ"}, **THETA_TICKS}, "yaxis": {"title": {"text": "r"}},
-             "zaxis": {"title": {"text": "log10 MSE"}, "range": [HRF1_FLOOR, 70]},
+             "zaxis": {"title": {"text": "log₁₀ MSE"}, "range": [HRF1_FLOOR, 70]},
              "camera": {"eye": {"x": 1.7, "y": -1.5, "z": 0.8}}}
     fig.update_layout(scene=scene, scene2=scene, scene3=scene, height=520,
-                      title=f"HRF Fig. 1: log10 MSE of the softmax-kernel estimators, m = {HRF1_M}, n = {HRF1_N}, "
-                            f"|x| = |y| = r<br>(grey: the slice r = {HRF1_R:g}; exact points, log10 MSE = −∞, drawn "
+                      title=f"HRF Fig. 1: log₁₀ MSE of the softmax-kernel estimators, m = {HRF1_M}, n = {HRF1_N}, "
+                            f"|x| = |y| = r<br>(grey: the slice r = {HRF1_R:g}; exact points, log₁₀ MSE = −∞, drawn "
                             f"at {HRF1_FLOOR:g})", **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 110}})
     return fig, cols
 
@@ -100,7 +100,7 @@ gallery_figure(GalleryFigure(
     name="hrf-fig1-mse-surfaces",
     title="HRF Fig. 1: MSE surfaces of trig, ++ and the angular hybrid",
     paper="Hybrid Random Features (Choromanski et al., ICLR 2022), Fig. 1",
-    caption="log10 MSE of the softmax-kernel estimators for same-length inputs |x| = |y| = r at angle θ, m = 10 "
+    caption="log₁₀ MSE of the softmax-kernel estimators for same-length inputs |x| = |y| = r at angle θ, m = 10 "
             "random features per base estimator and n = 1 λ-feature. Trig is exact at θ = 0 and nearly flat in θ "
             "once 4r² sin²(θ/2) ≫ 1; ++ (FAVOR+) is exact only as θ → π; the grey r = 5 slice shows that only the "
             "angular hybrid goes to 0 at both ends (θ → 0 and θ → π). In absolute MSE the hybrid is not uniformly "
@@ -109,7 +109,7 @@ gallery_figure(GalleryFigure(
     errata="The hybrid surface uses the corrected Theorem D.1, eq. 47: the second coefficient is (1 − p)(1 − p + "
            "p/n), not the printed one (reference §7 item 1, Monte-Carlo confirmed). The reference table's θ = π "
            "values for ++ and the hybrid (−65.818 at r = 1, −83.868 at r = 5) are round-off: y = −x there, the "
-           "estimates are exact and log10 MSE = −∞. The paper's 'inputs of length r = 5' is ambiguous (axis range "
+           "estimates are exact and log₁₀ MSE = −∞. The paper's 'inputs of length r = 5' is ambiguous (axis range "
            "or slice); rfviz draws r ∈ [−5, 5] (symmetrised, |r|) with the slice at r = 5. Shared and independent "
            "projections give the same MSE at equal lengths.",
     build=build_hrf_fig1,
@@ -121,7 +121,7 @@ gallery_figure(GalleryFigure(
     key_numbers=_hrf1_keys,
     catalog=_hrf1_catalog(),
     corrections={f"r{r}_{est}_theta_pi": ("-inf", HRF1_PI_WHY) for r in (1, 5) for est in ("pos", "anghyb")},
-    params={"kernel": "softmax", "m": HRF1_M, "n": HRF1_N, "r": "−5 … 5 (|r|)", "θ": "0 … π", "z": "log10 MSE"},
+    params={"kernel": "softmax", "m": HRF1_M, "n": HRF1_N, "r": "−5 … 5 (|r|)", "θ": "0 … π", "z": "log₁₀ MSE"},
     source="hybrid_random_features.md §5 Figure 1 (table of reference slices)",
 ))
 

@@ -33,8 +33,8 @@ def _sphere_problems(d: int, r: float) -> list[OptimalSampling]:
 def build_os_radial() -> tuple[go.Figure, str]:
     figs = [fo.psi_radial_density_figure(_sphere_problems(d, r)) for d, r in OS_RADIAL_CASES]
     fig = side_by_side(figs, [f"d = {d}, r = {r:g}" for d, r in OS_RADIAL_CASES],
-                       "Optimal Ψ*: radial density of |ω| for sphere inputs Unif(r·S^{d−1}), softmax kernel<br>"
-                       "(Ω = N(0, I): χ_d)")
+                       "Optimal Ψ*: radial density of |ω| for sphere inputs Unif(r·S<sup>d−1</sup>), softmax kernel<br>"
+                       "(Ω = N(0, I): χ<sub>d</sub>)")
     return fig, traces_csv(fig)
 
 
@@ -62,10 +62,10 @@ gallery_figure(GalleryFigure(
     title="Optimal sampling: radial densities of the optimal Ψ*",
     paper="Optimal importance sampling Ψ for random features (Thm 1); no figure in the paper",
     caption="The radial law of |ω| under the optimal proposal Ψ* (Thm 1) for inputs uniform on the sphere of radius "
-            "r, against the plain Ω = N(0, I) (χ_d, dashed). For positive features Ψ* is isotropic with a "
+            "r, against the plain Ω = N(0, I) ($\\chi_d$, dashed). For positive features Ψ* is isotropic with a "
             "noncentral-χ radius (d dof, noncentrality 2r): it shifts mass outwards (mean radius 2.27 vs 1.25 at "
             "d = 2, r = 1); for trig features with a random phase the ω-marginal stays Ω and only the phase is "
-            "re-weighted, so its curve lies on χ_d.",
+            "re-weighted, so its curve lies on $\\chi_d$.",
     errata="The paper has no figures or numbers; this is the reference's suggested view 1 (optimal_sampling.md §4). "
            "Theorem 1 needs x1 and x2 independent, and its 'lowest possible' variance is the lowest among iid "
            "importance samplers of a scalar φ (reference §2.4 items 2 and 4).",
@@ -74,7 +74,7 @@ gallery_figure(GalleryFigure(
     explorer_params={"inputs": "sphere", "kernel": "softmax", "d": "2", "r": "1"},
     key_numbers=_os_radial_keys,
     catalog=_os_radial_catalog(),
-    params={"inputs": "Unif(r·S^{d−1})", "kernel": "softmax", "(d, r)": list(OS_RADIAL_CASES),
+    params={"inputs": "Unif(r·S<sup>d−1</sup>)", "kernel": "softmax", "(d, r)": list(OS_RADIAL_CASES),
             "mechanisms": ["positive", "trig (random phase)"]},
     source="optimal_sampling.md §3.1 (mean radius, Ω vs Ψ)",
 ))
@@ -92,7 +92,7 @@ def build_os_vstar() -> tuple[go.Figure, str]:
             fo.variance_sweep_figure("gaussian", OS_GAUSS_D, "sigma", OS_GAUSS_SIGMA, shade=False)]
     fig = side_by_side(figs, [f"sphere inputs, d = {OS_SPHERE_D}", f"Gaussian inputs N(0, σ²I), d = {OS_GAUSS_D}"],
                        "Optimal sampling: V* (optimal Ψ) against the unweighted variance (Ψ = Ω),<br>softmax kernel, "
-                       "log10 per sample", height=480)
+                       "log₁₀ per sample", height=480)
     for j, (thr, text) in enumerate(((math.sqrt(1 / 6), "σ² = 1/6: positive plain diverges"),
                                      (math.sqrt(1 / 2), "σ² = 1/2: everything diverges")), start=1):
         fig.add_vline(x=thr, line={"dash": "dot", "color": "grey"}, row=1, col=2,

@@ -30,8 +30,8 @@ def density_mode(d: int, coupling: str) -> tuple[float, float]:
 
 def build_simrf_fig5() -> tuple[go.Figure, str]:
     fig = fc.density_figure(SIMRF5_D, SIMRF5_COUPLINGS, samples=SIMRF5_SAMPLES, seed=5, v=SIMRF5_V)
-    fig.update_layout(title=f"SimRF Fig. 5: p(w_ij) at d = {SIMRF5_D} with {SIMRF5_SAMPLES} sampled pairs per "
-                            f"coupling<br>penalty f(w, v = {SIMRF5_V:g}) on the right axis (log)", height=480,
+    fig.update_layout(title=f"SimRF Fig. 5: p(w<sub>ij</sub>) at d = {SIMRF5_D} with {SIMRF5_SAMPLES} sampled pairs "
+                            f"per coupling<br>penalty f(w, v = {SIMRF5_V:g}) on the right axis (log)", height=480,
                       margin={"t": 90})
     return fig, traces_csv(fig)
 
@@ -64,9 +64,9 @@ def _simrf5_keys(fig: go.Figure, data: str) -> dict[str, float]:
 
 gallery_figure(GalleryFigure(
     name="simrf-fig5-wij-densities",
-    title="SimRF Fig. 5: densities of w_ij = ‖ω_i + ω_j‖ at d = 6",
+    title="SimRF Fig. 5: densities of wᵢⱼ = ‖ωᵢ + ωⱼ‖ at d = 6",
     paper="Simplex Random Features (Reid et al., ICML 2023), Fig. 5",
-    caption="The law of w_ij for iid (Lemma 4.1), orthogonal and simplex (Lemma 4.2, pair angles 0 and −1/(d−1)) "
+    caption="The law of $w_{ij}$ for iid (Lemma 4.1), orthogonal and simplex (Lemma 4.2, pair angles 0 and −1/(d−1)) "
             "projections at d = 6, with histograms of pairs drawn by rfviz's own coupled samplers. The simplex "
             "density is the most concentrated and has the thinnest right tail; the convex increasing penalty "
             "f(w, v) = 0F1(; d/2; v²w²/4) (dotted, right axis) is what the MSE averages, so a thinner right tail "

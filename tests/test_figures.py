@@ -1,0 +1,288 @@
+"""Figures a person can read (issue 13): colour/z windows that show the data, exact cells marked, human labels,
+Monte-Carlo points in their curve's colour, downloads that carry their parameters."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from rfviz.estimators import REGISTRY
+from rfviz.figures import common, export
+from rfviz.figures import crt as fg
+from rfviz.figures import dp as fd
+from rfviz.figures import explorer as ex
+from rfviz.figures import hrf as fh
+from rfviz.figures import simrf as fs
+from rfviz.params import D_PARAM, R_MAX_PARAM, ParameterError
+
+MAX_OUTSIDE = 0.10
+"""A heatmap/surface may keep at most this fraction of its finite values outside its colour/z window."""
+
+EXPLORER_DEFAULT = ("trig", "positive_antithetic", "hybrid_angular")
+
+
+# ------------------------------------------------------------------ the figures the pages and the gallery make
+def _explorer(view: str, which: str = "log10_mse", r_max: float = R_MAX_PARAM.default, d: int = D_PARAM.default,
+              kernel: str = "softmax", names: tuple[str, ...] = EXPLORER_DEFAULT, res: int = 60) -> go.Figure:
+    r, theta = ex.make_axes(r_max, res, res)
+    surfs = [ex.analytic_surface(n, {}, kernel, d, r, theta) for n in names]
+    values = ex.quantity(surfs, which, pair=names[:2] if which == "ratio" else None)
+    build = ex.heatmap_figure if view == "heatmap" else ex.surface_figure
+    return build(r, theta, values, which)
+
+
+def _gerf(s: int = 1, re_min: float = -0.5, im_max: float = 0.5, r: float = 1.0, theta: float = np.pi / 2,
+          d: int = 16) -> go.Figure:
+    re, im, z = fg.complex_A_data(r, theta, d, 1, "softmax", s, re_min, im_max)
+    return fg.complex_A_figure(re, im, z, s, r, theta, d)
+
+
+def _hybrid(kind: str = "angular", r_max: float = 4.0) -> go.Figure:
+    r, theta, panels = fh.winner_columns(kind, r_max, 1 if kind == "angular" else 4, 1.0, 10)
+    return fh.winner_figure(r, theta, panels)
+
+
+def _gallery_hrf1() -> go.Figure:
+    from rfviz.gallery import build_figure
+
+    return build_figure("hrf-fig1-mse-surfaces")[0]
+
+
+MAPS = {
+    "explorer heatmap (defaults)": lambda: _explorer("heatmap"),
+    "explorer 3-D (defaults)": lambda: _explorer("surface"),
+    "explorer heatmap r_max = 5, d = 16 (gallery HRF Fig. 1 link)": lambda: _explorer("heatmap", r_max=5.0, d=16),
+    "explorer 3-D r_max = 5": lambda: _explorer("surface", r_max=5.0),
+    "explorer relative error": lambda: _explorer("heatmap", "rel_error"),
+    "explorer ratio": lambda: _explorer("heatmap", "ratio", r_max=5.0),
+    "explorer gaussian kernel, r_max = 8": lambda: _explorer("heatmap", r_max=8.0, kernel="gaussian"),
+    "GERF complex A, s = +1": lambda: _gerf(1),
+    "GERF complex A, s = −1": lambda: _gerf(-1),
+    "GERF complex A, wide window": lambda: _gerf(1, re_min=-2.0, im_max=2.0),
+    "hybrid winner map (angular)": lambda: _hybrid("angular"),
+    "hybrid winner map (gaussian, r_max = 8)": lambda: _hybrid("gaussian", 8.0),
+    "dot-product real vs complex": lambda: fd.real_complex_ratio_map(3, 16, 1.0),
+    "gallery HRF Fig. 1": _gallery_hrf1,
+}
+
+
+def _window(fig: go.Figure, trace: go.BaseTraceType) -> tuple[float, float] | None:
+    """The colour (heatmap) or z (surface) window a trace is drawn in; None when plotly autoscales to the data."""
+    if trace.type == "surface":
+        rng = fig.layout.scene.zaxis.range
+        if rng is not None:
+            return float(rng[0]), float(rng[1])
+        return (trace.cmin, trace.cmax) if trace.cmin is not None else None
+    if trace.coloraxis:
+        ax = fig.layout[trace.coloraxis]
+        return (ax.cmin, ax.cmax) if ax.cmin is not None else None
+    return (trace.zmin, trace.zmax) if trace.zmin is not None else None
+
+
+def outside_fractions(fig: go.Figure) -> dict[str, float]:
+    """Per heatmap/surface: the fraction of its finite values outside its window (for surfaces, values pinned to
+    the window's ends count as outside: that is how a surface hides what it clips)."""
+    out = {}
+    for t in fig.data:
+        if t.type not in ("heatmap", "surface", "contour") or t.meta == "exact":
+            continue
+        z = np.asarray(t.z, dtype=float)
+        z = z[np.isfinite(z)]
+        window = _window(fig, t)
+        if z.size == 0 or window is None:
+            out[t.name] = 0.0
+            continue
+        lo, hi = window
+        tol = 1e-9 * max(1.0, abs(lo), abs(hi))
+        if t.type == "surface":
+            outside = (z <= lo + tol) | (z >= hi - tol)
+        else:
+            outside = (z < lo - tol) | (z > hi + tol)
+        out[t.name] = float(outside.mean())
+    return out
+
+
+@pytest.fixture(scope="module")
+def maps() -> dict[str, go.Figure]:
+    return {k: build() for k, build in MAPS.items()}
+
+
+@pytest.mark.parametrize("name", list(MAPS))
+def test_colour_window_shows_the_data(maps, name):
+    fractions = outside_fractions(maps[name])
+    assert fractions, f"{name}: no heatmap or surface"
+    bad = {k: round(v, 3) for k, v in fractions.items() if v > MAX_OUTSIDE}
+    assert not bad, f"{name}: more than {MAX_OUTSIDE:.0%} of the finite values outside the colour window: {bad}"
+
+
+def test_outside_fraction_detects_a_hidden_map():
+    """The check itself can fail: a window of the top 12 decades (the old explorer default) hides most of r_max = 5."""
+    fig = _explorer("heatmap", r_max=5.0, d=16)
+    fig.update_layout(coloraxis={"cmin": 52.0, "cmax": 64.0})
+    assert max(outside_fractions(fig).values()) > 0.5
+
+
+def test_windows_are_shared_across_panels(maps):
+    fig = maps["explorer heatmap (defaults)"]
+    heat = [t for t in fig.data if t.type == "heatmap" and t.meta != "exact"]
+    assert len(heat) == 3 and {t.coloraxis for t in heat} == {"coloraxis"}
+
+
+def test_gerf_complex_map_window_is_near_the_data():
+    """Issue 13: the colour bar ran 366–378 while the data reach −0.6; the window must reach down to the minimum."""
+    re, im, z = fg.complex_A_data(1.0, np.pi / 2, 16, 1, "softmax", 1)
+    fig = fg.complex_A_figure(re, im, z, 1, 1.0, np.pi / 2, 16)
+    finite = z[np.isfinite(z)]
+    assert fig.layout.coloraxis.cmin <= float(finite.min()) + 1e-9
+    assert fig.layout.coloraxis.cmax < float(finite.max())  # the blow-up at Re A → 1/8 is clipped, and says so
+    assert fig.layout.coloraxis.colorbar.ticktext[-1].startswith("≥")
+
+
+def test_user_range_and_clipped_ends_labelled():
+    z = np.array([[0.0, 1.0, 2.0], [3.0, 4.0, 100.0]])
+    fig = common.heatmaps(np.arange(3), np.arange(2), {"a": z}, xlabel="x", ylabel="y", zlabel="z",
+                          zrange=(0.5, 4.0), theta_axis="none")
+    assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.5, 4.0)
+    text = fig.layout.coloraxis.colorbar.ticktext
+    assert text[0].startswith("≤") and text[-1].startswith("≥")
+    with pytest.raises(ParameterError, match="colour range"):
+        common.robust_range([z], user=(3.0, 1.0))
+
+
+def test_exact_cells_get_their_own_colour_and_legend(maps):
+    fig = maps["explorer heatmap (defaults)"]
+    overlays = [t for t in fig.data if t.meta == "exact"]
+    assert overlays and all(t.colorscale[0][1] == common.EXACT_COLOR for t in overlays)
+    assert any(t.showlegend and t.name == "exact (MSE = 0)" and t.marker.color == common.EXACT_COLOR
+               for t in fig.data if t.type == "scatter")
+    surf = maps["explorer 3-D (defaults)"]
+    assert any(t.type == "scatter3d" and t.meta == "exact" for t in surf.data)
+
+
+def test_roundoff_is_exact_not_a_value():
+    """θ = π in floating point: a relative MSE below machine epsilon is shown as exact (−inf), not as −16.5."""
+    theta = np.array([np.pi])
+    r = np.linspace(0.1, 3.0, 30)
+    surfs = [ex.analytic_surface(n, {}, "softmax", 16, r, theta) for n in EXPLORER_DEFAULT]
+    values = ex.quantity(surfs, "log10_mse")
+    for s in surfs:
+        v = values[s.name]
+        assert np.all(np.isneginf(v) | (v - 2 * s.log10_kernel >= ex.ROUNDOFF_LOG10_REL_MSE))
+
+
+# ------------------------------------------------------------------ labels
+RAW = re.compile(r"\blog10\b|\b\w+_\w+\b")
+
+
+def _texts(fig: go.Figure) -> list[str]:
+    """Axis titles, colour-bar titles, subplot titles and legend entries of a figure."""
+    out = []
+    layout = fig.layout
+    for name in layout:
+        if name.startswith(("xaxis", "yaxis")) and layout[name].title.text:
+            out.append(layout[name].title.text)
+    for ax in ("xaxis", "yaxis", "zaxis"):
+        if layout.scene[ax].title.text:
+            out.append(layout.scene[ax].title.text)
+    if layout.coloraxis.colorbar.title.text:
+        out.append(layout.coloraxis.colorbar.title.text)
+    out += [a.text for a in layout.annotations if a.text]
+    out += [t.name for t in fig.data if t.name and t.showlegend is not False]
+    return out
+
+
+def _label_figures() -> dict[str, go.Figure]:
+    coord = np.linspace(0.0, np.pi, 50)
+    surfs = [ex.analytic_surface(n, {}, "softmax", 16, np.array([1.0]), coord) for n in EXPLORER_DEFAULT]
+    sl = {k: v.ravel() for k, v in ex.quantity(surfs, "log10_mse").items()}
+    figs = {"slice": ex.slice_figure("r", coord, sl, "log10_mse", 1.0),
+            "real A": fg.real_A_figure(fg.real_A_columns(1.0, 1.0, 16, 1, "softmax"), 1.0, 1.0, 16, 1, "softmax"),
+            "oprf": fg.oprf_figure(fg.oprf_columns(16, 10.0), 16)}
+    for view in ("heatmap", "surface"):
+        for which in ex.QUANTITIES:
+            figs[f"explorer {view} {which}"] = _explorer(view, which, res=12)
+    figs.update({"GERF complex A": _gerf(), "hybrid winner map": _hybrid(), "DIRF": fg.dirf_figure(
+        *fg.dirf_columns(1.0, 1.0, 4, 1, "softmax", "flat", False, points=20), shifted=False)})
+    return figs
+
+
+@pytest.mark.parametrize("name", list(_label_figures()))
+def test_labels_are_human(name):
+    fig = _label_figures()[name]
+    for text in _texts(fig):
+        assert text not in REGISTRY, f"{name}: raw registry name {text!r} as a label"
+        assert not RAW.search(text), f"{name}: raw key in label {text!r}"
+
+
+def test_log_axes_show_decades_with_powers():
+    x = np.geomspace(1e-8, 1.0, 40)
+    fig = common.lines(x, {"a": x ** 2}, xlabel="λ", ylabel="MSE", log_y=True)
+    fig.update_xaxes(type="log")
+    common.log_axes(fig)
+    for ax in (fig.layout.xaxis, fig.layout.yaxis):
+        assert ax.dtick == 1 and ax.exponentformat == "power"  # decades only, 10⁻⁸ rather than 10n
+    assert common.TEMPLATE.layout.xaxis.exponentformat == "power"  # no SI prefixes on linear axes either
+
+
+# ------------------------------------------------------------------ Monte-Carlo points in their curve's colour
+def _mc_colours_match(fig: go.Figure) -> None:
+    lines = {t.name: t.line.color for t in fig.data if t.type == "scatter" and t.mode == "lines"}
+    sampled = [t for t in fig.data if t.type == "scatter" and t.name and "(sampled" in t.name]
+    assert sampled
+    for t in sampled:
+        base = t.name.split(" (sampled")[0]
+        assert base in lines, f"no curve for {t.name!r}"
+        assert t.marker.color == lines[base], f"{t.name!r}: {t.marker.color} vs its curve {lines[base]}"
+        assert t.error_y.color == lines[base]
+
+
+def test_sampled_points_match_their_curve():
+    coord = np.linspace(0.0, np.pi, 30)
+    surfs = [ex.analytic_surface(n, {}, "softmax", 16, np.array([1.0]), coord) for n in EXPLORER_DEFAULT]
+    sl = {k: v.ravel() for k, v in ex.quantity(surfs, "log10_mse").items()}
+    sampled = {n: (coord[::5], sl[n][::5], np.full(6, 0.1)) for n in EXPLORER_DEFAULT[::-1]}  # other order
+    _mc_colours_match(ex.slice_figure("r", coord, sl, "log10_mse", 1.0, sampled))
+    c = fg.real_A_columns(1.0, 1.0, 16, 1, "softmax")
+    fake = {"A": c["A"][:5], **{f"log10_mse_s{k}1": c[f"log10_mse_s{k}1"][:5] for k in "+-"},
+            **{f"log10_se_s{k}1": np.full(5, 0.1) for k in "+-"}}
+    _mc_colours_match(fg.real_A_figure(c, 1.0, 1.0, 16, 1, "softmax", sampled=fake))
+    v = np.array([0.5, 1.0, 2.0])
+    fake_ratios = {k: (v, np.full(3, 0.9), np.full(3, 0.01)) for k in ("simplex", "orthogonal")}
+    _mc_colours_match(fs.add_sampled_ratios(fs.ratio_vs_v_figure(8), fake_ratios))
+
+
+# ------------------------------------------------------------------ downloads
+def test_csv_header_carries_the_parameters_and_stays_parseable():
+    text = export.columns_to_csv({"theta": [0.0, 1.0], "log10_mse": [-1.0, np.inf]}, "mse-explorer",
+                                 {"r_max": 5.0, "est": "trig,hybrid_angular", "label": "a b"})
+    first, *_ = text.splitlines()
+    from rfviz import __version__
+
+    assert first == f'# rfviz {__version__} mse-explorer r_max=5 est=trig,hybrid_angular label="a b"'
+    df = pd.read_csv(io.StringIO(text), comment="#")
+    assert list(df.columns) == ["theta", "log10_mse"] and len(df) == 2 and np.isnan(df["log10_mse"][1])
+    assert export.with_header(text, "again") == text  # one header only
+    assert not export.columns_to_csv({"a": [1]}).startswith("#")  # no figure: plain CSV, as before
+
+
+def test_html_has_title_parameters_and_can_be_light():
+    fig = _explorer("heatmap")
+    full = export.figure_html(fig, title="mse-explorer", params={"r_max": 2})
+    light = export.figure_html(fig, "cdn", title="mse-explorer", params={"r_max": 2})
+    assert "<title>mse-explorer</title>" in light and "mse-explorer r_max=2" in light
+    assert len(light) < 400_000 < 4_000_000 < len(full)
+
+
+def test_gallery_export_writes_the_header(tmp_path):
+    from rfviz.gallery import export_figure
+
+    written = export_figure("dp-fig2-error-vs-degree", out=str(tmp_path / "f.html"), data=str(tmp_path / "f.csv"))
+    head = (tmp_path / "f.csv").read_text(encoding="utf-8").splitlines()[0]
+    assert head.startswith("# rfviz ") and "dp-fig2-error-vs-degree" in head
+    assert "<title>dp-fig2-error-vs-degree</title>" in (tmp_path / "f.html").read_text(encoding="utf-8")
+    assert set(written) == {"figure", "data"}
