@@ -12,7 +12,7 @@ import json
 import math
 
 from ..lab import D_PARAM, DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_R, DEFAULT_THETA, DEFAULT_TRIALS, check
-from ..params import ParameterError
+from ..params import MAX_LIST_LENGTH, ParameterError
 from ..params import check as check_value
 from ..plugins import PluginError, resolve_estimator
 from ..textio import UsageError, jsonable, parse_assignments, parse_vector
@@ -26,6 +26,9 @@ def _angles(text: str) -> list[float]:
     t = text.strip()
     if t.isdigit():
         n = int(t)
+        if n > MAX_LIST_LENGTH:
+            raise ParameterError(f"theta may be at most {MAX_LIST_LENGTH} angles, got {n}; split the study (e.g. with "
+                                 f"the sweep command)")
         if n < 1:
             raise ParameterError(f"theta must be a count ≥ 1 or a list of angles, got {text!r}")
         return [math.pi * i / max(n - 1, 1) for i in range(n)] if n > 1 else [math.pi / 2]

@@ -12,15 +12,15 @@ from ..engine import monte_carlo
 from ..estimators import get_estimator
 from ..geometry import embed_pair
 from ..numerics import LOG10
-from ..params import Param, ParameterError, check
+from ..params import MAX_DIMENSION, MAX_TRIALS, Param, ParameterError, check, require_fits
 from ..textio import parse_assignments, parse_vector
 from ._output import emit
 
 NAME = "mse"
 HELP = "closed-form MSE of one estimator at one input pair, and optionally its Monte-Carlo twin"
 
-D = Param("d", 2, "int", "input dimension", low=1)
-TRIALS = Param("trials", 0, "int", "Monte-Carlo trials (0: closed form only)", low=0)
+D = Param("d", 2, "int", "input dimension", low=1, high=MAX_DIMENSION)
+TRIALS = Param("trials", 0, "int", "Monte-Carlo trials (0: closed form only)", low=0, high=MAX_TRIALS)
 INPUT_KEYS = ("r", "theta", "d", "embedding", "x", "y")
 
 
@@ -42,6 +42,7 @@ def resolve_inputs(values: dict[str, str]) -> tuple[np.ndarray, np.ndarray, dict
     r = _number("r", values.get("r", "1.0"))
     theta = _number("theta", values.get("theta", str(math.pi / 2)))
     d = check(_number("d", values.get("d", "2")), D)
+    require_fits(f"a pair of inputs in dimension d={d}", 4 * 8 * d, "use a smaller d")
     embedding = values.get("embedding", "canonical")
     x, y = embed_pair(r, theta, d, embedding)
     info: dict[str, Any] = {"r": r, "theta": theta, "d": d}
@@ -77,7 +78,15 @@ def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, d
     log_k, sign = est.kernel_log_value(x, y)
     if x.ndim > 1:  # averaging embedding: mean MSE over the stack of pairs (the kernel is the same for all)
         log_k, sign = log_k[0], sign[0]
-    log_mse = _log_mean_mse(est.log_mse(x, y)) if est.closed_form_available() else None
+    log_mse, note = None, None
+    if est.closed_form_available():
+        try:
+            log_mse = _log_mean_mse(est.log_mse(x, y))
+        except (FloatingPointError, OverflowError) as exc:  # valid but extreme inputs: null with a reason
+            note = f"closed form not representable at these inputs ({' '.join(str(exc).split())[:160]})"
+        else:
+            if math.isnan(log_mse):
+                log_mse, note = None, "closed form not representable at these inputs (NaN in log space)"
     report: dict[str, Any] = {
         "estimator": name,
         "kernel": est.kernel,
@@ -89,6 +98,8 @@ def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, d
         "log10_mse": None if log_mse is None or not math.isfinite(log_mse) else log_mse / LOG10,
         "mc": None,
     }
+    if note is not None:
+        report["note"] = note
     if trials:
         n_pairs = 1 if x.ndim == 1 else x.shape[0]
         res = monte_carlo(est, x, y, trials=max(2, -(-trials // n_pairs)), seed=seed, device=device)
