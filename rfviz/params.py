@@ -243,9 +243,9 @@ COUPLING_PARAM = Param("coupling", "iid", "choice",
 
 # Page-level parameters of the app (inputs and sampling settings, not estimator parameters): declared once here so
 # that every page's widgets, URL parsing and error messages use the same valid range.
-D_PARAM = Param("d", 16, "int", "input dimension of x and y", low=1, high=10_000, label="d (input dimension)")
+D_PARAM = Param("d", 16, "int", "input dimension of x and y", low=1, high=4096, label="d (input dimension)")
 COUPLED_D_PARAM = Param("d", 16, "int", "dimension: coupled (orthogonal / simplex) projections need d ≥ 2", low=2,
-                        high=10_000, label="d (dimension)")
+                        high=4096, label="d (dimension)")
 DEGREE_PARAM = Param("p", 3, "int", "degree of the polynomial kernel (x·y)ᵖ", low=1, high=64, label="p (degree)")
 TRIALS_PARAM = Param("trials", 2000, "int", "Monte-Carlo trials (independent draws of the features) per point",
                      low=2, high=1_000_000, label="trials")

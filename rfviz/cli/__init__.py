@@ -27,6 +27,7 @@ from . import check, density, estimators, figure, gram, mse, psi, sweep
 COMMANDS: tuple[ModuleType, ...] = (estimators, mse, figure, check, psi, density, gram, sweep)
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+_FIT = "use smaller sizes (and a --memory-budget that fits the machine)"
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -46,8 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
         module.configure(p)
         if not any("--memory-budget" in a.option_strings for a in p._actions):
             p.add_argument("--memory-budget", default=None, metavar="SIZE",
-                           help=f"largest working set, e.g. 512MiB or 4GiB (default {format_bytes(DEFAULT_MEMORY_BUDGET)}"
-                                "); larger requests are refused up front")
+                           help="largest working set, e.g. 512MiB or 4GiB (default "
+                                f"{format_bytes(DEFAULT_MEMORY_BUDGET)}); larger requests are refused up front")
         p.set_defaults(run=module.run)
     return parser
 
@@ -64,9 +65,9 @@ def _describe(exc: BaseException) -> str | None:
     if isinstance(exc, FloatingPointError | OverflowError | ZeroDivisionError):
         return f"numeric overflow or loss of precision ({_one_line(exc)}); try less extreme inputs"
     if isinstance(exc, MemoryError):
-        return "not enough memory for this request; use smaller sizes (the memory budget, --memory-budget, must fit the machine)"
+        return f"not enough memory for this request; {_FIT}"
     if isinstance(exc, RuntimeError) and any(s in str(exc) for s in ("alloc", "out of memory", "not enough memory")):
-        return f"allocation refused ({_one_line(exc)[:160]}); use smaller sizes (the memory budget, --memory-budget, must fit the machine)"
+        return f"allocation refused ({_one_line(exc)[:160]}); {_FIT}"
     if isinstance(exc, OSError):
         name = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
         reason = exc.strerror or _one_line(exc)

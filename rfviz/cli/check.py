@@ -11,10 +11,10 @@ import argparse
 import json
 import math
 
+from ..estimators.base import REGISTRY
 from ..lab import D_PARAM, DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_R, DEFAULT_THETA, DEFAULT_TRIALS, check
 from ..params import MAX_LIST_LENGTH, ParameterError
 from ..params import check as check_value
-from ..estimators.base import REGISTRY
 from ..plugins import PLUGINS, PluginError, plugin_timeout_scope, resolve_estimator
 from ..textio import UsageError, jsonable, parse_assignments, parse_vector
 
