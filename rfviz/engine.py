@@ -38,7 +38,15 @@ import torch
 from .estimators.base import Estimator, PairStats, Samples, get_estimator
 from .geometry import check_r, check_theta, project_to_span
 from .numerics import LOG10
-from .params import DEFAULT_MEMORY_BUDGET, MAX_TRIALS, Param, ParameterError, current_memory_budget, validated
+from .params import (
+    DEFAULT_MEMORY_BUDGET,
+    MAX_TRIALS,
+    Param,
+    ParameterError,
+    current_memory_budget,
+    format_bytes,
+    validated,
+)
 from .sampling import resolve_device
 
 DEFAULT_BLOCK_TRIALS = 128
@@ -184,8 +192,9 @@ class _Plan:
 
 def _require_budget(what: str, nbytes: int, budget: int) -> None:
     if nbytes > budget:
-        raise ParameterError(f"{what} need {nbytes} bytes, more than memory_budget={budget} bytes: use fewer or "
-                             f"smaller inputs, or raise the budget (--memory-budget)")
+        raise ParameterError(f"{what} need {format_bytes(nbytes)}, more than the memory budget of "
+                             f"{format_bytes(budget)}: use fewer or smaller inputs, or raise the budget "
+                             f"(--memory-budget)")
 
 
 def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_bytes: int, budget: int,
@@ -197,9 +206,10 @@ def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_byt
     unit_cost = per_pair * itemsize  # bytes of work per (trial, pair)
     minimum = 2 * sample_bytes + per_pair_fixed + unit_cost
     if minimum > budget:
-        raise ParameterError(f"this run needs at least {minimum} bytes at a time (estimator work, inputs and "
-                             f"{block} trials' samples), more than memory_budget={budget} bytes: use a smaller "
-                             f"d or m, fewer pairs, lower block_trials, or raise the budget (--memory-budget)")
+        raise ParameterError(f"memory_budget must be at least {format_bytes(minimum)} for this run (estimator work, "
+                             f"inputs and {block} trials' samples at a time), got {format_bytes(budget)}: use a "
+                             f"smaller d or m, fewer pairs, lower block_trials, or raise the budget "
+                             f"(--memory-budget)")
     free = budget - 2 * sample_bytes - unit_cost  # ≥ per_pair_fixed
     # Per-pair state (inputs, accumulators, one block of estimates) takes at most half of what is free.
     super_pairs = max(1, min(P, free // (2 * per_pair_fixed)))

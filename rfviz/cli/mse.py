@@ -93,7 +93,7 @@ class _Progress:
     def __call__(self, fraction: float) -> None:
         self.fraction = fraction
         now = time.monotonic() - self.start
-        if now >= self.after_s and now - self.last >= 1.0:
+        if now >= self.after_s and (now - self.last >= 1.0 or (fraction >= 1 and self.last >= 0)):
             self.last = now
             eta = now * (1 - fraction) / fraction if fraction > 0 else float("inf")
             print(f"\rmonte carlo: {100 * fraction:5.1f}%  {now:.0f} s elapsed, ~{eta:.0f} s left (Ctrl-C stops)",
