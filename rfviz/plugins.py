@@ -30,7 +30,7 @@ import pathlib
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager
 from importlib import metadata
 from types import ModuleType
 from typing import Any, TypeVar
@@ -53,7 +53,6 @@ DEFAULT_TIMEOUT_S = 60.0
 _TIMEOUT: contextvars.ContextVar[float | None] = contextvars.ContextVar("rfviz_plugin_timeout", default=None)
 _IN_WORKER = threading.local()
 _CAPTURE_LOCK = threading.Lock()
-_CAPTURE_DEPTH = [0]
 CAPTURED_STDOUT: list[str] = []
 """What plugin code printed (kept away from the CLI's stdout, where it would corrupt --json); last 50 writes."""
 
@@ -110,27 +109,28 @@ def plugin_timeout_scope(seconds: float | None) -> Iterator[None]:
         _TIMEOUT.reset(token)
 
 
+class _PluginStdout(io.StringIO):
+    """The buffer that stands in for stdout while plugin code runs."""
+
+
 @contextmanager
 def _captured_stdout() -> Iterator[None]:
-    """Send what plugin code prints to ``CAPTURED_STDOUT`` instead of stdout (re-entrant: one redirect at a time,
-    whichever thread asks, so an abandoned worker can never leave stdout pointing at a buffer)."""
+    """Send what plugin code prints to ``CAPTURED_STDOUT`` instead of stdout. Re-entrant: inside a capture (any
+    thread) nothing more is redirected, so an abandoned worker can never leave stdout pointing at a buffer."""
     with _CAPTURE_LOCK:
-        _CAPTURE_DEPTH[0] += 1
-        outer = _CAPTURE_DEPTH[0] == 1
-    if not outer:
-        try:
-            yield
-        finally:
-            with _CAPTURE_LOCK:
-                _CAPTURE_DEPTH[0] -= 1
+        if isinstance(sys.stdout, _PluginStdout):
+            buf = None
+        else:
+            buf = _PluginStdout()
+            saved, sys.stdout = sys.stdout, buf
+    if buf is None:
+        yield
         return
-    buf = io.StringIO()
     try:
-        with redirect_stdout(buf):
-            yield
+        yield
     finally:
         with _CAPTURE_LOCK:
-            _CAPTURE_DEPTH[0] -= 1
+            sys.stdout = saved
         if buf.getvalue():
             CAPTURED_STDOUT.append(buf.getvalue()[-2000:])
             del CAPTURED_STDOUT[:-50]
