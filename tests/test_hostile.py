@@ -62,6 +62,7 @@ REFUSED = [
     ("density", f"w={LONG_LIST}"),
     ("density", "d=1e308"),
     ("psi", "d=1e308"),
+    ("psi", "inputs=two_spheres", "r=1e5", "r2=0"),  # a 298 GiB quadrature grid before
     ("figure", "os-vstar-curves", "--out", "/nonexistent-dir/x.html"),
     ("figure", "os-vstar-curves", "--out", "/dev/full"),
     ("figure", "os-vstar-curves", "--out", "y" * 300 + ".html"),
