@@ -19,12 +19,37 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import streamlit as st
 
 from rfviz.figures.export import figure_html, with_header
 from rfviz.params import Param, ParameterError
+
+URL_VALUE_MAX_CHARS = 200
+"""Longer URL values are refused before parsing (and never echoed in full)."""
+SHOWN_CHARS = 80
+"""Values shown back in messages are cut to this many characters."""
+APP_INT_CAPS: dict[str, int] = {"m": 100_000, "n": 10_000, "trials": 200_000, "samples": 200_000, "p": 30,
+                                "D": 100_000}
+"""Upper bounds of integer estimator parameters in the app (the CLI may go further under --memory-budget)."""
+_MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~:$&\"'=")
+
+
+def plain(text: Any, limit: int = 400) -> str:
+    """``text`` made inert for Streamlit's Markdown (st.error/st.warning render Markdown): every Markdown/HTML
+    special character backslash-escaped, newlines flattened, cut to ``limit`` characters. Images, links, HTML and
+    colour directives from a URL are shown as the characters they are."""
+    t = " ".join(str(text).split())
+    if len(t) > limit:
+        t = t[: limit - 1] + "…"
+    return "".join("\\" + c if c in _MARKDOWN_SPECIAL else c for c in t)
+
+
+def short(text: str, limit: int = SHOWN_CHARS) -> str:
+    """A user-supplied value cut to ``limit`` characters for messages (its length said when cut)."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 T = TypeVar("T")
 F = TypeVar("F", bound=Callable[..., Any])
@@ -93,12 +118,15 @@ class PageState:
         raw = st.query_params.get(name)
         if raw is not None:
             try:
+                if len(raw) > URL_VALUE_MAX_CHARS:
+                    raise ParameterError(f"value too long ({len(raw)} characters, at most {URL_VALUE_MAX_CHARS})")
                 parsed = parse(raw)
                 if check is not None and not check(parsed):
                     raise ParameterError(f"value {raw!r} is out of the widget's range")
                 value = parsed
-            except (ParameterError, ValueError) as exc:
-                self.url_errors.append(f"URL parameter {name}: {exc}; using the default {to_text(default)}")
+            except (ParameterError, ValueError, TypeError, OverflowError) as exc:
+                self.url_errors.append(f"URL parameter {short(name, 40)}: {short(str(exc), 160)}; using the default "
+                                       f"{short(to_text(default))}")
                 if self._errors_shown:  # a widget created after show_url_errors (in a tab, behind a toggle)
                     self.show_url_errors()
         st.session_state[key] = value
@@ -113,7 +141,7 @@ class PageState:
         """Show what could not be read from the URL (each once; later widgets show theirs where they are)."""
         self._errors_shown = True
         for msg in self.url_errors:
-            st.error(msg, icon=":material/link_off:")
+            st.error(plain(msg), icon=":material/link_off:")
         self.url_errors.clear()
 
     def finish(self) -> None:
@@ -170,8 +198,13 @@ class PageState:
                     container: Any = st, **kw: Any) -> list[str]:
         options = list(options)
 
+        most = kw.get("max_selections")
+
         def parse(text: str) -> list[str]:
-            return [t for t in text.split(",") if t]
+            names = [t for t in text.split(",") if t]
+            if most is not None and len(names) > most:
+                raise ParameterError(f"at most {most} names, got {len(names)}")
+            return names
 
         self._init(name, [d for d in default if d in options], parse, lambda v: all(x in options for x in v))
         key = self.key(name)
@@ -194,9 +227,10 @@ class PageState:
         return value
 
     def number(self, label: str, name: str, default: float, kind: type = float, container: Any = st,
-               **kw: Any) -> float:
-        """Unbounded number input: range checks belong to the computation (so errors are shown, not clamped)."""
-        self._init(name, kind(default), lambda t: _parse_number(t, kind))
+               spec: Param | None = None, **kw: Any) -> float:
+        """Number input: range checks belong to the computation (so errors are shown, not clamped); its URL value
+        is parsed by ``spec`` when given (bounds included), else only as a finite number."""
+        self._init(name, kind(default), spec.parse if spec is not None else (lambda t: _parse_number(t, kind)))
         value = container.number_input(label, key=self.key(name), step=1 if kind is int else kw.pop("step", None),
                                        **kw)
         self._sync(name, value)
@@ -208,8 +242,10 @@ class PageState:
         self._sync(name, value)
         return bool(value)
 
-    def text(self, label: str, name: str, default: str, container: Any = st, **kw: Any) -> str:
-        self._init(name, default, str)
+    def text(self, label: str, name: str, default: str, container: Any = st, spec: Param | None = None,
+             **kw: Any) -> str:
+        """Text input; its URL value is validated by ``spec`` when given (kept as text)."""
+        self._init(name, default, str, None if spec is None else (lambda t: spec.parse(t) is not None or True))
         value = container.text_input(label, key=self.key(name), **kw)
         self._sync(name, value)
         return value
@@ -266,19 +302,28 @@ def param_widget(state: PageState, p: Param, prefix: str = "", container: Any = 
     if p.kind == "bool":
         return state.toggle(label, name, bool(default), container=container, help=help_text)
     if p.kind == "complex":
-        return state.text(label, name, to_text(complex(default)), container=container,
+        return state.text(label, name, to_text(complex(default)), container=container, spec=p,
                           help=help_text + "; write e.g. -0.1+0.2j")
     if p.kind == "complex_list":
-        return state.text(label, name, to_text(tuple(default)), container=container,
+        return state.text(label, name, to_text(tuple(default)), container=container, spec=p,
                           help=help_text + "; write e.g. 1+0.5j, 0.8, 1j")
     if p.kind == "int":
-        return state.number(label, name, int(default), int, container=container, help=help_text)
+        return state.number(label, name, int(default), int, container=container, help=help_text, spec=app_spec(p))
     rng = slider_range(p)
     if rng is not None and rng[0] <= float(default) <= rng[1]:
         lo, hi = rng
         step = float(f"{(hi - lo) / 200:.1g}")
         return state.slider(label, name, lo, hi, float(default), step=step, container=container, help=help_text)
-    return state.number(label, name, float(default), float, container=container, help=help_text, format="%g")
+    return state.number(label, name, float(default), float, container=container, help=help_text, format="%g",
+                        spec=p)
+
+
+def app_spec(p: Param) -> Param:
+    """``p`` with the app's cap (``APP_INT_CAPS``) as its upper bound, so a URL cannot ask for more."""
+    cap = APP_INT_CAPS.get(p.name)
+    if p.kind != "int" or cap is None or (p.high is not None and p.high <= cap):
+        return p
+    return replace(p, high=float(cap), high_open=False)
 
 
 def estimator_params(state: PageState, spec: Sequence[Param], prefix: str = "", skip: Sequence[str] = (),
@@ -307,11 +352,13 @@ def guard(context: str = "") -> Iterator[None]:
     try:
         yield
     except ParameterError as exc:
-        st.error(f"{context}{exc}", icon=":material/error:")
-    except FloatingPointError as exc:
-        st.error(f"{context}numerical failure: {exc}", icon=":material/error:")
+        st.error(plain(f"{context}{exc}"), icon=":material/error:")
+    except (FloatingPointError, OverflowError) as exc:
+        st.error(plain(f"{context}numerical failure: {exc}"), icon=":material/error:")
+    except MemoryError:
+        st.error(plain(f"{context}not enough memory for this view: choose smaller sizes"), icon=":material/error:")
     except NotImplementedError as exc:
-        st.warning(f"{context}{exc}", icon=":material/construction:")
+        st.warning(plain(f"{context}{exc}"), icon=":material/construction:")
 
 
 def cached(fn: F) -> F:

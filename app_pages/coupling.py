@@ -8,7 +8,7 @@ import streamlit as st
 from app_pages import _ui as ui
 from rfviz.figures import simrf as fc
 from rfviz.figures.common import traces_csv
-from rfviz.params import COUPLED_D_PARAM, M_PARAM, SAMPLES_PARAM, SEED_PARAM, TRIALS_PARAM
+from rfviz.params import COUPLED_D_PARAM, M_PARAM, SAMPLES_PARAM, SEED_PARAM, TRIALS_PARAM, require_fits
 
 state = ui.PageState("coupling")
 ui.header(
@@ -129,13 +129,17 @@ with ui.guard():
         ui.downloads("rfviz-coupling-ratio-d", lambda: traces_csv(fig4), fig4, key="rd")
     elif hasattr(fc, "simplex_plus_iterations_figure"):
         c5 = st.columns([1, 1, 2])
-        norm_seed = ui.valid(SEED_PARAM, state.number("norms seed", "norm_seed", 0, int, container=c5[0]))
+        norm_seed = state.number("norms seed", "norm_seed", 0, int, container=c5[0], spec=SEED_PARAM)
         c5[1].button("Resample the norms", on_click=_resample, icon=":material/casino:")
-        fig5 = _iterations(d, v, norm_seed)
-        ui.plot(fig5, key="cpl-iter")
-        st.caption("SimRF Fig. 4: the data-dependent simplex+ directions lower the conformity below SimRF's in "
-                   "a few passes of Eq. 17, for one draw of the d norms.")
-        ui.downloads("rfviz-simplex-plus-iterations", lambda: traces_csv(fig5), fig5, key="iter")
+        with ui.guard():
+            norm_seed = ui.valid(SEED_PARAM, norm_seed)
+            # the iid reference draws 100 sets of d×d directions (≈ 100·d³ floats): refused up front if too big
+            require_fits(f"the simplex+ iterations at d = {d}", 100 * 8 * float(d) ** 3, "lower d")
+            fig5 = _iterations(d, v, norm_seed)
+            ui.plot(fig5, key="cpl-iter")
+            st.caption("SimRF Fig. 4: the data-dependent simplex+ directions lower the conformity below SimRF's in "
+                       "a few passes of Eq. 17, for one draw of the d norms.")
+            ui.downloads("rfviz-simplex-plus-iterations", lambda: traces_csv(fig5), fig5, key="iter")
     else:
         st.info("The simplex+ iteration figure is not available in this installation.")
 state.finish()

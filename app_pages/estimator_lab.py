@@ -17,7 +17,7 @@ from rfviz.estimators import REGISTRY
 from rfviz.figures import lab as figs
 from rfviz.lab import DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_TRIALS, check
 from rfviz.params import D_PARAM, LAB_TRIALS_PARAM, SEED_PARAM
-from rfviz.plugins import ENV_VAR, discover, forget
+from rfviz.plugins import ENV_VAR, discover, forget, plugin_timeout_scope
 from rfviz.textio import jsonable
 
 state = ui.PageState("estimator_lab")
@@ -42,10 +42,15 @@ ui.header(
 ui.sidebar_info()
 
 
+DISCOVERY_TIMEOUT_S = 10.0
+
+
 @st.cache_resource(show_spinner=False)
 def _plugins(env_value: str) -> tuple[dict, list[str]]:
-    """Plugins named on this machine (cached per value of the environment variable)."""
-    return discover({ENV_VAR: env_value})
+    """Plugins named on this machine (cached per value of the environment variable). Each plugin's import and smoke
+    test has a deadline (DISCOVERY_TIMEOUT_S), so a plugin that hangs is reported instead of blocking the page."""
+    with plugin_timeout_scope(DISCOVERY_TIMEOUT_S):
+        return discover({ENV_VAR: env_value})
 
 
 if st.sidebar.button("Reload plugin files", icon=":material/refresh:",

@@ -38,11 +38,17 @@ import torch
 from .estimators.base import Estimator, PairStats, Samples, get_estimator
 from .geometry import check_r, check_theta, project_to_span
 from .numerics import LOG10
-from .params import Param, ParameterError, validated
+from .params import (
+    DEFAULT_MEMORY_BUDGET,
+    MAX_TRIALS,
+    Param,
+    ParameterError,
+    current_memory_budget,
+    format_bytes,
+    validated,
+)
 from .sampling import resolve_device
 
-DEFAULT_MEMORY_BUDGET = 512 * 2**20
-"""Default working-set budget (bytes): comfortable on a laptop, and far more than the fast path needs."""
 DEFAULT_BLOCK_TRIALS = 128
 """Trials per independently seeded block (part of the determinism contract together with the seed)."""
 DEFAULT_CHUNK_BYTES = 16 * 2**20
@@ -184,6 +190,13 @@ class _Plan:
     unit_bytes: int
 
 
+def _require_budget(what: str, nbytes: int, budget: int) -> None:
+    if nbytes > budget:
+        raise ParameterError(f"{what} need {format_bytes(nbytes)}, more than the memory budget of "
+                             f"{format_bytes(budget)}: use fewer or smaller inputs, or raise the budget "
+                             f"(--memory-budget)")
+
+
 def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_bytes: int, budget: int,
           chunk_bytes: int) -> _Plan:
     """Chunk sizes with fixed + 2·samples + unit work ≤ budget (samples counted twice: drawing them needs
@@ -193,8 +206,10 @@ def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_byt
     unit_cost = per_pair * itemsize  # bytes of work per (trial, pair)
     minimum = 2 * sample_bytes + per_pair_fixed + unit_cost
     if minimum > budget:
-        raise ParameterError(f"memory_budget must be at least {minimum} bytes for this estimator with "
-                             f"block_trials={block} (or lower block_trials), got {budget}")
+        raise ParameterError(f"memory_budget must be at least {format_bytes(minimum)} for this run (estimator work, "
+                             f"inputs and {block} trials' samples at a time), got {format_bytes(budget)}: use a "
+                             f"smaller d or m, fewer pairs, lower block_trials, or raise the budget "
+                             f"(--memory-budget)")
     free = budget - 2 * sample_bytes - unit_cost  # ≥ per_pair_fixed
     # Per-pair state (inputs, accumulators, one block of estimates) takes at most half of what is free.
     super_pairs = max(1, min(P, free // (2 * per_pair_fixed)))
@@ -208,7 +223,7 @@ def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_byt
     return _Plan(super_pairs, unit_trials, unit_pairs, fixed, unit_trials * unit_pairs * unit_cost)
 
 
-TRIALS_PARAM = Param("trials", 2000, "int", "independent Monte-Carlo estimates per pair", low=2)
+TRIALS_PARAM = Param("trials", 2000, "int", "independent Monte-Carlo estimates per pair", low=2, high=MAX_TRIALS)
 BLOCK_TRIALS_PARAM = Param("block_trials", DEFAULT_BLOCK_TRIALS, "int", "trials per independently seeded block", low=2)
 CHUNK_BYTES_PARAM = Param("chunk_bytes", DEFAULT_CHUNK_BYTES, "int", "largest unit of work (bytes)", low=1)
 SEED_PARAM = Param("seed", 0, "int", "random seed of the Monte-Carlo run")
@@ -294,12 +309,14 @@ def prepare(
     seed: int = 0,
     device: str | torch.device = "auto",
     dtype: torch.dtype | None = None,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: int | None = None,
     block_trials: int = DEFAULT_BLOCK_TRIALS,
     chunk_bytes: int | None = None,
 ) -> PreparedRun:
     """Validate the arguments, reduce the pairs, compute targets and log-scales and plan the work (see
-    ``monte_carlo`` for the arguments). Draws block 0 to measure the samples' size."""
+    ``monte_carlo`` for the arguments). The budget is checked before anything large is drawn: the inputs and one
+    trial's work first, then the block's samples estimated from one trial's draw; block 0 is drawn only then."""
+    memory_budget = current_memory_budget() if memory_budget is None else int(memory_budget)
     if memory_budget < MIN_MEMORY_BUDGET:
         raise ParameterError(f"memory_budget must be at least {MIN_MEMORY_BUDGET} bytes, got {memory_budget}")
     started = time.perf_counter()
@@ -310,6 +327,7 @@ def prepare(
     x = np.atleast_2d(np.asarray(x, dtype=float))
     y = np.atleast_2d(np.asarray(y, dtype=float))
     x, y = np.broadcast_arrays(x, y)
+    _require_budget("the input pairs", 4 * x.size * 8, memory_budget)
     batch_shape = x.shape[:-1]
     x = x.reshape(-1, x.shape[-1])
     y = y.reshape(-1, y.shape[-1])
@@ -330,6 +348,11 @@ def prepare(
         torch.cuda.reset_peak_memory_stats(dev)
     run = PreparedRun(estimator, x, y, batch_shape, d, log_scale, target, trials, seed, block, dev, dtype, per_pair,
                       itemsize, _Plan(1, 1, 1, 0, 0), memory_budget, started)
+    _plan(len(x), run.dim, block, per_pair, itemsize, 0, memory_budget, chunk_bytes)  # inputs + one unit fit?
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(_seed_for_block(seed, 0))
+    one = _samples_nbytes(estimator.sample(1, d, generator=gen, device=dev, dtype=dtype, dim=run.dim))
+    _plan(len(x), run.dim, block, per_pair, itemsize, one * block, memory_budget, chunk_bytes)  # the block fits?
     run.first_block = run.draw(0)
     run.plan = _plan(len(x), run.dim, block, per_pair, itemsize, _samples_nbytes(run.first_block), memory_budget,
                      chunk_bytes)
@@ -430,7 +453,7 @@ def monte_carlo(
     seed: int = 0,
     device: str | torch.device = "auto",
     dtype: torch.dtype | None = None,
-    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+    memory_budget: int | None = None,
     block_trials: int = DEFAULT_BLOCK_TRIALS,
     chunk_bytes: int | None = None,
     progress: Callable[[float], None] | None = None,

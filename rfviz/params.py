@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -230,7 +232,7 @@ def validated(*specs: Param) -> Callable[[F], F]:
 
 # Parameters shared by many estimators: declared once here.
 M_PARAM = Param("m", 10, "int", "number of random projections ω (trig and antithetic features are 2m numbers)", low=1,
-                ui_low=1, ui_high=256, log=True, label="m (random features)")
+                high=10_000_000, ui_low=1, ui_high=256, log=True, label="m (random features)")
 KERNEL_PARAM = Param("kernel", "softmax", "choice", "target kernel: softmax exp(x·y) or Gaussian exp(-|x-y|²/2)",
                      choices=("softmax", "gaussian"))
 COUPLING_PARAM = Param("coupling", "iid", "choice",
@@ -241,10 +243,10 @@ COUPLING_PARAM = Param("coupling", "iid", "choice",
 
 # Page-level parameters of the app (inputs and sampling settings, not estimator parameters): declared once here so
 # that every page's widgets, URL parsing and error messages use the same valid range.
-D_PARAM = Param("d", 16, "int", "input dimension of x and y", low=1, label="d (input dimension)")
+D_PARAM = Param("d", 16, "int", "input dimension of x and y", low=1, high=4096, label="d (input dimension)")
 COUPLED_D_PARAM = Param("d", 16, "int", "dimension: coupled (orthogonal / simplex) projections need d ≥ 2", low=2,
-                        label="d (dimension)")
-DEGREE_PARAM = Param("p", 3, "int", "degree of the polynomial kernel (x·y)ᵖ", low=1, label="p (degree)")
+                        high=4096, label="d (dimension)")
+DEGREE_PARAM = Param("p", 3, "int", "degree of the polynomial kernel (x·y)ᵖ", low=1, high=64, label="p (degree)")
 TRIALS_PARAM = Param("trials", 2000, "int", "Monte-Carlo trials (independent draws of the features) per point",
                      low=2, high=1_000_000, label="trials")
 LAB_TRIALS_PARAM = Param("trials", 4000, "int", "per grid point; the bias test's power grows like √trials", low=100,
@@ -254,3 +256,76 @@ SAMPLES_PARAM = Param("samples", 3000, "int", "draws of |ω_i + ω_j| per coupli
 SEED_PARAM = Param("seed", 0, "int", "random seed (same seed, same draws)", low=0, high=2**32 - 1, label="seed")
 R_MAX_PARAM = Param("r_max", 2.0, "float", "largest input length r = |x| = |y| of the grid", low=0.0, low_open=True,
                     label="r max")
+
+
+# ---------------------------------------------------------------------------------------------- size budgets
+# Every size parameter has a declared upper bound (the Param specs above and below) and a cost estimate checked
+# against a memory budget before anything is allocated. The budget is one context-local value, so the CLI's
+# ``--memory-budget`` and the app's cap reach every path without being threaded through each call.
+DEFAULT_MEMORY_BUDGET = 512 * 2**20
+"""Default working-set budget (bytes): comfortable on a laptop."""
+MAX_MEMORY_BUDGET = 2**40
+"""Largest budget one may ask for (1 TiB)."""
+MAX_LIST_LENGTH = 10_000
+"""Longest comma-separated list (r values, θ values, w=…) a command accepts."""
+MAX_DIMENSION = 10_000_000
+"""Largest input dimension d anywhere (the memory budget usually refuses far smaller d first)."""
+MAX_TRIALS = 100_000_000
+"""Most Monte-Carlo trials one request may ask for (larger studies: the ``sweep`` command, resumable)."""
+_BUDGET: ContextVar[int] = ContextVar("rfviz_memory_budget", default=DEFAULT_MEMORY_BUDGET)
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 2**10, "m": 10**6, "mb": 10**6, "mib": 2**20,
+          "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40}
+
+
+def format_bytes(n: float) -> str:
+    """``536870912`` → ``"512 MiB"``."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def parse_bytes(text: str, name: str = "memory budget") -> int:
+    """``"512MiB"``, ``"2G"``, ``"1e9"`` → bytes, within [64 KiB, 1 TiB]; ParameterError otherwise."""
+    t = str(text).strip().lower().replace(" ", "")
+    num = t.rstrip("abcdefghijklmnopqrstuvwxyz")
+    unit = t[len(num):]
+    try:
+        value = float(num) * _UNITS[unit]
+    except (ValueError, KeyError):
+        raise ParameterError(f"{name} must be a size such as 512MiB, 2GiB or 1e9 (bytes), got {text!r}") from None
+    if not (2**16 <= value <= MAX_MEMORY_BUDGET):
+        raise ParameterError(f"{name} must be between 64 KiB and 1 TiB, got {text!r}")
+    return int(value)
+
+
+def current_memory_budget() -> int:
+    """The memory budget in force (bytes): ``DEFAULT_MEMORY_BUDGET`` unless set by ``memory_budget_scope``."""
+    return _BUDGET.get()
+
+
+@contextmanager
+def memory_budget_scope(nbytes: int) -> Iterator[int]:
+    """Run a block with ``nbytes`` as the memory budget of every estimate, sampler and closed form in it."""
+    token = _BUDGET.set(int(nbytes))
+    try:
+        yield int(nbytes)
+    finally:
+        _BUDGET.reset(token)
+
+
+def require_fits(what: str, nbytes: float, hint: str = "", budget: int | None = None) -> None:
+    """Refuse up front (ParameterError) a request whose estimated memory ``nbytes`` exceeds the budget; the message
+    says what needs it, the budget, and how to proceed."""
+    budget = current_memory_budget() if budget is None else budget
+    if not math.isfinite(nbytes) or nbytes > budget:
+        size = format_bytes(nbytes) if math.isfinite(nbytes) else "an unbounded amount"
+        raise ParameterError(f"{what} needs about {size} of memory, more than the budget of {format_bytes(budget)}; "
+                             f"{hint or 'use smaller sizes'} or raise the budget (--memory-budget)")
+
+
+def check_length(name: str, n: int, limit: int = MAX_LIST_LENGTH) -> None:
+    """Refuse lists longer than ``limit`` values (ParameterError)."""
+    if n > limit:
+        raise ParameterError(f"{name} may hold at most {limit} values, got {n}; split the study with the sweep "
+                             f"command")

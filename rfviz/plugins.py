@@ -18,13 +18,17 @@ shape) is a ``PluginError`` (a ``ParameterError``) with a one-line message namin
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import importlib
 import importlib.util
 import inspect
+import io
+import math
 import os
 import pathlib
 import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from importlib import metadata
@@ -43,6 +47,14 @@ PLUGINS: dict[str, type[Estimator]] = {}
 """Plugin estimators loaded in this process, by name (filled by ``load_plugin``)."""
 
 T = TypeVar("T")
+TIMEOUT_ENV_VAR = "RFVIZ_PLUGIN_TIMEOUT"
+DEFAULT_TIMEOUT_S = 60.0
+"""Seconds one plugin step (importing the file, the smoke test, one check step) may take."""
+_TIMEOUT: contextvars.ContextVar[float | None] = contextvars.ContextVar("rfviz_plugin_timeout", default=None)
+_IN_WORKER = threading.local()
+_CAPTURE_LOCK = threading.Lock()
+CAPTURED_STDOUT: list[str] = []
+"""What plugin code printed (kept away from the CLI's stdout, where it would corrupt --json); last 50 writes."""
 
 
 class PluginError(ParameterError):
@@ -62,17 +74,100 @@ def protocol_guard(owner: str, step: str) -> Iterator[None]:
     NotImplementedErrors (the protocol's way of saying "no closed form" or "no feature map").
     """
     try:
-        yield
+        with _captured_stdout():
+            yield
     except (ParameterError, NotImplementedError):
         raise
-    except Exception as exc:  # plugin code may raise anything; report it in one line
+    except GeneratorExit:
+        raise
+    except BaseException as exc:  # plugin code may raise anything, sys.exit and KeyboardInterrupt included
         raise PluginError(f"{owner}: {step} raised {_one_line(exc)}") from exc
 
 
-def call_guarded(owner: str, step: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` under ``protocol_guard``."""
-    with protocol_guard(owner, step):
+def plugin_timeout() -> float:
+    """Seconds a plugin step may take: ``plugin_timeout_scope``, else ``RFVIZ_PLUGIN_TIMEOUT``, else 60."""
+    value = _TIMEOUT.get()
+    if value is None:
+        raw = os.environ.get(TIMEOUT_ENV_VAR, "")
+        try:
+            value = float(raw) if raw.strip() else DEFAULT_TIMEOUT_S
+        except ValueError:
+            raise ParameterError(f"{TIMEOUT_ENV_VAR} must be a number of seconds, got {raw[:40]!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise ParameterError(f"plugin timeout must be a number of seconds in (0, inf), got {value!r}")
+    return float(value)
+
+
+@contextmanager
+def plugin_timeout_scope(seconds: float | None) -> Iterator[None]:
+    """Use ``seconds`` as the deadline of every plugin step inside the block (None: the default)."""
+    token = _TIMEOUT.set(seconds)
+    try:
+        plugin_timeout()  # validates
+        yield
+    finally:
+        _TIMEOUT.reset(token)
+
+
+class _PluginStdout(io.StringIO):
+    """The buffer that stands in for stdout while plugin code runs."""
+
+
+@contextmanager
+def _captured_stdout() -> Iterator[None]:
+    """Send what plugin code prints to ``CAPTURED_STDOUT`` instead of stdout. Re-entrant: inside a capture (any
+    thread) nothing more is redirected, so an abandoned worker can never leave stdout pointing at a buffer."""
+    with _CAPTURE_LOCK:
+        if isinstance(sys.stdout, _PluginStdout):
+            buf = None
+        else:
+            buf = _PluginStdout()
+            saved, sys.stdout = sys.stdout, buf
+    if buf is None:
+        yield
+        return
+    try:
+        yield
+    finally:
+        with _CAPTURE_LOCK:
+            sys.stdout = saved
+        if buf.getvalue():
+            CAPTURED_STDOUT.append(buf.getvalue()[-2000:])
+            del CAPTURED_STDOUT[:-50]
+
+
+def with_deadline(owner: str, step: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` in a worker thread that must finish within ``plugin_timeout()`` seconds, else a
+    PluginError (the stuck thread is abandoned as a daemon: Python cannot kill it, but nobody waits for it).
+    Any exception, BaseException included, is re-raised in the caller. Nested calls run inline."""
+    if getattr(_IN_WORKER, "active", False):
         return fn(*args, **kwargs)
+    timeout = plugin_timeout()
+    box: dict[str, Any] = {}
+    ctx = contextvars.copy_context()  # the memory budget and timeout reach the worker
+
+    def work() -> None:
+        _IN_WORKER.active = True
+        try:
+            box["value"] = ctx.run(fn, *args, **kwargs)
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name=f"rfviz-plugin-{step}", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise PluginError(f"{owner}: {step} did not finish within {timeout:g} s (set {TIMEOUT_ENV_VAR} or --timeout "
+                          f"for slower plugins)")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def call_guarded(owner: str, step: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` under ``protocol_guard`` and the plugin deadline."""
+    with protocol_guard(owner, step):
+        return with_deadline(owner, step, fn, *args, **kwargs)
 
 
 # --------------------------------------------------------------------------- spec parsing and import
@@ -108,21 +203,28 @@ def _import_file(path: pathlib.Path) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module  # dataclasses and pickling look the module up by name
     try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        del sys.modules[mod_name]
+        with _captured_stdout():
+            with_deadline(f"plugin file {str(path)!r}", "import", spec.loader.exec_module, module)
+    except PluginError:
+        sys.modules.pop(mod_name, None)
+        raise
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt … from the plugin's top level
+        sys.modules.pop(mod_name, None)
         raise PluginError(f"importing plugin file {str(path)!r} raised {_one_line(exc)}") from exc
     return module
 
 
 def _import_module(name: str) -> ModuleType:
     try:
-        return importlib.import_module(name)
+        with _captured_stdout():
+            return with_deadline(f"plugin module {name!r}", "import", importlib.import_module, name)
+    except PluginError:
+        raise
     except ModuleNotFoundError as exc:
         if exc.name and name.startswith(exc.name):
             raise PluginError(f"plugin module {name!r} was not found (is it installed or on PYTHONPATH?)") from None
         raise PluginError(f"importing plugin module {name!r} raised {_one_line(exc)}") from exc
-    except Exception as exc:
+    except BaseException as exc:
         raise PluginError(f"importing plugin module {name!r} raised {_one_line(exc)}") from exc
 
 
@@ -207,10 +309,11 @@ def smoke_test(est: Estimator, d: int = 3, trials: int = 4) -> None:
         if lm is not None and np.shape(lm) != (len(x),):
             raise PluginError(f"{owner}: log_mse must return an array of shape ({len(x)},), got {np.shape(lm)}")
     try:
-        phi = est.features(samples, xt, "query")
+        with _captured_stdout():
+            phi = est.features(samples, xt, "query")
     except NotImplementedError:
         return
-    except Exception as exc:
+    except BaseException as exc:
         raise PluginError(f"{owner}: features raised {_one_line(exc)}") from exc
     if not isinstance(phi, torch.Tensor) or phi.dim() != 3 or tuple(phi.shape[:2]) != (trials, len(x)):
         shape = tuple(phi.shape) if isinstance(phi, torch.Tensor) else type(phi).__name__
@@ -230,7 +333,8 @@ def load_plugin(spec: str, *, check: bool = True) -> list[type[Estimator]]:
     for cls in classes:
         validate_class(cls, spec)
         if check:
-            smoke_test(instantiate(cls))
+            with protocol_guard(cls.__name__, "the smoke test"):
+                with_deadline(cls.__name__, "the smoke test", lambda c=cls: smoke_test(instantiate(c)))
         existing = PLUGINS.get(cls.name)
         if existing is not None and existing is not cls and existing.__qualname__ != cls.__qualname__:
             raise PluginError(f"plugin {spec!r}: another plugin already uses the name {cls.name!r}")

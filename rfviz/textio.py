@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .params import ParameterError
+from .params import MAX_LIST_LENGTH, ParameterError
 
 
 class UsageError(ValueError):
@@ -33,12 +33,21 @@ def parse_assignments(items: Sequence[str]) -> dict[str, str]:
 
 def parse_vector(name: str, text: str) -> np.ndarray:
     """``"1,0.5,-2"`` → array; ParameterError naming the parameter otherwise."""
+    items = text.split(",")
+    if items and not items[-1].strip():  # one trailing comma is harmless
+        items = items[:-1]
+    if len(items) > MAX_LIST_LENGTH:
+        raise ParameterError(f"{name} may hold at most {MAX_LIST_LENGTH} values, got {len(items)}; split the study "
+                             f"(e.g. with the sweep command)")
     try:
-        v = np.array([float(t) for t in text.split(",") if t.strip()], dtype=float)
+        if any(not t.strip() for t in items):
+            raise ValueError
+        v = np.array([float(t) for t in items], dtype=float)
     except ValueError:
-        raise ParameterError(f"{name} must be a comma-separated list of numbers, got {text!r}") from None
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise ParameterError(f"{name} must be a comma-separated list of numbers, got {shown!r}") from None
     if v.size == 0 or not np.all(np.isfinite(v)):
-        raise ParameterError(f"{name} must be a non-empty list of finite numbers, got {text!r}")
+        raise ParameterError(f"{name} must be a non-empty list of finite numbers, got {text[:80]!r}")
     return v
 
 

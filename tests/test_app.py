@@ -24,6 +24,11 @@ def page_path(page: str) -> str:
     return str(BY_PATH[page].file)
 
 
+def _text(element) -> str:
+    """An st.error's text as the reader sees it (messages are Markdown-escaped: see _ui.plain)."""
+    return element.value.replace("\\", "")
+
+
 def _no_exception(at: AppTest, context: str) -> None:
     assert not at.exception, f"{context}: {[e.message for e in at.exception]}"
 
@@ -180,12 +185,12 @@ def test_invalid_value_shows_error_and_page_keeps_working(page):
     fresh = AppTest.from_file(page_path(page), default_timeout=TIMEOUT).run()
     fresh.number_input(key=key).set_value(probe.bad).run()
     _no_exception(fresh, f"{page} with {key}={probe.bad}")
-    errors = [e.value for e in fresh.error]
+    errors = [_text(e) for e in fresh.error]
     assert any(text in e for e in errors), f"{page}: no error mentioning {text!r} in {errors}"
     # the page keeps working: the widgets are still there and a valid value clears the error
     fresh.number_input(key=key).set_value(probe.good).run()
     _no_exception(fresh, f"{page} after fixing {key}")
-    assert not any(text in e.value for e in fresh.error)
+    assert not any(text in _text(e) for e in fresh.error)
 
 
 MC_VIEW = {"hybrid": {"view": "MSE vs base estimators"}, "coupling": {"view": "MSE ratio vs v (+ simplex+)"}}
@@ -202,7 +207,7 @@ def test_page_parameter_out_of_range_in_the_url_falls_back_with_an_error(page, n
     at.query_params[name] = value
     at.run()
     _no_exception(at, f"{page}?{name}={value}")
-    assert any(f"URL parameter {name}: {name} must be an integer in [" in e.value for e in at.error), \
+    assert any(f"URL parameter {name}: {name} must be an integer in [" in _text(e) for e in at.error), \
         [e.value for e in at.error]
     assert str(at.number_input(key=BY_PATH[page].key(name)).value) != value
 
@@ -219,7 +224,7 @@ def test_trials_share_one_range_on_every_page(page, on):
     at.toggle(key=BY_PATH[page].key(on)).set_value(True).run(timeout=300)  # trials is enabled with the sampling
     at.number_input(key=BY_PATH[page].key("trials")).set_value(1).run()
     _no_exception(at, f"{page} with trials = 1")
-    assert any(f"trials must be {TRIALS_PARAM.range_text()}, got 1" in e.value for e in at.error), \
+    assert any(f"trials must be {TRIALS_PARAM.range_text()}, got 1" in _text(e) for e in at.error), \
         [e.value for e in at.error]
 
 
@@ -246,7 +251,7 @@ def test_complex_list_parameter_widget_accepts_and_rejects_text():
     assert box.value == "1+0.5j,0.8+0j"
     box.set_value("1, 0, 1j").run()
     _no_exception(at, "explorer with a singular A_diag")
-    assert any("A_diag must be" in e.value for e in at.error)
+    assert any("A_diag must be" in _text(e) for e in at.error)
     at.text_input(key="mse_explorer.complex_exponential_diag.A_diag").set_value("1+0.5j, 0.8").run()
     assert not at.error
 

@@ -36,7 +36,7 @@ def test_log_helpers_match_direct_formulas_where_safe():
 
 def test_param_validation_messages_name_parameter_and_range():
     m = Param("m", 10, "int", low=1)
-    with pytest.raises(ParameterError, match=r"m must be an integer in \[1, inf\)"):
+    with pytest.raises(ParameterError, match=r"m must be an integer in \[1, "):
         m.validate(0)
     with pytest.raises(ParameterError, match="m must be"):
         m.parse("2.5")

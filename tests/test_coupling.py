@@ -214,7 +214,7 @@ def test_simplex_plus_has_no_closed_form_and_errors_name_the_range():
         C.density_wij(1.0, 6, "simplex_plus")
     with pytest.raises(ParameterError, match="w must be"):
         C.density_wij(-1.0, 6, "iid")
-    with pytest.raises(ParameterError, match=r"m must be an integer in \[1, inf\)"):
+    with pytest.raises(ParameterError, match=r"m must be an integer in \[1, "):
         C.log_relative_mse("positive", 1.0, 6, 0, "simplex")
 
 

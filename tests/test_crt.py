@@ -492,7 +492,7 @@ def test_invalid_lam_prob_m_raise_named_errors(lam, prob, m):
     with pytest.raises(ParameterError, match=r"prob must be a number in \(0, 1\)"):
         rfviz.create("geometric", prob=prob)
     for name in ("gerf", "oprf", "poisson", "geometric"):
-        with pytest.raises(ParameterError, match=r"m must be an integer in \[1, inf\)"):
+        with pytest.raises(ParameterError, match=r"m must be an integer in \[1, "):
             rfviz.create(name, m=m)
 
 
@@ -500,7 +500,7 @@ def test_invalid_lam_prob_m_raise_named_errors(lam, prob, m):
     ("gerf", dict(s=0), "s must be"), ("gerf", dict(s=2), "s must be"), ("gerf", dict(s="x"), "s must be"),
     ("poisson", dict(lam=0.0), r"lam must be a number in \(0, inf\)"), ("poisson", dict(lam=-1), "lam must be"),
     ("geometric", dict(prob=0.0), r"prob must be a number in \(0, 1\)"), ("geometric", dict(prob=1.0), "prob must"),
-    ("gerf", dict(m=0), r"m must be an integer in \[1, inf\)"), ("oprf", dict(m=-2), "m must be"),
+    ("gerf", dict(m=0), r"m must be an integer in \[1, "), ("oprf", dict(m=-2), "m must be"),
     ("oprf", dict(Z=-1.0), "Z must be"), ("oprf", dict(A_from="batch"), "A_from must be one of pair, fixed"),
 ])
 def test_invalid_parameters_raise_named_errors(name, kw, pattern):

@@ -440,7 +440,7 @@ def test_features_inner_product_equals_estimate(name, params, kernel):
 
 # =================================================================================== invalid inputs
 @pytest.mark.parametrize(("name", "params", "match"), [
-    ("trig_phase", dict(m=0), r"m must be an integer in \[1, inf\)"),
+    ("trig_phase", dict(m=0), r"m must be an integer in \[1, "),
     ("complex_exponential", dict(A=0), r"A must be a complex number with modulus in \[0.001, 1000\]"),
     ("complex_exponential", dict(A="2000j"), "A must be a complex number with modulus"),
     ("complex_exponential", dict(variance="pseudo"), "variance must be one of real_part, complex"),
@@ -547,7 +547,7 @@ def test_property_lambda_moments_are_consistent(theta, n, r, sigma):
 @settings(max_examples=40, deadline=None)
 @given(st.sampled_from(NEW), st.integers(-5, 0), st.integers(-5, 0), st.floats(-1e6, 0.0))
 def test_property_out_of_range_m_n_sigma_raise(name, m, n, sigma):
-    with pytest.raises(ParameterError, match=r"m must be an integer in \[1, inf\)"):
+    with pytest.raises(ParameterError, match=r"m must be an integer in \[1, "):
         rfviz.create(name, m=m)
     if name.startswith("hybrid"):
         with pytest.raises(ParameterError, match=r"n must be an integer in \[1, inf\)"):

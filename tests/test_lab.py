@@ -148,7 +148,7 @@ def test_cli_exit_codes_and_json(capsys):
     assert data["grid"]["theta"] == pytest.approx([0.0, math.pi / 2, math.pi])
     assert set(data["comparisons"]) == {"positive"}
     assert cli_main(["check", "trig", "m=0"]) == 2
-    assert "m must be an integer in [1, inf)" in capsys.readouterr().err
+    assert "m must be an integer in [1, " in capsys.readouterr().err
 
 
 BROKEN = {

@@ -10,39 +10,110 @@ Bad input prints one line on stderr and exits with code 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
 from types import ModuleType
+from typing import NoReturn
 
-from ..params import ParameterError
+import numpy as np
+
+from ..params import DEFAULT_MEMORY_BUDGET, ParameterError, format_bytes, memory_budget_scope, parse_bytes
 from ..textio import UsageError
 from . import check, density, estimators, figure, gram, mse, psi, sweep
 
 COMMANDS: tuple[ModuleType, ...] = (estimators, mse, figure, check, psi, density, gram, sweep)
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+_FIT = "use smaller sizes (and a --memory-budget that fits the machine)"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with the CLI's error contract: a usage error is one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {self.prog}: {' '.join(message.split())} (see --help)", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m rfviz`` parser: one sub-parser per module in ``COMMANDS``."""
-    parser = argparse.ArgumentParser(prog="python -m rfviz", description="rfviz: random-feature kernel estimators")
-    sub = parser.add_subparsers(dest="command", required=True)
+    """The ``python -m rfviz`` parser: one sub-parser per module in ``COMMANDS``, each with ``--memory-budget``."""
+    parser = OneLineParser(prog="python -m rfviz", description="rfviz: random-feature kernel estimators")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for module in COMMANDS:
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.configure(p)
+        if not any("--memory-budget" in a.option_strings for a in p._actions):
+            p.add_argument("--memory-budget", default=None, metavar="SIZE",
+                           help="largest working set, e.g. 512MiB or 4GiB (default "
+                                f"{format_bytes(DEFAULT_MEMORY_BUDGET)}); larger requests are refused up front")
         p.set_defaults(run=module.run)
     return parser
 
 
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
+def _describe(exc: BaseException) -> str | None:
+    """The one-line message of an anticipated failure, or None for a bug (which keeps its traceback)."""
+    if isinstance(exc, ParameterError | UsageError | NotImplementedError):
+        return _one_line(exc)
+    if isinstance(exc, FloatingPointError | OverflowError | ZeroDivisionError):
+        return f"numeric overflow or loss of precision ({_one_line(exc)}); try less extreme inputs"
+    if isinstance(exc, MemoryError):
+        return f"not enough memory for this request; {_FIT}"
+    if isinstance(exc, RuntimeError) and any(s in str(exc) for s in ("alloc", "out of memory", "not enough memory")):
+        return f"allocation refused ({_one_line(exc)[:160]}); {_FIT}"
+    if isinstance(exc, OSError):
+        name = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
+        reason = exc.strerror or _one_line(exc)
+        if exc.errno == errno.ENOSPC:
+            reason = "no space left on device"
+        return f"cannot write or read{name}: {reason}"
+    if isinstance(exc, ValueError):
+        return _one_line(exc)
+    return None
+
+
+@contextlib.contextmanager
+def _quiet_numerics(as_json: bool) -> Iterator[list[warnings.WarningMessage]]:
+    """Numpy/torch warnings are collected, never interleaved with the output (printed after it, except in
+    --json mode where stderr stays for errors and progress only)."""
+    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
+        warnings.simplefilter("always")
+        yield caught
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; returns its exit code (2 for bad input, with one line on stderr)."""
+    """Run one command; returns its exit code. Every anticipated failure (bad parameter, numeric overflow,
+    refused allocation, unwritable output) is ONE line on stderr and exit code 2; Ctrl-C is one line and 130."""
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-    except SystemExit as exc:  # argparse prints its own one-line usage error
-        return int(exc.code or 0)
+    except SystemExit as exc:  # --help (0) or a one-line usage error (2)
+        return int(exc.code or 0) if isinstance(exc.code, int | None) else EXIT_BAD_INPUT
+    as_json = bool(getattr(args, "json", False))
     try:
-        return int(args.run(args) or 0)
-    except (ParameterError, UsageError, NotImplementedError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        budget = parse_bytes(args.memory_budget, "--memory-budget") if getattr(args, "memory_budget", None) \
+            else DEFAULT_MEMORY_BUDGET
+        with _quiet_numerics(as_json) as caught, memory_budget_scope(budget):
+            code = int(args.run(args) or 0)
+        if not as_json:
+            for w in {str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)}:
+                print(f"warning: {' '.join(w.split())[:300]}", file=sys.stderr)
+        return code
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as exc:
+        message = _describe(exc)
+        if message is None:
+            raise
+        print(f"error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -11,10 +11,11 @@ import argparse
 import json
 import math
 
+from ..estimators.base import REGISTRY
 from ..lab import D_PARAM, DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_R, DEFAULT_THETA, DEFAULT_TRIALS, check
-from ..params import ParameterError
+from ..params import MAX_LIST_LENGTH, ParameterError
 from ..params import check as check_value
-from ..plugins import PluginError, resolve_estimator
+from ..plugins import PLUGINS, PluginError, plugin_timeout_scope, resolve_estimator
 from ..textio import UsageError, jsonable, parse_assignments, parse_vector
 
 NAME = "check"
@@ -26,6 +27,9 @@ def _angles(text: str) -> list[float]:
     t = text.strip()
     if t.isdigit():
         n = int(t)
+        if n > MAX_LIST_LENGTH:
+            raise ParameterError(f"theta may be at most {MAX_LIST_LENGTH} angles, got {n}; split the study (e.g. with "
+                                 f"the sweep command)")
         if n < 1:
             raise ParameterError(f"theta must be a count ≥ 1 or a list of angles, got {text!r}")
         return [math.pi * i / max(n - 1, 1) for i in range(n)] if n > 1 else [math.pi / 2]
@@ -41,7 +45,12 @@ def _run_check(args: argparse.Namespace) -> int:
         if "kernel" in params:
             raise UsageError("kernel given twice (--kernel and kernel=)")
         params["kernel"] = args.kernel
-    compare = [c for c in args.compare.split(",") if c.strip()] if args.compare is not None else list(DEFAULT_COMPARE)
+    compare = [c.strip() for c in args.compare.split(",") if c.strip()] if args.compare is not None \
+        else list(DEFAULT_COMPARE)
+    unknown = [c for c in compare if c not in REGISTRY and c not in PLUGINS]
+    if unknown:
+        raise ParameterError(f"--compare must name built-in estimators ({', '.join(sorted(REGISTRY))}), got "
+                             f"{unknown[0][:80]!r}")
     check_value(args.d, D_PARAM)
     report = check(cls, params, r=parse_vector("r", args.r).tolist(), theta=_angles(args.theta), d=args.d,
                    trials=args.trials, seed=args.seed, alpha=args.alpha, compare=compare, device=args.device,
@@ -56,7 +65,8 @@ def _run_check(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     """Plugin code may fail in any way: report it on one line (exit 2), never with a traceback."""
     try:
-        return _run_check(args)
+        with plugin_timeout_scope(args.timeout):
+            return _run_check(args)
     except (ParameterError, UsageError, NotImplementedError, BrokenPipeError):
         raise
     except Exception as exc:  # a last resort for failures outside the guarded estimator calls
@@ -86,4 +96,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-features", action="store_true", help="skip the feature-map checks")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
+                   help="deadline of each plugin step: import, smoke test, each check step (default: "
+                        "$RFVIZ_PLUGIN_TIMEOUT or 60)")
 

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import os
+import pathlib
 
 from ..gallery import check_key_numbers, export_figure, get_figure, load_gallery
 from ..textio import UsageError
@@ -30,9 +33,29 @@ def run(args: argparse.Namespace) -> int:
         return _check(args.name, args.json)
     if not (args.out or args.data):
         raise UsageError("give --out FILE.html|FILE.png and/or --data FILE.csv (or --check)")
+    get_figure(args.name)  # an unknown name is reported before any path
+    for path in (args.out, args.data):
+        if path:
+            _check_writable(path)
     written = export_figure(args.name, args.out, args.data)
     emit({"figure": args.name, **written}, args.json)
     return 0
+
+
+def _check_writable(path: str) -> None:
+    """Refuse an output path that cannot be written (missing directory, a too-long name, a device) before the
+    figure is computed; the OSError becomes one line (exit 2) in ``rfviz.cli.main``."""
+    target = pathlib.Path(path)
+    parent = target.parent if str(target.parent) else pathlib.Path(".")
+    if not parent.is_dir():
+        raise OSError(errno.ENOENT, "the directory does not exist", str(parent))
+    name_max = os.pathconf(parent, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
+    if len(target.name.encode()) > name_max:
+        raise OSError(errno.ENAMETOOLONG, f"file name longer than {name_max} bytes", target.name[:40] + "...")
+    if target.exists() and not target.is_file():
+        raise OSError(errno.EISDIR, "not a regular file", str(target))
+    if not os.access(parent, os.W_OK):
+        raise OSError(errno.EACCES, "the directory is not writable", str(parent))
 
 
 def _check(name: str, as_json: bool) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
+import time
 from typing import Any
 
 import numpy as np
@@ -12,15 +14,15 @@ from ..engine import monte_carlo
 from ..estimators import get_estimator
 from ..geometry import embed_pair
 from ..numerics import LOG10
-from ..params import Param, ParameterError, check
+from ..params import MAX_DIMENSION, MAX_TRIALS, Param, ParameterError, check, require_fits
 from ..textio import parse_assignments, parse_vector
 from ._output import emit
 
 NAME = "mse"
 HELP = "closed-form MSE of one estimator at one input pair, and optionally its Monte-Carlo twin"
 
-D = Param("d", 2, "int", "input dimension", low=1)
-TRIALS = Param("trials", 0, "int", "Monte-Carlo trials (0: closed form only)", low=0)
+D = Param("d", 2, "int", "input dimension", low=1, high=MAX_DIMENSION)
+TRIALS = Param("trials", 0, "int", "Monte-Carlo trials (0: closed form only)", low=0, high=MAX_TRIALS)
 INPUT_KEYS = ("r", "theta", "d", "embedding", "x", "y")
 
 
@@ -42,6 +44,7 @@ def resolve_inputs(values: dict[str, str]) -> tuple[np.ndarray, np.ndarray, dict
     r = _number("r", values.get("r", "1.0"))
     theta = _number("theta", values.get("theta", str(math.pi / 2)))
     d = check(_number("d", values.get("d", "2")), D)
+    require_fits(f"a pair of inputs in dimension d={d}", 4 * 8 * d, "use a smaller d")
     embedding = values.get("embedding", "canonical")
     x, y = embed_pair(r, theta, d, embedding)
     info: dict[str, Any] = {"r": r, "theta": theta, "d": d}
@@ -66,7 +69,48 @@ def _number(name: str, text: str) -> float:
         raise ParameterError(f"{name} must be a number, got {text!r}") from None
 
 
-def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, device: str) -> dict[str, Any]:
+def count(text: str) -> int:
+    """An argparse type for counts written as ``2000`` or ``1e6`` (an integral value)."""
+    try:
+        value = float(text)
+        if not math.isfinite(value) or value != int(value):
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:40]!r}") from None
+    return int(value)
+
+
+class _Progress:
+    """Progress of a long Monte-Carlo run on stderr (never stdout, so --json stays clean), after ``after_s``
+    seconds; with ``max_seconds`` the run stops there (``Cancelled``) with a message saying how to go on."""
+
+    def __init__(self, max_seconds: float | None, after_s: float = 2.0) -> None:
+        self.start = time.monotonic()
+        self.max_seconds, self.after_s = max_seconds, after_s
+        self.last = -1.0
+        self.fraction = 0.0
+
+    def __call__(self, fraction: float) -> None:
+        self.fraction = fraction
+        now = time.monotonic() - self.start
+        if now >= self.after_s and (now - self.last >= 1.0 or (fraction >= 1 and self.last >= 0)):
+            self.last = now
+            eta = now * (1 - fraction) / fraction if fraction > 0 else float("inf")
+            print(f"\rmonte carlo: {100 * fraction:5.1f}%  {now:.0f} s elapsed, ~{eta:.0f} s left (Ctrl-C stops)",
+                  end="" if fraction < 1 else "\n", file=sys.stderr, flush=True)
+
+    def cancel(self) -> bool:
+        if self.max_seconds is None or time.monotonic() - self.start <= self.max_seconds:
+            return False
+        if self.last >= 0:
+            print(file=sys.stderr)
+        raise ParameterError(f"the Monte-Carlo run passed --max-seconds={self.max_seconds:g} at "
+                             f"{100 * self.fraction:.1f}% done; use fewer trials, a larger --max-seconds, or the "
+                             f"resumable sweep command")
+
+
+def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, device: str,
+               max_seconds: float | None = None) -> dict[str, Any]:
     """The JSON object of ``python -m rfviz mse``."""
     cls = get_estimator(name)
     inputs = {k: v for k, v in assignments.items() if k in INPUT_KEYS}
@@ -77,7 +121,15 @@ def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, d
     log_k, sign = est.kernel_log_value(x, y)
     if x.ndim > 1:  # averaging embedding: mean MSE over the stack of pairs (the kernel is the same for all)
         log_k, sign = log_k[0], sign[0]
-    log_mse = _log_mean_mse(est.log_mse(x, y)) if est.closed_form_available() else None
+    log_mse, note = None, None
+    if est.closed_form_available():
+        try:
+            log_mse = _log_mean_mse(est.log_mse(x, y))
+        except (FloatingPointError, OverflowError) as exc:  # valid but extreme inputs: null with a reason
+            note = f"closed form not representable at these inputs ({' '.join(str(exc).split())[:160]})"
+        else:
+            if math.isnan(log_mse):
+                log_mse, note = None, "closed form not representable at these inputs (NaN in log space)"
     report: dict[str, Any] = {
         "estimator": name,
         "kernel": est.kernel,
@@ -89,9 +141,13 @@ def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, d
         "log10_mse": None if log_mse is None or not math.isfinite(log_mse) else log_mse / LOG10,
         "mc": None,
     }
+    if note is not None:
+        report["note"] = note
     if trials:
         n_pairs = 1 if x.ndim == 1 else x.shape[0]
-        res = monte_carlo(est, x, y, trials=max(2, -(-trials // n_pairs)), seed=seed, device=device)
+        prog = _Progress(max_seconds)
+        res = monte_carlo(est, x, y, trials=max(2, -(-trials // n_pairs)), seed=seed, device=device, progress=prog,
+                          cancel=prog.cancel)
         if n_pairs == 1:
             report["mc"] = {
                 "mse": float(res.mse[0]),
@@ -118,7 +174,10 @@ def run(args: argparse.Namespace) -> int:
     check(args.trials, TRIALS)
     if args.trials == 1:
         raise ParameterError("trials must be 0 (no Monte Carlo) or at least 2, got 1")
-    emit(mse_report(args.name, parse_assignments(args.params), args.trials, args.seed, args.device), args.json)
+    if args.max_seconds is not None and not (math.isfinite(args.max_seconds) and args.max_seconds > 0):
+        raise ParameterError(f"--max-seconds must be a number of seconds in (0, inf), got {args.max_seconds}")
+    emit(mse_report(args.name, parse_assignments(args.params), args.trials, args.seed, args.device,
+                    args.max_seconds), args.json)
     return 0
 
 
@@ -127,7 +186,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", nargs="*",
                    help="key=value: r, theta (radians), d, embedding (canonical, flat, rotation_average), x=1,2,3, "
                         "y=..., and estimator parameters")
-    p.add_argument("--trials", type=int, default=0, help="Monte-Carlo trials (0: closed form only)")
+    p.add_argument("--trials", type=count, default=0,
+                   help=f"Monte-Carlo trials (0: closed form only; at most {MAX_TRIALS:.0e}); progress on stderr "
+                        "after 2 s, Ctrl-C stops")
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="stop the Monte-Carlo run (exit 2) when it takes longer than this")
     p.add_argument("--seed", type=int, default=0, help="random seed of the Monte-Carlo run")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -28,7 +28,7 @@ SPECS: dict[str, Param] = {
     "mechanism": Param("mechanism", "positive", "choice", "feature map", choices=MECHANISMS),
     "inputs": Param("inputs", "sphere", "choice", "input law", choices=INPUT_KINDS),
     "kernel": Param("kernel", "softmax", "choice", "target kernel", choices=KERNELS),
-    "d": Param("d", 16, "int", "dimension", low=1),
+    "d": Param("d", 16, "int", "dimension", low=1, high=100_000),
     "r": Param("r", 1.0, help="sphere radius / |x| / r1", low=0.0),
     "r2": Param("r2", 1.5, help="|y| (pair) or second radius (two spheres); default r for the pair", low=0.0),
     "sigma": Param("sigma", 0.2, help="std of Gaussian inputs N(0, σ²I)", low=0.0),

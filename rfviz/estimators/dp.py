@@ -24,7 +24,10 @@ DEGREE_PARAM = Param("p", 3, "int", "degree p of the homogeneous polynomial kern
                      ui_low=1, ui_high=10, label="p (degree)")
 Q_PARAM = Param("q", 0.5, "float", "realness of each weight entry z = a + ib: E a² = q, E b² = 1 − q (1 real, "
                 "½ complex, 0 purely imaginary ≡ 1; only (2q−1)² matters)", low=0.0, high=1.0, label="q (realness)")
+MAX_OPTIMIZED_FEATURES = 10_000
+"""Largest m of Maclaurin's optimized allocation (Algorithm 3), whose cost grows like m·p."""
 FEATURES_PARAM = Param("m", 16, "int", "number of random features D (a complex feature counts once)", low=1,
+                       high=10_000_000,
                        ui_low=1, ui_high=256, log=True, label="m (features D)")
 BASIS_PARAM = Param("basis", "rademacher", "choice",
                     "law of each weight entry, with q setting its real/imaginary split: rademacher √q·v + i√(1−q)·w "
@@ -265,6 +268,10 @@ class Maclaurin(_DotProductEstimator):
 
     def validate(self) -> None:
         p = self.params
+        if p["method"] == "optimized" and p["m"] > MAX_OPTIMIZED_FEATURES:
+            raise ParameterError(f"m must be at most {MAX_OPTIMIZED_FEATURES} for method=optimized (Algorithm 3's "
+                                 f"greedy allocation costs O(m·p) closed-form evaluations: ~14 s at m=10000 on a "
+                                 f"2-core VM), got {p['m']}; use method=random for larger m")
         if p["sketch"] == "tensor_srht" and p["method"] == "random":
             raise ParameterError("sketch must be poly for method=random, got 'tensor_srht'")
         if p["sketch"] == "tensor_srht" and p["basis"] not in dp.UNIT_MODULUS_BASES:

@@ -267,7 +267,9 @@ class ComplexListParam(Param):
 
     def validate(self, value: Any) -> Any:
         if isinstance(value, str):
-            items: list[Any] = [t for t in value.replace(" ", "").split(",") if t]
+            items: list[Any] = value.replace(" ", "").split(",")
+            if any(not t for t in items):  # "1,,2" is a typo, not (1, 2)
+                raise ParameterError(f"{self.name} must be {self.range_text()}, got {value[:80]!r} (an empty entry)")
         elif isinstance(value, list | tuple | np.ndarray):
             items = list(value)
         else:

@@ -636,6 +636,20 @@ def hadamard(d: int, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
     return torch.as_tensor(_hadamard_np(d), device=device, dtype=dtype)
 
 
+def fwht(x: torch.Tensor) -> torch.Tensor:
+    """Unnormalised fast Walsh–Hadamard transform along the last axis: ``x @ H_n`` for the Sylvester matrix
+    (n a power of two) in O(n log n) time and O(size of x) memory, never building the n × n matrix ([DP] Alg. 1)."""
+    n = x.shape[-1]
+    lead = x.shape[:-1]
+    h = 1
+    while h < n:
+        v = x.reshape(*lead, n // (2 * h), 2, h)
+        a, b = v[..., 0, :], v[..., 1, :]
+        x = torch.stack((a + b, a - b), dim=-2).reshape(*lead, n)
+        h *= 2
+    return x
+
+
 def random_permutations(shape: tuple[int, ...], d: int, *, generator: torch.Generator,
                         device: torch.device) -> torch.Tensor:
     """Uniform random permutations of range(d), independent over ``shape``: long tensor (*shape, d)."""
@@ -659,8 +673,8 @@ def tsrht_features(z: torch.Tensor, perm: torch.Tensor, u: torch.Tensor, num_fea
     """Unscaled TensorSRHT features Π_i s_{i,ℓ}ᵀu, s_{i,ℓ} = z_i ∘ h_{π_i(ℓ)}: shape (trials, P, D)."""
     trials, blocks, degree, d_pad = z.shape
     up = torch.nn.functional.pad(u, (0, d_pad - u.shape[-1]))
-    h = hadamard(d_pad, u.device, u.dtype)
-    mixed = torch.einsum("tbik,pk,kj->tpbij", z, up.to(z.dtype), h.to(z.dtype))
+    # (z_i ∘ u)ᵀ H = FWHT(z_i ∘ u): the d_pad × d_pad Hadamard matrix is never built (memory O(d_pad) per row).
+    mixed = fwht(z[:, None] * up.to(z.dtype)[None, :, None, None, :])  # (trials, P, B, p, d_pad)
     idx = perm[:, None].expand(trials, u.shape[0], blocks, degree, d_pad)
     prod = torch.gather(mixed, -1, idx).prod(-2)  # (trials, P, B, d_pad)
     return prod.reshape(trials, u.shape[0], blocks * d_pad)[..., :num_features]

@@ -26,7 +26,7 @@ from scipy import special
 
 from ..geometry import canonical_pair, check_d
 from ..numerics import LOG2, exp_or_inf, gauss_legendre, log_diff_exp, log_expm1
-from ..params import ParameterError
+from ..params import ParameterError, require_fits
 
 MECHANISMS = ("positive", "trig")
 INPUT_KINDS = ("sphere", "gaussian", "pair", "two_spheres")
@@ -138,6 +138,9 @@ def _chi_nodes(d: int, extra: float, rate: float) -> tuple[np.ndarray, np.ndarra
     hi = math.sqrt(d) + 12.0 + extra
     width = 0.5 / (1.0 + rate)
     panels = math.ceil((hi - lo) / width)
+    # the nodes and a few temporaries of the same size (rho, log_w, the integrand): refused up front if too many
+    require_fits(f"the χ_d quadrature ({panels} panels × 16 nodes, resolving inputs of norm up to {rate:g})",
+                 6 * 8 * 16 * panels, "use smaller input norms r")
     x, w = gauss_legendre(16)
     edges = np.linspace(lo, hi, panels + 1)
     half = np.diff(edges)[:, None] / 2
