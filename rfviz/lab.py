@@ -68,6 +68,9 @@ EXACT_REL_MSE_FLOAT32 = 1e-10
 FEATURE_TRIALS = 1024
 FEATURE_GROWTH_TOLERANCE = 1.1
 """Features look bounded if max|φ| over all samples ≤ this × max|φ| over the first 1/16 of them."""
+MIN_INFORMATIVE = 3
+"""A verdict of "unbiased" needs at least this many informative points: not exact, light-tailed enough for the
+CLT (kurtosis test) and with a reliable sampled MSE (MCResult.reliable). Fewer: exit 3, inconclusive."""
 SHARED_PARAMS = ("m", "kernel", "coupling")
 """Parameters copied from the candidate to each comparator (a like-for-like comparison)."""
 
@@ -177,19 +180,40 @@ class LabReport:
     features: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     declared_biased: bool = False
+    informative: np.ndarray | None = None
+    """Points that inform the verdict: tested, not exact, with a reliable sampled MSE."""
+    deterministic_wrong: np.ndarray | None = None
+    """Points where every trial gave the same K̂ and it is not the kernel."""
 
     @property
     def biased(self) -> bool:
         return bool(self.bias_rejected.any())
 
     @property
+    def n_informative(self) -> int:
+        return int(self.informative.sum()) if self.informative is not None else int(self.bias_tested.sum())
+
+    @property
+    def inconclusive(self) -> bool:
+        """Neither bias nor a broken closed form found, and too few informative points to call it unbiased."""
+        return not self.biased and self.closed_form_agrees is not False and self.n_informative < MIN_INFORMATIVE
+
+    @property
     def verdict(self) -> str:
-        return "bias detected" if self.biased else "unbiased"
+        if self.biased:
+            return "bias detected"
+        if self.closed_form_agrees is False:
+            return "closed form disagrees"
+        return "inconclusive" if self.inconclusive else "unbiased"
 
     @property
     def exit_code(self) -> int:
-        """CLI exit code: 0 unbiased, 1 bias detected."""
-        return 1 if self.biased else 0
+        """CLI exit code: 0 unbiased (≥ MIN_INFORMATIVE informative points), 1 bias detected or the closed form
+        disagrees with the estimator's own Monte Carlo, 3 inconclusive (2, bad input or a broken plugin, is raised
+        by the CLI)."""
+        if self.biased or self.closed_form_agrees is False:
+            return 1
+        return 3 if self.inconclusive else 0
 
     @property
     def z_critical(self) -> float:
@@ -207,6 +231,11 @@ class LabReport:
         """One sentence: the verdict and why."""
         n = int(self.bias_tested.sum())
         total = self.bias_z.size
+        if self.biased and self.deterministic_wrong is not None and (self.deterministic_wrong
+                                                                     & self.bias_rejected).any():
+            k = int((self.deterministic_wrong & self.bias_rejected).sum())
+            return (f"BIAS DETECTED: at {k} grid point(s) every trial gave the same K̂ and it is not the kernel "
+                    "(a deterministic wrong estimate, no sampling noise to explain it)")
         if self.biased:
             k = int(self.bias_rejected.sum())
             i = np.unravel_index(np.nanargmax(np.where(self.bias_rejected, np.abs(self.bias_z), -1)), self.bias_z.shape)
@@ -214,6 +243,13 @@ class LabReport:
                     f"(Holm, α = {self.alpha:g}); worst z = {self.bias_z[i]:+.1f} at r = {self.r[i[0]]:g}, "
                     f"θ = {self.theta[i[1]]:.3f}")
         max_z = float(np.max(np.abs(self.bias_z[self.bias_tested]))) if n else float("nan")
+        if self.closed_form_agrees is False:
+            return ("CLOSED FORM DISAGREES: the estimator's own closed-form MSE does not match its Monte Carlo "
+                    f"(no bias found at {n} of {total} tested points)")
+        if self.inconclusive:
+            return (f"INCONCLUSIVE: only {self.n_informative} informative grid point(s) (need {MIN_INFORMATIVE}): "
+                    "the others are exact or heavy-tailed, so the sampled mean/MSE cannot be trusted there; use "
+                    "more --trials, smaller --r, or other --theta")
         return (f"UNBIASED: no grid point rejects E[K̂] = K (Holm over {n} of {total} points, α = {self.alpha:g}; "
                 f"max |z| = {max_z:.2f}, first Holm threshold {self.z_critical:.2f})")
 
@@ -229,6 +265,9 @@ class LabReport:
             "seed": self.seed,
             "alpha": self.alpha,
             "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "informative_points": self.n_informative,
+            "min_informative_points": MIN_INFORMATIVE,
             "summary": self.summary(),
             "grid": {"r": self.r, "theta": self.theta, "layout": "rows r, columns theta"},
             "bias": {
@@ -409,9 +448,19 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
     # Where K̂ is exact up to round-off, |mean − K|/|K| ≤ √EXACT_REL_MSE = 1e-12 while the spread is ~1e-16:
     # the engine's z-score then measures round-off, not bias.
     bias_z = np.where(exact, 0.0, np.asarray(res.bias_z, float))
+    # Complex estimates: the imaginary part must average to 0 (the kernel is real); test both parts.
+    se = np.asarray(res.ratio_sd, float) / math.sqrt(res.trials)
+    imag = np.imag(np.asarray(res.mean_ratio))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z_im = np.where(se > 0, imag / np.where(se > 0, se, 1.0), np.where(np.abs(imag) > 1e-9, np.inf, 0.0))
+    z_im = np.where(exact, 0.0, z_im)
+    bias_z = np.where(np.abs(z_im) > np.abs(bias_z), z_im, bias_z)
+    deterministic_wrong = np.isinf(bias_z) & (se == 0)
     kappa = kurtosis(res)
-    tested = exact | (kappa <= trials * BIAS_KURTOSIS_FRACTION)
-    p = two_sided_p(bias_z)
+    tested = exact | (kappa <= trials * BIAS_KURTOSIS_FRACTION) | deterministic_wrong
+    reliable = np.ones(tested.shape, bool) if res.reliable is None else np.asarray(res.reliable, bool).ravel()
+    informative = tested & ~exact & reliable & ~deterministic_wrong
+    p = np.minimum(1.0, two_sided_p(bias_z) * (2.0 if np.iscomplexobj(res.mean_ratio) else 1.0))
     rejected = holm_reject(p, alpha, tested)
     warnings: list[str] = []
     left_out = int((~tested).sum())
@@ -505,7 +554,8 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
         closed_form_tested=None if cf_tested is None else cf_tested.reshape(shape),
         closed_form_rejected=None if cf_rejected is None else cf_rejected.reshape(shape),
         closed_form_error=cf_error, comparisons=comparisons, skipped_comparisons=skipped, features=features,
-        warnings=warnings, declared_biased=declares_bias(type(est)))
+        warnings=warnings, declared_biased=declares_bias(type(est)), informative=informative.reshape(shape),
+        deterministic_wrong=deterministic_wrong.reshape(shape))
 
 
 def check(target: type[Estimator], params: dict[str, Any] | None = None, **kwargs: Any) -> LabReport:
