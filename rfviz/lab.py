@@ -225,6 +225,9 @@ class LabReport:
             return False
         if self.closed_form_rejected is None:
             return None
+        if not self.closed_form_rejected.any() and self.closed_form_tested is not None \
+                and not self.closed_form_tested.any():
+            return None  # nothing could be tested: neither agrees nor disagrees
         return not bool(self.closed_form_rejected.any())
 
     def summary(self) -> str:
@@ -307,7 +310,8 @@ class LabReport:
                  "* = rejected by Holm, ~ = heavy-tailed, left out):"]
         lines += _grid_text(self.r, self.theta, self.bias_z, self.bias_rejected, ~self.bias_tested)
         if self.closed_form_z is not None:
-            agrees = "agrees" if self.closed_form_agrees else "DISAGREES"
+            agrees = {True: "agrees", False: "DISAGREES", None: "not tested (no reliable point)"}[
+                self.closed_form_agrees]
             lines += ["", f"closed-form MSE vs Monte Carlo: {agrees} (z-scores, * = rejected, ~ = left out):"]
             lines += _grid_text(self.r, self.theta, self.closed_form_z, self.closed_form_rejected,
                                 ~self.closed_form_tested)
@@ -496,7 +500,7 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
             deterministic = res.rel_mse_stderr <= DETERMINISTIC_REL * res.rel_mse
             same = np.abs(res.rel_mse - expected_rel) <= DETERMINISTIC_REL * 1e4 * expected_rel
         cf_z = np.where((exact & cf_exact) | (deterministic & same), 0.0, cf_z)
-        cf_tested = exact | (kappa <= trials * CLOSED_FORM_KURTOSIS_FRACTION)
+        cf_tested = exact | ((kappa <= trials * CLOSED_FORM_KURTOSIS_FRACTION) & reliable)
         cf_rejected = holm_reject(two_sided_p(cf_z), alpha * CLOSED_FORM_ALPHA_FACTOR, cf_tested | np.isinf(cf_z))
         if cf_rejected.any():
             warnings.append(f"the closed-form MSE disagrees with Monte Carlo at {int(cf_rejected.sum())} grid points")
