@@ -31,7 +31,7 @@ import torch
 from scipy.special import erfc, ndtri
 
 from .engine import MCResult, monte_carlo
-from .estimators.base import REGISTRY, Estimator
+from .estimators.base import REGISTRY, Estimator, PairStats
 from .geometry import check_r, check_theta, embed_pair
 from .numerics import LOG10
 from .params import Param, ParameterError, validated
@@ -491,6 +491,23 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
     tested &= res_tested_mask
     informative &= res_tested_mask
     extra_rows: list[dict[str, Any]] = []
+    skipped_pairs: list[str] = []
+    if extra:
+        ex_x, ex_y, meta = extra
+        keep = np.ones(len(meta), bool)
+        for kind in dict.fromkeys(k for k, *_ in meta):  # an estimator may reject a kind (e.g. needs |x| = |y|)
+            rows = np.array([k == kind for k, *_ in meta])
+            try:
+                est.log_abs_kernel(PairStats.of(ex_x[rows], ex_y[rows], d))
+                if est.closed_form_available():
+                    est.log_mse(ex_x[rows], ex_y[rows], d)
+            except ParameterError as exc:
+                keep &= ~rows
+                skipped_pairs.append(f"{kind} pairs not tested: {exc}")
+            except NotImplementedError:
+                pass
+        meta = [m for m, k in zip(meta, keep, strict=True) if k]
+        extra = (ex_x[keep], ex_y[keep], meta) if meta else None
     if extra:
         ex_x, ex_y, meta = extra
         ex = _run_mc(est, ex_x, ex_y, d, trials, seed + 1, device, None)
@@ -505,7 +522,7 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
                                "deterministic_wrong": bool(e_det[i])})
     else:
         rejected = holm_reject(p, alpha, tested)
-    warnings: list[str] = []
+    warnings: list[str] = list(skipped_pairs)
     if "canonical" not in pairs:
         warnings.append("the (r, θ) grid is not part of the bias test (pairs without canonical); it still gives "
                         "the closed-form check and the MSE maps")
