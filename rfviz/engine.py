@@ -51,7 +51,7 @@ DEFAULT_CHUNK_BYTES = 16 * 2**20
 faster than huge ones, and are still large enough that Python overhead stays small. On a GPU the default is the
 whole budget (bigger kernels amortise launch latency)."""
 MIN_MEMORY_BUDGET = 2**16
-_ACCUMULATOR_BYTES_PER_PAIR = 6 * 16  # count, means and M2s in float64/complex128
+_ACCUMULATOR_BYTES_PER_PAIR = 6 * 16 + 2 * TOP_K * 8  # count, means, M2s (complex128); the top-k squared errors
 _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR = 3 * 16  # one block of estimates, squared errors and a temporary
 
 
