@@ -106,7 +106,12 @@ TOP_K = 32
 is the top k of the parts' top k's)."""
 MIN_TAIL_INDEX = 2.0
 """Hill tail index of the squared errors below which their variance looks infinite (P(E > t) ~ t^-α with α < 2
-⇔ E[|K̂ − K|⁴] = ∞): the sampled MSE's standard error is then meaningless, however small it looks."""
+⇔ E[|K̂ − K|⁴] = ∞): the sampled MSE's standard error is then meaningless, however small it looks. The test uses
+the one-sided 95 % upper bound α̂·(1 + 1.645/√k) (Hill's asymptotic sd is α/√k): with k = 32 a point is flagged
+when α̂ < 1.55, so that light-ish tails (α̂ ≈ 2-3 for lognormal-like positive features at small r) are not."""
+HILL_Z = 1.645
+EXACT_REL = 1e-24
+"""Mean squared error relative to e^{2s} (≈ K²) below which the point is exact up to float64 round-off."""
 MAX_TOP_SHARE = 0.5
 """The largest ``TOP_K`` trials may carry at most this share of the total squared error. For light tails (e.g.
 χ²-like squared errors) the top 32 of 2000 trials carry ≈ 8 %; a lognormal-like heavy tail pushes it past 50 %."""
@@ -147,15 +152,15 @@ class TailReport:
 def assess_trials(count: int, mean: np.ndarray, m2: np.ndarray, top: np.ndarray, *,
                   underflow: np.ndarray | None = None, fourth_moment_finite: np.ndarray | None = None,
                   max_rel_stderr: float = MAX_REL_STDERR, min_tail_index: float = MIN_TAIL_INDEX,
-                  max_top_share: float = MAX_TOP_SHARE) -> TailReport:
+                  max_top_share: float = MAX_TOP_SHARE, exact_below: float = EXACT_REL) -> TailReport:
     """Whether each of several sampled MSEs (the means of per-trial squared errors) can be trusted, from per-pair
     ``mean``, ``m2`` of ``count`` trials and the ``top`` largest squared errors (shape (P, k), any order).
 
     Unreliable, in this order of the warning: every estimate underflowed to 0 (``underflow``: precision loss, the
     sampled MSE is then K² whatever the estimator); the paper says E|K̂|⁴ = ∞ there (``fourth_moment_finite``
-    False); Hill α̂ < ``min_tail_index`` (needs ≥ 64 trials); the largest k trials carry more than
+    False); Hill α̂·(1 + 1.645/√k) < ``min_tail_index`` (needs ≥ 64 trials); the largest k trials carry more than
     ``max_top_share`` of the squared error (needs ≥ 16·k trials); relative standard error > ``max_rel_stderr``.
-    Exact points (all squared errors 0) are reliable."""
+    Exact points (mean squared error ≤ ``exact_below``: round-off) are reliable."""
     mean = np.atleast_1d(np.asarray(mean, dtype=float))
     m2 = np.atleast_1d(np.asarray(m2, dtype=float))
     top = -np.sort(-np.asarray(top, dtype=float).reshape(len(mean), -1), axis=-1)
@@ -166,7 +171,7 @@ def assess_trials(count: int, mean: np.ndarray, m2: np.ndarray, top: np.ndarray,
                        np.where(m2 > 0, np.inf, 0.0))
         share = np.where(mean > 0, top.sum(axis=-1) / (mean * count), 0.0)
     tail = hill_tail_index(top) if count >= 64 else np.full(len(mean), np.nan)
-    exact = (mean == 0) & (m2 == 0)
+    exact = mean <= exact_below
     infinite4 = (np.zeros(len(mean), bool) if fourth_moment_finite is None
                  else np.asarray(fourth_moment_finite, dtype=object) == False)  # noqa: E712 (None stays unknown)
     under = np.zeros(len(mean), bool) if underflow is None else np.asarray(underflow, bool).reshape(-1)
@@ -182,8 +187,8 @@ def assess_trials(count: int, mean: np.ndarray, m2: np.ndarray, top: np.ndarray,
             if infinite4[i]:
                 reasons.append("the estimator's fourth moment is infinite here (per its paper), so the standard "
                                "error is meaningless")
-            if tail[i] < min_tail_index:
-                reasons.append(f"tail index of the squared errors {tail[i]:.2f} < {min_tail_index:g} "
+            if tail[i] * (1.0 + HILL_Z / math.sqrt(k)) < min_tail_index:
+                reasons.append(f"tail index of the squared errors {tail[i]:.2f}, clearly < {min_tail_index:g} "
                                "(their variance looks infinite)")
             if count >= 16 * k and share[i] > max_top_share:
                 reasons.append(f"the largest {k} of {count} trials carry {share[i]:.0%} of the squared error")

@@ -472,8 +472,9 @@ def _assess(run: PreparedRun, totals: BlockTotals) -> TailReport | None:
     except (AttributeError, NotImplementedError):  # plugins written before the hook existed
         fourth = None
     underflow = (totals.max_abs_r == 0) & (np.asarray(run.target) != 0) if totals.max_abs_r is not None else None
+    exact_below = 1e-24 if run.dtype == torch.float64 else 1e-10  # round-off of the run's dtype, relative to K²
     return assess_trials(run.trials, totals.mean_e, totals.m2_e, totals.top_e, underflow=underflow,
-                         fourth_moment_finite=fourth)
+                         fourth_moment_finite=fourth, exact_below=exact_below)
 
 
 def monte_carlo(
