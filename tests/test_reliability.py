@@ -163,3 +163,19 @@ def test_figures_draw_heavy_tailed_points_hollow_not_as_disagreements():
     pts = {"a": (np.arange(3.0), np.ones(3), np.full(3, 0.1), np.array([True, False, True]))}
     names = [t.name for t in lines(np.arange(3.0), {"a": np.ones(3)}, xlabel="x", ylabel="y", points=pts).data]
     assert "a (sampled ±2 SE)" in names and "a (sampled, heavy-tailed: unreliable)" in names
+
+
+def test_engine_flags_estimates_that_all_underflow():
+    import torch
+
+    from rfviz.estimators.hrf import Positive
+
+    class Underflows(Positive):  # not registered: every estimate is 0 (as if e^{-big} underflowed)
+        def _estimate_softmax(self, samples, x, y, log_scale):
+            return torch.zeros(samples["w"].shape[0] if "w" in samples else next(iter(samples.values())).shape[0],
+                               x.shape[0], dtype=x.dtype)
+
+    x, y = embed_pair(0.5, 1.0, 4, "canonical")
+    res = monte_carlo(Underflows(m=4), x, y, trials=256, device="cpu")
+    assert not res.reliable[0] and "precision loss" in res.warning[0]
+    assert res.rel_mse[0] == pytest.approx(res.target[0] ** 2)  # the confident K² the flag warns about
