@@ -228,7 +228,7 @@ class LabReport:
 
     @property
     def z_critical(self) -> float:
-        return bonferroni_z(self.alpha, int(self.bias_tested.sum()))
+        return bonferroni_z(self.alpha, int(self.bias_tested.sum()) + sum(bool(p["tested"]) for p in self.extra_pairs))
 
     @property
     def closed_form_agrees(self) -> bool | None:
@@ -270,8 +270,12 @@ class LabReport:
             return (f"INCONCLUSIVE: only {self.n_informative} informative grid point(s) (need {MIN_INFORMATIVE}): "
                     "the others are exact or heavy-tailed, so the sampled mean/MSE cannot be trusted there; use "
                     "more --trials, smaller --r, or other --theta")
-        return (f"UNBIASED: no grid point rejects E[K̂] = K (Holm over {n} of {total} points, α = {self.alpha:g}; "
-                f"max |z| = {max_z:.2f}, first Holm threshold {self.z_critical:.2f})")
+        n_extra = sum(bool(p["tested"]) for p in self.extra_pairs)
+        extra = f" + {n_extra} extra pairs" if n_extra else ""
+        return (f"UNBIASED: no point rejects E[K̂] = K (Holm over {n} of {total} grid points{extra}, "
+                f"α = {self.alpha:g}; "
+                f"max |z| = {max_z:.2f}, first Holm threshold {self.z_critical:.2f}; {self.n_informative} "
+                f"informative points incl. extra pairs, at least {MIN_INFORMATIVE} needed)")
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (non-finite floats become null through rfviz.textio.jsonable)."""
