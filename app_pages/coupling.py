@@ -83,10 +83,10 @@ def _ratio_d(v: float, features: str, blocks: int, couplings: tuple[str, ...]):
     return fc.ratio_vs_d_figure(v, features=features, blocks=blocks, couplings=couplings)
 
 
-def _sampled_ratios(d: int, m: int, features: str, trials: int, progress) -> dict:
+def _sampled_ratios(d: int, m: int, features: str, trials: int, seed: int, progress) -> dict:
     """Sampled MSE/MSE_iid per coupling (memoised per session: the run draws a progress bar)."""
-    return ui.memo("coupling-mc", (d, m, features, trials),
-                   lambda: fc.sampled_ratio_columns(d, m, features, trials=trials, progress=progress))
+    return ui.memo("coupling-mc", (d, m, features, trials, seed),
+                   lambda: fc.sampled_ratio_columns(d, m, features, trials=trials, seed=seed, progress=progress))
 
 
 with ui.guard():
@@ -107,14 +107,15 @@ with ui.guard():
         ui.downloads("rfviz-coupling-conformity", lambda: traces_csv(fig2), fig2, key="conf")
     elif view == VIEWS[2]:
         fig3 = _ratio_v(d, m, features, couplings)
-        mc_cols = st.columns([2, 1])
+        mc_cols = st.columns([2, 1, 1])
         mc = state.mc_switch("Monte Carlo at 6 values of v (orthogonal, simplex, simplex+)", "mc",
                              container=mc_cols[0])
         trials = state.param(TRIALS_PARAM, 1000, container=mc_cols[1], disabled=not mc)
+        mc_seed = state.param(SEED_PARAM, 7, container=mc_cols[2], disabled=not mc)
         if mc:
-            trials = ui.valid(TRIALS_PARAM, trials)
+            trials, mc_seed = ui.valid(TRIALS_PARAM, trials), ui.valid(SEED_PARAM, mc_seed)
             bar = st.progress(0.0, text="sampling couplings…")
-            pts = _sampled_ratios(d, m, features, trials, lambda f: bar.progress(min(1.0, f)))
+            pts = _sampled_ratios(d, m, features, trials, int(mc_seed), lambda f: bar.progress(min(1.0, f)))
             bar.empty()
             fig3 = fc.add_sampled_ratios(fig3, pts)
             st.caption("Sampled MSE divided by the iid closed form (v ≤ 1.3: beyond, positive features are "

@@ -116,12 +116,15 @@ else:
     shown_settings, report = stored
     if shown_settings != settings:
         st.caption("The settings changed since this report was computed: press **Run the check** to update it.")
-    (st.error if report.biased else st.success)(report.summary(), icon=":material/rule:")
+    show = {0: st.success, 1: st.error, 3: st.warning}.get(report.exit_code, st.error)
+    show(f"{report.summary()} (CLI exit code {report.exit_code})", icon=":material/rule:")
     for w in report.warnings:
         st.warning(w, icon=":material/warning:")
     cols = st.columns(3)
     cf = report.closed_form_agrees
-    cols[0].metric("Closed form vs Monte Carlo", "none given" if cf is None else ("agrees" if cf else "DISAGREES"))
+    cf_text = ("agrees" if cf else "DISAGREES") if cf is not None else (
+        "not tested" if report.closed_form_z is not None else "none given")
+    cols[0].metric("Closed form vs Monte Carlo", cf_text)
     feats = report.features
     def yes_no(key: str) -> str:
         return "n/a" if key not in feats else ("yes" if feats[key] else "no")

@@ -167,27 +167,35 @@ if grid_ok and surfs:
         if sampled_grid:
             n_bad = {k: s.disagreements for k, s in sampled_grid.items()}
             dev = next(iter(sampled_grid.values())).device
+            n_heavy = {k: s.unreliable for k, s in sampled_grid.items()}
             text = " · ".join(f"{k}: {v} of {s.z.size} points off by > 4 SE" for (k, v), s in
-                              zip(n_bad.items(), sampled_grid.values(), strict=True))
+                              zip(n_bad.items(), sampled_grid.values(), strict=True) if v)
             if any(n_bad.values()):
                 mc_box.badge(f"Analytic and sampled disagree — {text}", icon=":material/warning:", color="red")
-                mc_box.caption("Heavy-tailed estimators (positive features at large r) can disagree because the "
-                               "sample MSE converges slowly; red crosses mark the points.")
-            else:
+            if any(n_heavy.values()):
+                heavy_text = " · ".join(f"{k}: {v} of {sampled_grid[k].z.size} points" for k, v in n_heavy.items() if v)
+                mc_box.badge(f"heavy-tailed: the sampled MSE is unreliable at {int(trials)} trials — {heavy_text}",
+                             icon=":material/help:", color="orange")
+                mc_box.caption("Hollow circles mark these points: a few trials carry most of the squared error, so "
+                               "neither the sampled MSE nor its error bar can be trusted (not a disagreement).")
+            if not any(n_bad.values()) and not any(n_heavy.values()):
                 mc_box.badge(f"Analytic and sampled agree within 4 SE ({int(trials)} trials, device {dev})",
                              icon=":material/check_circle:", color="green")
+            needed = max(s.trials_for_ten_percent() for s in sampled_grid.values())
+            if ex.trials_guidance(needed, int(trials)):
+                mc_box.caption(ex.trials_guidance(needed, int(trials)))
 
     # ------------------------------------------------------------------ figures
     if values:
-        disagree = {}
+        disagree, heavy = {}, {}
         if sampled_grid and which != "ratio":
             for k, s in sampled_grid.items():
-                bad = np.abs(np.nan_to_num(s.z)) > ex.DISAGREEMENT_Z
                 rr, tt = np.meshgrid(r_mc, theta_mc, indexing="ij")
-                disagree[k] = (rr[bad], tt[bad])
+                disagree[k] = (rr[s.disagree_mask], tt[s.disagree_mask])
+                heavy[k] = (rr[~s.reliable_mask], tt[~s.reliable_mask])
         title = f"{ex.QUANTITIES[which]} · {kernel} kernel · d = {int(d)}"
         if view == "heatmap":
-            fig = ex.heatmap_figure(r_axis, theta_axis, values, which, disagree, title=title)
+            fig = ex.heatmap_figure(r_axis, theta_axis, values, which, disagree, title=title, heavy=heavy)
         else:
             points = {}
             if sampled_grid:
@@ -214,7 +222,8 @@ if grid_ok and surfs:
             if sampled_slice:
                 sl_mc = _surfaces(r_sl, theta_sl)
                 for k, (v, se) in ex.sampled_quantity(sl_mc, sampled_slice, which, pair).items():
-                    pts[k] = ((r_sl if slice_axis == "θ" else theta_sl), v.ravel(), se.ravel())
+                    rel = sampled_slice[k].reliable_mask.ravel() if k in sampled_slice else None
+                    pts[k] = ((r_sl if slice_axis == "θ" else theta_sl), v.ravel(), se.ravel(), rel)
             sfig = ex.slice_figure("theta" if slice_axis == "θ" else "r", coord, sl_values, which, slice_at, pts)
             ui.plot(sfig, key="mse-slice")
             cols_csv = {"coordinate": coord, **sl_values}

@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 MAX_REL_STDERR = 0.1
 """Default: the MSE's standard error must be at most 10% of the MSE."""
 TOP_SHARE_FACTOR = 8.0
@@ -95,3 +97,110 @@ def assess_mse(squared_errors: Moments, *, top_share: float | None = None, parts
     if not reasons:
         return Reliability(True, None)
     return Reliability(False, "heavy tail or too few trials: " + "; ".join(reasons))
+
+
+# --------------------------------------------------------------------------- per-trial tail diagnostics (engine)
+
+TOP_K = 32
+"""Largest per-trial squared errors the engine keeps per pair (merged exactly across blocks: the top k of a union
+is the top k of the parts' top k's)."""
+MIN_TAIL_INDEX = 2.0
+"""Hill tail index of the squared errors below which their variance looks infinite (P(E > t) ~ t^-α with α < 2
+⇔ E[|K̂ − K|⁴] = ∞): the sampled MSE's standard error is then meaningless, however small it looks. The test uses
+the one-sided 95 % upper bound α̂·(1 + 1.645/√k) (Hill's asymptotic sd is α/√k): with k = 32 a point is flagged
+when α̂ < 1.55, so that light-ish tails (α̂ ≈ 2-3 for lognormal-like positive features at small r) are not."""
+HILL_Z = 1.645
+EXACT_REL = 1e-24
+"""Mean squared error relative to e^{2s} (≈ K²) below which the point is exact up to float64 round-off."""
+MAX_TOP_SHARE = 0.5
+"""The largest ``TOP_K`` trials may carry at most this share of the total squared error. For light tails (e.g.
+χ²-like squared errors) the top 32 of 2000 trials carry ≈ 8 %; a lognormal-like heavy tail pushes it past 50 %."""
+TARGET_REL_STDERR = 0.1
+"""``trials_needed``: the trials for a relative standard error of 10 % (≈ ±10 % on the sampled MSE)."""
+
+
+def hill_tail_index(top: np.ndarray) -> np.ndarray:
+    """Hill's estimator α̂ = k / Σ_{i≤k} log(X₍ᵢ₎ / X₍ₖ₊₁₎) from the k + 1 largest values of a sample, sorted in
+    decreasing order along the last axis (Hill 1975). P(X > t) ~ t^-α: small α̂ = heavy tail. NaN where the
+    threshold X₍ₖ₊₁₎ is 0 or fewer than 3 values are given."""
+    top = np.asarray(top, dtype=float)
+    if top.shape[-1] < 3:
+        return np.full(top.shape[:-1], np.nan)
+    k = top.shape[-1] - 1
+    thr = top[..., -1:]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        logs = np.log(top[..., :-1] / thr)
+        total = np.sum(logs, axis=-1)
+        alpha = np.where(thr[..., 0] > 0, k / total, np.nan)
+    return alpha
+
+
+@dataclass(frozen=True)
+class TailReport:
+    """Per-pair verdicts on sampled MSEs (arrays of one shape): ``reliable``, ``warning`` (str or None), the
+    ``tail_index`` (Hill α̂ of the squared errors), the ``top_share`` of the largest ``TOP_K`` trials and
+    ``trials_needed`` for a 10 % relative standard error from this run's variance (a lower bound when the tail is
+    heavy; inf when no number of trials makes the standard error meaningful: infinite fourth moment, underflow)."""
+
+    reliable: np.ndarray
+    warning: np.ndarray
+    tail_index: np.ndarray
+    top_share: np.ndarray
+    trials_needed: np.ndarray
+
+
+def assess_trials(count: int, mean: np.ndarray, m2: np.ndarray, top: np.ndarray, *,
+                  underflow: np.ndarray | None = None, fourth_moment_finite: np.ndarray | None = None,
+                  max_rel_stderr: float = MAX_REL_STDERR, min_tail_index: float = MIN_TAIL_INDEX,
+                  max_top_share: float = MAX_TOP_SHARE, exact_below: float = EXACT_REL) -> TailReport:
+    """Whether each of several sampled MSEs (the means of per-trial squared errors) can be trusted, from per-pair
+    ``mean``, ``m2`` of ``count`` trials and the ``top`` largest squared errors (shape (P, k), any order).
+
+    Unreliable, in this order of the warning: every estimate underflowed to 0 (``underflow``: precision loss, the
+    sampled MSE is then K² whatever the estimator); the paper says E|K̂|⁴ = ∞ there (``fourth_moment_finite``
+    False); Hill α̂·(1 + 1.645/√k) < ``min_tail_index`` (needs ≥ 64 trials); the largest k trials carry more than
+    ``max_top_share`` of the squared error (needs ≥ 16·k trials); relative standard error > ``max_rel_stderr``.
+    Exact points (mean squared error ≤ ``exact_below``: round-off) are reliable."""
+    mean = np.atleast_1d(np.asarray(mean, dtype=float))
+    m2 = np.atleast_1d(np.asarray(m2, dtype=float))
+    top = -np.sort(-np.asarray(top, dtype=float).reshape(len(mean), -1), axis=-1)
+    k = top.shape[-1]
+    var = m2 / (count - 1) if count > 1 else np.full_like(mean, np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(mean > 0, np.sqrt(np.maximum(var, 0.0) / max(count, 1)) / np.where(mean > 0, mean, 1.0),
+                       np.where(m2 > 0, np.inf, 0.0))
+        share = np.where(mean > 0, top.sum(axis=-1) / (mean * count), 0.0)
+    tail = hill_tail_index(top) if count >= 64 else np.full(len(mean), np.nan)
+    exact = mean <= exact_below
+    infinite4 = (np.zeros(len(mean), bool) if fourth_moment_finite is None
+                 else np.asarray(fourth_moment_finite, dtype=object) == False)  # noqa: E712 (None stays unknown)
+    under = np.zeros(len(mean), bool) if underflow is None else np.asarray(underflow, bool).reshape(-1)
+    reliable = np.ones(len(mean), bool)
+    warning = np.full(len(mean), None, dtype=object)
+    for i in range(len(mean)):
+        reasons: list[str] = []
+        if count < 2:
+            reasons.append(f"only {count} trial(s)")
+        if under[i]:
+            reasons.append("precision loss: every sampled estimate underflowed to 0, so the sampled MSE is just K²")
+        elif not exact[i]:
+            if infinite4[i]:
+                reasons.append("the estimator's fourth moment is infinite here (per its paper), so the standard "
+                               "error is meaningless")
+            if tail[i] * (1.0 + HILL_Z / math.sqrt(k)) < min_tail_index:
+                reasons.append(f"tail index of the squared errors {tail[i]:.2f}, clearly < {min_tail_index:g} "
+                               "(their variance looks infinite)")
+            if count >= 16 * k and share[i] > max_top_share:
+                reasons.append(f"the largest {k} of {count} trials carry {share[i]:.0%} of the squared error")
+            if not rel[i] <= max_rel_stderr:
+                reasons.append(f"relative standard error {rel[i]:.0%} > {max_rel_stderr:.0%}")
+        if reasons:
+            reliable[i] = False
+            warning[i] = f"heavy-tailed: the sampled MSE is unreliable at {count} trials ({'; '.join(reasons)})"
+            if under[i] or count < 2:
+                warning[i] = "unreliable: " + "; ".join(reasons)
+    with np.errstate(over="ignore", invalid="ignore"):
+        needed = np.ceil(count * (rel / TARGET_REL_STDERR) ** 2)
+    needed = np.where(exact, 2.0, np.maximum(needed, 2.0))
+    needed = np.where(infinite4 | under, np.inf, needed)  # heavy tail otherwise: a lower bound
+    return TailReport(reliable, warning, tail, share, needed)

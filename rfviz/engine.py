@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .diagnostics import TOP_K, TailReport, assess_trials
 from .estimators.base import Estimator, PairStats, Samples, get_estimator
 from .geometry import check_r, check_theta, project_to_span
 from .numerics import LOG10
@@ -56,7 +57,7 @@ DEFAULT_CHUNK_BYTES = 16 * 2**20
 faster than huge ones, and are still large enough that Python overhead stays small. On a GPU the default is the
 whole budget (bigger kernels amortise launch latency)."""
 MIN_MEMORY_BUDGET = 2**16
-_ACCUMULATOR_BYTES_PER_PAIR = 6 * 16  # count, means and M2s in float64/complex128
+_ACCUMULATOR_BYTES_PER_PAIR = 6 * 16 + 2 * TOP_K * 8  # count, means, M2s (complex128); the top-k squared errors
 _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR = 3 * 16  # one block of estimates, squared errors and a temporary
 
 
@@ -90,6 +91,19 @@ class MCResult:
     elapsed_s: float = 0.0
     units: int = 0
     """Number of work units (chunks) the run was split into."""
+    reliable: np.ndarray | None = None
+    """Per pair: can the sampled MSE and its standard error be trusted (rfviz.diagnostics.assess_trials: no
+    precision loss, fourth moment not known to be infinite, Hill tail index ≥ 2, the largest 32 trials carry ≤ 50 %
+    of the squared error, relative standard error ≤ 10 %)? None for results built without the diagnostic."""
+    warning: np.ndarray | None = None
+    """Per pair: why a point is unreliable (str), None where it is reliable (object array)."""
+    tail_index: np.ndarray | None = None
+    """Per pair: Hill tail index α̂ of the squared errors from the largest 32 trials (NaN below 64 trials)."""
+    top_share: np.ndarray | None = None
+    """Per pair: share of the total squared error carried by the largest 32 trials."""
+    trials_needed: np.ndarray | None = None
+    """Per pair: trials for a 10 % relative standard error from this run's variance (a lower bound when heavy-tailed;
+    inf when more trials cannot make the standard error meaningful: infinite fourth moment, underflow)."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -152,11 +166,17 @@ class MCResult:
 
     def reshaped(self, shape: tuple[int, ...], axes: dict[str, np.ndarray] | None = None) -> MCResult:
         """The same result with every per-pair array reshaped to ``shape`` (and the named ``axes``)."""
-        arrays = {k: np.reshape(getattr(self, k), shape) for k in _PER_PAIR_FIELDS}
+        arrays = {k: np.reshape(getattr(self, k), shape) for k in _PER_PAIR_FIELDS if getattr(self, k) is not None}
         return replace(self, **arrays, axes=dict(axes or {}))
 
+    @property
+    def all_reliable(self) -> bool:
+        """Every point's sampled MSE is reliable (True when the diagnostic was not computed)."""
+        return self.reliable is None or bool(np.all(self.reliable))
 
-_PER_PAIR_FIELDS = ("log_scale", "target", "mean_ratio", "ratio_sd", "rel_mse", "rel_mse_stderr")
+
+_PER_PAIR_FIELDS = ("log_scale", "target", "mean_ratio", "ratio_sd", "rel_mse", "rel_mse_stderr", "reliable",
+                    "warning", "tail_index", "top_share", "trials_needed")
 
 
 def _seed_for_block(seed: int, block: int) -> int:
@@ -296,6 +316,10 @@ class BlockTotals:
     m2_e: np.ndarray
     peak_bytes: int
     units: int
+    top_e: np.ndarray | None = None
+    """(pairs, k) largest per-trial squared errors (rfviz.diagnostics.TOP_K), any order."""
+    max_abs_r: np.ndarray | None = None
+    """(pairs,) largest |K̂·e^{-s}| over the trials (0: every estimate underflowed)."""
 
 
 @validated(TRIALS_PARAM, SEED_PARAM, BLOCK_TRIALS_PARAM, CHUNK_BYTES_PARAM)
@@ -368,6 +392,8 @@ def run_blocks(run: PreparedRun, progress: Callable[[float], None] | None = None
     est, plan, dev, dtype, P = run.estimator, run.plan, run.device, run.dtype, run.pairs
     total_units = run.total_units
     out = {k: np.empty(P, dtype=complex) for k in ("mean_r", "m2_r", "mean_e", "m2_e")}
+    top_e = np.zeros((P, min(TOP_K, run.trials)))
+    max_abs_r = np.zeros(P)
     peak = 0
     done = 0
     first = run.first_block if run.first_block is not None else run.draw(0)
@@ -407,10 +433,16 @@ def run_blocks(run: PreparedRun, progress: Callable[[float], None] | None = None
                         progress(done / total_units)
             acc.add_block(ratios, tt)
         for k, v in acc.result().items():
-            out[k][ps] = v
+            if k == "top_e":
+                top_e[ps] = v
+            elif k == "max_abs_r":
+                max_abs_r[ps] = v
+            else:
+                out[k][ps] = v
         if s + 1 < n_super:
             first = run.draw(0)
-    return BlockTotals(out["mean_r"], out["m2_r"].real, out["mean_e"].real, out["m2_e"].real, int(peak), total_units)
+    return BlockTotals(out["mean_r"], out["m2_r"].real, out["mean_e"].real, out["m2_e"].real, int(peak), total_units,
+                       top_e, max_abs_r)
 
 
 def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
@@ -422,6 +454,7 @@ def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
         raise FloatingPointError(f"{run.estimator.name}: non-finite Monte-Carlo estimates (the estimator overflowed)")
     var_r = m2_r / (trials - 1)
     var_e = m2_e / (trials - 1)
+    tails = _assess(run, totals)
     res = MCResult(
         log_scale=run.log_scale,
         target=run.target,
@@ -437,10 +470,34 @@ def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
         memory_budget=int(run.memory_budget),
         elapsed_s=time.perf_counter() - run.started,
         units=totals.units,
+        reliable=tails.reliable if tails else None,
+        warning=tails.warning if tails else None,
+        tail_index=tails.tail_index if tails else None,
+        top_share=tails.top_share if tails else None,
+        trials_needed=tails.trials_needed if tails else None,
         extras={"block_trials": run.block, "plan": run.plan, "work_per_pair": run.per_pair, "d": run.d,
                 "dim": run.dim},
     )
     return res.reshaped(run.batch_shape) if run.batch_shape != (run.pairs,) else res
+
+
+def _assess(run: PreparedRun, totals: BlockTotals) -> TailReport | None:
+    """The per-pair reliability of a run (rfviz.diagnostics.assess_trials), with the estimator's own word on its
+    fourth moment (``Estimator.fourth_moment_finite``) where it gives one."""
+    if totals.top_e is None:
+        return None
+    fourth = None
+    try:
+        stats = PairStats.of(run.x, run.y, run.d)
+        value = run.estimator.fourth_moment_finite(stats)
+        if value is not None:
+            fourth = np.broadcast_to(np.asarray(value, dtype=object), (run.pairs,))
+    except (AttributeError, NotImplementedError):  # plugins written before the hook existed
+        fourth = None
+    underflow = (totals.max_abs_r == 0) & (np.asarray(run.target) != 0) if totals.max_abs_r is not None else None
+    exact_below = 1e-24 if run.dtype == torch.float64 else 1e-10  # round-off of the run's dtype, relative to K²
+    return assess_trials(run.trials, totals.mean_e, totals.m2_e, totals.top_e, underflow=underflow,
+                         fourth_moment_finite=fourth, exact_below=exact_below)
 
 
 def monte_carlo(
@@ -495,6 +552,8 @@ class _ChanAccumulator:
         self.m2_r = torch.zeros(pairs, device=device, dtype=torch.float64)
         self.mean_e = torch.zeros(pairs, device=device, dtype=torch.float64)
         self.m2_e = torch.zeros(pairs, device=device, dtype=torch.float64)
+        self.top_e: torch.Tensor | None = None
+        self.max_abs_r = torch.zeros(pairs, device=device, dtype=torch.float64)
 
     def add_block(self, ratios: torch.Tensor, target: torch.Tensor) -> None:
         nb = ratios.shape[0]
@@ -502,6 +561,9 @@ class _ChanAccumulator:
         err = dev.real.square() + dev.imag.square() if dev.is_complex() else dev.square()
         r_var, r_mean = _var_mean(ratios)  # E|r − mean|² (real for complex r)
         e_var, e_mean = _var_mean(err)
+        both = err if self.top_e is None else torch.cat([self.top_e, err], 0)
+        self.top_e = torch.topk(both, min(TOP_K, both.shape[0]), dim=0).values
+        self.max_abs_r = torch.maximum(self.max_abs_r, ratios.abs().amax(0).to(torch.float64))
         if self.mean_r is None:
             self.mean_r = torch.zeros_like(r_mean)
         elif r_mean.is_complex() and not self.mean_r.is_complex():
@@ -519,7 +581,9 @@ class _ChanAccumulator:
     def result(self) -> dict[str, np.ndarray]:
         assert self.mean_r is not None
         return {"mean_r": self.mean_r.cpu().numpy(), "m2_r": self.m2_r.cpu().numpy(),
-                "mean_e": self.mean_e.cpu().numpy(), "m2_e": self.m2_e.cpu().numpy()}
+                "mean_e": self.mean_e.cpu().numpy(), "m2_e": self.m2_e.cpu().numpy(),
+                "top_e": self.top_e.T.cpu().numpy() if self.top_e is not None else None,
+                "max_abs_r": self.max_abs_r.cpu().numpy()}
 
 
 def _axis(name: str, values: np.ndarray | float) -> np.ndarray:
@@ -576,7 +640,8 @@ def sweep(estimator: str | type[Estimator] | Estimator, param: str, values: Sequ
 def stack_results(results: Sequence[MCResult], axis_name: str, axis_values: Sequence[Any]) -> MCResult:
     """Stack same-shaped results along a new leading named axis (peak bytes: the max; time and units: summed)."""
     first = results[0]
-    arrays = {k: np.stack([np.asarray(getattr(r, k)) for r in results]) for k in _PER_PAIR_FIELDS}
+    arrays = {k: np.stack([np.asarray(getattr(r, k)) for r in results]) for k in _PER_PAIR_FIELDS
+              if all(getattr(r, k) is not None for r in results)}
     if np.iscomplexobj(arrays["mean_ratio"]) and not np.any(np.imag(arrays["mean_ratio"])):
         arrays["mean_ratio"] = np.real(arrays["mean_ratio"])
     cuda = [r.cuda_peak_bytes for r in results if r.cuda_peak_bytes is not None]

@@ -31,8 +31,8 @@ import torch
 from scipy.special import erfc, ndtri
 
 from .engine import MCResult, monte_carlo
-from .estimators.base import REGISTRY, Estimator
-from .geometry import check_r, check_theta
+from .estimators.base import REGISTRY, Estimator, PairStats
+from .geometry import check_r, check_theta, embed_pair
 from .numerics import LOG10
 from .params import Param, ParameterError, validated
 from .plugins import call_guarded, instantiate, protocol_guard
@@ -68,6 +68,16 @@ EXACT_REL_MSE_FLOAT32 = 1e-10
 FEATURE_TRIALS = 1024
 FEATURE_GROWTH_TOLERANCE = 1.1
 """Features look bounded if max|φ| over all samples ≤ this × max|φ| over the first 1/16 of them."""
+MIN_INFORMATIVE = 3
+"""A verdict of "unbiased" needs at least this many informative points: not exact, light-tailed enough for the
+CLT (kurtosis test) and with a reliable sampled MSE (MCResult.reliable). Fewer: exit 3, inconclusive."""
+PAIR_KINDS: tuple[str, ...] = ("canonical", "random", "unequal")
+"""``pairs``: the (r, θ) grid in the canonical embedding; random orientations of R^d (catches estimators that are
+not rotation-invariant although they claim to be, or depend on coordinates); |x| ≠ |y| (the grid has |x| = |y|)."""
+EXTRA_PAIRS = 4
+"""Pairs of each extra kind (random, unequal): at the grid's middle r and θ spread over (0, π)."""
+UNEQUAL_RATIO = 0.5
+"""|y| = this·|x| for the ``unequal`` pairs."""
 SHARED_PARAMS = ("m", "kernel", "coupling")
 """Parameters copied from the candidate to each comparator (a like-for-like comparison)."""
 
@@ -177,23 +187,48 @@ class LabReport:
     features: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     declared_biased: bool = False
+    informative: np.ndarray | None = None
+    """Points that inform the verdict: tested, not exact, with a reliable sampled MSE."""
+    deterministic_wrong: np.ndarray | None = None
+    """Points where every trial gave the same K̂ and it is not the kernel."""
+    extra_pairs: list[dict[str, Any]] = field(default_factory=list)
+    """Pairs beyond the grid (``pairs`` random / unequal), each with its kind, |x|, |y|, θ, bias z, tested,
+    rejected and reliable; they share the grid's Holm family."""
 
     @property
     def biased(self) -> bool:
-        return bool(self.bias_rejected.any())
+        return bool(self.bias_rejected.any()) or any(p["rejected"] for p in self.extra_pairs)
+
+    @property
+    def n_informative(self) -> int:
+        grid = int(self.informative.sum()) if self.informative is not None else int(self.bias_tested.sum())
+        return grid + sum(bool(p["informative"]) for p in self.extra_pairs)
+
+    @property
+    def inconclusive(self) -> bool:
+        """Neither bias nor a broken closed form found, and too few informative points to call it unbiased."""
+        return not self.biased and self.closed_form_agrees is not False and self.n_informative < MIN_INFORMATIVE
 
     @property
     def verdict(self) -> str:
-        return "bias detected" if self.biased else "unbiased"
+        if self.biased:
+            return "bias detected"
+        if self.closed_form_agrees is False:
+            return "closed form disagrees"
+        return "inconclusive" if self.inconclusive else "unbiased"
 
     @property
     def exit_code(self) -> int:
-        """CLI exit code: 0 unbiased, 1 bias detected."""
-        return 1 if self.biased else 0
+        """CLI exit code: 0 unbiased (≥ MIN_INFORMATIVE informative points), 1 bias detected or the closed form
+        disagrees with the estimator's own Monte Carlo, 3 inconclusive (2, bad input or a broken plugin, is raised
+        by the CLI)."""
+        if self.biased or self.closed_form_agrees is False:
+            return 1
+        return 3 if self.inconclusive else 0
 
     @property
     def z_critical(self) -> float:
-        return bonferroni_z(self.alpha, int(self.bias_tested.sum()))
+        return bonferroni_z(self.alpha, int(self.bias_tested.sum()) + sum(bool(p["tested"]) for p in self.extra_pairs))
 
     @property
     def closed_form_agrees(self) -> bool | None:
@@ -201,12 +236,26 @@ class LabReport:
             return False
         if self.closed_form_rejected is None:
             return None
+        if not self.closed_form_rejected.any() and self.closed_form_tested is not None \
+                and not self.closed_form_tested.any():
+            return None  # nothing could be tested: neither agrees nor disagrees
         return not bool(self.closed_form_rejected.any())
 
     def summary(self) -> str:
         """One sentence: the verdict and why."""
         n = int(self.bias_tested.sum())
         total = self.bias_z.size
+        if self.biased and self.deterministic_wrong is not None and (self.deterministic_wrong
+                                                                     & self.bias_rejected).any():
+            k = int((self.deterministic_wrong & self.bias_rejected).sum())
+            return (f"BIAS DETECTED: at {k} grid point(s) every trial gave the same K̂ and it is not the kernel "
+                    "(a deterministic wrong estimate, no sampling noise to explain it)")
+        if self.biased and not self.bias_rejected.any():
+            bad = [p for p in self.extra_pairs if p["rejected"]]
+            w = max(bad, key=lambda p: abs(p["z"]))
+            return (f"BIAS DETECTED at {len(bad)} of the extra pairs (Holm, α = {self.alpha:g}); worst z = "
+                    f"{w['z']:+.1f} for {w['kind']} pair |x| = {w['norm_x']:g}, |y| = {w['norm_y']:g}, "
+                    f"θ = {w['theta']:.3f}")
         if self.biased:
             k = int(self.bias_rejected.sum())
             i = np.unravel_index(np.nanargmax(np.where(self.bias_rejected, np.abs(self.bias_z), -1)), self.bias_z.shape)
@@ -214,8 +263,19 @@ class LabReport:
                     f"(Holm, α = {self.alpha:g}); worst z = {self.bias_z[i]:+.1f} at r = {self.r[i[0]]:g}, "
                     f"θ = {self.theta[i[1]]:.3f}")
         max_z = float(np.max(np.abs(self.bias_z[self.bias_tested]))) if n else float("nan")
-        return (f"UNBIASED: no grid point rejects E[K̂] = K (Holm over {n} of {total} points, α = {self.alpha:g}; "
-                f"max |z| = {max_z:.2f}, first Holm threshold {self.z_critical:.2f})")
+        if self.closed_form_agrees is False:
+            return ("CLOSED FORM DISAGREES: the estimator's own closed-form MSE does not match its Monte Carlo "
+                    f"(no bias found at {n} of {total} tested points)")
+        if self.inconclusive:
+            return (f"INCONCLUSIVE: only {self.n_informative} informative grid point(s) (need {MIN_INFORMATIVE}): "
+                    "the others are exact or heavy-tailed, so the sampled mean/MSE cannot be trusted there; use "
+                    "more --trials, smaller --r, or other --theta")
+        n_extra = sum(bool(p["tested"]) for p in self.extra_pairs)
+        extra = f" + {n_extra} extra pairs" if n_extra else ""
+        return (f"UNBIASED: no point rejects E[K̂] = K (Holm over {n} of {total} grid points{extra}, "
+                f"α = {self.alpha:g}; "
+                f"max |z| = {max_z:.2f}, first Holm threshold {self.z_critical:.2f}; {self.n_informative} "
+                f"informative points incl. extra pairs, at least {MIN_INFORMATIVE} needed)")
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready dict (non-finite floats become null through rfviz.textio.jsonable)."""
@@ -229,6 +289,9 @@ class LabReport:
             "seed": self.seed,
             "alpha": self.alpha,
             "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "informative_points": self.n_informative,
+            "min_informative_points": MIN_INFORMATIVE,
             "summary": self.summary(),
             "grid": {"r": self.r, "theta": self.theta, "layout": "rows r, columns theta"},
             "bias": {
@@ -247,6 +310,7 @@ class LabReport:
                 "agrees": self.closed_form_agrees,
             },
             "closed_form_error": self.closed_form_error,
+            "extra_pairs": self.extra_pairs,
             "log10_mse": self.log10_mse,
             "mse_source": self.mse_source,
             "comparisons": {c.name: {"params": c.params, "source": c.source, "log10_ratio": c.log10_ratio,
@@ -268,7 +332,8 @@ class LabReport:
                  "* = rejected by Holm, ~ = heavy-tailed, left out):"]
         lines += _grid_text(self.r, self.theta, self.bias_z, self.bias_rejected, ~self.bias_tested)
         if self.closed_form_z is not None:
-            agrees = "agrees" if self.closed_form_agrees else "DISAGREES"
+            agrees = {True: "agrees", False: "DISAGREES", None: "not tested (no reliable point)"}[
+                self.closed_form_agrees]
             lines += ["", f"closed-form MSE vs Monte Carlo: {agrees} (z-scores, * = rejected, ~ = left out):"]
             lines += _grid_text(self.r, self.theta, self.closed_form_z, self.closed_form_rejected,
                                 ~self.closed_form_tested)
@@ -276,6 +341,13 @@ class LabReport:
             lines += ["", f"closed-form MSE: FAILED ({self.closed_form_error})"]
         else:
             lines += ["", "closed-form MSE: none given"]
+        if self.extra_pairs:
+            lines += ["", "bias z-score at extra pairs (* = rejected by Holm with the grid, ~ = not informative: "
+                      "heavy-tailed or exact):"]
+            for p in self.extra_pairs:
+                mark = "*" if p["rejected"] else ("~" if not p["informative"] else " ")
+                lines.append(f"  {p['kind']:<8} |x| = {p['norm_x']:<5g} |y| = {p['norm_y']:<5g} "
+                             f"θ = {p['theta']:.3f}  z = {p['z']:+7.2f}{mark}")
         for c in self.comparisons:
             lines += ["", f"log10 MSE ratio vs {c.name} ({c.source}); < 0: {self.estimator} wins "
                       f"(wins {c.wins}, loses {c.losses}, ties {c.ties}):"]
@@ -385,7 +457,7 @@ def check_features(est: Estimator, x: np.ndarray, y: np.ndarray, log_scale: np.n
 def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Sequence[float] = DEFAULT_THETA,
                     d: int = DEFAULT_D, trials: int = DEFAULT_TRIALS, seed: int = 0, alpha: float = DEFAULT_ALPHA,
                     compare: Sequence[str] = DEFAULT_COMPARE, device: str = "cpu",
-                    check_feature_maps: bool = True,
+                    check_feature_maps: bool = True, pairs: Sequence[str] = PAIR_KINDS,
                     progress: Callable[[float], None] | None = None) -> LabReport:
     """Run the lab's checks on ``est`` over the (r, θ) grid in R^d; see the module docstring."""
     r_arr, t_arr = _grid(r, theta)
@@ -404,22 +476,66 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
             return None
         return lambda f: progress(min(1.0, (i + f) / stages))
 
+    pairs = _check_pairs(pairs)
     res = _run_mc(est, x2, y2, d, trials, seed, device, stage(0))
+    if "canonical" not in pairs:  # the grid still drives the closed form and the MSE map, not the bias verdict
+        res_tested_mask = np.zeros(res.shape, bool)
+    else:
+        res_tested_mask = np.ones(res.shape, bool)
+    extra = _extra_pairs(est, pairs, r_arr, t_arr, d, seed)
     exact = exact_points(res)
     # Where K̂ is exact up to round-off, |mean − K|/|K| ≤ √EXACT_REL_MSE = 1e-12 while the spread is ~1e-16:
     # the engine's z-score then measures round-off, not bias.
-    bias_z = np.where(exact, 0.0, np.asarray(res.bias_z, float))
+    # Complex estimates: the imaginary part must average to 0 (the kernel is real); both parts are tested.
+    bias_z, tested, informative, deterministic_wrong = _bias_test(res, trials)
     kappa = kurtosis(res)
-    tested = exact | (kappa <= trials * BIAS_KURTOSIS_FRACTION)
-    p = two_sided_p(bias_z)
-    rejected = holm_reject(p, alpha, tested)
-    warnings: list[str] = []
-    left_out = int((~tested).sum())
+    reliable = np.ones(tested.shape, bool) if res.reliable is None else np.asarray(res.reliable, bool).ravel()
+    p = np.minimum(1.0, two_sided_p(bias_z) * (2.0 if np.iscomplexobj(res.mean_ratio) else 1.0))
+    heavy = ~tested
+    tested &= res_tested_mask
+    informative &= res_tested_mask
+    extra_rows: list[dict[str, Any]] = []
+    skipped_pairs: list[str] = []
+    if extra:
+        ex_x, ex_y, meta = extra
+        keep = np.ones(len(meta), bool)
+        for kind in dict.fromkeys(k for k, *_ in meta):  # an estimator may reject a kind (e.g. needs |x| = |y|)
+            rows = np.array([k == kind for k, *_ in meta])
+            try:
+                est.log_abs_kernel(PairStats.of(ex_x[rows], ex_y[rows], d))
+                if est.closed_form_available():
+                    est.log_mse(ex_x[rows], ex_y[rows], d)
+            except ParameterError as exc:
+                keep &= ~rows
+                skipped_pairs.append(f"{kind} pairs not tested: {exc}")
+            except NotImplementedError:
+                pass
+        meta = [m for m, k in zip(meta, keep, strict=True) if k]
+        extra = (ex_x[keep], ex_y[keep], meta) if meta else None
+    if extra:
+        ex_x, ex_y, meta = extra
+        ex = _run_mc(est, ex_x, ex_y, d, trials, seed + 1, device, None)
+        ez, e_tested, e_inf, e_det = _bias_test(ex, trials)
+        ep = np.minimum(1.0, two_sided_p(ez) * (2.0 if np.iscomplexobj(ex.mean_ratio) else 1.0))
+        both = holm_reject(np.concatenate([p, ep]), alpha, np.concatenate([tested, e_tested]))
+        rejected, e_rej = both[: p.size], both[p.size:]
+        for i, (kind, nx, ny, th) in enumerate(meta):
+            extra_rows.append({"kind": kind, "norm_x": nx, "norm_y": ny, "theta": th, "z": float(ez[i]),
+                               "tested": bool(e_tested[i]), "informative": bool(e_inf[i]), "rejected": bool(e_rej[i]),
+                               "reliable": bool(ex.reliable[i]) if ex.reliable is not None else True,
+                               "deterministic_wrong": bool(e_det[i])})
+    else:
+        rejected = holm_reject(p, alpha, tested)
+    warnings: list[str] = list(skipped_pairs)
+    if "canonical" not in pairs:
+        warnings.append("the (r, θ) grid is not part of the bias test (pairs without canonical); it still gives "
+                        "the closed-form check and the MSE maps")
+    left_out = int(heavy.sum())
     if left_out:
         warnings.append(f"{left_out} of {tested.size} grid points are heavy-tailed (kurtosis > "
                         f"trials/{round(1 / BIAS_KURTOSIS_FRACTION)}) and were left out of the bias test; more "
                         "trials or a smaller r would include them")
-    if not tested.any():
+    if heavy.all():
         warnings.append("no grid point could be tested: every point is heavy-tailed at this trial count")
 
     log_mse_mc = np.where(exact, -np.inf, np.asarray(res.log_mse, float))  # round-off is not an MSE
@@ -447,7 +563,7 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
             deterministic = res.rel_mse_stderr <= DETERMINISTIC_REL * res.rel_mse
             same = np.abs(res.rel_mse - expected_rel) <= DETERMINISTIC_REL * 1e4 * expected_rel
         cf_z = np.where((exact & cf_exact) | (deterministic & same), 0.0, cf_z)
-        cf_tested = exact | (kappa <= trials * CLOSED_FORM_KURTOSIS_FRACTION)
+        cf_tested = exact | ((kappa <= trials * CLOSED_FORM_KURTOSIS_FRACTION) & reliable)
         cf_rejected = holm_reject(two_sided_p(cf_z), alpha * CLOSED_FORM_ALPHA_FACTOR, cf_tested | np.isinf(cf_z))
         if cf_rejected.any():
             warnings.append(f"the closed-form MSE disagrees with Monte Carlo at {int(cf_rejected.sum())} grid points")
@@ -505,7 +621,60 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
         closed_form_tested=None if cf_tested is None else cf_tested.reshape(shape),
         closed_form_rejected=None if cf_rejected is None else cf_rejected.reshape(shape),
         closed_form_error=cf_error, comparisons=comparisons, skipped_comparisons=skipped, features=features,
-        warnings=warnings, declared_biased=declares_bias(type(est)))
+        warnings=warnings, declared_biased=declares_bias(type(est)), informative=informative.reshape(shape),
+        deterministic_wrong=deterministic_wrong.reshape(shape), extra_pairs=extra_rows)
+
+
+def _check_pairs(pairs: Sequence[str] | str) -> tuple[str, ...]:
+    kinds = tuple(k.strip() for k in (pairs.split(",") if isinstance(pairs, str) else pairs) if k.strip())
+    bad = [k for k in kinds if k not in PAIR_KINDS]
+    if bad or not kinds:
+        raise ParameterError(f"pairs must be a comma-separated subset of {', '.join(PAIR_KINDS)}, got {pairs!r}")
+    return kinds
+
+
+def _extra_pairs(est: Estimator, kinds: Sequence[str], r: np.ndarray, theta: np.ndarray, d: int,
+                 seed: int) -> tuple[np.ndarray, np.ndarray, list[tuple[str, float, float, float]]] | None:
+    """Full R^d pairs of the extra kinds (random orientations, |x| ≠ |y|), with (kind, |x|, |y|, θ) each."""
+    r0 = float(np.median(r))
+    angles = [float(a) for a in np.linspace(0.0, math.pi, EXTRA_PAIRS + 2)[1:-1]] if d > 1 else [0.0, math.pi]
+    rng = np.random.default_rng(10_000 + seed)
+    xs, ys, meta = [], [], []
+    for kind in kinds:
+        if kind == "canonical":
+            continue
+        for th in angles:
+            x, y = (np.asarray(v, float) for v in embed_pair(r0, th, d, "canonical"))
+            if kind == "random":
+                q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+                x, y = q @ x, q @ y
+                nx, ny = r0, r0
+            else:
+                y = UNEQUAL_RATIO * y
+                nx, ny = r0, UNEQUAL_RATIO * r0
+            xs.append(x)
+            ys.append(y)
+            meta.append((kind, nx, ny, th))
+    if not xs:
+        return None
+    return np.stack(xs), np.stack(ys), meta
+
+
+def _bias_test(res: MCResult, trials: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(z, tested, informative, deterministic_wrong) per pair: the larger of the real- and imaginary-part
+    z-scores against the (real) kernel, tested where exact or light-tailed enough for the CLT."""
+    exact = exact_points(res)
+    z_re = np.where(exact, 0.0, np.asarray(res.bias_z, float))
+    se = np.asarray(res.ratio_sd, float) / math.sqrt(res.trials)
+    imag = np.imag(np.asarray(res.mean_ratio))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z_im = np.where(se > 0, imag / np.where(se > 0, se, 1.0), np.where(np.abs(imag) > 1e-9, np.inf, 0.0))
+    z_im = np.where(exact, 0.0, z_im)
+    z = np.where(np.abs(z_im) > np.abs(z_re), z_im, z_re)
+    det = np.isinf(z) & (se == 0)
+    tested = exact | (kurtosis(res) <= trials * BIAS_KURTOSIS_FRACTION) | det
+    reliable = np.ones(tested.shape, bool) if res.reliable is None else np.asarray(res.reliable, bool).ravel()
+    return z, tested, tested & ~exact & reliable & ~det, det
 
 
 def check(target: type[Estimator], params: dict[str, Any] | None = None, **kwargs: Any) -> LabReport:

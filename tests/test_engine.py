@@ -145,6 +145,27 @@ def test_memory_budget_and_chunking_do_not_change_estimates(name):
     assert small.units > ref.units
 
 
+def test_reliability_diagnostics_do_not_depend_on_budget_or_chunking():
+    # The top-32 squared errors merge exactly across blocks, units and super-chunks: the Hill index, the top share
+    # and the verdict are the same whatever the memory budget (issue 12 item 1).
+    est = rfviz.create("positive", m=8)
+    r, th = np.linspace(0.3, 1.6, 6), np.linspace(0.1, 3.0, 5)
+    kw = dict(d=16, trials=640, seed=3, device="cpu", block_trials=64)
+    ref = monte_carlo_grid(est, r, th, **kw)
+    assert ref.reliable.shape == ref.tail_index.shape == ref.top_share.shape == (5, 6)
+    for budget, chunk in ((2**17, 2**12), (2**30, 2**30)):
+        res = monte_carlo_grid(est, r, th, memory_budget=budget, chunk_bytes=chunk, **kw)
+        np.testing.assert_allclose(res.tail_index, ref.tail_index, rtol=1e-9)
+        np.testing.assert_allclose(res.top_share, ref.top_share, rtol=1e-9)
+        np.testing.assert_array_equal(res.reliable, ref.reliable)
+    # Positive RFs get heavier-tailed as |x + y| grows: at θ = 0.1 the largest r has the smallest tail index.
+    assert ref.tail_index[0, -1] < ref.tail_index[0, 0]
+    assert not ref.reliable[0, -1] and ref.warning[0, -1].startswith("heavy-tailed")
+    # With no more trials than the top-k, the top-k is every trial: it carries the whole squared error.
+    few = monte_carlo(est, *canonical_pair(0.5, 1.0, 2), d=16, trials=20, seed=0, device="cpu")
+    assert few.top_share[0] == pytest.approx(1.0, rel=1e-12)
+
+
 def test_grid_larger_than_budget_runs_in_chunks_within_budget():
     est = rfviz.create("positive", m=64)
     r, th = np.linspace(0.05, 1.0, 64), np.linspace(0.01, math.pi - 0.01, 64)  # θ = π would be exact (x + y = 0)

@@ -55,7 +55,7 @@ def test_every_builtin_passes_the_check(name):
     if lab.declares_bias(cls):
         pytest.skip(f"{name} is biased by design ({cls.description}); see test_lab_flags_declared_bias")
     report = lab.check(cls, r=(0.5, 1.0), trials=2000, d=max(2, cls.min_dim), compare=())
-    assert not report.biased, report.to_text()
+    assert not report.biased and report.exit_code == 0, report.to_text()
     informative = report.bias_tested & np.isfinite(report.kurtosis)  # tested and not exact
     assert informative.sum() >= 2, f"too few testable points:\n{report.to_text()}"
     if report.closed_form_rejected is not None:
@@ -134,6 +134,82 @@ def test_a_wrong_closed_form_is_caught(tmp_path):
     assert report.closed_form_agrees is False and report.mse_source == "monte carlo", report.to_text()
     assert np.nanmax(np.abs(report.closed_form_z[report.closed_form_tested])) > 10
     assert "DISAGREES" in report.to_text()
+
+
+# --------------------------------------------------------------------------- honest verdicts (issue 12 item 2)
+def _plugin(tmp_path, name: str, body: str) -> type[rfviz.Estimator]:
+    path = tmp_path / f"{name}.py"
+    path.write_text(f"import math\nimport sys\nimport torch\nsys.path.insert(0, {str(EXAMPLES)!r})\n"
+                    "from tempered_positive import TemperedPositive\n\n\n" + textwrap.dedent(body))
+    return _load(f"{path}")
+
+
+def test_infinite_fourth_moment_is_inconclusive_not_unbiased():
+    # σ² = 0.64 ∈ (1/2, 3/4): E_q[(p/q)²e^{2ω·z}] < ∞ but E_q[(p/q)⁴e^{4ω·z}] = ∞ (p⁴/q³ ∝ e^{-(2 − 3/(2σ²))|ω|²}),
+    # so no z-score or standard error means anything: exit 3 with a reason, never 0.
+    report = lab.check(_load(CORRECT), {"sigma": 0.8}, compare=(), check_feature_maps=False)
+    assert report.exit_code == 3 and report.verdict == "inconclusive", report.to_text()
+    assert "INCONCLUSIVE" in report.summary() and "--trials" in report.summary()
+
+
+def test_complex_estimate_with_biased_imaginary_part_is_caught(tmp_path):
+    cls = _plugin(tmp_path, "imag_bias", """
+        class ImagBias(TemperedPositive):
+            name = "imag_bias"
+
+            def _estimate_softmax(self, samples, x, y, log_scale):
+                real = super()._estimate_softmax(samples, x, y, log_scale)
+                return torch.complex(real, 0.05 * torch.ones_like(real))
+        """)
+    report = lab.check(cls, {"sigma": 1.0}, compare=(), check_feature_maps=False)
+    assert report.biased and report.exit_code == 1, report.to_text()
+    # The real part alone is unbiased: the same plugin without the imaginary offset passes.
+    fine = _plugin(tmp_path, "imag_zero", """
+        class ImagZero(TemperedPositive):
+            name = "imag_zero"
+
+            def _estimate_softmax(self, samples, x, y, log_scale):
+                real = super()._estimate_softmax(samples, x, y, log_scale)
+                return torch.complex(real, torch.zeros_like(real))
+        """)
+    assert lab.check(fine, {"sigma": 1.0}, compare=(), check_feature_maps=False).exit_code == 0
+
+
+@pytest.mark.parametrize("factor", [2.0, 0.5])
+def test_closed_form_wrong_by_two_is_never_unbiased(tmp_path, factor):
+    cls = _plugin(tmp_path, f"scaled_{int(factor * 10)}", f"""
+        class Scaled(TemperedPositive):
+            name = "scaled_mse"
+
+            def _log_mse_softmax(self, s):
+                return super()._log_mse_softmax(s) + math.log({factor})
+        """)
+    report = lab.check(cls, compare=(), check_feature_maps=False)
+    # Never 0 (the brief allows 3); at the default grid the disagreement is clear enough to be 1.
+    assert report.exit_code == 1 and report.verdict == "closed form disagrees", report.to_text()
+
+
+def test_deterministic_wrong_estimate_is_said_in_words(tmp_path):
+    cls = _plugin(tmp_path, "twice", """
+        class Twice(TemperedPositive):
+            name = "twice"
+
+            def _estimate_softmax(self, samples, x, y, log_scale):  # K̂ = 2K at every trial (scaled by K)
+                return 2.0 * torch.ones(samples["w"].shape[0], x.shape[0], dtype=x.dtype)
+        """)
+    report = lab.check(cls, compare=(), check_feature_maps=False)
+    assert report.exit_code == 1
+    assert "deterministic" in report.summary() and "e+1" not in report.summary(), report.summary()
+
+
+def test_extra_pairs_are_reported_and_selectable(capsys):
+    report = lab.check(_load(CORRECT), r=(0.5, 1.0), compare=(), check_feature_maps=False)
+    kinds = {p["kind"] for p in report.extra_pairs}
+    assert kinds == {"random", "unequal"} and report.exit_code == 0
+    assert any(p["norm_y"] != p["norm_x"] for p in report.extra_pairs)
+    only = lab.check(_load(CORRECT), r=(0.5, 1.0), compare=(), check_feature_maps=False, pairs=("canonical",))
+    assert only.extra_pairs == []
+    assert cli_main(["check", CORRECT, "--pairs", "bogus", "--compare", ""]) == 2
 
 
 # --------------------------------------------------------------------------- CLI

@@ -12,7 +12,17 @@ import json
 import math
 
 from ..estimators.base import REGISTRY
-from ..lab import D_PARAM, DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_R, DEFAULT_THETA, DEFAULT_TRIALS, check
+from ..lab import (
+    D_PARAM,
+    DEFAULT_ALPHA,
+    DEFAULT_COMPARE,
+    DEFAULT_D,
+    DEFAULT_R,
+    DEFAULT_THETA,
+    DEFAULT_TRIALS,
+    PAIR_KINDS,
+    check,
+)
 from ..params import MAX_LIST_LENGTH, ParameterError
 from ..params import check as check_value
 from ..plugins import PLUGINS, PluginError, plugin_timeout_scope, resolve_estimator
@@ -54,7 +64,7 @@ def _run_check(args: argparse.Namespace) -> int:
     check_value(args.d, D_PARAM)
     report = check(cls, params, r=parse_vector("r", args.r).tolist(), theta=_angles(args.theta), d=args.d,
                    trials=args.trials, seed=args.seed, alpha=args.alpha, compare=compare, device=args.device,
-                   check_feature_maps=not args.no_features)
+                   check_feature_maps=not args.no_features, pairs=args.pairs)
     if args.json:
         print(json.dumps(jsonable(report.to_json()), indent=2))
     else:
@@ -93,6 +103,9 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compare", default=None,
                    help=f"built-ins for the MSE ratio map, comma-separated (default {','.join(DEFAULT_COMPARE)}; "
                         "empty for none)")
+    p.add_argument("--pairs", default=",".join(PAIR_KINDS),
+                   help="which pairs enter the bias test, comma-separated: canonical (the r × θ grid), random "
+                        "(random orientations of R^d), unequal (|y| = |x|/2); default all three, each reported")
     p.add_argument("--no-features", action="store_true", help="skip the feature-map checks")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--json", action="store_true", help="print the report as JSON")

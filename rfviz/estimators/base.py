@@ -90,6 +90,11 @@ class Estimator:
         """(log|K(x, y)|, sign K(x, y)) of the target kernel."""
         raise NotImplementedError
 
+    def fourth_moment_finite(self, s: PairStats) -> np.ndarray | bool | None:
+        """Whether E|K̂|⁴ < ∞ at each pair, where the paper gives it (optional hook; None: unknown). When False the
+        sampled MSE's standard error is meaningless and the engine marks the point unreliable."""
+        return None
+
     def log_scale(self, s: PairStats) -> np.ndarray:
         """A natural magnitude of K̂ used to keep Monte-Carlo arithmetic finite (default log|K|)."""
         return self.log_abs_kernel(s)[0]

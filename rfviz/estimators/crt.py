@@ -143,6 +143,11 @@ class Gerf(_GerfBase):
     def _complex_A(self) -> bool:
         return complex(self.params["A"]).imag != 0
 
+    def fourth_moment_finite(self, s: PairStats) -> np.ndarray:
+        """E|Y|⁴ < ∞ iff Re A < 1/16 ([CRT] Thm 3.2 applied to Y², reference §7.2), at every pair."""
+        a, _ = self._A_s(s.d)
+        return np.broadcast_to(np.asarray(complex(a).real < crt.A_FOURTH_MOMENT_BOUND), np.shape(s.xx))
+
     def log_scale(self, s: PairStats) -> np.ndarray:
         """For s = −1 the estimates are O(e^{|x−y|²/2})·K (bounded features, tiny K): scale by the RMS
         K·√R (reference §3.3) so that float32 Monte Carlo stays finite far from the origin; log|K| for s = +1."""

@@ -228,22 +228,27 @@ def surfaces(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
 
 
 def lines(x: np.ndarray, ys: Mapping[str, np.ndarray], *, xlabel: str, ylabel: str, title: str = "",
-          theta_axis: bool = False, points: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
+          theta_axis: bool = False, points: Mapping[str, tuple[np.ndarray, ...]] | None = None,
           dash: Mapping[str, str] | None = None, log_y: bool = False, height: int = 400) -> go.Figure:
-    """Curves y(x), one per entry; ``points`` maps a name to sampled (x, y, standard error) drawn with ±2 SE bars
-    in the colour of the curve of that name."""
+    """Curves y(x), one per entry; ``points`` maps a name to sampled (x, y, standard error[, reliable]) drawn with
+    ±2 SE bars: filled where reliable, hollow where the sampled MSE is heavy-tailed (MCResult.reliable False)."""
     fig = go.Figure()
     names = list(ys)
     for i, name in enumerate(names):
         fig.add_trace(go.Scatter(x=x, y=finite_or_none(ys[name]), mode="lines", name=name, legendgroup=name,
                                  line={"color": color(i), "width": 2.5, "dash": (dash or {}).get(name, "solid")}))
-    for k, (name, (px, py, pe)) in enumerate((points or {}).items()):
+    for k, (name, pt) in enumerate((points or {}).items()):
         i = names.index(name) if name in names else len(names) + k
-        fig.add_trace(go.Scatter(x=px, y=finite_or_none(py), mode="markers", name=f"{name} (sampled ±2 SE)",
-                                 legendgroup=name,
-                                 marker={"color": color(i), "size": 7, "symbol": "circle-open", "line": {"width": 2}},
-                                 error_y={"type": "data", "array": 2 * finite_or_none(pe), "visible": True,
-                                          "color": color(i)}))
+        px, py, pe = (np.asarray(v) for v in pt[:3])
+        ok = np.ones(px.shape, bool) if len(pt) < 4 or pt[3] is None else np.asarray(pt[3], bool).reshape(px.shape)
+        for mask, symbol, label in ((ok, "circle", f"{name} (sampled ±2 SE)"),
+                                    (~ok, "circle-open", f"{name} (sampled, heavy-tailed: unreliable)")):
+            if mask.any():
+                fig.add_trace(go.Scatter(x=px[mask], y=finite_or_none(py[mask]), mode="markers", name=label,
+                                         legendgroup=name,
+                                         marker={"color": color(i), "size": 7, "symbol": symbol, "line": {"width": 2}},
+                                         error_y={"type": "data", "array": 2 * finite_or_none(pe[mask]),
+                                                  "visible": True, "color": color(i)}))
     fig.update_xaxes(title_text=xlabel, **(THETA_TICKS if theta_axis else {}))
     fig.update_yaxes(title_text=ylabel, type="log" if log_y else "linear")
     fig.update_layout(title=title, height=height, hovermode="x unified", **LAYOUT)

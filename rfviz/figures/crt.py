@@ -58,7 +58,14 @@ def sampled_real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, 
         label = f"s{'+' if s == 1 else '-'}1"
         cols[f"log10_mse_{label}"] = res.log10_mse.ravel()
         cols[f"log10_se_{label}"] = res.log10_mse_stderr.ravel()
+        cols[f"reliable_{label}"] = np.ravel(res.reliable).astype(float)  # 1/0: the CSV stays numeric
     return cols
+
+
+def _reliable(sampled: Columns, label: str) -> np.ndarray | None:
+    """The ``reliable_*`` column as booleans (None for columns computed without it)."""
+    col = sampled.get(f"reliable_{label}")
+    return None if col is None else np.asarray(col) > 0.5
 
 
 def real_A_figure(c: Columns, r: float, theta: float, d: int, m: int, kernel: str,
@@ -66,7 +73,8 @@ def real_A_figure(c: Columns, r: float, theta: float, d: int, m: int, kernel: st
     """Variance against real A with the admissible range, the fourth-moment bound and A* marked; with ``sampled``
     (from ``sampled_real_A_columns``) the Monte-Carlo points with ±2 SE bars."""
     points = None if sampled is None else {
-        f"GERF s = {sign}1": (sampled["A"], sampled[f"log10_mse_s{key}1"], sampled[f"log10_se_s{key}1"])
+        f"GERF s = {sign}1": (sampled["A"], sampled[f"log10_mse_s{key}1"], sampled[f"log10_se_s{key}1"],
+                              _reliable(sampled, f"s{key}1"))
         for sign, key in (("+", "+"), ("−", "-"))}
     fig = lines(c["A"], {"GERF s = +1": c["log10_mse_s+1"], "GERF s = −1": c["log10_mse_s-1"]}, points=points,
                 xlabel="A (real)",

@@ -147,11 +147,35 @@ class Sampled:
     z: np.ndarray
     trials: int
     device: str
+    reliable: np.ndarray | None = None
+    """Per point: MCResult.reliable (None: all reliable). Unreliable points are heavy-tailed, not disagreements."""
+    trials_needed: np.ndarray | None = None
+    """Per point: trials for ±10 % (one standard error) from this run's variance; inf where no count suffices."""
+
+    @property
+    def reliable_mask(self) -> np.ndarray:
+        return np.ones(np.shape(self.z), bool) if self.reliable is None else np.asarray(self.reliable, bool)
+
+    @property
+    def disagree_mask(self) -> np.ndarray:
+        """Reliable points where analytic and sampled MSE differ by more than 4 standard errors."""
+        return (np.abs(np.nan_to_num(self.z, nan=0.0)) > DISAGREEMENT_Z) & self.reliable_mask
 
     @property
     def disagreements(self) -> int:
-        """Points where analytic and sampled MSE differ by more than 4 standard errors."""
-        return int(np.sum(np.abs(np.nan_to_num(self.z, nan=0.0)) > DISAGREEMENT_Z))
+        """Reliable points where analytic and sampled MSE differ by more than 4 standard errors."""
+        return int(np.sum(self.disagree_mask))
+
+    @property
+    def unreliable(self) -> int:
+        """Heavy-tailed points: the sampled MSE is unreliable at this trial count (no z-score means anything)."""
+        return int(np.sum(~self.reliable_mask))
+
+    def trials_for_ten_percent(self) -> float:
+        """The most trials any point of this grid needs for ±10 % (inf when some point is hopeless; NaN unknown)."""
+        if self.trials_needed is None:
+            return float("nan")
+        return float(np.max(self.trials_needed))
 
 
 def sampled_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r: np.ndarray, theta: np.ndarray,
@@ -179,7 +203,9 @@ def sampled_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r
             z = np.where(np.isfinite(z) & ~negligible, z, np.where(negligible, 0.0, np.nan))
         else:
             z = np.full(shape, np.nan)
-    return Sampled(name, log10_mse, se, z, res.trials, res.device)
+    reliable = None if res.reliable is None else np.reshape(np.asarray(res.reliable, bool), shape)
+    needed = None if res.trials_needed is None else np.reshape(np.asarray(res.trials_needed, float), shape)
+    return Sampled(name, log10_mse, se, z, res.trials, res.device, reliable, needed)
 
 
 def quantity(surfaces: Sequence[Surface], which: str, pair: tuple[str, str] | None = None,
@@ -236,13 +262,39 @@ def _titled(values: Mapping[str, Any] | None) -> dict[str, Any]:
 
 def heatmap_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str,
                    disagree: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None, title: str = "",
-                   zrange: tuple[float, float] | None = None) -> go.Figure:
+                   zrange: tuple[float, float] | None = None,
+                   heavy: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> go.Figure:
     """Heatmaps over θ (x-axis) × r (y-axis), panels titled by estimator title, one shared robust colour window (or
-    ``zrange``), exact cells marked; red crosses where sampled and analytic disagree by > 4 SE."""
+    ``zrange``), exact cells marked; red crosses where sampled and analytic disagree by > 4 SE at reliable points,
+    hollow circles at heavy-tailed points (``heavy``: the sampled MSE is unreliable there, MCResult.reliable)."""
     markers = {k: (th, rr, f"|z| > {DISAGREEMENT_Z:g}") for k, (rr, th) in _titled(disagree).items()}
     exact = "A or B exact (MSE = 0)" if which == "ratio" else "exact (MSE = 0)"
-    return heatmaps(theta, r, _titled(values), xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
-                    diverging=which == "ratio", markers=markers, zrange=zrange, exact_label=exact)
+    fig = heatmaps(theta, r, _titled(values), xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
+                   diverging=which == "ratio", markers=markers, zrange=zrange, exact_label=exact)
+    for i, name in enumerate(values):
+        if heavy and name in heavy and np.size(heavy[name][0]):
+            rr, th = heavy[name]
+            fig.add_trace(go.Scatter(x=th, y=rr, mode="markers", name=HEAVY_LABEL, showlegend=False,
+                                     hovertext=HEAVY_LABEL,
+                                     marker={"symbol": "circle-open", "size": 12, "line": {"width": 2},
+                                             "color": "black"}), row=1, col=i + 1)
+    return fig
+
+
+HEAVY_LABEL = "heavy-tailed: the sampled MSE is unreliable here"
+"""Hover text of the hollow markers drawn at unreliable Monte-Carlo points."""
+
+
+def trials_guidance(trials_needed: float, trials: int) -> str:
+    """One line for the app: how many trials give ±10 % (one standard error) on the sampled MSE."""
+    if np.isnan(trials_needed):
+        return ""
+    if not np.isfinite(trials_needed):
+        return ("no number of trials makes the sampled MSE reliable at some point (infinite fourth moment or "
+                "precision loss): trust the closed form there")
+    if trials_needed <= trials:
+        return f"{trials} trials give ±10 % or better at every sampled point"
+    return f"for ±10 % on every sampled point you need ≈ {int(trials_needed):,} trials (now {trials:,})"
 
 
 def surface_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str,

@@ -86,6 +86,7 @@ def sampled_mse_columns(kind: str, r: float, n: int, sigma: float, m: int, trial
         res = monte_carlo(est, x, y, d=2, trials=trials, seed=seed)
         cols[f"log10_mse_{key}"] = res.log10_mse
         cols[f"log10_se_{key}"] = res.log10_mse_stderr
+        cols[f"reliable_{key}"] = np.asarray(res.reliable).astype(float)  # 1/0: the CSV stays numeric
     return cols
 
 
@@ -100,7 +101,9 @@ def mse_figure(c: Columns, kind: str, r: float, sampled: Columns | None = None) 
         ys["eq. 47 as printed (wrong)"] = c["log10_mse_hybrid_eq47_printed"]
         dash["eq. 47 as printed (wrong)"] = "dash"
     points = None if sampled is None else {
-        names[k]: (sampled["theta"], sampled[f"log10_mse_{k}"], sampled[f"log10_se_{k}"]) for k in SAMPLED_ESTIMATORS}
+        names[k]: (sampled["theta"], sampled[f"log10_mse_{k}"], sampled[f"log10_se_{k}"],
+                   None if f"reliable_{k}" not in sampled else np.asarray(sampled[f"reliable_{k}"]) > 0.5)
+        for k in SAMPLED_ESTIMATORS}
     return lines(c["theta"], ys, xlabel="θ", ylabel="log₁₀ MSE", theta_axis=True, dash=dash, points=points,
                  title=f"MSE on the sphere of radius r = {r:g}")
 

@@ -21,7 +21,7 @@ def _points(report: LabReport, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def bias_z_map(report: LabReport) -> go.Figure:
     """Heatmap of the bias z-scores over (θ, r); × marks points where Holm rejects E[K̂] = K, ○ heavy-tailed
-    points left out of the test."""
+    points (left out of the test, or with an unreliable sampled MSE: they do not count towards "unbiased")."""
     z = np.clip(report.bias_z, -Z_CLIP, Z_CLIP)
     rx, ry = _points(report, report.bias_rejected)
     panel = f"{report.estimator}: z of the mean vs the kernel"
@@ -29,7 +29,10 @@ def bias_z_map(report: LabReport) -> go.Figure:
     fig = heatmaps(report.theta, report.r, {panel: z}, xlabel="θ", ylabel="r = |x| = |y|", zlabel="z",
                    diverging=True, zrange=(-half, half), markers={panel: (rx, ry, "bias (Holm)")} if rx.size else None,
                    title=f"Bias test: {report.verdict} (α = {report.alpha:g}, {report.trials} trials, d = {report.d})")
-    hx, hy = _points(report, ~report.bias_tested)
+    heavy = ~report.bias_tested
+    if report.informative is not None:  # tested, not exact, but its sampled MSE is unreliable: not informative
+        heavy = heavy | (~report.informative & np.isfinite(report.kurtosis) & ~report.bias_rejected)
+    hx, hy = _points(report, heavy)
     if hx.size:
         fig.add_trace(go.Scatter(x=hx, y=hy, mode="markers", name="heavy-tailed: left out", showlegend=True,
                                  marker={"symbol": "circle-open", "size": 12, "line": {"width": 2},

@@ -145,8 +145,9 @@ def sampled_ratio_columns(d: int, m: int, features: str = "positive", v: Sequenc
     """Monte-Carlo MSE of each coupling divided by the iid closed form (SimRF Thm 4.3 compares against iid) at
     |x + y| = v, with x = y = (v/2)·e₁ (trig: x = −y, so that z = |x − y| = v).
 
-    Returns {coupling: (v, ratio, standard error of the ratio)} for orthogonal, simplex and simplex+ (the last has
-    no closed form: sampling is the only way to see it). ``progress`` receives the completed fraction in [0, 1]."""
+    Returns {coupling: (v, ratio, standard error of the ratio, reliable)} for orthogonal, simplex and simplex+ (the
+    last has no closed form: sampling is the only way to see it). ``progress`` receives the completed fraction in
+    [0, 1]."""
     vs = np.asarray(v, dtype=float)
     x = np.zeros((vs.size, 2))
     x[:, 0] = vs / 2
@@ -158,23 +159,29 @@ def sampled_ratio_columns(d: int, m: int, features: str = "positive", v: Sequenc
         step = None if progress is None else (lambda f, i=i: progress((i + f) / len(SAMPLED_COUPLINGS)))
         res = monte_carlo(est, x, y, d=d, trials=trials, seed=seed, progress=step)
         ref = np.exp(np.reshape(iid.log_mse(x, y, d), np.shape(res.rel_mse)) - 2 * res.log_scale)
-        out[coupling] = (vs, np.ravel(res.rel_mse / ref), np.ravel(res.rel_mse_stderr / ref))
+        out[coupling] = (vs, np.ravel(res.rel_mse / ref), np.ravel(res.rel_mse_stderr / ref), np.ravel(res.reliable))
     return out
 
 
 def add_sampled_ratios(fig: go.Figure, sampled: dict[str, tuple[np.ndarray, ...]]) -> go.Figure:
     """A copy of ``ratio_vs_v_figure``'s figure with the sampled ratios of ``sampled_ratio_columns`` as markers
-    (±2 SE bars)."""
+    (±2 SE bars): filled where the sampled MSE is reliable, hollow where it is heavy-tailed (MCResult.reliable)."""
     out = go.Figure(fig)
-    symbols = ("circle-open", "square-open", "diamond-open")
+    symbols = ("circle", "square", "diamond")
     curve = {t.name: t.line.color for t in out.data if t.type == "scatter" and t.mode == "lines"}
-    for i, (name, (xs, ratio, se)) in enumerate(sampled.items()):
+    for i, (name, pt) in enumerate(sampled.items()):
+        xs, ratio, se = (np.asarray(v) for v in pt[:3])
+        ok = np.ones(xs.shape, bool) if len(pt) < 4 else np.asarray(pt[3], bool)
         label = LABELS.get(name, name)
         c = curve.get(label, color(len(curve) + i))  # the colour of the curve it samples
-        out.add_trace(go.Scatter(x=xs, y=ratio, mode="markers", name=f"{label} (sampled ±2 SE)", legendgroup=label,
-                                 marker={"size": 9, "symbol": symbols[i % len(symbols)], "line": {"width": 2},
-                                         "color": c},
-                                 error_y={"type": "data", "array": 2 * se, "visible": True, "color": c}))
+        for mask, suffix, kind in ((ok, "", "sampled ±2 SE"), (~ok, "-open", "sampled, heavy-tailed: unreliable")):
+            if mask.any():
+                out.add_trace(go.Scatter(x=xs[mask], y=ratio[mask], mode="markers", name=f"{label} ({kind})",
+                                         legendgroup=label,
+                                         marker={"size": 9, "symbol": symbols[i % len(symbols)] + suffix,
+                                                 "line": {"width": 2}, "color": c},
+                                         error_y={"type": "data", "array": 2 * se[mask], "visible": True,
+                                                  "color": c}))
     return out
 
 
