@@ -88,7 +88,7 @@ with ui.guard():
     st.subheader("Gram-matrix error")
     repeats = state.param(REPEATS_PARAM)
     mc_key = ("data.gram_mc", *view_key, repeats)
-    if st.button("Run Monte Carlo", key="data.run_gram",
+    if st.button(f"Run Monte Carlo ({repeats:,} repeats)", key="data.run_gram",
                  help="sample the Gram error with features shared by all entries (repeats draws)"):
         with st.spinner("sampling…"):
             st.session_state[mc_key] = fdata.gram_table(ds, names, {"m": m}, kernel, ui.valid(REPEATS_PARAM,

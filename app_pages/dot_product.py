@@ -43,7 +43,7 @@ SKETCHES = ("poly_sketch", "tensor_srht")
 
 VIEW_NAMES = ["Variance vs q", "Variance vs p", "Variance vs d", "Variance vs m (TensorSRHT sawtooth)",
               "Real vs complex", "TensorSRHT vs Rademacher", "Maclaurin allocation (exponential kernel)",
-              "Maclaurin allocation (Gaussian kernel)"]
+              "Maclaurin allocation (Gaussian kernel)", "Sketches vs m (with TensorSketch)"]
 view = state.view("View", VIEW_NAMES)
 USES = {  # the sidebar inputs each view's figure reads
     VIEW_NAMES[0]: {"d", "m", "p", "r", "theta", "embedding"},
@@ -54,6 +54,7 @@ USES = {  # the sidebar inputs each view's figure reads
     VIEW_NAMES[5]: {"d", "q", "r", "theta", "embedding"},
     VIEW_NAMES[6]: {"d", "m", "r", "variance"},
     VIEW_NAMES[7]: {"d", "m", "r", "variance"},
+    VIEW_NAMES[8]: {"d", "m", "p", "r", "theta", "embedding"},
 }[view]
 
 
