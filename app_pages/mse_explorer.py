@@ -33,13 +33,14 @@ ui.sidebar_info()
 
 # ------------------------------------------------------------------ controls
 side = st.sidebar
-kernel = state.selectbox("Kernel", "kernel", ex.kernel_options(), "softmax", container=side)
+kernel = state.selectbox("Kernel", "kernel", ex.kernel_options(), "softmax", container=side,
+                         format_func=lambda k: k.replace("_", " "))
 available = ex.estimators_for_kernel(kernel)
 default_set = [n for n in ("trig", "positive_antithetic", "hybrid_angular") if n in available] or available[:2]
 names = state.multiselect("Estimators", "est", available, default_set, container=side, max_selections=4,
                           format_func=ex.title_of, help="up to four; each gets its own panel and parameters")
 which = state.selectbox("Quantity", "quantity", list(ex.QUANTITIES), "log10_mse", container=side,
-                        format_func=ex.QUANTITIES.get,
+                        format_func=lambda k: ex.QUANTITIES.get(k, k),
                         help="all in log₁₀: MSEs span hundreds of orders of magnitude")
 pair = None
 if which == "ratio":
@@ -213,10 +214,14 @@ if grid_ok and surfs:
                 values3d = values
             fig = ex.surface_figure(r_axis, theta_axis, values3d, which, points, title=title, zrange=zrange)
         ui.plot(fig, key="mse-main")
-        st.caption("Magenta: the estimator is exact there (MSE = 0). Colours: " +
-                   (f"the fixed range {zrange[0]:g} to {zrange[1]:g} set in the sidebar" if zrange else
-                    "one window shared by all panels (1st–99th percentile of their values)") +
-                   "; values beyond it take the end colours, marked ≤ / ≥ on the colour bar.")
+        window = (f"the fixed range {zrange[0]:g} to {zrange[1]:g} set in the sidebar" if zrange else
+                  "one window shared by all panels (1st–99th percentile of their values)")
+        if view == "heatmap":
+            st.caption(f"Magenta: the estimator is exact there (MSE = 0). Colours: {window}; values beyond it take "
+                       "the end colours, marked ≤ / ≥ on the colour bar.")
+        else:
+            st.caption(f"Magenta points on the floor: exact (MSE = 0). Height: {window}; values beyond it are "
+                       "pinned to its ends. Drag to turn the view; click a legend entry to hide a surface.")
         ui.downloads("rfviz-mse-surface", lambda: ex.grid_csv(r_axis, theta_axis, values, which), fig, key="main")
 
         # slice
