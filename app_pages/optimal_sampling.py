@@ -93,7 +93,7 @@ with ui.guard():
         axis = "sigma" if kind == "gaussian" else "r"
         c = st.columns(2)
         top = 0.7 if axis == "sigma" and kernel == "softmax" else (1.5 if axis == "sigma" else 3.0)
-        hi = state.slider(f"{axis} max of the sweep", f"sweep_{axis}_{kernel}", 0.2, top,
+        hi = state.slider(f"largest {'σ' if axis == 'sigma' else 'r'} of the sweep", f"sweep_{axis}_{kernel}", 0.2, top,
                           0.7 if axis == "sigma" else 2.0, step=0.05, container=c[0])
         relative = state.toggle("Relative to E K²", "relative", False, container=c[1])
         fixed = {"sphere": {}, "gaussian": {}, "pair": {"r2": r2, "theta": theta},
