@@ -18,11 +18,14 @@ ui.header(
     "(ORF) and simplex blocks (SimRF, maximally obtuse directions) push it down, which lowers the **RF-conformity** "
     "ρ(v) and the MSE. **Simplex+** adapts the directions to the sampled norms (no closed form: Monte Carlo).",
     [
-        (r"\mathrm{MSE}_{\text{coupled}} = \mathrm{MSE}_{\text{iid}} - \frac{m-1}{m}\,e^{-2(|x|^2+|y|^2)}"
-         r"\left(e^{2v^2}\,\!-\,\rho(v)\right)\cdot(\ldots),\qquad \rho(v) = \frac{\Gamma(d/2)}{m(m-1)}"
-         r"\sum_{i\ne j}\mathbb{E}\left[\sum_k \frac{v^{2k} w_{ij}^{2k}}{2^{2k}k!\,\Gamma(k+d/2)}\right]",
-         "SimRF Definition 3.1 (RF-conformity) and Theorem 4.3; exact brackets in reference "
-         "simplex_random_features.md §3 (m ≤ d and blocks for m > d)."),
+        (r"\mathrm{MSE} = \frac{e^{-2|x|^2-2|y|^2}}{m^2}\Big[m\,(e^{2v^2}-e^{v^2}) + P\,(\rho(v)-e^{v^2})\Big],"
+         r"\quad v = |x+y|,\quad P = \sum_{\text{blocks}} m_b(m_b-1)",
+         "SimRF Theorem 3.2 (appendix eq. 34; the main text's eq. 11 lost the diagonal term and the 1/m) for "
+         "positive features and the Gaussian kernel (softmax: multiply by e^{|x|²+|y|²}); P counts the ordered "
+         "coupled pairs: m(m − 1) for one block (m ≤ d), 0 for iid. Reference simplex_random_features.md §2.1."),
+        (r"\rho(v) = \frac{\Gamma(d/2)}{m(m-1)}\sum_{i\ne j}\mathbb{E}\left[\sum_{k\ge 0}"
+         r"\frac{v^{2k} w_{ij}^{2k}}{2^{2k}k!\,\Gamma(k+d/2)}\right]",
+         "SimRF Definition 3.1, eq. 10 (RF-conformity; iid gives ρ = e^{v²})."),
         (r"p_{\text{orth}}(w) \text{ and } p_{\text{simplex}}(w):\ \ w_{ij}^2 = |\omega_i|^2 + |\omega_j|^2 + "
          r"2|\omega_i||\omega_j|\cos\alpha,\ \ \cos\alpha = 0 \text{ (orth)},\ -\tfrac{1}{d-1} \text{ (simplex)}",
          "SimRF Lemmas 4.1 and 4.2 (|ω| ~ χ_d independent)."),
