@@ -114,7 +114,7 @@ elif view == VIEWS[2]:
         fig3 = fg.oprf_figure(c3, int(d))
         ui.plot(fig3, key="gerf-oprf")
         st.caption("Both relative variances are kernel-independent. OPRF's gain grows with ‖x + y‖²: at d = 64, "
-                   "Z = 100 the ratio is e^{-61.2} (CRT Fig. 1; reference §4.3).")
+                   "Z = 100 the ratio is $e^{-61.2}$ (CRT Fig. 1; reference §4.3).")
         ui.downloads("rfviz-oprf-vs-posrf", lambda: fg.columns_to_csv(c3), fig3, key="oprf")
 else:
     dc = st.columns(2)

@@ -25,7 +25,7 @@ ui.header(
          "Relative error: HRF paper (Choromanski et al. 2022) Def. 3.3."),
         (r"\mathrm{MSE}_{\mathrm{trig}} = \frac{e^{|x|^2+|y|^2}\,(1-e^{-|x-y|^2})^2}{2m},\qquad "
          r"\mathrm{MSE}_{++} = \frac{e^{|x|^2+|y|^2+4x\cdot y}\,(1-e^{-|x+y|^2})^2}{2m}",
-         "HRF paper Lemma 2.2, eq. 7 (softmax kernel; Gaussian kernel: multiply by e^{-|x|²-|y|²}). "
+         "HRF paper Lemma 2.2, eq. 7 (softmax kernel; Gaussian kernel: multiply by $e^{-|x|^2-|y|^2}$). "
          "Each estimator's own closed form is cited in its description below."),
     ],
 )

@@ -15,9 +15,10 @@ from rfviz.params import D_PARAM
 state = ui.PageState("optimal_sampling")
 ui.header(
     "Optimal sampling Ψ",
-    "Sample ω from a proposal Ψ instead of Ω = N(0, I) and reweight by p_Ω/p_Ψ: the estimator stays unbiased and its "
-    "variance, averaged over the input distribution, is minimised by Ψ* ∝ p_Ω·q_φ. Here: the radial density of |ω| "
-    "under Ψ* against Ω's χ_d, the optimal variance V* against the unweighted one as the input scale moves (regions "
+    "Sample ω from a proposal Ψ instead of Ω = N(0, I) and reweight by $p_\\Omega/p_\\Psi$: the estimator stays "
+    "unbiased and its variance, averaged over the input distribution, is minimised by $\\Psi^* \\propto "
+    "p_\\Omega\\,q_\\phi$. Here: the radial density of |ω| under Ψ* against Ω's $\\chi_d$, the optimal variance V* "
+    "against the unweighted one as the input scale moves (regions "
     "where a variance or its Monte-Carlo estimate diverges are shaded), and the claimed **equivalence** of trig and "
     "positive features under their optimal Ψ, which holds when X₁ = X₂ and fails otherwise.",
     [
