@@ -415,6 +415,26 @@ def unused(reason: str) -> dict[str, Any]:
     return {"disabled": True, "help": f"Not used here: {reason}"}
 
 
+def colour_range(state: PageState, container: Any = st, default: tuple[float, float] = (-8.0, 2.0),
+                 unit: str = "log₁₀ MSE", **kw: Any) -> tuple[float, float] | None:
+    """A "Colour range" control: auto (the figure's robust shared window) or two numbers lo < hi in ``unit``, kept
+    in the URL (``zrange``, ``zlo``, ``zhi``). Returns (lo, hi), or None for auto; lo ≥ hi shows an error next to
+    the inputs and falls back to auto, so the page keeps working."""
+    mode = state.radio("Colour range", "zrange", ["auto", "fixed"], "auto", container=container,
+                       help=kw.pop("help", "auto: a window over the values of all panels (shared, robust "
+                                           "percentiles); fixed: your own window, the same for every panel"), **kw)
+    if mode == "auto":
+        return None
+    c1, c2 = container.columns(2)
+    lo = state.number(f"from ({unit})", "zlo", default[0], float, container=c1, format="%g", step=1.0, **kw)
+    hi = state.number(f"to ({unit})", "zhi", default[1], float, container=c2, format="%g", step=1.0, **kw)
+    if not lo < hi:
+        container.error(f"Colour range: 'from' must be below 'to' (got {lo:g} ≥ {hi:g}); showing the automatic "
+                        "range.", icon=":material/error:")
+        return None
+    return float(lo), float(hi)
+
+
 def coinciding(fig: Any) -> list[tuple[str, str]]:
     """Pairs of named line traces of ``fig`` drawn exactly on top of each other (same x and y), so the page can
     say so instead of letting one curve hide the other."""

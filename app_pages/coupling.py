@@ -14,24 +14,28 @@ state = ui.PageState("coupling")
 ui.header(
     "Coupling: iid, orthogonal, simplex and simplex+ random features",
     "Drawing the m projections ω **jointly** instead of independently changes the MSE without changing the mean. "
-    "What matters for positive features is the law of w_ij = |ω_i + ω_j| over pairs in a block: orthogonal blocks "
-    "(ORF) and simplex blocks (SimRF, maximally obtuse directions) push it down, which lowers the **RF-conformity** "
-    "ρ(v) and the MSE. **Simplex+** adapts the directions to the sampled norms (no closed form: Monte Carlo).",
+    "What matters for positive features is the law of $w_{ij} = |\\omega_i + \\omega_j|$ over pairs in a block: "
+    "orthogonal blocks (ORF) and simplex blocks (SimRF, maximally obtuse directions) push it down, which lowers the "
+    "**RF-conformity** ρ(v) and the MSE. **Simplex+** adapts the directions to the sampled norms "
+    "(no closed form: Monte Carlo).",
     [
-        (r"\mathrm{MSE}_{\text{coupled}} = \mathrm{MSE}_{\text{iid}} - \frac{m-1}{m}\,e^{-2(|x|^2+|y|^2)}"
-         r"\left(e^{2v^2}\,\!-\,\rho(v)\right)\cdot(\ldots),\qquad \rho(v) = \frac{\Gamma(d/2)}{m(m-1)}"
-         r"\sum_{i\ne j}\mathbb{E}\left[\sum_k \frac{v^{2k} w_{ij}^{2k}}{2^{2k}k!\,\Gamma(k+d/2)}\right]",
-         "SimRF Definition 3.1 (RF-conformity) and Theorem 4.3; exact brackets in reference "
-         "simplex_random_features.md §3 (m ≤ d and blocks for m > d)."),
+        (r"\mathrm{MSE} = \frac{e^{-2|x|^2-2|y|^2}}{m^2}\Big[m\,(e^{2v^2}-e^{v^2}) + P\,(\rho(v)-e^{v^2})\Big],"
+         r"\quad v = |x+y|,\quad P = \sum_{\text{blocks}} m_b(m_b-1)",
+         "SimRF Theorem 3.2 (appendix eq. 34; the main text's eq. 11 lost the diagonal term and the 1/m) for "
+         "positive features and the Gaussian kernel (softmax: multiply by $e^{|x|^2+|y|^2}$); P counts the ordered "
+         "coupled pairs: m(m − 1) for one block (m ≤ d), 0 for iid. Reference simplex_random_features.md §2.1."),
+        (r"\rho(v) = \frac{\Gamma(d/2)}{m(m-1)}\sum_{i\ne j}\mathbb{E}\left[\sum_{k\ge 0}"
+         r"\frac{v^{2k} w_{ij}^{2k}}{2^{2k}k!\,\Gamma(k+d/2)}\right]",
+         "SimRF Definition 3.1, eq. 10 (RF-conformity; iid gives $\\rho = e^{v^2}$)."),
         (r"p_{\text{orth}}(w) \text{ and } p_{\text{simplex}}(w):\ \ w_{ij}^2 = |\omega_i|^2 + |\omega_j|^2 + "
          r"2|\omega_i||\omega_j|\cos\alpha,\ \ \cos\alpha = 0 \text{ (orth)},\ -\tfrac{1}{d-1} \text{ (simplex)}",
-         "SimRF Lemmas 4.1 and 4.2 (|ω| ~ χ_d independent)."),
+         "SimRF Lemmas 4.1 and 4.2 ($|\\omega| \\sim \\chi_d$ independent)."),
     ],
 )
 ui.sidebar_info()
 side = st.sidebar
 
-VIEWS = ["Density p(w_ij)", "RF-conformity ρ(v)", "MSE ratio vs v (+ simplex+)", "MSE ratio vs d",
+VIEWS = ["Density p(wᵢⱼ)", "RF-conformity ρ(v)", "MSE ratio vs v (+ simplex+)", "MSE ratio vs d",
          "Simplex+ iterations"]
 view = state.view("View", VIEWS)
 d_off = ui.unused("this view sweeps d") if view == VIEWS[3] else {}
@@ -94,14 +98,14 @@ with ui.guard():
     if view == VIEWS[0]:
         c = st.columns(3)
         hist = state.toggle("Sampled histograms", "hist", False, container=c[0],
-                            help=f"draws |ω_i + ω_j| from rfviz's samplers (d ≤ {fc.HISTOGRAM_MAX_D})")
+                            help=f"draws |ωᵢ + ωⱼ| from rfviz's samplers (d ≤ {fc.HISTOGRAM_MAX_D})")
         samples = state.param(SAMPLES_PARAM, container=c[1], disabled=not hist)
         penalty = state.toggle("Overlay the penalty f(w, v)", "penalty", False, container=c[2])
         fig = _density(d, ui.valid(SAMPLES_PARAM, samples) if hist else 0, v if penalty else None, couplings)
         ui.plot(fig, key="cpl-density")
         ui.downloads("rfviz-coupling-density", lambda: traces_csv(fig), fig, key="dens")
     elif view == VIEWS[1]:
-        relative = state.toggle("Relative to iid (ρ(v)·e^{−v²})", "relative", True)
+        relative = state.toggle("Relative to iid (ρ(v)·exp(−v²))", "relative", True)
         fig2 = _conformity(d, relative, couplings)
         ui.plot(fig2, key="cpl-conf")
         ui.downloads("rfviz-coupling-conformity", lambda: traces_csv(fig2), fig2, key="conf")

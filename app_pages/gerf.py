@@ -93,13 +93,16 @@ if view == VIEWS[0]:
                    "Re A < 1/16 for a finite fourth moment (Monte-Carlo error bars), Re A < 0 for bounded features.")
         ui.downloads("rfviz-gerf-real-A", lambda: fg.columns_to_csv(c), fig, key="real")
 elif view == VIEWS[1]:
-    cc = st.columns(3)
+    cc = st.columns([1, 1.2, 1.2, 1.6])
     s = int(state.radio("s", "s", ["+1", "-1"], "+1", container=cc[0]))
     re_min = state.slider("Re A min", "re_min", -2.0, 0.0, -0.5, step=0.05, container=cc[1])
     im_max = state.slider("|Im A| max", "im_max", 0.05, 2.0, 0.5, step=0.05, container=cc[2])
+    zrange = ui.colour_range(state, container=cc[3], default=(-2.0, 2.0),
+                             help="auto: the lowest 92 % of the values (the variance blows up as Re A → 1/8); "
+                                  "fixed: your own window in log₁₀ MSE")
     with ui.guard():
         re, im, z = _complex(r, theta, int(d), int(m), kernel, s, re_min, im_max)
-        fig2 = fg.complex_A_figure(re, im, z, s, r, theta, int(d))
+        fig2 = fg.complex_A_figure(re, im, z, s, r, theta, int(d), zrange=zrange)
         ui.plot(fig2, key="gerf-complex")
         rr, ii = np.meshgrid(re, im)
         ui.downloads("rfviz-gerf-complex-A", lambda: fg.columns_to_csv({"re_A": rr.ravel(), "im_A": ii.ravel(),
@@ -111,7 +114,7 @@ elif view == VIEWS[2]:
         fig3 = fg.oprf_figure(c3, int(d))
         ui.plot(fig3, key="gerf-oprf")
         st.caption("Both relative variances are kernel-independent. OPRF's gain grows with ‖x + y‖²: at d = 64, "
-                   "Z = 100 the ratio is e^{-61.2} (CRT Fig. 1; reference §4.3).")
+                   "Z = 100 the ratio is $e^{-61.2}$ (CRT Fig. 1; reference §4.3).")
         ui.downloads("rfviz-oprf-vs-posrf", lambda: fg.columns_to_csv(c3), fig3, key="oprf")
 else:
     dc = st.columns(2)

@@ -25,7 +25,7 @@ ui.header(
          "Relative error: HRF paper (Choromanski et al. 2022) Def. 3.3."),
         (r"\mathrm{MSE}_{\mathrm{trig}} = \frac{e^{|x|^2+|y|^2}\,(1-e^{-|x-y|^2})^2}{2m},\qquad "
          r"\mathrm{MSE}_{++} = \frac{e^{|x|^2+|y|^2+4x\cdot y}\,(1-e^{-|x+y|^2})^2}{2m}",
-         "HRF paper Lemma 2.2, eq. 7 (softmax kernel; Gaussian kernel: multiply by e^{-|x|²-|y|²}). "
+         "HRF paper Lemma 2.2, eq. 7 (softmax kernel; Gaussian kernel: multiply by $e^{-|x|^2-|y|^2}$). "
          "Each estimator's own closed form is cited in its description below."),
     ],
 )
@@ -33,19 +33,22 @@ ui.sidebar_info()
 
 # ------------------------------------------------------------------ controls
 side = st.sidebar
-kernel = state.selectbox("Kernel", "kernel", ex.kernel_options(), "softmax", container=side)
+kernel = state.selectbox("Kernel", "kernel", ex.kernel_options(), "softmax", container=side,
+                         format_func=lambda k: k.replace("_", " "))
 available = ex.estimators_for_kernel(kernel)
 default_set = [n for n in ("trig", "positive_antithetic", "hybrid_angular") if n in available] or available[:2]
 names = state.multiselect("Estimators", "est", available, default_set, container=side, max_selections=4,
-                          help="; ".join(f"{n}: {REGISTRY[n].title}" for n in available))
+                          format_func=ex.title_of, help="up to four; each gets its own panel and parameters")
 which = state.selectbox("Quantity", "quantity", list(ex.QUANTITIES), "log10_mse", container=side,
-                        help="; ".join(f"{k}: {v}" for k, v in ex.QUANTITIES.items()))
+                        format_func=lambda k: ex.QUANTITIES.get(k, k),
+                        help="all in log₁₀: MSEs span hundreds of orders of magnitude")
 pair = None
 if which == "ratio":
     c1, c2 = side.columns(2)
     options = names or available
-    a = state.selectbox("A", "ratio_a", options, options[0], container=c1)
-    b = state.selectbox("B", "ratio_b", options, options[min(1, len(options) - 1)], container=c2)
+    a = state.selectbox("A", "ratio_a", options, options[0], container=c1, format_func=ex.title_of)
+    b = state.selectbox("B", "ratio_b", options, options[min(1, len(options) - 1)], container=c2,
+                        format_func=ex.title_of)
     pair = (a, b)
 d = state.param(D_PARAM, container=side)
 needs_embedding = any(not REGISTRY[n].isotropic for n in names)
@@ -56,6 +59,14 @@ if needs_embedding:
 r_max = state.param(R_MAX_PARAM, container=side, step=0.25)
 resolution = state.slider("Grid resolution", "res", 10, 120, 60, container=side)
 view = state.radio("View", "view", ["heatmap", "3-D surface"], "heatmap", container=side)
+ALL3D = "all"
+shown3d = ALL3D
+if view == "3-D surface":
+    one_off = ui.unused("the ratio view has one surface") if which == "ratio" else {}
+    shown3d = state.selectbox("Surfaces in the 3-D view", "surf3d", [ALL3D, *names], ALL3D, container=side,
+                              format_func=lambda k: "all (transparent)" if k == ALL3D else ex.title_of(k),
+                              help="one estimator at a time, or all of them semi-transparent", **one_off)
+zrange = ui.colour_range(state, container=side, unit="log₁₀")
 slice_axis = state.radio("Slice at fixed", "slice", ["θ", "r"], "θ", container=side)
 if slice_axis == "θ":
     slice_at = state.slider("θ of the slice (rad)", "slice_theta", 0.0, float(np.pi), 2.0,
@@ -76,8 +87,8 @@ else:
     cols = st.columns(len(names))
     for col, name in zip(cols, names, strict=True):
         cls = REGISTRY[name]
-        with col.expander(f"**{name}**", expanded=True):
-            st.caption(f"{cls.title}. {cls.description} *{cls.reference}*")
+        with col.expander(f"**{cls.title}**", expanded=True):
+            st.caption(f"{cls.description} *{cls.reference}*")
             params[name] = ui.estimator_params(state, cls.spec, prefix=f"{name}.", skip=("kernel",))
 
 
@@ -119,8 +130,8 @@ if grid_ok:
 if grid_ok and surfs:
     no_cf = [s.name for s in surfs if not s.closed_form]
     if no_cf:
-        st.warning(f"No closed form for {', '.join(no_cf)} with these parameters: turn on Monte Carlo.",
-                   icon=":material/info:")
+        st.warning(f"No closed form for {', '.join(map(ex.title_of, no_cf))} with these parameters: turn on "
+                   "Monte Carlo.", icon=":material/info:")
     values: dict[str, np.ndarray] = {}
     with ui.guard():
         values = ex.quantity(surfs, which, pair)
@@ -151,7 +162,7 @@ if grid_ok and surfs:
             try:
                 for i, (name, g) in enumerate(jobs):
                     def report(f: float, i: int = i, name: str = name) -> None:
-                        bar.progress(min(1.0, (i + f) / len(jobs)), text=f"sampling {name}…")
+                        bar.progress(min(1.0, (i + f) / len(jobs)), text=f"sampling {ex.title_of(name)}…")
 
                     rr, tt = (r_mc, theta_mc) if g == "grid" else (r_sl, theta_sl)
                     res = _sampled(name, params[name], kernel, int(d), rr, tt, int(trials), int(seed), embedding,
@@ -168,12 +179,12 @@ if grid_ok and surfs:
             n_bad = {k: s.disagreements for k, s in sampled_grid.items()}
             dev = next(iter(sampled_grid.values())).device
             n_heavy = {k: s.unreliable for k, s in sampled_grid.items()}
-            text = " · ".join(f"{k}: {v} of {s.z.size} points off by > 4 SE" for (k, v), s in
+            text = " · ".join(f"{ex.title_of(k)}: {v} of {s.z.size} points off by > 4 SE" for (k, v), s in
                               zip(n_bad.items(), sampled_grid.values(), strict=True) if v)
             if any(n_bad.values()):
                 mc_box.badge(f"Analytic and sampled disagree — {text}", icon=":material/warning:", color="red")
             if any(n_heavy.values()):
-                heavy_text = " · ".join(f"{k}: {v} of {sampled_grid[k].z.size} points" for k, v in n_heavy.items() if v)
+                heavy_text = " · ".join(f"{ex.title_of(k)}: {v} of {sampled_grid[k].z.size} points" for k, v in n_heavy.items() if v)
                 mc_box.badge(f"heavy-tailed: the sampled MSE is unreliable at {int(trials)} trials — {heavy_text}",
                              icon=":material/help:", color="orange")
                 mc_box.caption("Hollow circles mark these points: a few trials carry most of the squared error, so "
@@ -193,9 +204,10 @@ if grid_ok and surfs:
                 rr, tt = np.meshgrid(r_mc, theta_mc, indexing="ij")
                 disagree[k] = (rr[s.disagree_mask], tt[s.disagree_mask])
                 heavy[k] = (rr[~s.reliable_mask], tt[~s.reliable_mask])
-        title = f"{ex.QUANTITIES[which]} · {kernel} kernel · d = {int(d)}"
+        title = f"{ex.QUANTITIES[which]} · {kernel.replace('_', '-')} kernel · d = {int(d)}"
         if view == "heatmap":
-            fig = ex.heatmap_figure(r_axis, theta_axis, values, which, disagree, title=title, heavy=heavy)
+            fig = ex.heatmap_figure(r_axis, theta_axis, values, which, disagree, title=title, zrange=zrange,
+                                    heavy=heavy)
         else:
             points = {}
             if sampled_grid:
@@ -204,9 +216,21 @@ if grid_ok and surfs:
                     for k, (v, se) in ex.sampled_quantity(mc_surfs, sampled_grid, which, pair).items():
                         rr, tt = np.meshgrid(r_mc, theta_mc, indexing="ij")
                         points[k] = (tt.ravel(), rr.ravel(), v.ravel(), se.ravel())
-            fig = ex.surface_figure(r_axis, theta_axis, values, which, points, title=title)
+            if shown3d != ALL3D and shown3d in values:
+                values3d = {shown3d: values[shown3d]}
+                points = {k: v for k, v in points.items() if k == shown3d}
+            else:
+                values3d = values
+            fig = ex.surface_figure(r_axis, theta_axis, values3d, which, points, title=title, zrange=zrange)
         ui.plot(fig, key="mse-main")
-        st.caption("Blank cells: the estimator is exact there (MSE = 0). The colour scale spans at most 12 decades.")
+        window = (f"the fixed range {zrange[0]:g} to {zrange[1]:g} set in the sidebar" if zrange else
+                  "one window shared by all panels (1st–99th percentile of their values)")
+        if view == "heatmap":
+            st.caption(f"Magenta: the estimator is exact there (MSE = 0). Colours: {window}; values beyond it take "
+                       "the end colours, marked ≤ / ≥ on the colour bar.")
+        else:
+            st.caption(f"Magenta points on the floor: exact (MSE = 0). Height: {window}; values beyond it are "
+                       "pinned to its ends. Drag to turn the view; click a legend entry to hide a surface.")
         ui.downloads("rfviz-mse-surface", lambda: ex.grid_csv(r_axis, theta_axis, values, which), fig, key="main")
 
         # slice

@@ -15,9 +15,10 @@ from rfviz.params import D_PARAM
 state = ui.PageState("optimal_sampling")
 ui.header(
     "Optimal sampling Ψ",
-    "Sample ω from a proposal Ψ instead of Ω = N(0, I) and reweight by p_Ω/p_Ψ: the estimator stays unbiased and its "
-    "variance, averaged over the input distribution, is minimised by Ψ* ∝ p_Ω·q_φ. Here: the radial density of |ω| "
-    "under Ψ* against Ω's χ_d, the optimal variance V* against the unweighted one as the input scale moves (regions "
+    "Sample ω from a proposal Ψ instead of Ω = N(0, I) and reweight by $p_\\Omega/p_\\Psi$: the estimator stays "
+    "unbiased and its variance, averaged over the input distribution, is minimised by $\\Psi^* \\propto "
+    "p_\\Omega\\,q_\\phi$. Here: the radial density of |ω| under Ψ* against Ω's $\\chi_d$, the optimal variance V* "
+    "against the unweighted one as the input scale moves (regions "
     "where a variance or its Monte-Carlo estimate diverges are shaded), and the claimed **equivalence** of trig and "
     "positive features under their optimal Ψ, which holds when X₁ = X₂ and fails otherwise.",
     [
@@ -93,7 +94,7 @@ with ui.guard():
         axis = "sigma" if kind == "gaussian" else "r"
         c = st.columns(2)
         top = 0.7 if axis == "sigma" and kernel == "softmax" else (1.5 if axis == "sigma" else 3.0)
-        hi = state.slider(f"{axis} max of the sweep", f"sweep_{axis}_{kernel}", 0.2, top,
+        hi = state.slider(f"largest {'σ' if axis == 'sigma' else 'r'} of the sweep", f"sweep_{axis}_{kernel}", 0.2, top,
                           0.7 if axis == "sigma" else 2.0, step=0.05, container=c[0])
         relative = state.toggle("Relative to E K²", "relative", False, container=c[1])
         fixed = {"sphere": {}, "gaussian": {}, "pair": {"r2": r2, "theta": theta},

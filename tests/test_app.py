@@ -505,3 +505,84 @@ def test_pyproject_installs_only_the_package():
     include = conf["tool"]["setuptools"]["packages"]["find"]["include"]
     found = find_packages(str(ROOT), include=include)
     assert "rfviz" in found and all(f.startswith("rfviz") for f in found)
+
+
+# --------------------------------------------------------------------------- colour range, 3-D choice
+def _specs(at: AppTest) -> list[dict]:
+    import json
+
+    return [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+
+
+def _colour_window(spec: dict) -> tuple[float, float]:
+    axis = spec["layout"]["coloraxis"]
+    return axis["cmin"], axis["cmax"]
+
+
+def test_explorer_colour_range_reaches_heatmap_and_surface_and_the_url():
+    at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT)
+    at.query_params.update({"res": "12", "zrange": "fixed", "zlo": "-5", "zhi": "1.5"})
+    at.run()
+    _no_exception(at, "explorer with a fixed colour range")
+    assert _colour_window(_specs(at)[0]) == (-5.0, 1.5)
+    at.sidebar.number_input(key="mse_explorer.zhi").set_value(3.0).run()
+    assert _colour_window(_specs(at)[0]) == (-5.0, 3.0)
+    assert at.query_params["zhi"] in (["3"], "3")
+    at.sidebar.radio(key="mse_explorer.view").set_value("3-D surface").run()
+    _no_exception(at, "3-D view with a fixed colour range")
+    assert _specs(at)[0]["layout"]["scene"]["zaxis"]["range"] == [-5.0, 3.0]
+    at.sidebar.radio(key="mse_explorer.zrange").set_value("auto").run()
+    assert _specs(at)[0]["layout"]["scene"]["zaxis"]["range"] != [-5.0, 3.0]
+    assert "zlo" not in at.query_params  # the hidden inputs leave the URL
+
+
+def test_explorer_invalid_colour_range_shows_error_and_page_keeps_working():
+    at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT)
+    at.query_params.update({"res": "12", "zrange": "fixed", "zlo": "2", "zhi": "2"})
+    at.run()
+    _no_exception(at, "explorer with lo = hi")
+    assert any("Colour range" in e.value and "must be below" in e.value for e in at.error), [e.value for e in at.error]
+    lo, hi = _colour_window(_specs(at)[0])  # the automatic window is shown instead
+    assert lo < hi and (lo, hi) != (2.0, 2.0)
+    at.sidebar.number_input(key="mse_explorer.zlo").set_value(-4.0).run()
+    assert not at.error
+    assert _colour_window(_specs(at)[0]) == (-4.0, 2.0)
+
+
+def test_explorer_3d_view_shows_one_estimator_or_all():
+    at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT)
+    at.query_params.update({"res": "12", "view": "3-D surface", "est": "trig,positive_antithetic"})
+    at.run()
+    _no_exception(at, "3-D view")
+    surfaces = [t for t in _specs(at)[0]["data"] if t["type"] == "surface"]
+    assert len(surfaces) == 2
+    box = at.sidebar.selectbox(key="mse_explorer.surf3d")
+    assert box.options[0] == "all (transparent)" and ex.title_of("trig") in box.options
+    box.set_value("trig").run()
+    _no_exception(at, "3-D view, one estimator")
+    surfaces = [t for t in _specs(at)[0]["data"] if t["type"] == "surface"]
+    assert [t["name"] for t in surfaces] == [ex.title_of("trig")]
+    assert at.query_params["surf3d"] in (["trig"], "trig")
+
+
+def test_explorer_shows_human_names():
+    at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT)
+    at.query_params.update({"res": "12"})
+    at.run()
+    assert at.sidebar.selectbox(key="mse_explorer.quantity").options == list(ex.QUANTITIES.values())
+    assert ex.title_of("trig") in at.sidebar.multiselect(key="mse_explorer.est").options
+    labels = [e.label for e in at.expander]
+    assert ex.title_of("trig") in " ".join(labels) and not any("positive_antithetic" in lb for lb in labels)
+
+
+def test_gerf_complex_map_colour_range():
+    at = AppTest.from_file(page_path("gerf"), default_timeout=TIMEOUT)
+    at.query_params.update({"view": "Complex A", "zrange": "fixed", "zlo": "-1", "zhi": "0.5"})
+    at.run()
+    _no_exception(at, "GERF complex A with a fixed colour range")
+    assert _colour_window(_specs(at)[0]) == (-1.0, 0.5)
+    at.number_input(key="gerf.zlo").set_value(1.0).run()
+    _no_exception(at, "GERF with lo > hi")
+    assert any("must be below" in e.value for e in at.error)
+    lo, hi = _colour_window(_specs(at)[0])
+    assert lo < hi and (lo, hi) != (1.0, 0.5)

@@ -286,3 +286,16 @@ def test_gallery_export_writes_the_header(tmp_path):
     assert head.startswith("# rfviz ") and "dp-fig2-error-vs-degree" in head
     assert "<title>dp-fig2-error-vs-degree</title>" in (tmp_path / "f.html").read_text(encoding="utf-8")
     assert set(written) == {"figure", "data"}
+
+
+def test_heatmap_panel_titles_wrap_when_many_panels_share_the_width():
+    from rfviz.figures.common import heatmaps
+
+    names = ["Trigonometric RF (sin/cos)", "Positive RF, antithetic (FAVOR+)", "Angular hybrid RF (λ = θ/π)", "P"]
+    z = np.zeros((2, 3))
+    fig = heatmaps(np.arange(3.0), np.arange(2.0), {k: z for k in names}, xlabel="θ", ylabel="r", zlabel="z")
+    texts = [a.text for a in fig.layout.annotations]
+    assert texts[:2] == ["Trigonometric RF<br>(sin/cos)", "Positive RF, antithetic<br>(FAVOR+)"]
+    assert texts[3] == "P" and all(len(line) <= 25 for t in texts for line in t.split("<br>"))
+    one = heatmaps(np.arange(3.0), np.arange(2.0), {names[1]: z}, xlabel="θ", ylabel="r", zlabel="z")
+    assert one.layout.annotations[0].text == names[1]  # one panel: the full width, no break

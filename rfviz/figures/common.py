@@ -8,6 +8,7 @@ MSE = 0) are drawn in their own colour with a legend entry rather than hidden in
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -119,6 +120,17 @@ def _exact_legend(fig: go.Figure, label: str) -> None:
                              marker={"symbol": "square", "size": 12, "color": EXACT_COLOR}))
 
 
+def _wrapped(title: str, panels: int) -> str:
+    """A panel title broken onto two lines (``<br>``) when ``panels`` side by side leave it too little width."""
+    width = max(16, 100 // max(panels, 1))
+    if len(title) <= width:
+        return title
+    head, sep, tail = title.partition(" (")  # "Name (detail)" breaks before its parenthesis
+    if sep and len(head) <= width:
+        return f"{head}<br>({tail}"
+    return "<br>".join(textwrap.wrap(title, width))
+
+
 def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlabel: str, ylabel: str, zlabel: str,
              title: str = "", theta_axis: str = "x", colorscale: str = "Viridis", diverging: bool = False,
              floor_span: float | None = None, markers: Mapping[str, tuple[np.ndarray, np.ndarray, str]] | None = None,
@@ -133,7 +145,8 @@ def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
     """
     names = list(zs)
     n = max(1, len(names))
-    fig = make_subplots(rows=1, cols=n, subplot_titles=names, shared_yaxes=True, horizontal_spacing=0.04)
+    titles = [_wrapped(k, n) for k in names]
+    fig = make_subplots(rows=1, cols=n, subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.04)
     raw = [np.asarray(zs[k], dtype=float) for k in names]
     arrays = [finite_or_none(z) for z in raw]
     rng = robust_range(arrays, user=zrange, diverging=diverging, percentiles=percentiles)
@@ -169,6 +182,8 @@ def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
     fig.update_yaxes(title_text=ylabel, row=1, col=1, **(THETA_TICKS if theta_axis == "y" else {}))
     fig.update_layout(coloraxis=coloraxis, title=title, height=450, **LAYOUT,
                       legend={"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"})
+    if any("<br>" in t for t in titles):  # room for two-line panel titles under the figure's title
+        fig.update_layout(margin={"t": LAYOUT["margin"]["t"] + 25})
     return fig
 
 
