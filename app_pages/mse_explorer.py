@@ -184,7 +184,8 @@ if grid_ok and surfs:
             if any(n_bad.values()):
                 mc_box.badge(f"Analytic and sampled disagree — {text}", icon=":material/warning:", color="red")
             if any(n_heavy.values()):
-                heavy_text = " · ".join(f"{ex.title_of(k)}: {v} of {sampled_grid[k].z.size} points" for k, v in n_heavy.items() if v)
+                heavy_text = " · ".join(f"{ex.title_of(k)}: {v} of {sampled_grid[k].z.size} points"
+                                        for k, v in n_heavy.items() if v)
                 mc_box.badge(f"heavy-tailed: the sampled MSE is unreliable at {int(trials)} trials — {heavy_text}",
                              icon=":material/help:", color="orange")
                 mc_box.caption("Hollow circles mark these points: a few trials carry most of the squared error, so "
