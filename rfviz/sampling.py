@@ -13,9 +13,9 @@ themselves in ``COUPLINGS``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from .params import ParameterError
@@ -48,74 +48,38 @@ def register_coupling(name: str) -> Callable[[OmegaSampler], OmegaSampler]:
 
 
 EXACT_SUM_MAX_DOF = 4
-"""Up to this many degrees of freedom χ² is drawn as an exact sum of squared normals; above, by Marsaglia–Tsang
-(one normal + one uniform per sample: cheaper than a sum of squares from 5 degrees of freedom on)."""
+"""Up to this many degrees of freedom χ² is drawn as an exact sum of squared normals on the device; above, by numpy's
+generator-driven χ² sampler (one sample costs less than a sum of squares from 5 degrees of freedom on)."""
 
 FRAME_CHUNK_ELEMENTS = 2**21
 """Largest number of Gaussian entries a frame sampler orthogonalises at once (16 MiB in float64): bounds the QR /
 Gram–Schmidt temporaries of the coupled samplers whatever the number of trials. A constant, not the engine's
 memory budget, so that the numbers drawn depend only on (generator state, trials, d, dim, device, dtype)."""
 
-_MT_SQUEEZE = 0.0331
-"""Marsaglia–Tsang squeeze: u < 1 − 0.0331·x⁴ accepts without a logarithm (about 98% of candidates)."""
-
-
-def gamma_marsaglia_tsang(shape: tuple[int, ...], alpha: float, generator: torch.Generator,
-                          device: torch.device, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """Gamma(alpha, 1) samples, driven only by ``generator`` (torch's own Gamma sampler takes none).
-
-    Marsaglia & Tsang (2000), "A simple method for generating gamma variables", exact rejection sampler:
-    with a = alpha − 1/3, c = 1/√(9a), x ~ N(0, 1), v = (1 + cx)³, u ~ U(0, 1), accept a·v when v > 0 and
-    log u < x²/2 + a − a·v + a·log v (acceptance > 95% for alpha ≥ 1); the squeeze u < 1 − 0.0331x⁴ accepts
-    most candidates without the two logarithms. alpha < 1 uses Gamma(alpha + 1)·U^{1/alpha}.
-
-    Vectorised batched rejection: each round draws the missing count plus a margin of candidates at once and keeps
-    the accepted ones in draw order (the accepted values of iid rejection trials are iid), so a call costs about one
-    normal, one uniform and a few multiplies per sample, in one or two rounds. Same generator state → same numbers.
-    """
-    if alpha <= 0:
-        raise ParameterError(f"alpha must be a number in (0, inf), got {alpha}")
-    boost = alpha < 1.0
-    a = (alpha + 1.0 if boost else alpha) - 1.0 / 3.0
-    c = 1.0 / math.sqrt(9.0 * a)
-    n = math.prod(shape)
-    out = torch.empty(n, device=device, dtype=dtype)
-    filled = 0
-    while filled < n:
-        need = n - filled
-        k = need + need // 16 + 32  # expected rejections are < 5%: one round almost always suffices
-        x = torch.randn(k, generator=generator, device=device, dtype=dtype)
-        u = torch.rand(k, generator=generator, device=device, dtype=dtype)
-        v = 1.0 + c * x
-        v = v * v * v
-        x2 = x * x
-        ok = (v > 0) & (u < 1.0 - _MT_SQUEEZE * x2 * x2)
-        hard = torch.nonzero((v > 0) & ~ok).squeeze(-1)
-        if hard.numel():
-            vh = v[hard]
-            ok[hard] = torch.log(u[hard]) < 0.5 * x2[hard] + a - a * vh + a * torch.log(vh)
-        got = (a * v)[ok][:need]
-        out[filled:filled + got.numel()] = got
-        filled += got.numel()
-    if boost:
-        u = torch.rand(n, generator=generator, device=device, dtype=dtype)
-        out = out * u.pow(1.0 / alpha)
-    return out.reshape(shape)
+def numpy_generator(generator: torch.Generator) -> np.random.Generator:
+    """A numpy ``Generator`` seeded by one 63-bit draw from ``generator``: the torch stream still decides every
+    number, so the engine's per-block seeding (same seed → same numbers whatever the chunking) carries over."""
+    seed = torch.randint(0, 2**63 - 1, (1,), generator=generator, device=generator.device)
+    return np.random.default_rng(int(seed.item()))
 
 
 def chi_square(shape: tuple[int, ...], dof: int, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype) -> torch.Tensor:
     """χ²_dof samples (zeros when dof = 0), driven only by ``generator`` (deterministic under a seed).
 
-    dof ≤ EXACT_SUM_MAX_DOF: sum of squared normals; larger dof: 2·Gamma(dof/2, 1) by Marsaglia–Tsang (exact
-    in law, O(1) random numbers per sample instead of dof, which matters for the engine at large d).
+    dof ≤ EXACT_SUM_MAX_DOF: a sum of squared normals on the device. Larger dof: numpy's
+    ``Generator.chisquare`` (a well-kept, generator-driven exact sampler: 2·Gamma(dof/2) by Marsaglia–Tsang over
+    ziggurat normals, ~24 ns per sample on this CPU, about 3× a vectorised torch rejection sampler), seeded from
+    ``generator`` and moved to ``device`` (torch's own Gamma/Chi2 take no generator, so they cannot be seeded per
+    block). O(1) random numbers per sample instead of dof, which matters for the engine at large d.
     """
     if dof <= 0:
         return torch.zeros(shape, device=device, dtype=dtype)
     if dof <= EXACT_SUM_MAX_DOF:
         g = torch.randn((*shape, dof), generator=generator, device=device, dtype=dtype)
         return (g * g).sum(-1)
-    return 2.0 * gamma_marsaglia_tsang(shape, dof / 2.0, generator, device, dtype)
+    draws = numpy_generator(generator).chisquare(float(dof), size=shape)
+    return torch.from_numpy(draws).to(device=device, dtype=dtype)
 
 
 def chi(shape: tuple[int, ...], dof: int, generator: torch.Generator, device: torch.device,

@@ -25,7 +25,7 @@ from rfviz.engine import (
 from rfviz.estimators.hrf import Positive
 from rfviz.geometry import canonical_pair
 from rfviz.params import ParameterError
-from rfviz.sampling import chi_square, gamma_marsaglia_tsang, random_frame
+from rfviz.sampling import chi_square, random_frame
 
 Z_TOL = 4.0
 CPU = torch.device("cpu")
@@ -286,13 +286,11 @@ def test_chi_square_law(dof):
     assert abs(s.mean() - dof) < Z_TOL * se
 
 
-def test_gamma_sampler_small_shape_and_determinism():
-    a = gamma_marsaglia_tsang((20000,), 0.4, torch.Generator().manual_seed(1), CPU)
-    b = gamma_marsaglia_tsang((20000,), 0.4, torch.Generator().manual_seed(1), CPU)
+def test_chi_square_large_dof_is_deterministic_and_chi2():
+    a = chi_square((20000,), 40, torch.Generator().manual_seed(1), CPU, torch.float64)
+    b = chi_square((20000,), 40, torch.Generator().manual_seed(1), CPU, torch.float64)
     assert torch.equal(a, b)
-    assert scipy.stats.kstest(a.numpy(), scipy.stats.gamma(0.4).cdf).pvalue > 1e-4
-    with pytest.raises(ParameterError, match="alpha must be"):
-        gamma_marsaglia_tsang((3,), 0.0, torch.Generator(), CPU)
+    assert scipy.stats.kstest(a.numpy(), scipy.stats.chi2(40).cdf).pvalue > 1e-4
 
 
 @pytest.mark.parametrize("dim", [2, 7])
