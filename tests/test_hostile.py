@@ -290,7 +290,7 @@ def test_plugin_prints_do_not_corrupt_json(capsys, tmp_path):
     """))
     code, out, err = run_cli(capsys, "check", str(path), "--json", "--trials", "200", "--theta", "2", "--r", "0.5",
                              "--compare", "", "--no-features")
-    assert code in (0, 1), err
+    assert code in (0, 1, 3), err  # a verdict (3: inconclusive at 200 trials), not a crash
     assert json.loads(out)["estimator"] == "loud_trig"
 
 
@@ -343,7 +343,8 @@ def test_hostile_urls_on_the_explorer(query):
         assert "![x](" not in e.value and "[click](" not in e.value and len(e.value) < 1200
 
 
-@pytest.mark.parametrize("query", [{"d": "150"}, {"norm_seed": "-1"}, {"m": "1e300"}])
+@pytest.mark.parametrize("query", [{"d": "150", "view": "Simplex+ iterations"},  # ≈100·d³ floats: refused
+                                   {"norm_seed": "-1", "view": "Simplex+ iterations"}, {"m": "1e300"}])
 def test_hostile_urls_on_the_coupling_page(query):
     t0 = time.perf_counter()
     at = _page("coupling", **query)
