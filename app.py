@@ -103,6 +103,6 @@ st.set_page_config(page_title="rfviz: random-feature atlas", page_icon=str(ROOT 
 st.logo(str(ROOT / "assets" / "logo.svg"))
 VIEWS = [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES]
 by_path = {v.url_path: v for v in VIEWS}
+HOME = st.Page(home, title="Home", icon=":material/home:", default=True, url_path="start")  # served at "/"
 OLD = [redirect(by_path[new], old) for old, new in LEGACY_PATHS.items()]
-st.navigation([st.Page(home, title="Home", icon=":material/home:", default=True, url_path="home"), *VIEWS,
-               *OLD]).run()
+st.navigation([HOME, *VIEWS, *OLD, redirect(HOME, "home")]).run()  # "/home" (a natural guess) → "/"
