@@ -187,3 +187,17 @@ def test_old_url_path_redirects(server, browser, old, new):
             assert "fig=simrf-fig6-mse-ratio" in page.url, page.url
     finally:
         page.close()
+
+
+def test_home_path_redirects_to_the_root(server, browser):
+    """/home (a natural guess) opens the Home page at / without Streamlit's "Page not found" popup."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.goto(f"{server}/home?x=1", wait_until="domcontentloaded", timeout=60_000)
+        page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        _wait_idle(page)
+        _assert_no_exception(page, "/home")
+        assert "three short stories" in page.inner_text("body")
+        assert page.url.split("?")[0].rstrip("/") == server.rstrip("/"), page.url
+    finally:
+        page.close()
