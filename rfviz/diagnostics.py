@@ -29,10 +29,11 @@ MIN_PARTS = 4
 
 @dataclass(frozen=True)
 class Moments:
-    """Count, mean and M2 = Σ(v − mean)² of a sample; ``merge`` pools two samples exactly (Chan et al. 1979)."""
+    """Count, mean and M2 = Σ|v − mean|² of a sample; ``merge`` pools two samples exactly (Chan et al. 1979).
+    The mean may be complex (complex estimates); M2 is real either way."""
 
     count: int = 0
-    mean: float = 0.0
+    mean: float | complex = 0.0
     m2: float = 0.0
 
     def merge(self, other: Moments) -> Moments:
@@ -43,7 +44,7 @@ class Moments:
         n = self.count + other.count
         delta = other.mean - self.mean
         mean = self.mean + delta * (other.count / n)
-        m2 = self.m2 + other.m2 + delta * delta * (self.count * other.count / n)
+        m2 = self.m2 + other.m2 + abs(delta) ** 2 * (self.count * other.count / n)
         return Moments(n, mean, m2)
 
     @property

@@ -183,22 +183,17 @@ def combine(rows: np.ndarray) -> PointStats:
     points = np.unique(rows[:, COL["point"]])
     if len(points) != 1:
         raise ValueError(f"combine expects the rows of one point, got points {points}")
-    err = Moments()
-    n_r, mean_r, m2_r = 0, 0j, 0.0
+    err, estimates = Moments(), Moments()
     for row in rows:
         n = int(row[COL["n"]])
         err = err.merge(Moments(n, float(row[COL["mean_e"]]), float(row[COL["m2_e"]])))
-        mr = complex(row[COL["mean_r_re"]], row[COL["mean_r_im"]])
-        total = n_r + n
-        delta = mr - mean_r
-        mean_r = mean_r + delta * (n / total)
-        m2_r = m2_r + float(row[COL["m2_r"]]) + abs(delta) ** 2 * (n_r * n / total)
-        n_r = total
+        mean_r = complex(row[COL["mean_r_re"]], row[COL["mean_r_im"]])
+        estimates = estimates.merge(Moments(n, mean_r, float(row[COL["m2_r"]])))
     sums = rows[:, COL["n"]] * rows[:, COL["mean_e"]]
     total_sq = float(np.sum(sums))
     top = float(np.max(sums)) / total_sq if total_sq > 0 else 0.0
-    return PointStats(int(points[0]), float(rows[0, COL["log_scale"]]), err, mean_r, m2_r, top, len(rows),
-                      float(np.sum(rows[:, COL["seconds"]])))
+    return PointStats(int(points[0]), float(rows[0, COL["log_scale"]]), err, complex(estimates.mean), estimates.m2,
+                      top, len(rows), float(np.sum(rows[:, COL["seconds"]])))
 
 
 def _exp_or_none(log_value: float) -> float | None:
