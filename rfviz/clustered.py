@@ -33,12 +33,6 @@ from .maths import hrf as hy
 from .params import M_PARAM, Param, ParameterError
 from .sampling import sample_omegas
 
-A_MIN, A_MAX = hy.A_DIAG_MIN, hy.A_DIAG_MAX
-real_diagonal_a = hy.real_diagonal_a_clipped
-"""Diagonal of the real A of eq. 88, clipped (the maths is in rfviz.maths.hrf)."""
-l_of_a = hy.ce_loss_diagonal
-l_min_real_diagonal = hy.ce_loss_min_real_diagonal_batch
-
 NAME = "hrf_clustered"
 LAM_PARAM = Param("lam", "zero_one", "choice", "λ-coefficients: zero_one (cluster indicators, HRF Def. H.2) or "
                   "gaussian (Gaussian mixture with a default base estimator, Def. H.1)",
@@ -69,7 +63,7 @@ class ClusterModel:
 
     def s(self) -> np.ndarray:
         """l(A^{ij}) at the centre pairs, shape (n_q, n_k): the paper's s lists (Fig. 6, H.3)."""
-        return l_of_a(self.a, self.query_centres[:, None, :], self.key_centres[None, :, :])
+        return hy.ce_loss_diagonal(self.a, self.query_centres[:, None, :], self.key_centres[None, :, :])
 
 
 def fit_clusters(queries: np.ndarray, keys: np.ndarray, query_clusters: int = 2, key_clusters: int = 2,
@@ -84,7 +78,7 @@ def fit_clusters(queries: np.ndarray, keys: np.ndarray, query_clusters: int = 2,
             raise ParameterError(f"{name} must be an integer in [1, {pts.shape[0]}] (at most the points), got {n}")
     qc = KMeans(query_clusters, n_init=10, random_state=seed).fit(q).cluster_centers_
     kc = KMeans(key_clusters, n_init=10, random_state=seed).fit(k).cluster_centers_
-    return ClusterModel(qc, kc, real_diagonal_a(qc[:, None, :], kc[None, :, :]))
+    return ClusterModel(qc, kc, hy.real_diagonal_a_clipped(qc[:, None, :], kc[None, :, :]))
 
 
 class ClusteredCE(SoftmaxFamilyEstimator):
@@ -129,7 +123,7 @@ class ClusteredCE(SoftmaxFamilyEstimator):
         i = model.assign(s.x, "query")
         j = model.assign(s.y, "key")
         a = model.a[i, j]
-        return hy.log_mse_ce_real_diagonal(s.xy, l_of_a(a, s.x, s.y), self.params["m"])
+        return hy.log_mse_ce_real_diagonal(s.xy, hy.ce_loss_diagonal(a, s.x, s.y), self.params["m"])
 
     # ----------------------------------------------------------------------------------- sampling
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,

@@ -10,9 +10,12 @@ import torch
 from mc_helpers import Z_TOL, assert_mc_matches_closed_form
 
 from rfviz import data, gram
-from rfviz.clustered import ClusteredCE, l_min_real_diagonal, l_of_a, real_diagonal_a
+from rfviz.clustered import ClusteredCE
 from rfviz.engine import monte_carlo
 from rfviz.estimators import create
+from rfviz.maths.hrf import ce_loss_diagonal as l_of_a
+from rfviz.maths.hrf import ce_loss_min_real_diagonal_batch as l_min_real_diagonal
+from rfviz.maths.hrf import real_diagonal_a_clipped as real_diagonal_a
 from rfviz.params import ParameterError
 
 

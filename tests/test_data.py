@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rfviz import data
-from rfviz.clustered import l_min_real_diagonal
+from rfviz.maths.hrf import ce_loss_min_real_diagonal_batch as l_min_real_diagonal
 from rfviz.params import ParameterError
 
 
