@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
+from rfviz.figures import explorer as ex
 from rfviz.figures.export import figure_html, with_header
 from rfviz.params import Param, ParameterError
 
@@ -413,6 +414,22 @@ def downloads(stem: str, csv: Callable[[], str] | str | None, fig: Any = None, c
 def unused(reason: str) -> dict[str, Any]:
     """Keyword arguments that disable a widget the current view ignores, with the one-line reason as its help."""
     return {"disabled": True, "help": f"Not used here: {reason}"}
+
+
+DEFAULT_ESTIMATORS = ("trig", "positive_antithetic", "hybrid_angular")
+"""The estimators a page starts with where its kernel has them: the two bases of HRF and their hybrid."""
+
+
+def kernel_and_estimators(state: PageState, container: Any, help: str) -> tuple[str, list[str], list[str]]:
+    """The "Kernel" choice and up to four of its estimators (shown by title; URL keys ``kernel`` and ``est``).
+    Returns (kernel, chosen names, every estimator of the kernel)."""
+    kernel = state.selectbox("Kernel", "kernel", ex.kernel_options(), "softmax", container=container,
+                             format_func=lambda k: k.replace("_", " "))
+    available = ex.estimators_for_kernel(kernel)
+    default = [n for n in DEFAULT_ESTIMATORS if n in available] or available[:2]
+    names = state.multiselect("Estimators", "est", available, default, container=container, max_selections=4,
+                              format_func=ex.title_of, help=help)
+    return kernel, names, available
 
 
 def colour_range(state: PageState, container: Any = st, default: tuple[float, float] = (-8.0, 2.0),

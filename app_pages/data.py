@@ -7,7 +7,6 @@ import streamlit as st
 from app_pages import _ui as ui
 from rfviz import data as rd
 from rfviz.figures import data as fdata
-from rfviz.figures import explorer as ex
 from rfviz.params import M_PARAM, Param, ParameterError
 
 state = ui.PageState("data")
@@ -44,12 +43,7 @@ points = state.param(POINTS_PARAM, container=side)
 steps = state.multiselect("Preprocessing (in order)", "steps", list(rd.PREPROCESS_STEPS), ["standardize", "scale"],
                           container=side, help="center, standardize, sphere (unit norm), attention (×d^-1/4), scale")
 scale = state.param(SCALE_PARAM, container=side)
-kernel = state.selectbox("Kernel", "kernel", ex.kernel_options(), "softmax", container=side,
-                         format_func=lambda k: k.replace("_", " "))
-available = ex.estimators_for_kernel(kernel)
-default_set = [n for n in ("trig", "positive_antithetic", "hybrid_angular") if n in available] or available[:2]
-names = state.multiselect("Estimators", "est", available, default_set, container=side, max_selections=4,
-                          format_func=ex.title_of, help="up to four; each is a row of the table and a curve")
+kernel, names, _ = ui.kernel_and_estimators(state, side, help="up to four; each is a row of the table and a curve")
 m = state.param(M_PARAM, 16, container=side, label="m (features)")
 state.show_url_errors()
 

@@ -33,12 +33,8 @@ ui.sidebar_info()
 
 # ------------------------------------------------------------------ controls
 side = st.sidebar
-kernel = state.selectbox("Kernel", "kernel", ex.kernel_options(), "softmax", container=side,
-                         format_func=lambda k: k.replace("_", " "))
-available = ex.estimators_for_kernel(kernel)
-default_set = [n for n in ("trig", "positive_antithetic", "hybrid_angular") if n in available] or available[:2]
-names = state.multiselect("Estimators", "est", available, default_set, container=side, max_selections=4,
-                          format_func=ex.title_of, help="up to four; each gets its own panel and parameters")
+kernel, names, available = ui.kernel_and_estimators(state, side,
+                                                    help="up to four; each gets its own panel and parameters")
 which = state.selectbox("Quantity", "quantity", list(ex.QUANTITIES), "log10_mse", container=side,
                         format_func=lambda k: ex.QUANTITIES.get(k, k),
                         help="all in log₁₀: MSEs span hundreds of orders of magnitude")
