@@ -45,10 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     for module in COMMANDS:
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
         module.configure(p)
-        if not any("--memory-budget" in a.option_strings for a in p._actions):
-            p.add_argument("--memory-budget", default=None, metavar="SIZE",
-                           help="largest working set, e.g. 512MiB or 4GiB (default "
-                                f"{format_bytes(DEFAULT_MEMORY_BUDGET)}); larger requests are refused up front")
+        p.add_argument("--memory-budget", default=None, metavar="SIZE",
+                       help="largest working set, e.g. 512MiB or 4GiB (default "
+                            f"{format_bytes(DEFAULT_MEMORY_BUDGET)}); larger requests are refused up front")
         p.set_defaults(run=module.run)
     return parser
 
@@ -98,8 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) if isinstance(exc.code, int | None) else EXIT_BAD_INPUT
     as_json = bool(getattr(args, "json", False))
     try:
-        budget = parse_bytes(args.memory_budget, "--memory-budget") if getattr(args, "memory_budget", None) \
-            else DEFAULT_MEMORY_BUDGET
+        budget = parse_bytes(args.memory_budget, "--memory-budget") if args.memory_budget else DEFAULT_MEMORY_BUDGET
         with _quiet_numerics(as_json) as caught, memory_budget_scope(budget):
             code = int(args.run(args) or 0)
         if not as_json:
