@@ -78,6 +78,7 @@ with ui.page(
         trials = state.param(TRIALS_PARAM, 4000, container=rc[2], disabled=not mc_on)
         seed = state.param(SEED_PARAM, container=rc[3], disabled=not mc_on)
         with ui.guard():
+            d, m = ui.valid(D_PARAM, d), ui.valid(M_PARAM, m)
             c = _real(r, theta, int(d), int(m), kernel, float(a_min))
             sampled = None
             if mc_on:
@@ -99,6 +100,7 @@ with ui.page(
                                  help="auto: the lowest 92 % of the values (the variance blows up as Re A → 1/8); "
                                       "fixed: your own window in log₁₀ MSE")
         with ui.guard():
+            d, m = ui.valid(D_PARAM, d), ui.valid(M_PARAM, m)
             re, im, z = _complex(r, theta, int(d), int(m), kernel, s, re_min, im_max)
             fig2 = fg.complex_A_figure(re, im, z, s, r, theta, int(d), zrange=zrange)
             ui.plot(fig2, key="gerf-complex")
@@ -108,6 +110,7 @@ with ui.page(
     elif view == "oprf":
         z_max = state.slider("Z max (‖x + y‖²)", "z_max", 1.0, 200.0, 40.0, step=1.0)
         with ui.guard():
+            d = ui.valid(D_PARAM, d)
             c3 = _oprf(int(d), z_max)
             fig3 = fg.oprf_figure(c3, int(d))
             ui.plot(fig3, key="gerf-oprf")
@@ -121,7 +124,7 @@ with ui.page(
                                     help="PoisRF and GeomRF depend on coordinates, not only on r and θ")
         shifted = state.toggle("Shifted variants PoisRF+ / GeomRF+ (CRT §3.2.3)", "shifted", False, container=dc[1])
         with ui.guard():
-            ui.valid(D_PARAM, d)
+            d, m = ui.valid(D_PARAM, d), ui.valid(M_PARAM, m)
             pois, geo, optima = _dirf(r, theta, int(d), int(m), kernel, embedding, shifted)
             fig4 = fg.dirf_figure(pois, geo, optima, shifted)
             ui.plot(fig4, key="gerf-dirf")

@@ -122,6 +122,21 @@ def test_every_page_runs_in_the_page_frame():
             assert by_hand not in text, f"{p.url_path} calls {by_hand} itself: the frame does it"
 
 
+def test_every_page_parameter_is_validated_where_it_is_used():
+    """``state.param`` does not clamp (a typed value out of range must be reported, not silently fixed): every value
+    a page reads from ``state.param(P, ...)`` goes through ``ui.valid(P, value)`` (inside a ``ui.guard``)."""
+    import ast
+
+    for p in PAGES:
+        tree = ast.parse(p.file.read_text())
+        made = {(ast.unparse(n.value.args[0]), n.targets[0].id) for n in ast.walk(tree)
+                if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                and ast.unparse(n.value.func) == "state.param"}
+        checked = {(ast.unparse(n.args[0]), ast.unparse(n.args[1])) for n in ast.walk(tree)
+                   if isinstance(n, ast.Call) and ast.unparse(n.func) == "ui.valid"}
+        assert not made - checked, f"{p.url_path}: never validated: {sorted(made - checked)}"
+
+
 def test_rfviz_never_imports_streamlit():
     import subprocess
     import sys
