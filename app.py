@@ -81,7 +81,7 @@ def home() -> None:
                 ui.plot(fig, key=f"home-story-{title[0]}")
     st.header("All views")
     cols = st.columns(3)
-    for i, page in enumerate(VIEWS):
+    for i, page in enumerate(NAV):
         cols[i % 3].page_link(page)
     st.subheader("Registered estimators")
     st.table([{"name": c.name, "title": c.title, "kernel": c.family, "closed form": c.has_closed_form,
@@ -101,8 +101,8 @@ def redirect(target: st.Page, old: str) -> st.Page:
 st.set_page_config(page_title="rfviz: random-feature atlas", page_icon=str(ROOT / "assets" / "logo.svg"),
                    layout="wide")
 st.logo(str(ROOT / "assets" / "logo.svg"))
-VIEWS = [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES]
-by_path = {v.url_path: v for v in VIEWS}
+NAV = [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES]
+by_path = {v.url_path: v for v in NAV}
 HOME = st.Page(home, title="Home", icon=":material/home:", default=True, url_path="start")  # served at "/"
 OLD = [redirect(by_path[new], old) for old, new in LEGACY_PATHS.items()]
-st.navigation([HOME, *VIEWS, *OLD, redirect(HOME, "home")]).run()  # "/home" (a natural guess) → "/"
+st.navigation([HOME, *NAV, *OLD, redirect(HOME, "home")]).run()  # "/home" (a natural guess) → "/"
