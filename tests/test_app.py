@@ -14,7 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from app_pages import BY_PATH, PAGES
 from app_pages._ui import to_text
-from rfviz.figures import explorer as ex
+from rfviz.compute import explorer as ex
+from rfviz.figures import explorer as fx
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = 60
@@ -317,13 +318,13 @@ def test_grid_csv_and_figures():
     r, theta = ex.make_axes(1.0, 3, 4)
     a = ex.analytic_surface("trig", {"m": 4}, "softmax", 2, r, theta)
     vals = ex.quantity([a], "log10_mse")
-    csv = ex.grid_csv(r, theta, vals, "log10_mse").splitlines()
+    csv = fx.grid_csv(r, theta, vals, "log10_mse").splitlines()
     assert csv[0] == "panel,r,theta,log10_mse" and len(csv) == 1 + 12
-    fig = ex.heatmap_figure(r, theta, vals, "log10_mse", {"trig": (np.array([0.5]), np.array([1.0]))})
+    fig = fx.heatmap_figure(r, theta, vals, "log10_mse", {"trig": (np.array([0.5]), np.array([1.0]))})
     # the panel, its exact cells (θ = 0: trig is exact) as an overlay, the disagreement marker, the legend entry
     assert [(t.type, t.meta) for t in fig.data] == [("heatmap", None), ("heatmap", "exact"), ("scatter", None),
                                                     ("scatter", None)]
-    fig3 = ex.surface_figure(r, theta, vals, "log10_mse")
+    fig3 = fx.surface_figure(r, theta, vals, "log10_mse")
     assert fig3.data[0].type == "surface"
 
 

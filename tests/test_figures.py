@@ -11,11 +11,12 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
+from rfviz.compute import explorer as ex
 from rfviz.estimators import REGISTRY
 from rfviz.figures import common, export
 from rfviz.figures import crt as fg
 from rfviz.figures import dp as fd
-from rfviz.figures import explorer as ex
+from rfviz.figures import explorer as fx
 from rfviz.figures import hrf as fh
 from rfviz.figures import simrf as fs
 from rfviz.params import D_PARAM, R_MAX_PARAM, ParameterError
@@ -32,7 +33,7 @@ def _explorer(view: str, which: str = "log10_mse", r_max: float = R_MAX_PARAM.de
     r, theta = ex.make_axes(r_max, res, res)
     surfs = [ex.analytic_surface(n, {}, kernel, d, r, theta) for n in names]
     values = ex.quantity(surfs, which, pair=names[:2] if which == "ratio" else None)
-    build = ex.heatmap_figure if view == "heatmap" else ex.surface_figure
+    build = fx.heatmap_figure if view == "heatmap" else fx.surface_figure
     return build(r, theta, values, which)
 
 
@@ -200,7 +201,7 @@ def _label_figures() -> dict[str, go.Figure]:
     coord = np.linspace(0.0, np.pi, 50)
     surfs = [ex.analytic_surface(n, {}, "softmax", 16, np.array([1.0]), coord) for n in EXPLORER_DEFAULT]
     sl = {k: v.ravel() for k, v in ex.quantity(surfs, "log10_mse").items()}
-    figs = {"slice": ex.slice_figure("r", coord, sl, "log10_mse", 1.0),
+    figs = {"slice": fx.slice_figure("r", coord, sl, "log10_mse", 1.0),
             "real A": fg.real_A_figure(fg.real_A_columns(1.0, 1.0, 16, 1, "softmax"), 1.0, 1.0, 16, 1, "softmax"),
             "oprf": fg.oprf_figure(fg.oprf_columns(16, 10.0), 16)}
     for view in ("heatmap", "surface"):
@@ -246,7 +247,7 @@ def test_sampled_points_match_their_curve():
     surfs = [ex.analytic_surface(n, {}, "softmax", 16, np.array([1.0]), coord) for n in EXPLORER_DEFAULT]
     sl = {k: v.ravel() for k, v in ex.quantity(surfs, "log10_mse").items()}
     sampled = {n: (coord[::5], sl[n][::5], np.full(6, 0.1)) for n in EXPLORER_DEFAULT[::-1]}  # other order
-    _mc_colours_match(ex.slice_figure("r", coord, sl, "log10_mse", 1.0, sampled))
+    _mc_colours_match(fx.slice_figure("r", coord, sl, "log10_mse", 1.0, sampled))
     c = fg.real_A_columns(1.0, 1.0, 16, 1, "softmax")
     fake = {"A": c["A"][:5], **{f"log10_mse_s{k}1": c[f"log10_mse_s{k}1"][:5] for k in "+-"},
             **{f"log10_se_s{k}1": np.full(5, 0.1) for k in "+-"}}
