@@ -13,12 +13,12 @@ import pytest
 
 from rfviz.compute import catalog
 from rfviz.compute import crt as cg
+from rfviz.compute import dp as cd
 from rfviz.compute import explorer as ex
 from rfviz.compute import hrf as ch
 from rfviz.estimators import REGISTRY
 from rfviz.figures import common, export
 from rfviz.figures import crt as fg
-from rfviz.figures import dp as fd
 from rfviz.figures import explorer as fx
 from rfviz.figures import hrf as fh
 from rfviz.figures import simrf as fs
@@ -70,7 +70,7 @@ MAPS = {
     "GERF complex A, wide window": lambda: _gerf(1, re_min=-2.0, im_max=2.0),
     "hybrid winner map (angular)": lambda: _hybrid("angular"),
     "hybrid winner map (gaussian, r_max = 8)": lambda: _hybrid("gaussian", 8.0),
-    "dot-product real vs complex": lambda: fd.real_complex_ratio_map(3, 16, 1.0),
+    "dot-product real vs complex": lambda: cd.real_complex_ratio_map(3, 16, 1.0),
     "gallery HRF Fig. 1": _gallery_hrf1,
 }
 
@@ -150,7 +150,7 @@ def test_gerf_complex_map_window_is_near_the_data():
 def test_user_range_and_clipped_ends_labelled():
     z = np.array([[0.0, 1.0, 2.0], [3.0, 4.0, 100.0]])
     fig = common.heatmaps(np.arange(3), np.arange(2), {"a": z}, xlabel="x", ylabel="y", zlabel="z",
-                          zrange=(0.5, 4.0), theta_axis="none")
+                          style=common.HeatmapStyle(zrange=(0.5, 4.0)), theta_axis="none")
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.5, 4.0)
     text = fig.layout.coloraxis.colorbar.ticktext
     assert text[0].startswith("≤") and text[-1].startswith("≥")

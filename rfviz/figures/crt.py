@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from ..maths import crt as g
 from ..numerics import LOG10
-from .common import LAYOUT, THETA_TICKS, columns_to_csv, finite_or_none, heatmaps, lines, log_axes
+from .common import LAYOUT, THETA_TICKS, HeatmapStyle, columns_to_csv, finite_or_none, heatmaps, lines, log_axes
 
 Columns = dict[str, np.ndarray]
 __all__ = ["THETA_TICKS", "columns_to_csv", "complex_A_figure", "dirf_figure", "oprf_figure", "real_A_figure"]
@@ -70,8 +70,8 @@ def complex_A_figure(re: np.ndarray, im: np.ndarray, z: np.ndarray, s: int, r: f
     The colour window stops at the 92nd percentile (or ``zrange``): the variance blows up as Re A → 1/8, and a
     window reaching that blow-up paints the rest of the plane one colour."""
     fig = heatmaps(re, im, {f"s = {s:+d}": z}, xlabel="Re A", ylabel="Im A", zlabel="log₁₀ MSE", theta_axis="none",
-                   title="GERF variance over complex A (blank: Re A ≥ 1/8, infinite variance)", zrange=zrange,
-                   percentiles=(0.0, 92.0))
+                   title="GERF variance over complex A (blank: Re A ≥ 1/8, infinite variance)",
+                   style=HeatmapStyle(zrange=zrange, percentiles=(0.0, 92.0)))
     fig.add_vline(x=g.A_VARIANCE_BOUND, line_dash="dash", line_color="red")
     if s == 1:
         star = float(g.A_star(2 * r * r * (1 + np.cos(theta)), d))  # OPRF's A* (CRT Thm 3.3)

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ..diagnostics import DISAGREEMENT_Z
-from .common import columns_to_csv, heatmaps, lines, surfaces
+from .common import HeatmapStyle, columns_to_csv, heatmaps, lines, surfaces
 
 QUANTITIES: dict[str, str] = {
     "log10_mse": "log₁₀ MSE",
@@ -44,7 +44,7 @@ def heatmap_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.nda
     markers = {k: (th, rr, f"|z| > {DISAGREEMENT_Z:g}") for k, (rr, th) in _titled(disagree, titles).items()}
     exact = "A or B exact (MSE = 0)" if which == "ratio" else "exact (MSE = 0)"
     fig = heatmaps(theta, r, _titled(values, titles), xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
-                   diverging=which == "ratio", markers=markers, zrange=zrange, exact_label=exact)
+                   markers=markers, style=HeatmapStyle(diverging=which == "ratio", zrange=zrange, exact_label=exact))
     for i, name in enumerate(values):
         if heavy and name in heavy and np.size(heavy[name][0]):
             rr, th = heavy[name]

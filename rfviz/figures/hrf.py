@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import columns_to_csv, heatmaps, lines
+from .common import HeatmapStyle, columns_to_csv, heatmaps, lines
 
 Columns = dict[str, np.ndarray]
 
@@ -49,7 +49,8 @@ def mse_figure(c: Columns, kind: str, r: float, sampled: Columns | None = None) 
 
 def winner_figure(r: np.ndarray, theta: np.ndarray, panels: dict[str, np.ndarray]) -> go.Figure:
     """Diverging heatmaps: blue where the first estimator is better (ratio < 1), red where worse."""
-    return heatmaps(theta, r, panels, xlabel="θ", ylabel="r", zlabel="log₁₀ ratio", diverging=True,
+    return heatmaps(theta, r, panels, xlabel="θ", ylabel="r", zlabel="log₁₀ ratio",
+                    style=HeatmapStyle(diverging=True),
                     title="Where each estimator is better (blue: numerator smaller)")
 
 

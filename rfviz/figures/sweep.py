@@ -235,8 +235,7 @@ def heatmap_figure(table: SweepTable, x: str, y: str, fixed: Mapping[str, Any], 
             z[yi[table.columns[y][r]], xi[table.columns[x][r]]] = table.columns[col][r]
         zs[panel] = z
     fig = heatmaps(np.array(xs, dtype=object), np.array(ys, dtype=object), zs, xlabel=label(x), ylabel=label(y),
-                   zlabel="log10 MSE", title=title, theta_axis="x" if x == "theta" else "y" if y == "theta" else "",
-                   floor_span=None)
+                   zlabel="log10 MSE", title=title, theta_axis="x" if x == "theta" else "y" if y == "theta" else "",)
     bad = rows[~table.columns["reliable"][rows]]
     if len(bad):
         fig.add_trace(go.Scatter(x=table.columns[x][bad], y=table.columns[y][bad], mode="markers", name=UNRELIABLE,
