@@ -9,7 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_pages import BY_PATH
 from rfviz.compute import dp as cd
-from rfviz.figures import optimal as fo
+from rfviz.compute import optimal as co
 from rfviz.maths.optimal import InputLaw, OptimalSampling
 
 TIMEOUT = 180
@@ -17,7 +17,7 @@ TIMEOUT = 180
 
 def test_optimal_sampling_points_match_the_closed_form_for_trig() -> None:
     values = np.array([0.5, 1.0])
-    pts = fo.variance_sweep_mc("sphere", 6, "r", values, mechanisms=("trig",), n=6000, seed=1)
+    pts = co.variance_sweep_mc("sphere", 6, "r", values, mechanisms=("trig",), n=6000, seed=1)
     for optimal, label in ((True, "V* (trig, Ψ*)"), (False, "trig, plain Ψ = Ω")):
         x, mid, _lo, hi = pts[label]
         for v, m_, h in zip(x, mid, hi, strict=True):
