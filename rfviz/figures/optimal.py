@@ -118,7 +118,8 @@ def equivalence_figure(r1: float, r2_values: np.ndarray, d: int, kernel: str = "
 
 def add_mc_points(fig: go.Figure, points: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
                   ) -> go.Figure:
-    """Overlay rfviz.compute.optimal.variance_sweep_mc points (open markers, ±2 SE bars; a missing lower bar: V − 2 SE ≤ 0)."""
+    """Overlay rfviz.compute.optimal.variance_sweep_mc points (open markers, ±2 SE bars; a missing lower bar:
+    V − 2 SE ≤ 0)."""
     for label, (x, mid, lo, hi) in points.items():
         mech = label.split("(")[1].split(",")[0] if label.startswith("V*") else label.split(",")[0]
         fig.add_trace(go.Scatter(
