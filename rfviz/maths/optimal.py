@@ -588,15 +588,6 @@ class OptimalSampling:
         b = draws.phase
         return 2 * np.exp(draws.log_weight + log_h) * np.cos(p1 + b) * np.cos(p2 + b)
 
-    def monte_carlo(self, n: int, rng: np.random.Generator, optimal: bool = True) -> dict[str, float]:
-        """MC of Def. 2 with (x1, x2, ω) drawn jointly: the bias mean(Y − K) and the variance mean((Y − K)²),
-        each with its standard error (reference §5 method)."""
-        x1, x2 = self.inputs.sample(n, rng)
-        err = self.estimates(self.sample(n, rng, optimal), x1, x2) - self.kernel_values(x1, x2)
-        sq = err * err
-        return {"bias": float(err.mean()), "bias_se": float(err.std(ddof=1) / math.sqrt(n)),
-                "variance": float(sq.mean()), "variance_se": float(sq.std(ddof=1) / math.sqrt(n)), "n": n}
-
     # ------------------------------------------------------------------------------------------- divergence
     def log_fourth_moment(self, optimal: bool) -> float:
         """log E Y⁴ (over x1, x2 and ω ~ Ψ), the quantity that decides whether an MC variance is trustworthy
