@@ -6,8 +6,8 @@ import numpy as np
 import streamlit as st
 
 from app_pages import _ui as ui
+from rfviz.compute import dp as cd
 from rfviz.estimators import REGISTRY
-from rfviz.figures import dp as fd
 from rfviz.figures.common import traces_csv
 from rfviz.geometry import EMBEDDINGS
 from rfviz.params import D_PARAM, DEGREE_PARAM, M_PARAM
@@ -80,15 +80,15 @@ with ui.page(
     state.show_url_errors()
 
     FIGURES = {  # view slug → its figure
-        "vs-q": lambda: fd.variance_vs_q(r, theta, d, p, m, embedding),
-        "vs-p": lambda: fd.variance_vs_p(r, theta, d, m, embedding=embedding, variance=variance),
-        "vs-d": lambda: fd.variance_vs_d(r, theta, p, m, embedding, variance=variance),
-        "vs-m": lambda: fd.variance_vs_m(r, theta, d, p, embedding=embedding),
-        "real-vs-complex": lambda: fd.real_complex_ratio_map(p, m, r, basis=basis, variance=variance),
-        "tsrht-vs-rademacher": lambda: fd.tsrht_vs_rademacher(r, theta, d, q, embedding=embedding),
-        "sketches-vs-m": lambda: fd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding),
-        "maclaurin-exp": lambda: fd.maclaurin_allocation("exponential", m, d=d, r=r, variance=variance),
-        "maclaurin-gauss": lambda: fd.maclaurin_allocation("gaussian", m, d=d, r=r, variance=variance),
+        "vs-q": lambda: cd.variance_vs_q(r, theta, d, p, m, embedding),
+        "vs-p": lambda: cd.variance_vs_p(r, theta, d, m, embedding=embedding, variance=variance),
+        "vs-d": lambda: cd.variance_vs_d(r, theta, p, m, embedding, variance=variance),
+        "vs-m": lambda: cd.variance_vs_m(r, theta, d, p, embedding=embedding),
+        "real-vs-complex": lambda: cd.real_complex_ratio_map(p, m, r, basis=basis, variance=variance),
+        "tsrht-vs-rademacher": lambda: cd.tsrht_vs_rademacher(r, theta, d, q, embedding=embedding),
+        "sketches-vs-m": lambda: cd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding),
+        "maclaurin-exp": lambda: cd.maclaurin_allocation("exponential", m, d=d, r=r, variance=variance),
+        "maclaurin-gauss": lambda: cd.maclaurin_allocation("gaussian", m, d=d, r=r, variance=variance),
     }
     MC_VIEW = "sketches-vs-m"
 
@@ -110,10 +110,10 @@ with ui.page(
             if st.button("Run Monte Carlo", key="dot_product.run_mc",
                          help="sample every sketch with the engine at m = 4, 16, 64 (1000 trials each; ±2 SE bars)"):
                 with st.spinner("sampling…"):
-                    st.session_state[mc_key] = fd.sketches_vs_m_mc(r, theta, d, p, (4, 16, 64), embedding,
+                    st.session_state[mc_key] = cd.sketches_vs_m_mc(r, theta, d, p, (4, 16, 64), embedding,
                                                                    trials=1000)
             if mc_key in st.session_state:
-                fig = fd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding, points=st.session_state[mc_key])
+                fig = cd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding, points=st.session_state[mc_key])
         ui.plot(fig, key="dot-view")
         st.caption(f"Quantity: {'E|k̂ − k|²' if variance == 'complex' else 'E(Re k̂ − k)²'} where the view lets you "
                    f"choose; inputs at r = {r:g}, θ = {theta:.3g} in the {embedding} embedding (the real-vs-complex "
