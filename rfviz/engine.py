@@ -46,6 +46,7 @@ from .params import (
     ParameterError,
     current_memory_budget,
     format_bytes,
+    require_time,
     validated,
 )
 from .sampling import resolve_device
@@ -322,6 +323,33 @@ class BlockTotals:
     """(pairs,) largest |K̂·e^{-s}| over the trials (0: every estimate underflowed)."""
 
 
+SECONDS_PER_ELEMENT = 2e-9
+"""Time per element of the estimate's intermediate tensors (one core, float64; ~1 ns measured, kept pessimistic)."""
+
+
+def monte_carlo_seconds(pairs: int, dim: int, trials: int, per_pair: int) -> float:
+    """Time estimate (seconds, one core) of a Monte-Carlo run before it starts: per (trial, pair) the estimate
+    touches ``per_pair`` elements (``Estimator.work_per_pair``) and projects ``dim`` coordinates onto each feature
+    (about per_pair / 4 features).
+
+    Parameters
+    ----------
+    pairs, dim, trials, per_pair : int
+        Input pairs, their (possibly projected) dimension, trials, elements per (trial, pair).
+
+    Returns
+    -------
+    float
+        Estimated seconds.
+
+    Examples
+    --------
+    >>> monte_carlo_seconds(1, 2, 1000, 100) < 0.01
+    True
+    """
+    return float(pairs) * float(trials) * float(per_pair) * (1.0 + dim / 4.0) * SECONDS_PER_ELEMENT
+
+
 @validated(TRIALS_PARAM, SEED_PARAM, BLOCK_TRIALS_PARAM, CHUNK_BYTES_PARAM)
 def prepare(
     estimator: Estimator,
@@ -372,6 +400,8 @@ def prepare(
         torch.cuda.reset_peak_memory_stats(dev)
     run = PreparedRun(estimator, x, y, batch_shape, d, log_scale, target, trials, seed, block, dev, dtype, per_pair,
                       itemsize, _Plan(1, 1, 1, 0, 0), memory_budget, started)
+    require_time(f"the Monte Carlo of {estimator.name} ({len(x)} pairs × {trials} trials)",
+                 monte_carlo_seconds(len(x), run.dim, trials, per_pair), "use fewer trials, pairs or features")
     _plan(len(x), run.dim, block, per_pair, itemsize, 0, memory_budget, chunk_bytes)  # inputs + one unit fit?
     gen = torch.Generator(device=dev)
     gen.manual_seed(_seed_for_block(seed, 0))
