@@ -70,7 +70,7 @@ with ui.page(
         return ch.mse_columns(kind, r, n, sigma, m)
 
 
-    @ui.cached
+    @ui.cached_mc  # shared by every session, computed once, in the server's bounded Monte-Carlo pool
     def _sampled_mse(kind: str, r: float, n: int, sigma: float, m: int, trials: int, seed: int):
         return ch.sampled_mse_columns(kind, r, n, sigma, m, trials, seed)
 
