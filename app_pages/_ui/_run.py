@@ -40,6 +40,13 @@ def cached(fn: F) -> F:
     return st.cache_data(show_spinner=False, max_entries=256)(fn)  # type: ignore[return-value]
 
 
+def shared_figure(fn: F) -> F:
+    """``st.cache_resource`` for a figure builder of hashable arguments: the figure object is built once and shared
+    by every session asking for the same parameters (building a Plotly figure costs ~0.1–0.3 s of CPU, the main
+    cost of a classroom's rerun). The figure is shared read-only: never modify what it returns."""
+    return st.cache_resource(show_spinner=False, max_entries=256)(fn)  # type: ignore[return-value]
+
+
 def pooled(compute: Callable[[], T]) -> T:
     """Run ``compute()`` in one of the server's Monte-Carlo slots (``rfviz.compute.jobs.POOL``); while none is free
     the page says how many jobs are ahead."""
