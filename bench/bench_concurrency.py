@@ -5,7 +5,8 @@ browser context each, so K Streamlit sessions) on the Hybrid page, and for each 
 in every session at the same moment: every session asks for the same, new parameters. Each session's latency is
 timed in its own page clock from its key press until its chart has re-rendered and Streamlit is idle (the
 bench_browser definition). Prints, per K, the median and p90 latency over all sessions and rounds, with the load
-average of the machine (the numbers mean little on a busy machine).
+average of the machine (the numbers mean little on a busy machine) and the server's own CPU seconds per round
+(/proc/<pid>/stat): the browsers run on the same machine, so on 2 cores they compete with the server.
 
 Usage: ``python bench/bench_concurrency.py [--ks 1,4,8,16] [--rounds 3]`` (not a test).
 """
@@ -55,10 +56,12 @@ async def _press_and_time(page, start: asyncio.Event) -> float:
             return (last - t0) / 1000.0
 
 
-async def run_k(browser, url: str, k: int, rounds: int) -> list[float]:
-    """Latencies (seconds) of k sessions × ``rounds`` simultaneous presses."""
+async def run_k(browser, url: str, k: int, rounds: int, pid: int) -> tuple[list[float], float]:
+    """Latencies (seconds) of k sessions × ``rounds`` simultaneous presses, and the server's CPU seconds per round
+    (what the server itself spent: the rest of a latency is the browsers and the machine's other load)."""
     opened = [await _open(browser, url) for _ in range(k)]
     times: list[float] = []
+    cpu0 = cpu_seconds(pid)
     try:
         for _ in range(rounds):
             start = asyncio.Event()
@@ -66,10 +69,17 @@ async def run_k(browser, url: str, k: int, rounds: int) -> list[float]:
             await asyncio.sleep(0.5)  # every session focused on its slider
             start.set()
             times += await asyncio.gather(*tasks)
+        cpu = (cpu_seconds(pid) - cpu0) / rounds
     finally:
         for ctx, _ in opened:
             await ctx.close()
-    return times
+    return times, cpu
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` so far (/proc/<pid>/stat)."""
+    fields = pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def p90(xs: list[float]) -> float:
@@ -89,17 +99,18 @@ async def main_async(ks: list[int], rounds: int) -> None:
             browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             for k in ks:
                 load = os.getloadavg()[0]
-                times = await run_k(browser, url, k, rounds)
-                rows.append((k, statistics.median(times), p90(times), max(times), load, os.getloadavg()[0]))
+                times, cpu = await run_k(browser, url, k, rounds, proc.pid)
+                rows.append((k, statistics.median(times), p90(times), max(times), cpu, load, os.getloadavg()[0]))
                 print(f"K = {k:2d}: median {rows[-1][1]:.2f} s, p90 {rows[-1][2]:.2f} s", flush=True)
             await browser.close()
     finally:
         proc.terminate()
         proc.wait(timeout=20)
     print(f"\nK sessions move the Hybrid r slider at once, {rounds} rounds, headless Chromium, {os.cpu_count()} CPUs")
-    print(f"{'K':>3s} {'median s':>9s} {'p90 s':>7s} {'max s':>7s} {'load before':>12s} {'load after':>11s}")
-    for k, med, hi, mx, l0, l1 in rows:
-        print(f"{k:3d} {med:9.2f} {hi:7.2f} {mx:7.2f} {l0:12.2f} {l1:11.2f}")
+    print(f"{'K':>3s} {'median s':>9s} {'p90 s':>7s} {'max s':>7s} {'server CPU s/round':>19s} {'load before':>12s} "
+          f"{'load after':>11s}")
+    for k, med, hi, mx, cpu, l0, l1 in rows:
+        print(f"{k:3d} {med:9.2f} {hi:7.2f} {mx:7.2f} {cpu:19.2f} {l0:12.2f} {l1:11.2f}")
 
 
 def main() -> None:
