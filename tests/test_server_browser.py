@@ -88,6 +88,7 @@ def test_hostile_maclaurin_url_is_refused_and_memory_stays_bounded(server, brows
             _assert_no_exception(page, "dot_product (hostile m)")
         page.wait_for_timeout(3000)  # a runaway allocation would keep growing here
     page.close()
+    print(f"server peak VmRSS {rss.peak / 2**20:.0f} MiB")
     assert rss.peak < RSS_LIMIT, f"server RSS peaked at {rss.peak / 2**20:.0f} MiB"
 
 
@@ -106,4 +107,5 @@ def test_parquet_of_a_hundred_million_rows_is_refused_and_memory_stays_bounded(s
     assert f"at most {sf.MAX_ROWS} rows" in text and "100000000 rows" in text, text
     _assert_no_exception(page, "sweeps (hostile upload)")
     page.close()
+    print(f"server peak VmRSS {rss.peak / 2**20:.0f} MiB")
     assert rss.peak < RSS_LIMIT, f"server RSS peaked at {rss.peak / 2**20:.0f} MiB"
