@@ -36,7 +36,8 @@ import numpy as np
 import torch
 
 from .diagnostics import TOP_K, TailReport, assess_trials
-from .estimators.base import Estimator, PairStats, Samples, get_estimator
+from .estimators import get_estimator  # the package: looking up a name needs the catalog loaded
+from .estimators.base import Estimator, PairStats, Samples
 from .geometry import check_r, check_theta, project_to_span
 from .numerics import LOG10
 from .params import (

@@ -31,7 +31,7 @@ import torch
 from scipy.special import erfc, ndtri
 
 from .engine import MCResult, monte_carlo
-from .estimators.base import REGISTRY, Estimator, PairStats
+from .estimators import REGISTRY, Estimator, PairStats  # the package: REGISTRY needs the catalog loaded
 from .geometry import check_r, check_theta, embed_pair
 from .numerics import LOG10
 from .params import Param, ParameterError, validated
