@@ -271,6 +271,37 @@ def test_package_exposes_its_public_names_lazily():
     assert out.stdout.split() == ["False"], out.stdout + out.stderr
 
 
+MAX_FUNCTION_LINES = 120
+
+
+def long_functions(limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """Every function or method in rfviz/ (nested ones included) longer than ``limit`` lines, decorators and
+    docstring included, as "module.qualname: N lines"; classes may be longer."""
+    found = []
+    for module, path in MODULES.items():
+        if not module.startswith("rfviz"):
+            continue
+        stack: list[tuple[ast.AST, str]] = [(ast.parse(path.read_text(encoding="utf-8"), str(path)), "")]
+        while stack:
+            node, prefix = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                name = prefix
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    name = f"{prefix}{child.name}."
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                    n = child.end_lineno - first + 1
+                    if n > limit:
+                        found.append(f"{module}.{name[:-1]}: {n} lines")
+                stack.append((child, name))
+    return sorted(found)
+
+
+def test_no_function_longer_than_the_limit():
+    """No function or method in rfviz/ over MAX_FUNCTION_LINES lines (split it into named steps)."""
+    assert not long_functions(), "functions too long:\n" + "\n".join(long_functions())
+
+
 # ----------------------------------------------------------------------------- the checker itself
 def test_cycle_finder_finds_a_cycle_and_only_a_real_one():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
@@ -295,3 +326,21 @@ def test_eager_imports_skip_functions_and_type_checking(tmp_path, monkeypatch):
 def test_packages_run():
     assert packages_run("rfviz.maths.simrf") == ["rfviz", "rfviz.maths"]
     assert packages_run("rfviz") == []
+
+
+def test_long_function_finder_sees_methods_and_nested_functions(tmp_path, monkeypatch):
+    src = tmp_path / "m.py"
+    src.write_text("class C:\n"
+                   "    @property\n"
+                   "    def f(self):\n"          # 3 lines with its decorator: over a limit of 2
+                   "        return 1\n"
+                   "    def g(self):\n"          # 5 lines
+                   "        def h():\n"          # 3 lines
+                   "            x = 1\n"
+                   "            return x\n"
+                   "        return h\n"
+                   "def short():\n"
+                   "    return 0\n")
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", {"rfviz.m": src})
+    assert long_functions(2) == ["rfviz.m.C.f: 3 lines", "rfviz.m.C.g.h: 3 lines", "rfviz.m.C.g: 5 lines"]
+    assert long_functions(4) == ["rfviz.m.C.g: 5 lines"]
