@@ -35,6 +35,7 @@ from .estimators import REGISTRY, Estimator, PairStats  # the package: REGISTRY 
 from .geometry import check_r, check_theta, embed_pair
 from .numerics import LOG10
 from .params import Param, ParameterError, validated
+from .params import check as check_param
 from .plugins import call_guarded, instantiate, protocol_guard
 
 DEFAULT_R: tuple[float, ...] = (0.5, 1.0, 1.5)
@@ -486,6 +487,10 @@ class LabOptions:
     check_feature_maps: bool = True
     pairs: Sequence[str] = PAIR_KINDS
     progress: Callable[[float], None] | None = None
+
+    def __post_init__(self) -> None:
+        for spec in (TRIALS_PARAM, ALPHA_PARAM):
+            object.__setattr__(self, spec.name, check_param(getattr(self, spec.name), spec))
 
     @property
     def stages(self) -> int:

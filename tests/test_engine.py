@@ -323,3 +323,29 @@ def test_cuda_request_without_gpu_is_a_parameter_error():
     x, y = canonical_pair(0.5, 1.0, 3)
     with pytest.raises(ParameterError, match="device must be one of auto, cpu"):
         monte_carlo(rfviz.create("trig"), x, y, trials=10, device="cuda")
+
+
+# ----------------------------------------------------------------------------- one options object (MCOptions)
+def test_options_object_and_keywords_give_the_same_run():
+    from rfviz.engine import MCOptions
+    est = rfviz.create("trig", m=4)
+    x, y = canonical_pair(1.0, 0.7, 3)
+    by_keywords = monte_carlo(est, x, y, trials=300, seed=5, device="cpu", block_trials=64)
+    opts = MCOptions(trials=300, seed=5, device="cpu", block_trials=64)
+    by_options = monte_carlo(est, x, y, opts)
+    overridden = monte_carlo(est, x, y, MCOptions(trials=300, seed=9, device="cpu", block_trials=64), seed=5)
+    for res in (by_options, overridden):
+        assert np.array_equal(res.rel_mse, by_keywords.rel_mse)
+        assert np.array_equal(res.mean_ratio, by_keywords.mean_ratio)
+    assert by_options.extras["block_trials"] == 64
+
+
+def test_options_are_validated_once_and_unknown_names_refused():
+    from rfviz.engine import MCOptions
+    with pytest.raises(ParameterError, match="trials"):
+        MCOptions(trials=1)
+    with pytest.raises(ParameterError, match="block_trials"):
+        monte_carlo(rfviz.create("trig"), [1.0, 0.0], [0.0, 1.0], block_trials=1)
+    with pytest.raises(TypeError, match="trails"):
+        monte_carlo(rfviz.create("trig"), [1.0, 0.0], [0.0, 1.0], trails=100)
+    assert MCOptions(trials=500.0).trials == 500 and isinstance(MCOptions(trials=500.0).trials, int)

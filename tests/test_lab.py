@@ -377,3 +377,16 @@ def _forget_plugins():
     sys.path[:] = path_before
     for name in [m for m in sys.modules if m in ("shared_omega_hybrid", "tempered_positive")]:
         del sys.modules[name]
+
+
+def test_pipeline_with_options_equals_the_keyword_call():
+    """run_lab(est, LabOptions(...)) is what check_estimator(est, **keywords) runs: same report, same verdict."""
+    est = rfviz.create("positive")
+    kw = dict(r=(0.5, 1.0), trials=300, seed=2, compare=("trig",), check_feature_maps=False)
+    a = lab.check_estimator(est, **kw).to_json()
+    b = lab.run_lab(est, lab.LabOptions(**kw)).to_json()
+    assert json.dumps(a, default=repr, sort_keys=True) == json.dumps(b, default=repr, sort_keys=True)
+    with pytest.raises(rfviz.ParameterError, match="trials"):
+        lab.check_estimator(est, trials=10)
+    with pytest.raises(rfviz.ParameterError, match="alpha"):
+        lab.LabOptions(alpha=1.5)
