@@ -13,6 +13,8 @@ from rfviz import data
 from rfviz.estimators import create
 from rfviz.figures import data as fdata
 
+pytestmark = pytest.mark.slow  # Streamlit AppTest page runs (python -m pytest -m "not slow" skips them)
+
 TIMEOUT = 120
 
 

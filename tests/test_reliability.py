@@ -38,6 +38,7 @@ def _closed_form_names() -> list[str]:
     return names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", _closed_form_names())
 def test_reliable_implies_agreement_with_the_closed_form(name):
     est = create(name)
@@ -136,6 +137,7 @@ def test_assess_mse_api_is_unchanged():
     assert not assess_mse(Moments(1, 1.0, 0.0)).reliable
 
 
+@pytest.mark.slow
 def test_results_keep_reliability_through_reshape_and_stack():
     from rfviz.engine import monte_carlo_grid, sweep
     res = monte_carlo_grid(create("trig", m=4), [0.5, 1.0], [0.5, 1.0, 1.5], 4, trials=200, device="cpu")
@@ -145,6 +147,7 @@ def test_results_keep_reliability_through_reshape_and_stack():
     assert sw.reliable.shape == (2,)
 
 
+@pytest.mark.slow
 def test_figures_draw_heavy_tailed_points_hollow_not_as_disagreements():
     from rfviz.figures import explorer as ex
     from rfviz.figures.common import lines
@@ -165,6 +168,7 @@ def test_figures_draw_heavy_tailed_points_hollow_not_as_disagreements():
     assert "a (sampled ±2 SE)" in names and "a (sampled, heavy-tailed: unreliable)" in names
 
 
+@pytest.mark.slow
 def test_engine_flags_estimates_that_all_underflow():
     import torch
 
