@@ -114,6 +114,7 @@ def test_figure_builds_headless_and_its_key_numbers_match_the_catalog(name):
     assert not bad, "key numbers off the catalog:\n" + "\n".join(bad)
 
 
+@pytest.mark.slow
 def test_catalog_numbers_are_not_copied_from_rfviz():
     """The printed catalog values must differ from rfviz's full-precision values (they are rounded), except for
     exact ones; a catalog filled from rfviz's output would reproduce its digits."""

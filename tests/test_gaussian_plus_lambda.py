@@ -35,6 +35,7 @@ def test_unequal_norms_with_fixed_r_norm() -> None:
     assert_mc_matches_closed_form(est, np.array([1.1, 0.2, 0.0]), np.array([0.3, -0.5, 0.4]), trials=30000, seed=4)
 
 
+@pytest.mark.slow
 def test_feature_map_gives_the_same_gram_error() -> None:
     rng = np.random.default_rng(0)
     q = rng.normal(size=(4, 3))

@@ -186,6 +186,7 @@ def test_flagged_plain_cases_are_the_heavy_tailed_ones():
                         ("positive", "gaussian", 4, "gaussian")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech,d,r", [("positive", 8, 0.8), ("positive", 64, 1.0), ("trig", 8, 0.8),
                                       ("trig", 64, 1.0)])
 def test_optimal_sampler_is_unbiased_at_every_fixed_pair(mech, d, r):
@@ -261,6 +262,7 @@ def _radial_grid_pdf(prob: OptimalSampling) -> tuple[np.ndarray, np.ndarray]:
     return rho, np.exp(prob.psi_radial_log_pdf(rho))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech,law,kernel", [
     ("positive", InputLaw("two_spheres", 6, r=0.4, r2=1.5), "softmax"),
     ("trig", InputLaw("two_spheres", 3, r=0.5, r2=1.4), "softmax"),
