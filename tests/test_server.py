@@ -209,6 +209,7 @@ def _errors(at: AppTest) -> str:
     return " ".join(e.value.replace("\\", "") for e in at.error)
 
 
+@pytest.mark.slow
 def test_app_refuses_the_hostile_maclaurin_url():
     page = BY_PATH["dot_product"]
     for view in ("maclaurin-gauss", "Maclaurin allocation (Gaussian kernel)"):  # slug and old label
@@ -220,6 +221,7 @@ def test_app_refuses_the_hostile_maclaurin_url():
         assert "Maclaurin allocation at m = 10000000" in text and "lower m" in text, text
 
 
+@pytest.mark.slow
 def test_app_refuses_a_huge_parquet_in_the_results_folder(tmp_path, monkeypatch):
     write_constant_parquet(tmp_path / "huge.parquet", 2 * sf.MAX_ROWS)
     monkeypatch.setenv("RFVIZ_RESULTS", str(tmp_path))
