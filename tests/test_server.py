@@ -190,6 +190,31 @@ def test_shared_cache_computes_identical_concurrent_requests_once():
     assert cache.get_or_compute(("mc", 2), lambda: 7) == 7 and cache.computed == 2
 
 
+def test_shared_cache_hands_a_cancelled_flight_to_a_waiter():
+    class Stop(RuntimeError):
+        pass
+
+    cache = SharedCache(4, abandon_on=(Stop,))
+    started = threading.Event()
+    got: list[object] = []
+
+    def owner() -> None:
+        def run() -> int:
+            started.set()
+            time.sleep(0.2)
+            raise Stop("this user pressed Stop")
+
+        with pytest.raises(Stop):
+            cache.get_or_compute("k", run)
+
+    t = threading.Thread(target=owner)
+    t.start()
+    started.wait(5)
+    got.append(cache.get_or_compute("k", lambda: 5))  # joins the flight, then computes it itself
+    t.join(5)
+    assert got == [5] and cache.computed == 1
+
+
 def test_shared_cache_does_not_keep_failures_and_bounds_its_size():
     cache = SharedCache(2)
 

@@ -21,6 +21,8 @@ from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from ..engine import Cancelled
+
 T = TypeVar("T")
 
 POLL_SECONDS = 0.25
@@ -115,6 +117,9 @@ class SharedCache:
     ----------
     max_entries : int
         Results kept (least recently used dropped first).
+    abandon_on : tuple of exception types
+        Failures that belong to the caller, not to the parameters (a user's Stop button): the waiters compute the
+        result themselves instead of receiving the failure.
 
     Examples
     --------
@@ -125,8 +130,9 @@ class SharedCache:
     9
     """
 
-    def __init__(self, max_entries: int = 64) -> None:
+    def __init__(self, max_entries: int = 64, abandon_on: tuple[type[BaseException], ...] = ()) -> None:
         self.max_entries = int(max_entries)
+        self.abandon_on = tuple(abandon_on)
         self.computed = 0
         """Computations actually run (hits and joined flights do not count)."""
         self._lock = threading.Lock()
@@ -145,7 +151,8 @@ class SharedCache:
                        on_join: Callable[[], None] | None = None) -> T:
         """The stored result for ``key``, else wait for the computation of ``key`` in flight (``on_join()`` is
         called first), else run ``compute()`` here and share its result. A computation abandoned by its caller
-        (a page run stopped: a BaseException that is not an Exception) is taken over by one of its waiters."""
+        (a page run stopped: a BaseException that is not an Exception, or one of ``abandon_on``) is taken over by
+        one of its waiters."""
         while True:
             with self._lock:
                 if key in self._done:
@@ -170,7 +177,8 @@ class SharedCache:
         except BaseException as exc:
             with self._lock:
                 del self._flights[key]
-            flight.set_exception(exc if isinstance(exc, Exception) else _Abandoned())
+            mine = not isinstance(exc, Exception) or isinstance(exc, self.abandon_on)
+            flight.set_exception(_Abandoned() if mine else exc)
             raise
         with self._lock:
             self.computed += 1
@@ -188,5 +196,5 @@ class _Abandoned(Exception):
 
 POOL = JobPool(default_workers())
 """The server's Monte-Carlo slots."""
-SHARED = SharedCache(256)
+SHARED = SharedCache(256, abandon_on=(Cancelled,))
 """The server's shared results of Monte-Carlo runs (every session's)."""
