@@ -89,6 +89,19 @@ def test_monte_carlo_time_is_checked_before_sampling():
         prepare(create("trig", m=16), x, x, trials=1000, device="cpu")
 
 
+def test_gram_monte_carlo_is_costed_before_it_runs():
+    from rfviz.compute import data as cdata
+
+    ds = rd.load("iris", queries=64, keys=64)
+    with server_budget_scope():
+        t0 = time.perf_counter()
+        with pytest.raises(ParameterError, match=r"Gram-error Monte Carlo \(5000 repeats, m = 10000000"):
+            cdata.gram_table(ds, ["trig"], {"m": 10_000_000}, repeats=5000)
+        assert time.perf_counter() - t0 < 1.0
+        rows = cdata.gram_table(ds, ["trig"], {"m": 8}, repeats=20)
+    assert rows[0]["MC"] is not None
+
+
 # ---------------------------------------------------------------------------------------------- uploads
 def test_parquet_over_the_cap_is_refused_from_its_metadata(tmp_path):
     path = write_constant_parquet(tmp_path / "huge.parquet", 2 * sf.MAX_ROWS)
