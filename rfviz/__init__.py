@@ -5,4 +5,17 @@ from .params import Param, ParameterError
 
 __version__ = "0.1.0"
 
-__all__ = ["REGISTRY", "Estimator", "Param", "ParameterError", "create", "get_estimator", "register"]
+_API = ("mse", "density", "psi", "check", "mse_curve")
+"""The Python API's functions (rfviz.api), loaded on first use. ``gram`` and ``sweep`` are rfviz.api.gram and
+rfviz.api.sweep: rfviz.gram and rfviz.sweep name the engine's modules."""
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'rfviz' has no attribute {name!r}")
+
+
+__all__ = ["REGISTRY", "Estimator", "Param", "ParameterError", "create", "get_estimator", "register", *_API]
