@@ -18,7 +18,22 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(DOCS / "_ext"))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import plotly.graph_objects as go  # noqa: E402
+
 import rfviz  # noqa: E402
+
+
+def _figure_html(fig: go.Figure) -> str:
+    """The tutorial's figures as divs drawn by the build's own plotly.js (html_js_files, which the theme loads at the
+    end of the page, hence the drawing on "load"), not a CDN's."""
+    html = fig.to_html(full_html=False, include_plotlyjs=False, include_mathjax=False)
+    head, script = html.split("<script", 1)
+    opening, rest = script.split(">", 1)
+    body, tail = rest.rsplit("</script>", 1)
+    return f'{head}<script{opening}>window.addEventListener("load", function () {{{body}}});</script>{tail}'
+
+
+go.Figure._repr_html_ = _figure_html  # sphinx-gallery captures _repr_html_; plotly's renderers load from CDNs
 
 project = "rfviz"
 author = "the rfviz authors"
@@ -61,7 +76,7 @@ sphinx_gallery_conf = {
     "download_all_examples": False,
     "remove_config_comments": True,
     "image_scrapers": (),
-    "capture_repr": ("_repr_html_",),
+    "capture_repr": ("_repr_html_", "__repr__"),
     "first_notebook_cell": None,
     "plot_gallery": "True",
     "show_signature": False,

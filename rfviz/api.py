@@ -204,7 +204,7 @@ def mse_curve(names: str | Sequence[str], *, vary: str = "theta", values: Sequen
 
 @dataclasses.dataclass(frozen=True)
 class DensityResult(_Result):
-    """Law of w_ij = |ω_i + ω_j| under a coupling ([SimRF] Lemmas 4.1–4.2), and with ``v`` the RF-conformity and
+    """Law of w_ij = ‖ω_i + ω_j‖ under a coupling ([SimRF] Lemmas 4.1–4.2), and with ``v`` the RF-conformity and
     the MSE ratios against iid."""
 
     coupling: str
@@ -226,12 +226,12 @@ class DensityResult(_Result):
         from .figures.common import lines
 
         return lines(np.asarray(self.w), {self.coupling: np.asarray(self.density, dtype=float)},
-                     xlabel="w_ij = |ω_i + ω_j|", ylabel="density", title=f"d = {self.d}")
+                     xlabel="w_ij = ‖ω_i + ω_j‖", ylabel="density", title=f"d = {self.d}")
 
 
 def density(coupling: str = "simplex", *, d: int | None = None, w: Sequence[float] | np.ndarray | None = None,
             v: Sequence[float] | np.ndarray | None = None, m: int | None = None) -> DensityResult:
-    """The density of w_ij = |ω_i + ω_j| under a coupling, its conformity and MSE ratios (``rfviz density``).
+    """The density of w_ij = ‖ω_i + ω_j‖ under a coupling, its conformity and MSE ratios (``rfviz density``).
 
     Parameters
     ----------
@@ -242,7 +242,7 @@ def density(coupling: str = "simplex", *, d: int | None = None, w: Sequence[floa
     w : array_like, optional
         Where to evaluate the density (default: a grid).
     v : array_like, optional
-        |x + y| values for the conformity ρ(v) and the MSE ratios against iid.
+        ‖x + y‖ values for the conformity ρ(v) and the MSE ratios against iid.
     m : int, optional
         Features for the MSE ratios (default d: one full block).
 

@@ -90,7 +90,7 @@ def app_tour() -> str:
         shot = SCREENSHOTS / f"{page.url_path}.png"
         if shot.exists():
             shots += 1
-            lines += [f"```{{image}} ../_screenshots/{shot.name}", f":alt: the {page.title} page", "```", ""]
+            lines += [f"```{{image}} /_screenshots/{shot.name}", f":alt: the {page.title} page", "```", ""]
     if not shots:
         lines.insert(2, "*No screenshots in this build: they are taken by the browser test (`./run test`, which "
                         "needs Debian's chromium) into `docs/_screenshots/`.*\n")
@@ -185,6 +185,20 @@ def write_generated(app: Any = None) -> None:
             path.write_text(text)
 
 
+_REMOTE = re.compile(r"<(?:script|link|img)[^>]+(?:src|href)=[\"'](?:https?:)?//", re.IGNORECASE)
+
+
+def check_offline(app: Any, exception: Exception | None) -> None:
+    """Fail the build when a page loads a script, stylesheet or image from another host (CDN)."""
+    if exception is not None or app.builder.format != "html":
+        return
+    out = pathlib.Path(app.outdir)
+    remote = [str(p.relative_to(out)) for p in out.rglob("*.html") if _REMOTE.search(p.read_text(errors="replace"))]
+    if remote:
+        raise RuntimeError(f"pages load from other hosts (the docs must need nothing outside the build): {remote}")
+
+
 def setup(app: Any) -> dict[str, Any]:
     write_generated()  # at load time: html_static_path must exist when the builder starts
+    app.connect("build-finished", check_offline)
     return {"version": "1", "parallel_read_safe": True}
