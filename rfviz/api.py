@@ -32,15 +32,33 @@ __all__ = ["CheckResult", "DensityResult", "GramResult", "MSEResult", "MonteCarl
 
 def as_text(value: Any) -> str:
     """A Python value as the command line writes it (what the CLI's ``key=value`` parsing reads back exactly):
-    floats by ``repr``, complex numbers as ``a+bj``, sequences and arrays comma-separated, booleans lower-case."""
+    floats by ``repr``, complex numbers as ``a+bj``, sequences and arrays comma-separated, booleans lower-case.
+
+    Parameters
+    ----------
+    value : Any
+        A string (returned as it is), number, complex number, boolean, sequence or array.
+
+    Returns
+    -------
+    str
+        The text of a ``key=value`` command-line assignment.
+
+    Examples
+    --------
+    >>> as_text(-0.1 + 0.05j), as_text([1, 2.5]), as_text(True)
+    ('-0.1+0.05j', '1,2.5', 'true')
+    """
     if isinstance(value, str):
         return value
     if isinstance(value, bool | np.bool_):
         return "true" if value else "false"
     if isinstance(value, complex | np.complexfloating):
         return format_complex(complex(value))
-    if isinstance(value, np.ndarray | Sequence):
-        return ",".join(as_text(v) for v in np.ravel(np.asarray(value)).tolist())
+    if isinstance(value, np.ndarray):
+        return ",".join(as_text(v) for v in np.ravel(value).tolist())
+    if isinstance(value, Sequence):
+        return ",".join(as_text(v) for v in value)
     if isinstance(value, np.generic):
         value = value.item()
     return repr(value)
