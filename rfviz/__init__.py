@@ -1,9 +1,8 @@
 """rfviz: the interactive atlas of random-feature kernel estimators (computation package)."""
 
+from ._version import __version__ as __version__
 from .estimators import REGISTRY, Estimator, create, get_estimator, register
 from .params import Param, ParameterError
-
-__version__ = "0.1.0"
 
 _API = ("mse", "density", "psi", "check", "mse_curve")
 """The Python API's functions (rfviz.api), loaded on first use. ``gram`` and ``sweep`` are rfviz.api.gram and

@@ -63,12 +63,12 @@ def test_torch_is_pinned_and_docs_tools_are_pinned():
 
 
 def test_version_is_one_literal_read_by_setuptools():
-    """The version is written once, as a plain literal in rfviz/__init__.py (setuptools reads it without importing
-    the package, which is lazy)."""
+    """The version is written once, as a plain literal in rfviz/_version.py (setuptools reads it without importing
+    the package); rfviz.__version__ is that value."""
     project = _pyproject()
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "rfviz.__version__"}
-    tree = ast.parse((ROOT / "rfviz" / "__init__.py").read_text())
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "rfviz._version.__version__"}
+    tree = ast.parse((ROOT / "rfviz" / "_version.py").read_text())
     literals = [node.value.value for node in tree.body if isinstance(node, ast.Assign)
                 and any(isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets)
                 and isinstance(node.value, ast.Constant)]
