@@ -19,12 +19,44 @@ import copy
 import dataclasses
 import math
 import pathlib
+import sys
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .textio import format_complex, jsonable
+from . import data as datasets
+from .clustered import NAME as CLUSTERED
+from .clustered import ClusteredCE
+from .engine import monte_carlo
+from .estimators import REGISTRY, get_estimator
+from .geometry import embed_pair
+from .gram import gram_error
+from .maths.optimal import (
+    INPUT_KINDS,
+    INPUT_PARAMS,
+    KERNELS,
+    MECHANISMS,
+    InputLaw,
+    OptimalSampling,
+    gaussian_input_thresholds,
+)
+from .maths.simrf import (
+    COUPLINGS_WITH_DENSITY,
+    cdf_wij,
+    check_coupling_dimension,
+    log_conformity,
+    log_density_wij,
+    mean_wij_sq,
+    mse_ratio_vs_iid,
+    pair_cosine,
+    pairs_within_blocks,
+)
+from .numerics import LOG10
+from .params import MAX_DIMENSION, Param, ParameterError, require_fits, validate_params
+from .params import check as check_value
+from .textio import format_complex, jsonable, parse_vector
 
 __all__ = ["CheckResult", "DensityResult", "GramResult", "MSEResult", "MonteCarloSummary", "PsiResult",
            "SweepResult", "check", "density", "gram", "mse", "mse_curve", "psi", "sweep"]
@@ -66,6 +98,308 @@ def as_text(value: Any) -> str:
 
 def _assignments(values: Mapping[str, Any]) -> dict[str, str]:
     return {k: as_text(v) for k, v in values.items() if v is not None}
+
+
+# ------------------------------------------------------------------------------ the computations behind the commands
+# Each ``*_report`` takes the command's ``key=value`` assignments as text and returns its JSON object; the functions
+# above call them with typed values (``as_text``), and rfviz.cli's commands call them with what the user typed.
+
+D = Param("d", 2, "int", "input dimension", low=1, high=MAX_DIMENSION)
+INPUT_KEYS = ("r", "theta", "d", "embedding", "x", "y")
+
+
+def resolve_inputs(values: dict[str, str]) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
+    """x, y from ``x=``/``y=`` or from (r, theta, d) in the named ``embedding`` (default canonical).
+
+    An averaging embedding (e.g. ``rotation_average``) returns a stack of pairs (shape (n, d)); ``mse_report``
+    then reports the mean MSE over them."""
+    if "x" in values or "y" in values:
+        if "x" not in values or "y" not in values:
+            raise ParameterError("x and y must be given together")
+        if any(k in values for k in ("r", "theta", "d", "embedding")):
+            raise ParameterError("give either x and y, or r, theta, d and embedding, not both")
+        x = parse_vector("x", values["x"])
+        y = parse_vector("y", values["y"])
+        if x.shape != y.shape:
+            raise ParameterError(f"x and y must have the same length, got {x.size} and {y.size}")
+        return x, y, {"x": x.tolist(), "y": y.tolist(), "d": int(x.size)}
+    r = _number("r", values.get("r", "1.0"))
+    theta = _number("theta", values.get("theta", str(math.pi / 2)))
+    d = check_value(_number("d", values.get("d", "2")), D)
+    require_fits(f"a pair of inputs in dimension d={d}", 4 * 8 * d, "use a smaller d")
+    embedding = values.get("embedding", "canonical")
+    x, y = embed_pair(r, theta, d, embedding)
+    info: dict[str, Any] = {"r": r, "theta": theta, "d": d}
+    if "embedding" in values:
+        info["embedding"] = embedding
+    return x, y, info
+
+
+def _log_mean_mse(log_mse: np.ndarray) -> float:
+    """log of the mean of e^{log_mse} (a single pair: its value)."""
+    values = np.ravel(log_mse)
+    top = float(np.max(values))
+    if not math.isfinite(top):
+        return top
+    return top + math.log(float(np.mean(np.exp(values - top))))
+
+
+AGREEMENT_Z = 4.0
+"""|z| of the sampled MSE against the closed form above which a reliable point is called a disagreement."""
+
+
+def agreement(z: float, reliable: bool) -> str:
+    """"agrees", "disagrees" (|z| > AGREEMENT_Z at a reliable point) or "unreliable" (the sampled MSE's standard
+    error cannot be trusted, so no z-score means anything)."""
+    if not reliable:
+        return "unreliable"
+    return "agrees" if math.isfinite(z) and abs(z) <= AGREEMENT_Z else "disagrees"
+
+
+def _finite(v: float) -> float | None:
+    return float(v) if math.isfinite(float(v)) else None
+
+
+def _count(v: float) -> int | None:
+    return int(v) if math.isfinite(float(v)) else None
+
+
+def _number(name: str, text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ParameterError(f"{name} must be a number, got {text!r}") from None
+
+
+class _Progress:
+    """Progress of a long Monte-Carlo run on stderr (never stdout, so --json stays clean), after ``after_s``
+    seconds; with ``max_seconds`` the run stops there (``Cancelled``) with a message saying how to go on."""
+
+    def __init__(self, max_seconds: float | None, after_s: float = 2.0) -> None:
+        self.start = time.monotonic()
+        self.max_seconds, self.after_s = max_seconds, after_s
+        self.last = -1.0
+        self.fraction = 0.0
+
+    def __call__(self, fraction: float) -> None:
+        self.fraction = fraction
+        now = time.monotonic() - self.start
+        if now >= self.after_s and (now - self.last >= 1.0 or (fraction >= 1 and self.last >= 0)):
+            self.last = now
+            eta = now * (1 - fraction) / fraction if fraction > 0 else float("inf")
+            print(f"\rmonte carlo: {100 * fraction:5.1f}%  {now:.0f} s elapsed, ~{eta:.0f} s left (Ctrl-C stops)",
+                  end="" if fraction < 1 else "\n", file=sys.stderr, flush=True)
+
+    def cancel(self) -> bool:
+        if self.max_seconds is None or time.monotonic() - self.start <= self.max_seconds:
+            return False
+        if self.last >= 0:
+            print(file=sys.stderr)
+        raise ParameterError(f"the Monte-Carlo run passed --max-seconds={self.max_seconds:g} at "
+                             f"{100 * self.fraction:.1f}% done; use fewer trials, a larger --max-seconds, or the "
+                             f"resumable sweep command")
+
+
+def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, device: str,
+               max_seconds: float | None = None) -> dict[str, Any]:
+    """The JSON object of ``python -m rfviz mse``."""
+    cls = get_estimator(name)
+    inputs = {k: v for k, v in assignments.items() if k in INPUT_KEYS}
+    est = cls(**{k: v for k, v in assignments.items() if k not in INPUT_KEYS})
+    x, y, input_info = resolve_inputs(inputs)
+    d = x.shape[-1]
+    est.check_dimension(d)
+    log_k, sign = est.kernel_log_value(x, y)
+    if x.ndim > 1:  # averaging embedding: mean MSE over the stack of pairs (the kernel is the same for all)
+        log_k, sign = log_k[0], sign[0]
+    log_mse, note = None, None
+    if est.closed_form_available():
+        try:
+            log_mse = _log_mean_mse(est.log_mse(x, y))
+        except (FloatingPointError, OverflowError) as exc:  # valid but extreme inputs: null with a reason
+            note = f"closed form not representable at these inputs ({' '.join(str(exc).split())[:160]})"
+        else:
+            if math.isnan(log_mse):
+                log_mse, note = None, "closed form not representable at these inputs (NaN in log space)"
+    report: dict[str, Any] = {
+        "estimator": name,
+        "kernel": est.kernel,
+        "params": dict(est.params),
+        "inputs": input_info,
+        "kernel_value": float(sign) * math.exp(float(log_k)) if float(log_k) < 709 else None,
+        "log10_kernel_value": float(log_k) / LOG10,
+        "mse": math.exp(log_mse) if log_mse is not None and log_mse < 709 else None,
+        "log10_mse": None if log_mse is None or not math.isfinite(log_mse) else log_mse / LOG10,
+        "mc": None,
+    }
+    if note is not None:
+        report["note"] = note
+    if trials:
+        n_pairs = 1 if x.ndim == 1 else x.shape[0]
+        prog = _Progress(max_seconds)
+        res = monte_carlo(est, x, y, trials=max(2, -(-trials // n_pairs)), seed=seed, device=device, progress=prog,
+                          cancel=prog.cancel)
+        if n_pairs == 1:
+            exact = float(res.rel_mse[0]) == 0.0 and float(res.rel_mse_stderr[0]) == 0.0
+            reliable, warning = bool(res.reliable[0]), res.warning[0]
+            if exact and log_mse is not None and math.isfinite(log_mse) and log_mse - 2 * float(res.log_scale[0]) > -50:
+                reliable = False  # every trial equal to K where the closed form says the estimator is not exact
+                warning = ("precision loss: every sampled estimate equals K exactly, but the closed-form MSE is "
+                           "not 0 here")
+            bias_z = float(res.bias_z[0])
+            report["mc"] = {
+                "mse": float(res.mse[0]),
+                "stderr": float(res.mse_stderr[0]),
+                "log10_mse": float(res.log10_mse[0]) if float(res.rel_mse[0]) > 0 else None,
+                "mean": float(res.mean[0]),
+                "bias_z": bias_z if math.isfinite(bias_z) else None,
+                "trials": res.trials,
+                "device": res.device,
+                "reliable": reliable,
+                "warning": warning,
+                "trials_needed": _count(res.trials_needed[0]),
+                "tail_index": _finite(res.tail_index[0]),
+            }
+            if log_mse is not None:
+                z = 0.0 if exact and not math.isfinite(log_mse) else float(res.z_against(np.array([log_mse]))[0])
+                report["mc"]["z_vs_closed_form"] = z if math.isfinite(z) else None
+                report["mc"]["agreement"] = agreement(z, reliable)
+        else:
+            mse, stderr = float(np.mean(res.mse)), float(np.sqrt(np.sum(res.mse_stderr**2)) / n_pairs)
+            warnings = [str(w) for w in np.ravel(res.warning) if w is not None]
+            report["mc"] = {"mse": mse, "stderr": stderr, "log10_mse": math.log10(mse) if mse > 0 else None,
+                            "mean": float(np.mean(res.mean)), "trials": res.trials * n_pairs, "pairs": n_pairs,
+                            "device": res.device, "reliable": res.all_reliable,
+                            "warning": f"{len(warnings)} of {n_pairs} pairs unreliable: {warnings[0]}" if warnings
+                            else None}
+            if log_mse is not None and stderr > 0 and log_mse < 709:
+                z = (mse - math.exp(log_mse)) / stderr
+                report["mc"]["z_vs_closed_form"] = z
+                report["mc"]["agreement"] = agreement(z, res.all_reliable)
+    return report
+
+
+
+
+DENSITY_SPECS: dict[str, Param] = {
+    "coupling": Param("coupling", "simplex", "choice", "coupling of the pair", choices=COUPLINGS_WITH_DENSITY),
+    "d": Param("d", 6, "int", "dimension", low=1, high=100_000),
+    "m": Param("m", 0, "int", "features for the MSE ratios (0: m = d, one full block)", low=0, high=10_000_000),
+}
+
+
+def density_report(assignments: dict[str, str]) -> dict[str, Any]:
+    """The JSON object of ``python -m rfviz density``: p(w), log10 p(w), P(w_ij ≤ w) at each w, E[w_ij²], the pair
+    cosine, and (with ``v=``) log10 ρ(v) and MSE_coupling/MSE_iid for positive, antithetic and trig features
+    (for trig the same numbers are read as z = |x − y|)."""
+    known = (*DENSITY_SPECS, "w", "v")
+    unknown = set(assignments) - set(known)
+    if unknown:
+        raise ParameterError(f"density has no parameter {sorted(unknown)[0]!r}; its parameters are: "
+                             + ", ".join(known))
+    own = {k: v for k, v in assignments.items() if k in DENSITY_SPECS}
+    values = validate_params(tuple(DENSITY_SPECS.values()), own, "density")
+    coupling, d = values["coupling"], values["d"]
+    check_coupling_dimension(coupling, d)
+    if "w" in assignments:
+        w = parse_vector("w", assignments["w"])
+        if np.any(w < 0):
+            raise ParameterError(f"w must be numbers in [0, inf), got {assignments['w']!r}")
+    else:
+        w = np.linspace(0.0, 2.0 * math.sqrt(2.0 * d) + 6.0, 121)
+    log_p = log_density_wij(w, d, coupling)
+    with np.errstate(under="ignore"):
+        report: dict[str, Any] = {
+            "coupling": coupling,
+            "d": d,
+            "pair_cosine": pair_cosine(coupling, d),
+            "mean_wij_sq": mean_wij_sq(d, coupling),
+            "w": w,
+            "density": np.exp(log_p),
+            "log10_density": log_p / LOG10,
+            "cdf": cdf_wij(w, d, coupling),
+        }
+    if "v" in assignments:
+        v = parse_vector("v", assignments["v"])
+        if np.any(v < 0):
+            raise ParameterError(f"v must be numbers in [0, inf), got {assignments['v']!r}")
+        m = values["m"] or d
+        report["v"] = v
+        report["m"] = m
+        report["coupled_pairs"] = pairs_within_blocks(m, d) if coupling != "iid" else 0
+        report["log10_conformity"] = log_conformity(v, d, coupling) / LOG10
+        report["mse_ratio_vs_iid"] = {
+            features: mse_ratio_vs_iid(features, v * v, d, m, coupling)
+            for features in ("positive", "positive_antithetic")}
+        report["mse_ratio_vs_iid"]["trig"] = mse_ratio_vs_iid("trig", v * v, d, m, coupling)
+    return report
+
+
+
+
+PSI_SPECS: dict[str, Param] = {
+    "mechanism": Param("mechanism", "positive", "choice", "feature map", choices=MECHANISMS),
+    "inputs": Param("inputs", "sphere", "choice", "input law", choices=INPUT_KINDS),
+    "kernel": Param("kernel", "softmax", "choice", "target kernel", choices=KERNELS),
+    "d": Param("d", 16, "int", "dimension", low=1, high=100_000),
+    "r": Param("r", 1.0, help="sphere radius / |x| / r1", low=0.0),
+    "r2": Param("r2", 1.5, help="|y| (pair) or second radius (two spheres); default r for the pair", low=0.0),
+    "sigma": Param("sigma", 0.2, help="std of Gaussian inputs N(0, σ²I)", low=0.0),
+    "theta": Param("theta", math.pi / 2, help="angle between x and y (radians)", low=0.0, high=math.pi),
+    "grid": Param("grid", 201, "int", "points of the radial grid", low=2, high=100000),
+}
+
+
+def psi_report(assignments: dict[str, str]) -> dict[str, Any]:
+    """The JSON object of ``python -m rfviz psi``."""
+    values = validate_params(tuple(PSI_SPECS.values()), assignments, "psi")
+    kind = values["inputs"]
+    allowed = INPUT_PARAMS[kind]
+    for name in ("d", "r", "r2", "sigma", "theta"):
+        if name in assignments and name not in allowed:
+            raise ParameterError(f"{name} is not a parameter of inputs={kind}; its parameters are: "
+                                 + ", ".join(allowed))
+    law_args: dict[str, Any] = {name: values[name] for name in allowed}
+    if kind == "pair" and "r2" not in assignments:
+        law_args["r2"] = values["r"]
+    prob = OptimalSampling(values["mechanism"], InputLaw(kind=kind, **law_args), values["kernel"])
+    report = prob.report(values["grid"])
+    if kind == "gaussian":
+        report["sigma_thresholds"] = {
+            label: {k: math.sqrt(v) if math.isfinite(v) else None for k, v in thr.items()}
+            for label, thr in gaussian_input_thresholds(values["mechanism"], values["kernel"]).items()}
+    return report
+
+
+def _spec_names(name: str) -> set[str]:
+    cls = ClusteredCE if name == CLUSTERED else get_estimator(name)
+    return {p.name for p in cls.spec}
+
+
+def gram_report(names: list[str], assignments: dict[str, str], data: Any, ms: list[int], repeats: int, seed: int,
+                device: str = "cpu") -> dict[str, Any]:
+    """The JSON object of ``python -m rfviz gram`` for a loaded data set."""
+    if "m" in assignments:
+        raise ParameterError("m is set by --m (a comma-separated list), not by m=")
+    specs = {name: _spec_names(name) for name in names}
+    for key in assignments:
+        if not any(key in s for s in specs.values()):
+            raise ParameterError(f"no named estimator has a parameter {key!r} ({', '.join(names)})")
+    results: list[dict[str, Any]] = []
+    fits: dict[str, Any] = {}
+    for name in names:
+        own = {k: v for k, v in assignments.items() if k in specs[name]}
+        for m in ms:
+            if name == CLUSTERED:
+                est: Any = ClusteredCE(m=m, **own).fit(data.queries, data.keys, seed)
+                fits[name] = est.describe_fit()
+            else:
+                est = get_estimator(name)(**({"m": m} if "m" in specs[name] else {}), **own)
+                est.check_dimension(data.d)
+            results.append(gram_error(est, data.queries, data.keys, repeats, seed, device, name).to_json())
+    info = {k: v for k, v in data.describe().items() if not k.endswith("_labels")}
+    return {"data": info, "m": ms, "repeats": repeats, "seed": seed, "results": results,
+            **({"clusters": fits} if fits else {})}
 
 
 class _Result:
@@ -160,8 +494,6 @@ def mse(name: str, *, r: float | None = None, theta: float | None = None, d: int
     >>> res.mc.agreement
     'agrees'
     """
-    from .cli.mse import mse_report
-
     assignments = _assignments({"r": r, "theta": theta, "d": d, "x": x, "y": y, "embedding": embedding, **params})
     report = mse_report(name, assignments, int(trials or 0), seed, device, max_seconds)
     mc = MonteCarloSummary._of(report["mc"]) if report.get("mc") is not None else None
@@ -276,8 +608,6 @@ def density(coupling: str = "simplex", *, d: int | None = None, w: Sequence[floa
     >>> res.mse_ratio_vs_iid["positive"][0] < 1
     True
     """
-    from .cli.density import density_report
-
     return DensityResult._of(density_report(_assignments({"coupling": coupling, "d": d, "w": w, "v": v, "m": m})))
 
 
@@ -337,8 +667,6 @@ def psi(mechanism: str = "positive", *, inputs: str = "sphere", kernel: str = "s
     >>> res.v_opt <= res.v_plain
     True
     """
-    from .cli.psi import psi_report
-
     values = {"mechanism": mechanism, "inputs": inputs, "kernel": kernel, "d": d, "r": r, "r2": r2, "sigma": sigma,
               "theta": theta, "grid": grid}
     return PsiResult._of(psi_report(_assignments(values)))
@@ -360,7 +688,7 @@ class GramResult(_Result):
 def gram(names: str | Sequence[str], data: str, *, keys_data: str | None = None,
          data_params: Mapping[str, Any] | None = None, queries: int = 64, keys: int = 64,
          preprocess: str | None = None, scale: float = 1.0, m: Sequence[int] = (8, 32, 128), repeats: int = 100,
-         seed: int = 0, device: str = "cpu", **params: Any) -> GramResult:
+         seed: int = 0, device: str = "cpu", params: Mapping[str, Any] | None = None, **more: Any) -> GramResult:
     """Expected and sampled Gram-matrix error E‖K̂ − K‖²_F of estimators on a data set (``rfviz gram``).
 
     Parameters
@@ -387,8 +715,8 @@ def gram(names: str | Sequence[str], data: str, *, keys_data: str | None = None,
         Seed of the data draw, k-means and Monte Carlo.
     device : str
         ``cpu`` or ``cuda``.
-    **params
-        Estimator parameters (each goes to the named estimators that have it).
+    params, **more
+        Estimator parameters (each goes to the named estimators that have it), as a mapping and/or keywords.
 
     Returns
     -------
@@ -402,11 +730,7 @@ def gram(names: str | Sequence[str], data: str, *, keys_data: str | None = None,
     >>> res.results[0]["frobenius_sq_closed_form"] > 0
     True
     """
-    from . import data as datasets
-    from .cli.gram import gram_report
-    from .clustered import NAME as CLUSTERED
-    from .estimators import REGISTRY
-    from .params import ParameterError, check_int
+    from .params import check_int
 
     names = [n for item in ([names] if isinstance(names, str) else names) for n in item.split(",") if n]
     if not names:
@@ -423,7 +747,8 @@ def gram(names: str | Sequence[str], data: str, *, keys_data: str | None = None,
                                       ("none" if data == "clusters" else "center,scale"))
     ds = datasets.load(data, keys_data, queries=queries, keys=keys, steps=steps, scale=scale, seed=seed,
                        options=_assignments(data_params or {}))
-    return GramResult._of(gram_report(names, _assignments(params), ds, ms, repeats, seed, device))
+    estimator_params = _assignments({**(params or {}), **more})
+    return GramResult._of(gram_report(names, estimator_params, ds, ms, repeats, seed, device))
 
 
 @dataclasses.dataclass(frozen=True)
