@@ -35,6 +35,7 @@ def test_mse_equals_the_installed_command():
     assert res.to_dict() == cli
 
 
+@pytest.mark.slow
 def test_mse_with_monte_carlo_equals_the_command(capsys):
     cli = _cli_json(capsys, "mse", "gerf", "A=-0.1+0.05i", "s=1", "r=0.5", "theta=0.785", "d=8", "--trials", "600",
                     "--seed", "3", "--device", "cpu")
@@ -87,6 +88,7 @@ def test_gram_equals_the_command(capsys):
     assert res.to_dict() == cli and len(res.results) == 4
 
 
+@pytest.mark.slow
 def test_check_matches_the_command(capsys):
     args = ("trig", "m=4", "--r", "0.5", "--theta", "0.5,1.5,2.5", "--d", "4", "--trials", "3000", "--compare", "",
             "--pairs", "canonical", "--no-features")
@@ -112,6 +114,7 @@ def test_api_functions_are_lazy_top_level_names():
         rfviz.no_such_function  # noqa: B018
 
 
+@pytest.mark.slow
 def test_docstring_examples_run():
     result = doctest.testmod(rfviz.api, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 8 and result.failed == 0
