@@ -25,6 +25,7 @@ def _cli_json(capsys, *argv: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.slow
 def test_mse_equals_the_installed_command():
     """Done-when of the issue: the function and the real entry point give the same number."""
     out = subprocess.run([sys.executable, "-m", "rfviz", "mse", "trig", "r=1", "theta=1", "d=4", "m=10", "--json"],
