@@ -19,22 +19,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
 from typing import Any, TypeVar
 
 import streamlit as st
 
 from rfviz.figures import explorer as ex
 from rfviz.figures.export import figure_html, with_header
-from rfviz.params import Param, ParameterError
+from rfviz.params import Param, ParameterError, app_param
 
 URL_VALUE_MAX_CHARS = 200
 """Longer URL values are refused before parsing (and never echoed in full)."""
 SHOWN_CHARS = 80
 """Values shown back in messages are cut to this many characters."""
-APP_INT_CAPS: dict[str, int] = {"m": 100_000, "n": 10_000, "trials": 200_000, "samples": 200_000, "p": 30,
-                                "D": 100_000}
-"""Upper bounds of integer estimator parameters in the app (the CLI may go further under --memory-budget)."""
 _MARKDOWN_SPECIAL = frozenset("\\`*_{}[]()#+-.!|<>~:$&\"'=")
 
 
@@ -309,7 +305,7 @@ def param_widget(state: PageState, p: Param, prefix: str = "", container: Any = 
         return state.text(label, name, to_text(tuple(default)), container=container, spec=p,
                           help=help_text + "; write e.g. 1+0.5j, 0.8, 1j")
     if p.kind == "int":
-        return state.number(label, name, int(default), int, container=container, help=help_text, spec=app_spec(p))
+        return state.number(label, name, int(default), int, container=container, help=help_text, spec=app_param(p))
     rng = slider_range(p)
     if rng is not None and rng[0] <= float(default) <= rng[1]:
         lo, hi = rng
@@ -317,14 +313,6 @@ def param_widget(state: PageState, p: Param, prefix: str = "", container: Any = 
         return state.slider(label, name, lo, hi, float(default), step=step, container=container, help=help_text)
     return state.number(label, name, float(default), float, container=container, help=help_text, format="%g",
                         spec=p)
-
-
-def app_spec(p: Param) -> Param:
-    """``p`` with the app's cap (``APP_INT_CAPS``) as its upper bound, so a URL cannot ask for more."""
-    cap = APP_INT_CAPS.get(p.name)
-    if p.kind != "int" or cap is None or (p.high is not None and p.high <= cap):
-        return p
-    return replace(p, high=float(cap), high_open=False)
 
 
 def estimator_params(state: PageState, spec: Sequence[Param], prefix: str = "", skip: Sequence[str] = (),

@@ -9,6 +9,7 @@ from app_pages import _ui as ui
 from rfviz.figures import simrf as fc
 from rfviz.figures.common import traces_csv
 from rfviz.params import COUPLED_D_PARAM, M_PARAM, SAMPLES_PARAM, SEED_PARAM, TRIALS_PARAM, require_fits
+from rfviz.registries import COUPLED_CLOSED_FORMS
 
 state = ui.PageState("coupling")
 ui.header(
@@ -50,7 +51,7 @@ v_off = {VIEWS[0]: None if penalty_on else "turn on the penalty overlay to use v
          VIEWS[2]: "this view plots the ratio over v"}.get(view)
 v = state.slider("v = |x + y| (z = |x − y| for trig)", "v", 0.05, 5.0, 1.0, step=0.05, container=side,
                  **(ui.unused(v_off) if v_off else {}))
-coupling_options = list(fc.COUPLINGS_WITH_DENSITY) if view in VIEWS[:2] else ["orthogonal", "simplex"]
+coupling_options = list(fc.COUPLINGS_WITH_DENSITY) if view in VIEWS[:2] else list(COUPLED_CLOSED_FORMS)
 couplings = tuple(state.multiselect("Couplings", "couplings", coupling_options, coupling_options, container=side,
                                     **({} if view != VIEWS[4] else ui.unused("this view compares simplex+ "
                                                                              "iterations with iid draws"))))

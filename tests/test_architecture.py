@@ -21,6 +21,7 @@ PACKAGES = ("rfviz", "app_pages")
 LAYERS: tuple[str, ...] = ("numerics/params", "maths", "estimators", "engine", "figures/lab/gallery", "faces")
 LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.params": "numerics/params",
+    "rfviz.registries": "numerics/params",  # couplings and kernels; samplers named as "module:function", resolved late
     "rfviz.numerics": "numerics/params",
     "rfviz.textio": "numerics/params",
     "rfviz.geometry": "numerics/params",

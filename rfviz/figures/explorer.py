@@ -19,6 +19,7 @@ from ..engine import monte_carlo
 from ..estimators import REGISTRY, Estimator, create, get_estimator
 from ..numerics import LOG10
 from ..params import ParameterError
+from ..registries import SOFTMAX_KERNELS, kernel_spellings
 from .common import columns_to_csv, heatmaps, lines, surfaces
 
 QUANTITIES: dict[str, str] = {
@@ -42,9 +43,6 @@ def title_of(name: str) -> str:
         return " / ".join(title_of(part) for part in name.split(" / ", 1))
     return name
 
-SOFTMAX_KERNELS = ("softmax", "gaussian")
-KERNEL_ALIASES = {"softmax": ("softmax", "exponential"), "gaussian": ("gaussian",)}
-"""Names estimators use for the same kernel: exp(x·y) is 'exponential' for the Maclaurin features."""
 
 
 def _kernel_choice(cls: type[Estimator], kernel: str) -> str | None:
@@ -52,7 +50,7 @@ def _kernel_choice(cls: type[Estimator], kernel: str) -> str | None:
     param = next((p for p in cls.spec if p.name == "kernel"), None)
     if param is None:
         return None
-    return next((k for k in KERNEL_ALIASES.get(kernel, (kernel,)) if k in param.choices), None)
+    return next((k for k in kernel_spellings(kernel) if k in param.choices), None)
 
 DISAGREEMENT_Z = 4.0
 ROUNDOFF = 1e-10

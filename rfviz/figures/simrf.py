@@ -14,7 +14,6 @@ from plotly.subplots import make_subplots
 from ..engine import monte_carlo
 from ..estimators import create
 from ..maths.simrf import (
-    COUPLINGS_WITH_DENSITY,
     conformity_iterations,
     density_wij,
     f_penalty,
@@ -23,9 +22,18 @@ from ..maths.simrf import (
     sample_pair_sums,
 )
 from ..numerics import LOG10
+from ..registries import (
+    COUPLING_TITLES,
+    COUPLINGS_WITH_DENSITY,
+    IID,
+    ORTHOGONAL,
+    SAMPLED_COUPLINGS,
+    SIMPLEX,
+    SIMPLEX_PLUS,
+)
 from .common import LAYOUT, color, finite_or_none, lines, log_axes
 
-LABELS = {"iid": "iid", "orthogonal": "orthogonal (ORF)", "simplex": "simplex (SimRF)"}
+LABELS = COUPLING_TITLES
 FEATURE_LABELS = {"positive": "positive RF", "positive_antithetic": "antithetic positive RF", "trig": "trig RF"}
 HISTOGRAM_MAX_D = 256
 """Sampled histograms use full d×d blocks (O(d³) each): above this d they are not drawn."""
@@ -67,7 +75,7 @@ def density_figure(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, *,
 
 
 def ratio_vs_v_figure(d: int, m: int | None = None, *, features: str = "positive",
-                      couplings: Sequence[str] = ("orthogonal", "simplex"), v: np.ndarray | None = None) -> go.Figure:
+                      couplings: Sequence[str] = (ORTHOGONAL, SIMPLEX), v: np.ndarray | None = None) -> go.Figure:
     """MSE_coupling/MSE_iid against v = |x+y| (z = |x−y| for trig) on a log axis (SimRF Fig. 6: d = m = 64).
     The ratio depends only on v, d, m and the coupling, not on the kernel (softmax or Gaussian)."""
     m = d if m is None else m
@@ -82,7 +90,7 @@ def ratio_vs_v_figure(d: int, m: int | None = None, *, features: str = "positive
 
 
 def ratio_vs_d_figure(v: float, ds: Sequence[int] = (2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512, 1024), *,
-                      features: str = "positive", couplings: Sequence[str] = ("orthogonal", "simplex"),
+                      features: str = "positive", couplings: Sequence[str] = (ORTHOGONAL, SIMPLEX),
                       blocks: int = 1) -> go.Figure:
     """MSE_coupling/MSE_iid against d at fixed v (z for trig) with m = blocks·d (ref §4, "MSE vs d")."""
     dd = np.asarray(ds, dtype=int)
@@ -121,11 +129,11 @@ def simplex_plus_iterations_figure(norms: np.ndarray, v: float = 1.0, passes: in
     fig.add_trace(go.Scatter(x=np.r_[it, it[::-1]], y=np.r_[np.full(it.size, mean + sd), np.full(it.size, mean - sd)],
                              fill="toself", fillcolor="rgba(31,119,180,0.15)", line={"width": 0}, hoverinfo="skip",
                              name="iid ± 1 sd"))
-    for i, (name, value) in enumerate([("iid (mean)", mean), (LABELS["orthogonal"], res["orthogonal"]),
-                                       (LABELS["simplex"], res["simplex"])]):
+    for i, (name, value) in enumerate([("iid (mean)", mean), (LABELS[ORTHOGONAL], res[ORTHOGONAL]),
+                                       (LABELS[SIMPLEX], res[SIMPLEX])]):
         fig.add_trace(go.Scatter(x=it, y=np.full(it.size, value), mode="lines", name=name,
                                  line={"color": color(i), "dash": "dash" if i else "dot"}))
-    fig.add_trace(go.Scatter(x=it, y=res["simplex_plus"], mode="lines+markers", name="simplex+ (SimRF+)",
+    fig.add_trace(go.Scatter(x=it, y=res[SIMPLEX_PLUS], mode="lines+markers", name=LABELS[SIMPLEX_PLUS],
                              line={"color": color(3), "width": 2.5}))
     fig.update_xaxes(title_text="SimRF+ passes (Eq. 17)")
     fig.update_yaxes(title_text=f"RF-conformity ρ at v = {v:g}")
@@ -136,7 +144,6 @@ def simplex_plus_iterations_figure(norms: np.ndarray, v: float = 1.0, passes: in
 SAMPLED_V: tuple[float, ...] = (0.05, 0.2, 0.5, 0.8, 1.0, 1.3)
 """Values of v where the coupling page samples the MSE ratio: beyond v ≈ 1.3 positive features are heavy-tailed and
 the sample MSE is biased low."""
-SAMPLED_COUPLINGS: tuple[str, ...] = ("orthogonal", "simplex", "simplex_plus")
 
 
 def sampled_ratio_columns(d: int, m: int, features: str = "positive", v: Sequence[float] = SAMPLED_V,
@@ -152,7 +159,7 @@ def sampled_ratio_columns(d: int, m: int, features: str = "positive", v: Sequenc
     x = np.zeros((vs.size, 2))
     x[:, 0] = vs / 2
     y = -x if features == "trig" else x.copy()
-    iid = create(features, m=m, coupling="iid")
+    iid = create(features, m=m, coupling=IID)
     out: dict[str, tuple[np.ndarray, ...]] = {}
     for i, coupling in enumerate(SAMPLED_COUPLINGS):
         est = create(features, m=m, coupling=coupling)
