@@ -140,6 +140,6 @@ def test_kernel_aliases_are_declared_once():
     assert R.canonical_kernel("exponential") == "softmax" and R.canonical_kernel("softmax") == "softmax"
     assert R.kernel_spellings("softmax") == ("softmax", "exponential")
     assert R.kernel_spellings("unknown") == ("unknown",)
-    from rfviz.figures.explorer import estimators_for_kernel, make_estimator
+    from rfviz.compute.catalog import estimators_for_kernel, make_estimator
     assert "maclaurin" in estimators_for_kernel("softmax")
     assert make_estimator("maclaurin", {}, "softmax").params["kernel"] == "exponential"

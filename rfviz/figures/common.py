@@ -41,7 +41,7 @@ EXACT_COLOR = "#ff00ff"
 PERCENTILES = (1.0, 99.0)
 """Default colour window: these percentiles of the finite values over all panels."""
 
-__all__ = ["EXACT_COLOR", "LAYOUT", "PALETTE", "PERCENTILES", "TEMPLATE", "THETA_TICKS", "ColourRange",
+__all__ = ["EXACT_COLOR", "LAYOUT", "PALETTE", "PERCENTILES", "TEMPLATE", "THETA_TICKS", "ColourRange", "coinciding",
            "columns_to_csv", "finite_or_none", "heatmaps", "lines", "log_axes", "robust_range", "surfaces",
            "traces_csv"]
 
@@ -131,28 +131,55 @@ def _wrapped(title: str, panels: int) -> str:
     return "<br>".join(textwrap.wrap(title, width))
 
 
+@dataclass(frozen=True)
+class HeatmapStyle:
+    """How ``heatmaps`` colours its panels: the colour scale (``RdBu_r`` centred on 0 when ``diverging``), the colour
+    window (``zrange``, else ``robust_range`` at ``percentiles``, limited to ``floor_span`` units below the top) and
+    the legend label of exact (−inf) cells.
+
+    Examples
+    --------
+    >>> HeatmapStyle(diverging=True).colorscale
+    'Viridis'
+    """
+
+    colorscale: str = "Viridis"
+    diverging: bool = False
+    floor_span: float | None = None
+    zrange: tuple[float, float] | None = None
+    percentiles: tuple[float, float] = PERCENTILES
+    exact_label: str = "exact (MSE = 0)"
+
+
 def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlabel: str, ylabel: str, zlabel: str,
-             title: str = "", theta_axis: str = "x", colorscale: str = "Viridis", diverging: bool = False,
-             floor_span: float | None = None, markers: Mapping[str, tuple[np.ndarray, np.ndarray, str]] | None = None,
-             zrange: tuple[float, float] | None = None, exact_label: str = "exact (MSE = 0)",
-             percentiles: tuple[float, float] = PERCENTILES) -> go.Figure:
+             title: str = "", theta_axis: str = "x",
+             markers: Mapping[str, tuple[np.ndarray, np.ndarray, str]] | None = None,
+             style: HeatmapStyle = HeatmapStyle()) -> go.Figure:
     """One heatmap per entry of ``zs`` (z[i, j] at y[i], x[j]) side by side, sharing one colour scale.
 
-    The colour window is ``robust_range`` of all panels (or ``zrange``; ``floor_span`` additionally limits it to
-    that many units below the top). Cells at −inf are exact: drawn in ``EXACT_COLOR`` with the legend entry
-    ``exact_label``. ``markers`` maps a panel name to (x, y, text) points drawn on top (e.g. Monte-Carlo
+    The colour window is ``robust_range`` of all panels (or ``style.zrange``; ``style.floor_span`` additionally
+    limits it to that many units below the top). Cells at −inf are exact: drawn in ``EXACT_COLOR`` with the legend
+    entry ``style.exact_label``. ``markers`` maps a panel name to (x, y, text) points drawn on top (e.g. Monte-Carlo
     disagreements).
+
+    Examples
+    --------
+    >>> fig = heatmaps(np.arange(3.0), np.arange(2.0), {"a": np.zeros((2, 3))}, xlabel="x", ylabel="y", zlabel="z",
+    ...                style=HeatmapStyle(diverging=True))
+    >>> fig.data[0].type
+    'heatmap'
     """
+    diverging, zrange, floor_span, exact_label = style.diverging, style.zrange, style.floor_span, style.exact_label
     names = list(zs)
     n = max(1, len(names))
     titles = [_wrapped(k, n) for k in names]
     fig = make_subplots(rows=1, cols=n, subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.04)
     raw = [np.asarray(zs[k], dtype=float) for k in names]
     arrays = [finite_or_none(z) for z in raw]
-    rng = robust_range(arrays, user=zrange, diverging=diverging, percentiles=percentiles)
+    rng = robust_range(arrays, user=zrange, diverging=diverging, percentiles=style.percentiles)
     if rng is not None and floor_span is not None and zrange is None and rng.hi - rng.lo > floor_span:
         rng = ColourRange(rng.hi - floor_span, rng.hi, True, rng.clipped_hi)
-    coloraxis: dict = {"colorscale": "RdBu_r" if diverging else colorscale,
+    coloraxis: dict = {"colorscale": "RdBu_r" if diverging else style.colorscale,
                        "colorbar": {"title": {"text": zlabel, "side": "right"}}}
     if rng is not None:
         coloraxis.update(cmin=rng.lo, cmax=rng.hi)
@@ -343,3 +370,39 @@ def bars(x: Sequence, series: Mapping[str, Sequence[float]], *, xlabel: str, yla
         fig.add_trace(go.Bar(x=list(x), y=list(y), name=name, marker={"color": color(i)}))
     fig.update_layout(title=title, xaxis_title=xlabel, yaxis_title=ylabel, height=height, barmode="group", **LAYOUT)
     return log_axes(fig)
+
+
+def coinciding(fig: go.Figure) -> list[tuple[str, str]]:
+    """Pairs of named line traces of ``fig`` drawn exactly on top of each other (same x and y), so the page can
+    say so instead of letting one curve hide the other.
+
+    Parameters
+    ----------
+    fig : plotly.graph_objects.Figure
+        Any figure; traces without a name, x or y (or with non-numeric x/y) are ignored.
+
+    Returns
+    -------
+    list of (str, str)
+        The names of each coinciding pair, in trace order.
+
+    Examples
+    --------
+    >>> fig = go.Figure([go.Scatter(x=[0, 1], y=[1, 2], name="a"), go.Scatter(x=[0, 1], y=[1, 2], name="b")])
+    >>> coinciding(fig)
+    [('a', 'b')]
+    """
+    lines = []
+    for t in fig.data:
+        if getattr(t, "name", None) and getattr(t, "y", None) is not None and getattr(t, "x", None) is not None:
+            try:
+                lines.append((t.name, np.asarray(t.x, dtype=float), np.asarray(t.y, dtype=float)))
+            except (TypeError, ValueError):
+                continue
+    out = []
+    for i, (na, xa, ya) in enumerate(lines):
+        for nb, xb, yb in lines[i + 1:]:
+            if (na != nb and xa.shape == xb.shape and ya.shape == yb.shape and ya.size > 1
+                    and np.allclose(xa, xb, equal_nan=True) and np.allclose(ya, yb, rtol=1e-9, equal_nan=True)):
+                out.append((na, nb))
+    return out

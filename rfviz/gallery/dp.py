@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..figures import dp as fd
+from ..compute import dp as cd
 from ..figures.common import LAYOUT, color, log_axes, traces_csv
 from ..maths import dp
 from .common import catalog_rows, side_by_side
@@ -113,7 +113,7 @@ gallery_figure(GalleryFigure(
            "is left out. The data are drawn with the reference's seed, so the averages equal its values.",
     build=build_dp_fig2,
     explorer_page="dot_product",
-    explorer_params={"view": "Variance vs p", "d": "8", "m": "1024", "p": "3", "q": "0.5", "basis": "gaussian",
+    explorer_params={"view": "vs-p", "d": "8", "m": "1024", "p": "3", "q": "0.5", "basis": "gaussian",
                      "variance": "complex", "embedding": "rotation_average"},
     key_numbers=_dp2_keys,
     catalog=_dp2_catalog(),
@@ -128,7 +128,7 @@ DP12_D_MAX = 6
 
 
 def build_dp_fig12() -> tuple[go.Figure, str]:
-    figs = [fd.variance_vs_m(r=1.0, theta=0.0, d=2, p=n, m_max=DP12_D_MAX, embedding="flat") for n in (1, 2)]
+    figs = [cd.variance_vs_m(r=1.0, theta=0.0, d=2, p=n, m_max=DP12_D_MAX, embedding="flat") for n in (1, 2)]
     fig = side_by_side(figs, ["n = 1", "n = 2"],
                        "DP Fig. 12: variance vs D for d = 2, x = y = (√½, √½)<br>TensorSRHT (Eq. 33), its surrogate "
                        "(Eq. 72, dotted) and unstructured Rademacher sketches (Eqs. 18/19, dashed)")
@@ -183,7 +183,7 @@ gallery_figure(GalleryFigure(
            "dimension must be used in c(D, d) (reference P3). No printed value differs here.",
     build=build_dp_fig12,
     explorer_page="dot_product",
-    explorer_params={"view": "Variance vs m (TensorSRHT sawtooth)", "d": "2", "m": "6", "p": "2", "q": "0.5", "r": "1",
+    explorer_params={"view": "vs-m", "d": "2", "m": "6", "p": "2", "q": "0.5", "r": "1",
                      "theta": "0", "embedding": "flat", "basis": "rademacher"},
     key_numbers=_dp12_keys,
     catalog=_dp12_catalog(),
@@ -275,7 +275,7 @@ gallery_figure(GalleryFigure(
     build=build_dp_tsrht_vs_tensorsketch,
     explorer_page="dot_product",
     explorer_params={"d": "2", "m": "6", "p": "2", "r": "1", "theta": "0", "embedding": "flat",
-                     "view": "Sketches vs m (with TensorSketch)"},
+                     "view": "sketches-vs-m"},
     key_numbers=_ts_keys,
     catalog=_ts_catalog(),
     params={"pair": "x = y = (√½, √½), p = 2, D = 1 … 6", "data": f"{DP2_PAIRS} |N(0, I_{TS_DATA_D})| unit pairs",

@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from scipy import optimize
 
+from ..compute import simrf as cs
 from ..figures import simrf as fc
 from ..figures.common import traces_csv
 from ..maths.simrf import density_wij, mse_ratio_vs_iid
@@ -30,7 +31,8 @@ def density_mode(d: int, coupling: str) -> tuple[float, float]:
 
 
 def build_simrf_fig5() -> tuple[go.Figure, str]:
-    fig = fc.density_figure(SIMRF5_D, SIMRF5_COUPLINGS, samples=SIMRF5_SAMPLES, seed=5, v=SIMRF5_V)
+    fig = fc.density_figure(SIMRF5_D, SIMRF5_COUPLINGS, v=SIMRF5_V,
+                            drawn=cs.pair_sum_samples(SIMRF5_D, SIMRF5_COUPLINGS, SIMRF5_SAMPLES, seed=5))
     fig.update_layout(title=f"SimRF Fig. 5: p(w<sub>ij</sub>) at d = {SIMRF5_D} with {SIMRF5_SAMPLES} sampled pairs "
                             f"per coupling<br>penalty f(w, v = {SIMRF5_V:g}) on the right axis (log)", height=480,
                       margin={"t": 90})
@@ -156,7 +158,7 @@ gallery_figure(GalleryFigure(
            "precision (a naive evaluation is noise at v = 1e−3 and overflows at v > 18.8).",
     build=build_simrf_fig6,
     explorer_page="coupling",
-    explorer_params={"view": "MSE ratio vs v (+ simplex+)", "d": "64", "m": "64", "features": "positive"},
+    explorer_params={"view": "ratio-vs-v", "d": "64", "m": "64", "features": "positive"},
     key_numbers=_simrf6_keys,
     catalog=_simrf6_catalog(),
     params={"d": SIMRF6_D, "m": SIMRF6_M, "features": "positive", "v": "1e−3 … 1e2 (log)"},
