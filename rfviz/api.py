@@ -43,7 +43,6 @@ from .maths.optimal import (
     gaussian_input_thresholds,
 )
 from .maths.simrf import (
-    COUPLINGS_WITH_DENSITY,
     cdf_wij,
     check_coupling_dimension,
     log_conformity,
@@ -54,8 +53,9 @@ from .maths.simrf import (
     pairs_within_blocks,
 )
 from .numerics import LOG10
-from .params import MAX_DIMENSION, Param, ParameterError, require_fits, validate_params
+from .params import CLI_D_PARAM, Param, ParameterError, require_fits, validate_params
 from .params import check as check_value
+from .registries import COUPLINGS_WITH_DENSITY, IID, SIMPLEX
 from .textio import format_complex, jsonable, parse_vector
 
 __all__ = ["CheckResult", "DensityResult", "GramResult", "MSEResult", "MonteCarloSummary", "PsiResult",
@@ -104,7 +104,6 @@ def _assignments(values: Mapping[str, Any]) -> dict[str, str]:
 # Each ``*_report`` takes the command's ``key=value`` assignments as text and returns its JSON object; the functions
 # above call them with typed values (``as_text``), and rfviz.cli's commands call them with what the user typed.
 
-D = Param("d", 2, "int", "input dimension", low=1, high=MAX_DIMENSION)
 INPUT_KEYS = ("r", "theta", "d", "embedding", "x", "y")
 
 
@@ -125,7 +124,7 @@ def resolve_inputs(values: dict[str, str]) -> tuple[np.ndarray, np.ndarray, dict
         return x, y, {"x": x.tolist(), "y": y.tolist(), "d": int(x.size)}
     r = _number("r", values.get("r", "1.0"))
     theta = _number("theta", values.get("theta", str(math.pi / 2)))
-    d = check_value(_number("d", values.get("d", "2")), D)
+    d = check_value(_number("d", values.get("d", "2")), CLI_D_PARAM)
     require_fits(f"a pair of inputs in dimension d={d}", 4 * 8 * d, "use a smaller d")
     embedding = values.get("embedding", "canonical")
     x, y = embed_pair(r, theta, d, embedding)
@@ -282,7 +281,7 @@ def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, d
 
 
 DENSITY_SPECS: dict[str, Param] = {
-    "coupling": Param("coupling", "simplex", "choice", "coupling of the pair", choices=COUPLINGS_WITH_DENSITY),
+    "coupling": Param("coupling", SIMPLEX, "choice", "coupling of the pair", choices=COUPLINGS_WITH_DENSITY),
     "d": Param("d", 6, "int", "dimension", low=1, high=100_000),
     "m": Param("m", 0, "int", "features for the MSE ratios (0: m = d, one full block)", low=0, high=10_000_000),
 }
@@ -326,7 +325,7 @@ def density_report(assignments: dict[str, str]) -> dict[str, Any]:
         m = values["m"] or d
         report["v"] = v
         report["m"] = m
-        report["coupled_pairs"] = pairs_within_blocks(m, d) if coupling != "iid" else 0
+        report["coupled_pairs"] = pairs_within_blocks(m, d) if coupling != IID else 0
         report["log10_conformity"] = log_conformity(v, d, coupling) / LOG10
         report["mse_ratio_vs_iid"] = {
             features: mse_ratio_vs_iid(features, v * v, d, m, coupling)

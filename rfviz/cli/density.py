@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from ..api import density_report
+from ..registries import COUPLINGS_WITH_DENSITY
 from ..textio import parse_assignments
 from ._output import emit
 
@@ -19,6 +20,6 @@ def run(args: argparse.Namespace) -> int:
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", nargs="*",
-                   help="key=value: coupling=iid|orthogonal|simplex, d=6, w=0.5,1,1.5 (default: a grid), "
+                   help=f"key=value: coupling={'|'.join(COUPLINGS_WITH_DENSITY)}, d=6, w=0.5,1,1.5 (default: a grid), "
                         "v=0.5,1 (conformity and MSE ratios), m (default d)")
     p.add_argument("--json", action="store_true", help="print JSON")

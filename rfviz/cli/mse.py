@@ -6,15 +6,12 @@ import argparse
 import math
 
 from ..api import mse_report
-from ..params import MAX_TRIALS, Param, ParameterError, check
+from ..params import CLI_TRIALS_PARAM, MAX_TRIALS, ParameterError, check
 from ..textio import parse_assignments
 from ._output import emit
 
 NAME = "mse"
 HELP = "closed-form MSE of one estimator at one input pair, and optionally its Monte-Carlo twin"
-
-TRIALS = Param("trials", 0, "int", "Monte-Carlo trials (0: closed form only)", low=0, high=MAX_TRIALS)
-
 
 def count(text: str) -> int:
     """An argparse type for counts written as ``2000`` or ``1e6`` (an integral value)."""
@@ -28,7 +25,7 @@ def count(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    check(args.trials, TRIALS)
+    check(args.trials, CLI_TRIALS_PARAM)
     if args.trials == 1:
         raise ParameterError("trials must be 0 (no Monte Carlo) or at least 2, got 1")
     if args.max_seconds is not None and not (math.isfinite(args.max_seconds) and args.max_seconds > 0):
