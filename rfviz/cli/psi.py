@@ -1,5 +1,5 @@
 """``python -m rfviz psi``: the optimal importance-sampling density Ψ of one mechanism and input law
-(Sernau et al. Thm 1; reference optimal_sampling.md §3) and its plotted quantities."""
+(Sernau et al. Thm 1; [OS]) and its plotted quantities."""
 
 from __future__ import annotations
 
