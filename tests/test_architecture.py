@@ -23,6 +23,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.params": "numerics/params",
     "rfviz.numerics": "numerics/params",
     "rfviz.textio": "numerics/params",
+    "rfviz.fileio": "numerics/params",  # safe output files (checked, atomic)
     "rfviz.geometry": "numerics/params",
     "rfviz.references": "numerics/params",
     "rfviz.diagnostics": "numerics/params",  # pure statistics of sampled errors
