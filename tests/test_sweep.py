@@ -245,7 +245,7 @@ def test_cli_sigint_exits_130_keeps_points_and_resumes(tmp_path) -> None:
     n_points, k = 40, 2
     cmd = [sys.executable, "-m", "rfviz", "sweep", "positive", "d=16", "m=64", "theta=1.0",
            "--grid", f"r=0.2:1.2:{n_points}", "--trials", "8192", "--block-trials", "2048", "--seed", "5",
-           "--out", str(out)]
+           "--flush-points", "1", "--out", str(out)]  # every row durable at once, so the test can watch them
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

@@ -19,6 +19,7 @@ Driver memory is O(buffer + one merge batch per chain) plus one byte per grid po
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import heapq
 import io
@@ -26,6 +27,8 @@ import json
 import math
 import os
 import re
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -189,6 +192,20 @@ def _foreign_parts(parts_dir: Path) -> str | None:
     return None
 
 
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold SIGINT (Ctrl-C) back while a flush writes rows and marks them stored, so that an interrupted sweep's
+    file and manifest agree; it is delivered when the block ends (main thread, POSIX; elsewhere a no-op)."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _line_point(line: bytes) -> int:
     return int(line.split(b",", 1)[0])
 
@@ -346,7 +363,7 @@ class ResultStore:
             self._recover_csv()
         else:
             self._recover_parquet()
-        if self.manifest["status"] != "complete":
+        if self.manifest["status"] != "complete" or self.dropped:  # dropped rows are recomputed, then re-sorted
             self.manifest["status"] = "running"
         self._save_manifest()
 
@@ -472,10 +489,11 @@ class ResultStore:
     def append(self, row: dict[str, Any]) -> None:
         """Record one finished point; it is durable after the next flush (every ``flush_points`` rows or
         ``flush_s`` seconds, and on ``close``)."""
-        self.done[int(row["point"])] = True
-        self._buffer.append(row)
-        if len(self._buffer) >= self.flush_points or time.monotonic() - self._last_flush >= self.flush_s:
-            self.flush()
+        with _sigint_deferred():  # Ctrl-C between these lines would count a row twice or not at all
+            self._buffer.append(row)
+            self.done[int(row["point"])] = True
+            if len(self._buffer) >= self.flush_points or time.monotonic() - self._last_flush >= self.flush_s:
+                self.flush()
 
     def _schema(self) -> Any:
         import pyarrow as pa
@@ -500,6 +518,10 @@ class ResultStore:
     def flush(self) -> None:
         """Make the buffered rows durable: appended to the CSV (fsync), or a new Parquet part listed in the
         manifest."""
+        with _sigint_deferred():
+            self._flush()
+
+    def _flush(self) -> None:
         self._last_flush = time.monotonic()
         if not self._buffer:
             return
