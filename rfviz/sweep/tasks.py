@@ -154,33 +154,71 @@ def setup_values(estimator: str, values: dict[str, Any]) -> tuple[Estimator, np.
     return est, x, y, d
 
 
-INDEPENDENT_INPUTS = ("r",)
-"""Inputs whose validity does not depend on any other value (checked per axis value, not per combination)."""
+def _axis_or_fixed(spec: SweepSpec, name: str) -> tuple[Any, ...]:
+    """The values an input takes in the sweep: its grid axis, else its fixed value, else its default."""
+    for axis in spec.grid.axes:
+        if axis.name == name:
+            return axis.values
+    return (spec.fixed.get(name, INPUTS[name]),)
+
+
+def _at(names: tuple[str, ...], combo: tuple[Any, ...], exc: ParameterError) -> ParameterError:
+    where = ", ".join(f"{n}={v}" for n, v in zip(names, combo, strict=True))
+    return ParameterError(f"grid point {where}: {exc}") if where else exc
 
 
 def validate_points(spec: SweepSpec) -> None:
-    """Check every grid point's parameters before any work: each value of an independent input (``r``) on its own,
-    and every combination of the axes that interact (estimator parameters, θ, d, embedding) through
-    ``setup_values``. The work is the product of the interacting axes' lengths, not the grid size.
+    """Check every grid point's parameters before any work, at the cost of the interacting axes, not the grid size.
 
-    Raises ParameterError naming the first invalid combination.
+    * ``r``: each value on its own (it interacts with nothing);
+    * the estimator: every combination of its parameter axes (cross-parameter checks in its constructor), each
+      with every ``d`` (``check_dimension``);
+    * the pair: for every (d, embedding), all θ values at once (``grid_pairs`` is vectorised over θ; d = 1 admits
+      only θ ∈ {0, π}), and one full ``setup_values`` at the first values.
+
+    Raises
+    ------
+    ParameterError
+        Naming the first invalid combination (e.g. ``grid point d=1, theta=0.5: ...``).
     """
-    axes = spec.grid.axes
-    for axis in axes:
-        if axis.name in INDEPENDENT_INPUTS:
-            for v in axis.values:
-                check_r(_num(axis.name, v))
-    base = {a.name: a.values[0] for a in axes if a.name in INDEPENDENT_INPUTS}
-    varying = [a for a in axes if a.name not in INDEPENDENT_INPUTS]
-    for combo in itertools.product(*(a.values for a in varying)):
-        values = {**spec.fixed, **base, **{a.name: v for a, v in zip(varying, combo, strict=True)}}
+    cls = get_estimator(spec.estimator)
+    r_values = np.array([_num("r", v) for v in _axis_or_fixed(spec, "r")])
+    check_r(r_values)
+    ds = [check_d(_num("d", v)) for v in _axis_or_fixed(spec, "d")]
+    thetas = np.array([_num("theta", v) for v in _axis_or_fixed(spec, "theta")])
+    check_theta(thetas)
+    embeddings = _axis_or_fixed(spec, "embedding")
+    fixed_params = {k: v for k, v in spec.fixed.items() if k not in INPUTS}
+    param_axes = [a for a in spec.grid.axes if a.name not in INPUTS]
+    names = tuple(a.name for a in param_axes)
+    est = None
+    for combo in itertools.product(*(a.values for a in param_axes)):
+        try:
+            e = cls(**fixed_params, **dict(zip(names, combo, strict=True)))
+        except ParameterError as exc:
+            raise _at(names, combo, exc) from None
+        est = est or e
+        for d in ds:
+            try:
+                e.check_dimension(d)
+            except ParameterError as exc:
+                raise _at((*names, "d"), (*combo, d), exc) from None
+    assert est is not None
+    for d, emb in itertools.product(ds, embeddings):
+        try:
+            est.grid_pairs(float(r_values[0]), thetas, d, str(emb))
+        except ParameterError:
+            for theta in thetas:  # find the first failing θ
+                try:
+                    est.grid_pairs(float(r_values[0]), float(theta), d, str(emb))
+                except ParameterError as exc:
+                    raise _at(("d", "embedding", "theta"), (d, emb, float(theta)), exc) from None
+            raise
+        values = {**spec.fixed, **{a.name: a.values[0] for a in spec.grid.axes}, "d": d, "embedding": emb}
         try:
             setup_values(spec.estimator, values)
         except ParameterError as exc:
-            if not varying:
-                raise
-            at = ", ".join(f"{a.name}={v}" for a, v in zip(varying, combo, strict=True))
-            raise ParameterError(f"grid point {at}: {exc}") from None
+            raise _at(("d", "embedding"), (d, emb), exc) from None
 
 
 NUMERIC_ERRORS = (FloatingPointError, OverflowError, ZeroDivisionError)
