@@ -14,7 +14,7 @@ from ..estimators import get_estimator
 from ..params import ParameterError
 from ..sweep import SweepSpec, make_backend, parse_grid, run_sweep
 from ..sweep.backends import DEFAULT_TASK_SECONDS
-from ..sweep.store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore
+from ..sweep.store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore, check_flush
 from ..sweep.tasks import DEFAULT_SWEEP_BLOCK
 from ..textio import parse_assignments
 
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid, cls, fixed)
     block = DEFAULT_SWEEP_BLOCK if args.block_trials is None else args.block_trials
     spec = SweepSpec(args.name, fixed, grid, args.trials, args.seed, block, "cpu")  # validates before Ray starts
+    check_flush(args.flush_points, args.flush_seconds)
     ResultStore.check_out(args.out, resume=args.resume, overwrite=args.overwrite)  # before Ray starts, writes nothing
     options = {}
     if args.backend == "ray":

@@ -210,6 +210,19 @@ def _line_point(line: bytes) -> int:
     return int(line.split(b",", 1)[0])
 
 
+def check_flush(flush_points: int, flush_s: float) -> None:
+    """ParameterError unless ``flush_points`` is an integer ≥ 1 and ``flush_s`` a finite number > 0.
+
+    Examples
+    --------
+    >>> check_flush(1000, 5.0)
+    """
+    if isinstance(flush_points, bool) or not isinstance(flush_points, int | np.integer) or flush_points < 1:
+        raise ParameterError(f"flush_points (--flush-points) must be an integer in [1, inf), got {flush_points}")
+    if isinstance(flush_s, bool) or not (isinstance(flush_s, int | float) and math.isfinite(flush_s) and flush_s > 0):
+        raise ParameterError(f"flush_s (--flush-seconds) must be a number in (0, inf), got {flush_s}")
+
+
 class ResultStore:
     """Append-only store of finished points for one sweep (CSV or Parquet, chosen by the file suffix).
 
@@ -232,10 +245,7 @@ class ResultStore:
         self.kind = self.path.suffix.lower().lstrip(".")
         if self.kind not in ("csv", "parquet"):
             raise ParameterError(f"out must end in .csv or .parquet, got {str(self.path)!r}")
-        if isinstance(flush_points, bool) or int(flush_points) != flush_points or flush_points < 1:
-            raise ParameterError(f"flush_points must be an integer in [1, inf), got {flush_points}")
-        if not (isinstance(flush_s, int | float) and flush_s > 0 and math.isfinite(flush_s)):
-            raise ParameterError(f"flush_s must be a number in (0, inf), got {flush_s}")
+        check_flush(flush_points, flush_s)
         self.spec = spec
         self.columns = output_columns(spec.grid)
         self.manifest_path = self.path.with_name(self.path.name + ".manifest.json")
