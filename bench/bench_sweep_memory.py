@@ -61,7 +61,7 @@ def measure(points: int, seconds: float, out_dir: pathlib.Path) -> dict[str, flo
     err = proc.stderr.read() if proc.stderr else ""
     wall = time.monotonic() - started
     done = sum(1 for _ in open(out)) - 1 if out.exists() else 0
-    half = [r for t, r in samples if t >= wall / 2]
+    half = [r for t, r in samples if t >= wall / 2 and r > 0]  # 0: the process had exited
     return {"points": points, "rss_peak_mib": hwm / 1024, "rss_2nd_half_min_mib": min(half, default=0) / 1024,
             "rss_2nd_half_max_mib": max(half, default=0) / 1024, "done": done, "wall_s": wall,
             "stopped": "SIGINT" if stopped else "finished", "rc": proc.returncode, "err": err.strip()[-200:]}

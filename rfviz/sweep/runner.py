@@ -40,8 +40,9 @@ class SweepReport:
 
 
 def todo_points(done: np.ndarray) -> Iterator[int]:
-    """Indices where ``done`` is False, in order, scanned ``SCAN_CHUNK`` at a time (``done`` is read lazily, so
-    pass a copy if it changes while iterating)."""
+    """Indices where ``done`` is False, in order, scanned ``SCAN_CHUNK`` at a time. ``done`` is read lazily, one
+    chunk when the iteration reaches it: safe while the sweep marks points done, since a point is marked only after
+    it was yielded (no copy of the mask is needed)."""
     for start in range(0, len(done), SCAN_CHUNK):
         for p in np.flatnonzero(~done[start:start + SCAN_CHUNK]):
             yield start + int(p)
@@ -91,7 +92,7 @@ def run_sweep(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, 
     finished = trials = 0
     status = "interrupted"
     try:
-        for rows in backend.run(spec, iter_tasks(spec, todo_points(store.done.copy()))):
+        for rows in backend.run(spec, iter_tasks(spec, todo_points(store.done))):
             trials_now = int(rows[:, COL["n"]].sum())
             trials += trials_now
             new_points = 0
