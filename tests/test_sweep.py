@@ -216,8 +216,8 @@ def test_cli_sweep_and_refusals(tmp_path, capsys, monkeypatch) -> None:
     assert rows(out) == rows(tmp_path / "api.csv")
     capsys.readouterr()
     for bad in (["--grid", "r=0:1"], ["--grid", "nope=1,2"], ["--trials", "1"], ["--workers", "2"],
-                ["--device", "tpu"], ["--grid", "m=8"],
-                ["--flush-points", "0"], ["--flush-seconds", "nan"]):  # m=8 with out existing: refused, nothing overwritten
+                ["--device", "tpu"], ["--grid", "m=8"],  # m=8 with out existing: refused, nothing overwritten
+                ["--flush-points", "0"], ["--flush-seconds", "nan"]):
         assert main([*args, *bad]) == 2, bad
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1, err
