@@ -202,3 +202,16 @@ def test_figure_replaces_only_its_own_files(tmp_path, capsys) -> None:
     (tmp_path / "link.csv").symlink_to(data)
     assert main(["figure", name, "--data", str(tmp_path / "link.csv"), "--overwrite"]) == 2
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".rfviz-tmp")]
+
+
+def test_validating_ten_million_points_is_cheap() -> None:
+    import time
+
+    est = get_estimator("positive")
+    t0 = time.perf_counter()
+    grid = parse_grid(["r=0:2:100", "theta=0:3.14:1000", "m=1:100:100"], est, {"d": "8"})
+    spec = SweepSpec("positive", {"d": "8"}, grid, 2, 0, 2, "cpu")
+    assert spec.n_points == 10**7 and time.perf_counter() - t0 < 20  # ~0.1 s idle: 100 + 1000 checks, not 10⁷
+    bad = parse_grid(["theta=0,0.5", "d=2,1", "m=4,8"], est, {})
+    with pytest.raises(ParameterError, match=r"d=1.*theta=0\.5"):  # the last combination is the invalid one
+        SweepSpec("positive", {}, bad, 2, 0, 2, "cpu")
