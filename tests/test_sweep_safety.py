@@ -215,3 +215,24 @@ def test_validating_ten_million_points_is_cheap() -> None:
     bad = parse_grid(["theta=0,0.5", "d=2,1", "m=4,8"], est, {})
     with pytest.raises(ParameterError, match=r"d=1.*theta=0\.5"):  # the last combination is the invalid one
         SweepSpec("positive", {}, bad, 2, 0, 2, "cpu")
+
+
+def test_a_numeric_failure_in_a_task_gives_a_null_unreliable_row(tmp_path, monkeypatch) -> None:
+    import rfviz.sweep.tasks as tasks_mod
+
+    real = tasks_mod.monte_carlo
+
+    def flaky(est, x, y, **kw):  # point 1's blocks overflow inside the estimator
+        if kw["seed"] in {tasks_mod.task_seed(5, 1, b) for b in range(2)}:
+            raise FloatingPointError("overflow encountered in exp")
+        return real(est, x, y, **kw)
+
+    monkeypatch.setattr(tasks_mod, "monte_carlo", flaky)
+    spec = spec_of(n_r=2)
+    report = run_sweep(spec, str(tmp_path / "f.csv"), make_backend("local"), progress=False)
+    assert report.status == "complete"
+    got = csv_rows(tmp_path / "f.csv")
+    assert [r["point"] for r in got] == ["0", "1", "2", "3"]
+    assert got[1]["mc_mse"] == got[1]["stderr"] == got[1]["z"] == got[1]["mc_mean"] == ""
+    assert got[1]["reliable"] == "False" and "Monte Carlo failed" in got[1]["warning"]
+    assert got[1]["mse"] != "" and got[0]["mc_mse"] != ""  # the closed form and the other points are kept

@@ -386,11 +386,11 @@ def _z_score(log_mse: float | None, stats: PointStats) -> float | None:
 
 
 def _reliability(stats: PointStats, stderr: float | None, z: float | None, notes: list[str],
-                 exact: bool) -> tuple[bool, str | None]:
-    """The ``assess_mse`` verdict, made unreliable by a failed or overflowed Monte Carlo, a standard error of 0
-    (unless ``exact``: every error 0 and a closed-form MSE of 0) or |z| > ``MAX_RELIABLE_Z``; the warning joins the
-    reasons."""
-    verdict = assess_mse(stats.errors, top_share=stats.top_share, parts=stats.parts) if not notes else None
+                 exact: bool, failed: bool) -> tuple[bool, str | None]:
+    """The ``assess_mse`` verdict (none when the Monte Carlo ``failed``), made unreliable by any note (a null
+    value), a standard error of 0 (unless ``exact``: every error 0 and a closed-form MSE of 0) or
+    |z| > ``MAX_RELIABLE_Z``; the warning joins the reasons."""
+    verdict = None if failed else assess_mse(stats.errors, top_share=stats.top_share, parts=stats.parts)
     reasons = list(notes)
     if verdict is not None and verdict.warning:
         reasons.append(verdict.warning)
@@ -422,13 +422,14 @@ def point_row(spec: SweepSpec, stats: PointStats, backend: str) -> dict[str, Any
     if log_mse is not None and math.isnan(log_mse):
         log_mse = None
     mc_mse, stderr, log_mc, _, notes = _mc_moments(stats)
-    z = _z_score(log_mse, stats) if not notes else None
+    failed = math.isnan(log_mc)  # the Monte Carlo itself overflowed: no statistics at all
+    z = None if failed else _z_score(log_mse, stats)
     mc_mean, why = _scaled(stats.mean_r.real, stats.log_scale)
     if why and not notes:
         notes.append(f"mean estimate {why} (null)")
     kernel_value = None if not math.isfinite(log_k) or log_k > LOG_MAX else sign * math.exp(log_k)
     exact = mc_mse == 0.0 and log_mse == -math.inf  # an exact estimator: no error, and the closed form agrees
-    reliable, warning = _reliability(stats, stderr, z, notes, exact)
+    reliable, warning = _reliability(stats, stderr, z, notes, exact, failed)
     return {
         "point": stats.point,
         **spec.grid.point(stats.point),
