@@ -1,9 +1,10 @@
 """A one-line terminal progress report for sweeps: points done, trials/s, ETA (on stderr).
 
-The ETA is sensible from the first tasks: until the sweep has run for ``WINDOW_MIN_S`` seconds it is the median
-compute time of the last ``RECENT`` tasks × the tasks left / the backend's slots (a median ignores a cold first
-task); afterwards it is the trials left / the throughput over the last ``WINDOW_S`` seconds (which includes every
-overhead), re-estimated at each redraw.
+The ETA is sensible from the first tasks: until ``WINDOW_MIN_S`` seconds and ``WINDOW_MIN_TASKS`` tasks have passed
+since the first result it is the median compute time of the last ``RECENT`` tasks × the tasks left / the backend's
+slots (a median ignores a cold first task); afterwards it is the trials left / the throughput over the last
+``WINDOW_S`` seconds, counted from the first result (so start-up, e.g. Ray's, is excluded, and the driver's own
+overhead included), re-estimated at each redraw.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ RECENT = 64
 """Task times kept for the median."""
 WINDOW_S = 60.0
 """Throughput window of the ETA once it is long enough."""
-WINDOW_MIN_S = 5.0
+WINDOW_MIN_S = 1.0
+WINDOW_MIN_TASKS = 8
 
 
 def _duration(seconds: float) -> str:
@@ -99,7 +101,7 @@ class Progress:
         left = self.left_trials()
         if left == 0:
             return 0.0
-        if now - self.started >= WINDOW_MIN_S and self._window and now - self._window[0][0] >= WINDOW_MIN_S:
+        if self._window and now - self._window[0][0] >= WINDOW_MIN_S and self.tasks >= WINDOW_MIN_TASKS:
             rate = self.rate(now)
             if rate > 0:
                 return left / rate
