@@ -236,3 +236,17 @@ def test_a_numeric_failure_in_a_task_gives_a_null_unreliable_row(tmp_path, monke
     assert got[1]["mc_mse"] == got[1]["stderr"] == got[1]["z"] == got[1]["mc_mean"] == ""
     assert got[1]["reliable"] == "False" and "Monte Carlo failed" in got[1]["warning"]
     assert got[1]["mse"] != "" and got[0]["mc_mse"] != ""  # the closed form and the other points are kept
+
+
+def test_a_failing_closed_form_is_a_note_not_a_crash(tmp_path, monkeypatch) -> None:
+    cls = get_estimator("positive")
+
+    def broken(self, x, y, d=None):
+        raise OverflowError("math range error")
+
+    monkeypatch.setattr(cls, "log_mse", broken)
+    report = run_sweep(spec_of(n_r=2), str(tmp_path / "c.csv"), make_backend("local"), progress=False)
+    got = csv_rows(tmp_path / "c.csv")
+    assert report.status == "complete" and len(got) == 4
+    assert all(r["mse"] == "" and r["z"] == "" and "closed-form MSE failed" in r["warning"] for r in got)
+    assert all(r["mc_mse"] != "" for r in got)

@@ -410,15 +410,22 @@ def point_row(spec: SweepSpec, stats: PointStats, backend: str) -> dict[str, Any
     ``warning`` says why and ``reliable`` is False; so is a point with |z| > 10⁶, or standard error 0 unless the
     estimate is exact (every error 0 and a closed-form MSE of 0)."""
     est, x, y, d = spec.setup(stats.point)
+    closed_notes: list[str] = []
     with np.errstate(all="ignore"):
-        log_k, sign = est.kernel_log_value(x, y, d=d)
-        log_k, sign = float(np.ravel(log_k)[0]), float(np.ravel(sign)[0])
+        try:
+            log_k, sign = est.kernel_log_value(x, y, d=d)
+            log_k, sign = float(np.ravel(log_k)[0]), float(np.ravel(sign)[0])
+        except (ValueError, ArithmeticError) as exc:
+            log_k, sign = math.nan, 1.0
+            closed_notes.append(f"kernel value failed ({str(exc)[:80]})")
         log_mse: float | None = None
         if est.closed_form_available():
             try:
                 log_mse = float(np.ravel(est.log_mse(x, y, d=d))[0])
-            except (NotImplementedError, *NUMERIC_ERRORS):
+            except NotImplementedError:
                 log_mse = None
+            except (ValueError, ArithmeticError) as exc:
+                closed_notes.append(f"closed-form MSE failed ({str(exc)[:80]})")
     if log_mse is not None and math.isnan(log_mse):
         log_mse = None
     mc_mse, stderr, log_mc, _, notes = _mc_moments(stats)
@@ -430,6 +437,7 @@ def point_row(spec: SweepSpec, stats: PointStats, backend: str) -> dict[str, Any
     kernel_value = None if not math.isfinite(log_k) or log_k > LOG_MAX else sign * math.exp(log_k)
     exact = mc_mse == 0.0 and log_mse == -math.inf  # an exact estimator: no error, and the closed form agrees
     reliable, warning = _reliability(stats, stderr, z, notes, exact, failed)
+    warning = "; ".join([*([warning] if warning else []), *closed_notes]) or None  # the MC verdict stands
     return {
         "point": stats.point,
         **spec.grid.point(stats.point),
