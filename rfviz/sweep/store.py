@@ -608,7 +608,8 @@ class ResultStore:
                 while chunk := [line for _, line in zip(range(RUN_ROWS), f, strict=False)]:
                     chunk.sort(key=_line_point)
                     run = tmp_path_for(self.path)
-                    run.write_bytes(b"".join(chunk))
+                    with open(run, "wb") as out:
+                        out.writelines(chunk)
                     runs.append(run)
             files = [open(r, "rb") for r in runs]
             try:
