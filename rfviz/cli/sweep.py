@@ -50,6 +50,11 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress line")
 
 
+def _print_notes(notes: list[str]) -> None:
+    for note in notes:
+        print(f"resume: dropped and recomputed {note}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.device not in ("auto", "cpu", "cuda"):
         raise ParameterError(f"device must be auto, cpu or cuda, got {args.device!r}")
@@ -74,15 +79,14 @@ def run(args: argparse.Namespace) -> int:
         spec = replace(spec, device=device)
         try:
             report = run_sweep(spec, args.out, backend, resume=args.resume, overwrite=args.overwrite,
-                               progress=not args.quiet, flush_points=args.flush_points, flush_s=args.flush_seconds)
+                               progress=not args.quiet, flush_points=args.flush_points, flush_s=args.flush_seconds,
+                               on_notes=_print_notes)
         except KeyboardInterrupt:
             print(f"interrupted: finished points are kept in {args.out}; continue with the same command and "
                   f"--resume", file=sys.stderr)
             return 130
     finally:
         backend.close()
-    for note in report.notes:
-        print(f"resume: dropped and recomputed {note}", file=sys.stderr)
     s = report.stats
     rate = report.trials_this_run / report.wall_s if report.wall_s > 0 else 0.0
     print(f"sweep {report.status}: {report.points_done}/{report.points_total} points in {args.out} "

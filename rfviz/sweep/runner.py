@@ -51,7 +51,8 @@ def todo_points(done: np.ndarray) -> Iterator[int]:
 def run_sweep(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, resume: bool = False,
               overwrite: bool = False, progress: bool = True, stream: TextIO | None = None,
               on_point: Callable[[dict[str, Any]], None] | None = None,
-              flush_points: int = DEFAULT_FLUSH_POINTS, flush_s: float = DEFAULT_FLUSH_S) -> SweepReport:
+              flush_points: int = DEFAULT_FLUSH_POINTS, flush_s: float = DEFAULT_FLUSH_S,
+              on_notes: Callable[[list[str]], None] | None = None) -> SweepReport:
     """Run (or resume) ``spec`` on ``backend``, storing one row per finished point in ``out``.
 
     Parameters
@@ -68,6 +69,8 @@ def run_sweep(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, 
         Called with each point's row after it is stored.
     flush_points, flush_s : int, float
         Rows are made durable every ``flush_points`` points or ``flush_s`` seconds, whichever comes first.
+    on_notes : callable, optional
+        Called before any work with what ``--resume`` dropped (stored rows found broken or repeated, recomputed).
 
     Returns
     -------
@@ -85,6 +88,10 @@ def run_sweep(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, 
     'complete'
     """
     store = ResultStore(out, spec, resume=resume, overwrite=overwrite, flush_points=flush_points, flush_s=flush_s)
+    notes = [*store.notes] + ([f"... {store.dropped - len(store.notes)} more"]
+                              if store.dropped > len(store.notes) else [])
+    if notes and on_notes is not None:
+        on_notes(notes)
     started = time.perf_counter()
     nb = spec.n_blocks
     bar = Progress(spec.n_points, store.n_done, spec.trials, stream=stream, enabled=progress, tasks_per_point=nb)
@@ -114,6 +121,4 @@ def run_sweep(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, 
         store.close(complete=status == "complete")
         bar.finish()
     return SweepReport(status, spec.n_points, store.n_done, finished, trials, time.perf_counter() - started,
-                       backend.name, backend.stats, str(out), notes=[*store.notes] + (
-                           [f"... {store.dropped - len(store.notes)} more"] if store.dropped > len(store.notes)
-                           else []))
+                       backend.name, backend.stats, str(out), notes=notes)
