@@ -28,7 +28,8 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from .estimators.base import PairStats, Samples, SoftmaxFamilyEstimator, create, projections, sq_norm, with_kernel
+from .estimators import create  # the package: `base` names a catalog estimator
+from .estimators.base import PairStats, Samples, SoftmaxFamilyEstimator, projections, sq_norm, with_kernel
 from .maths import hrf as hy
 from .params import M_PARAM, Param, ParameterError
 from .sampling import sample_omegas

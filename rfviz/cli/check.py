@@ -11,7 +11,7 @@ import argparse
 import json
 import math
 
-from ..estimators.base import REGISTRY
+from ..estimators import REGISTRY  # the package: REGISTRY needs the catalog loaded
 from ..lab import (
     D_PARAM,
     DEFAULT_ALPHA,
