@@ -398,6 +398,7 @@ def test_sweep_missing_parent_creates_nothing(capsys, tmp_path):
     assert not root.exists()
 
 
+@pytest.mark.slow
 def test_sweep_overwrite_replaces_only_rfviz_files(capsys, tmp_path):
     foreign = tmp_path / "notes.csv"
     foreign.write_text("a,b\n1,2\n")
@@ -412,6 +413,7 @@ def test_sweep_overwrite_replaces_only_rfviz_files(capsys, tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".rfviz-tmp")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("link", ["out", "manifest"])
 def test_sweep_symlinks_are_refused(capsys, tmp_path, link):
     outside = tmp_path / "outside"
@@ -433,6 +435,7 @@ def test_sweep_symlinks_are_refused(capsys, tmp_path, link):
     assert secret.read_text() == "root:x:0:0\n"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("manifest", ["[]", "{}", "null", '"text"', "{not json",
                                       '{"format": "rfviz-sweep", "schema": 2, "spec": [], "status": "running", '
                                       '"parts": [], "columns": []}',
@@ -452,6 +455,7 @@ def test_sweep_resume_validates_the_manifest(capsys, tmp_path, manifest):
     _one_line(code, err, "manifest")
 
 
+@pytest.mark.slow
 def test_sweep_resume_refuses_a_foreign_csv(capsys, tmp_path):
     out = tmp_path / "s.csv"
     assert _sweep(capsys, out)[0] == 0
@@ -469,6 +473,7 @@ def _body(path: pathlib.Path) -> list[list[str]]:
         return [r[:-2] for r in csv.reader(f)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["duplicate", "truncated", "torn", "wrong-point", "garbage"])
 def test_sweep_resume_recomputes_broken_rows(capsys, tmp_path, damage):
     full, out = tmp_path / "full.csv", tmp_path / "s.csv"
@@ -492,6 +497,7 @@ def test_sweep_resume_recomputes_broken_rows(capsys, tmp_path, damage):
     assert _body(out) == _body(full)  # 4 rows, one per point, equal to an undamaged run
 
 
+@pytest.mark.slow
 def test_sweep_overflow_finishes_with_nulls_and_unreliable_rows(capsys, tmp_path):
     out = tmp_path / "o.csv"
     code, _, err = run_cli(capsys, "sweep", "positive", "d=16", "theta=0", "--grid", "r=5,20,40", "m=8",

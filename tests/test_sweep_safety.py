@@ -54,6 +54,7 @@ def test_todo_points_skips_done_points_lazily() -> None:
     assert sum(1 for _ in todo_points(done)) == 100_000
 
 
+@pytest.mark.slow
 def test_local_backend_consumes_tasks_lazily() -> None:
     spec = spec_of()
     pulled = []
@@ -72,6 +73,7 @@ def test_local_backend_consumes_tasks_lazily() -> None:
 
 
 # ----------------------------------------------------------------------------- batched durable writes
+@pytest.mark.slow
 def test_rows_are_flushed_in_batches(tmp_path, monkeypatch) -> None:
     spec = spec_of(n_r=5)  # 10 points
     syncs = []
@@ -102,6 +104,7 @@ class OutOfOrder:
             yield from self.inner.run(spec, iter([chunk[::-1]]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])
 def test_final_file_is_in_point_order_by_streaming_merges(tmp_path, monkeypatch, suffix) -> None:
     spec = spec_of(n_r=6)  # 12 points
@@ -119,6 +122,7 @@ def test_final_file_is_in_point_order_by_streaming_merges(tmp_path, monkeypatch,
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".rfviz-tmp") or p.name.endswith(".parts")]
 
 
+@pytest.mark.slow
 def test_parquet_resume_drops_duplicate_and_broken_rows(tmp_path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -147,6 +151,7 @@ def test_parquet_resume_drops_duplicate_and_broken_rows(tmp_path) -> None:
     assert a.equals(b)
 
 
+@pytest.mark.slow
 def test_store_refuses_foreign_files_in_the_parts_directory(tmp_path) -> None:
     spec = spec_of()
     out = tmp_path / "x.parquet"
@@ -186,6 +191,7 @@ def test_check_output_rules(tmp_path) -> None:
     assert (tmp_path / "f.csv").read_text() == "y" and (tmp_path / "l.csv").is_symlink()
 
 
+@pytest.mark.slow
 def test_figure_replaces_only_its_own_files(tmp_path, capsys) -> None:
     name = "os-vstar-curves"
     data = tmp_path / "fig.csv"
@@ -217,6 +223,7 @@ def test_validating_ten_million_points_is_cheap() -> None:
         SweepSpec("positive", {}, bad, 2, 0, 2, "cpu")
 
 
+@pytest.mark.slow
 def test_a_numeric_failure_in_a_task_gives_a_null_unreliable_row(tmp_path, monkeypatch) -> None:
     import rfviz.sweep.tasks as tasks_mod
 
@@ -238,6 +245,7 @@ def test_a_numeric_failure_in_a_task_gives_a_null_unreliable_row(tmp_path, monke
     assert got[1]["mse"] != "" and got[0]["mc_mse"] != ""  # the closed form and the other points are kept
 
 
+@pytest.mark.slow
 def test_a_failing_closed_form_is_a_note_not_a_crash(tmp_path, monkeypatch) -> None:
     cls = get_estimator("positive")
 
