@@ -258,3 +258,26 @@ def test_a_failing_closed_form_is_a_note_not_a_crash(tmp_path, monkeypatch) -> N
     assert report.status == "complete" and len(got) == 4
     assert all(r["mse"] == "" and r["z"] == "" and "closed-form MSE failed" in r["warning"] for r in got)
     assert all(r["mc_mse"] != "" for r in got)
+
+
+@pytest.mark.slow
+def test_parquet_part_symlink_or_garbage_is_refused(tmp_path) -> None:
+    spec = spec_of(n_r=3)
+    out = tmp_path / "p.parquet"
+
+    def stop(row):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, str(out), make_backend("local"), progress=False, on_point=stop, flush_points=1)
+    part = next((tmp_path / "p.parquet.parts").glob("part-*.parquet"))
+    secret = tmp_path / "secret.parquet"
+    part.rename(secret)
+    part.symlink_to(secret)
+    with pytest.raises(ParameterError, match="symbolic link"):
+        run_sweep(spec, str(out), make_backend("local"), progress=False, resume=True)
+    part.unlink()
+    part.write_bytes(b"PAR1 not really")
+    with pytest.raises(ParameterError, match="not a readable Parquet file"):
+        run_sweep(spec, str(out), make_backend("local"), progress=False, resume=True)
+    assert secret.exists()
