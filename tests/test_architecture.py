@@ -30,6 +30,7 @@ LAYERS: tuple[str, ...] = ("numerics/params", "maths", "figures", "estimators", 
                            "lab/gallery/sweep", "faces")
 LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.params": "numerics/params",
+    "rfviz.registries": "numerics/params",  # couplings and kernels; samplers named as "module:function", resolved late
     "rfviz.numerics": "numerics/params",
     "rfviz.textio": "numerics/params",
     "rfviz.fileio": "numerics/params",  # safe output files (checked, atomic)
@@ -306,7 +307,8 @@ def test_no_function_longer_than_the_limit():
     assert not long_functions(), "functions too long:\n" + "\n".join(long_functions())
 
 # ----------------------------------------------------------------------------- figures only draw
-FIGURES_MAY_IMPORT = ("rfviz.figures", "rfviz.params", "rfviz.numerics", "rfviz.geometry", "rfviz.references",
+FIGURES_MAY_IMPORT = ("rfviz.figures", "rfviz.params", "rfviz.registries", "rfviz.numerics", "rfviz.geometry",
+                      "rfviz.references",
                       "rfviz.diagnostics", "rfviz._version", "rfviz.maths")
 """What rfviz/figures/ may import from the package: itself, the bottom layer and the closed forms of rfviz.maths
 (never the engine, the estimators, gram, lab, data, sweep, compute or gallery)."""
