@@ -71,9 +71,9 @@ def test_exact_points_and_unavailable_couplings():
     assert np.isneginf(create("trig").log_fourth_central_moment(x[:1], y[:1], d=3)).all()
     assert np.isneginf(create("positive_antithetic").log_fourth_central_moment(x[1:], y[1:], d=3)).all()
     assert not create("trig", coupling="orthogonal").fourth_moment_available()
-    assert not create("hybrid_angular").fourth_moment_available()
+    assert not create("hybrid_gaussian").fourth_moment_available()
     with pytest.raises(NotImplementedError):
-        create("hybrid_angular").log_fourth_central_moment(x, y, d=3)
+        create("hybrid_gaussian").log_fourth_central_moment(x, y, d=3)
 
 
 # ------------------------------------------------------------------------------------------ Monte Carlo
@@ -106,6 +106,9 @@ CASES = [
     ("complex_exponential", {"m": 2, "A": 1j, "antithetic": True}, [0.6], [1.1]),
     ("complex_exponential", {"m": 1, "A": 0.9 + 0.3j, "variance": "complex"}, [0.3, 0.4], [0.9, 2.0]),
     ("complex_exponential", {"m": 2, "A": 1.1, "variance": "complex", "antithetic": True}, [0.35], [1.3]),
+    ("hybrid_angular", {"m": 2, "n": 2, "shared": True}, [0.3, 0.5], [1.0, 2.3]),
+    ("hybrid_angular", {"m": 1, "n": 3, "shared": True, "y_scale": 1.4}, [0.3, 0.4], [0.7, 2.0]),
+    ("hybrid_angular", {"m": 2, "n": 1, "shared": False, "y_scale": 0.7}, [0.4], [1.6]),
 ]
 
 
@@ -115,9 +118,12 @@ CASES = [
 def test_fourth_moment_matches_monte_carlo(name, params, radii, thetas):
     """Sample mean of |K̂ − K|⁴ within 4 standard errors of the closed form (moderate inputs: E|K̂ − K|⁸ < ∞, so the
     standard error is itself meaningful), at several points, fixed seed."""
+    params = dict(params)
+    y_scale = params.pop("y_scale", 1.0)  # |x| ≠ |y| exercises the shared-ω cross terms of the hybrid
     est = create(name, **params)
     d = 3
     x, y = canonical_pair(np.asarray(radii), np.asarray(thetas), 2)
+    y = y * y_scale
     err = _sampled_errors(est, x, y, d, trials=400_000, seed=11)
     s = PairStats.of(x, y, d)
     log_k = est.log_abs_kernel(s)[0]

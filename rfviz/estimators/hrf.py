@@ -552,6 +552,14 @@ class HybridAngular(_BipolarHybrid):
         """Reference F2 with θ = ∠(x, y) (θ = π/2 if x or y is 0, matching sgn(0) := +1)."""
         return angular_lambda_moments(angle_between(s.x, s.y), self.params["n"])
 
+    def fourth_moment_available(self) -> bool:
+        return True
+
+    def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
+        """rfviz.maths.moments.log_fourth_angular_hybrid (Binomial λ̂ independent of ω; shared or independent ω)."""
+        return moments.log_fourth_angular_hybrid(s.xx, s.yy, s.xy, angle_between(s.x, s.y), self.params["m"],
+                                                 self.params["n"], self.params["shared"])
+
 
 @register
 class HybridGaussian(_BipolarHybrid):

@@ -144,13 +144,13 @@ def _mp_value(combos: list[tuple[complex, list[Term]]], gram: np.ndarray, d: int
         return total.real
 
 
-def expect(factors: Sequence[tuple[Feature, int]], gram: np.ndarray, d: int) -> np.ndarray:
-    """log Re E[Π feature^power] at each point (−inf where it is 0, +inf where it diverges), shape (P,).
+def expect_signed(factors: Sequence[tuple[Feature, int]], gram: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """(log|Re E[Π feature^power]|, sign) at each point, shape (P,) each: log −inf where it is 0, +inf where it
+    diverges (sign +1 there).
 
     ``gram[r, s]`` (R, R, P) = u_r·u_s (bilinear). The float64 sum is checked for cancellation: where fewer than
     ~8 digits survive, the point is re-evaluated in mpmath with enough digits (a central moment at a nearly exact
-    point is a tiny difference of O(1) terms). A negative result (impossible for the even moments this module
-    asks for) raises FloatingPointError rather than returning NaN.
+    point is a tiny difference of O(1) terms).
     """
     combos = _combos(factors)
     logs = _log_expectation_float(*_combo_arrays(combos), gram, d)
@@ -163,35 +163,41 @@ def expect(factors: Sequence[tuple[Feature, int]], gram: np.ndarray, d: int) -> 
     total = np.sum(parts.real, axis=0)
     scale = np.sum(np.abs(parts), axis=0)
     out = np.empty(total.shape)
+    sign = np.where(total < 0, -1.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         out[:] = np.log(np.abs(total)) + top_safe
     suspect = ~infinite & np.isfinite(top) & ~(np.abs(total) > 1e-8 * scale)
     for p in np.flatnonzero(suspect):
-        out[p] = _log_mp(combos, gram, d, int(p), top_safe[p])
-    bad = ~infinite & ~suspect & np.isfinite(top) & (total < 0)
-    if np.any(bad):
-        raise FloatingPointError("a fourth moment came out negative (round-off in the Gaussian moment sums)")
+        out[p], sign[p] = _log_mp(combos, gram, d, int(p), top_safe[p])
     out = np.where(np.isfinite(top), out, -np.inf)
-    return np.where(infinite, np.inf, out)
+    return np.where(infinite, np.inf, out), np.where(infinite, 1.0, sign)
 
 
-def _log_mp(combos: list[tuple[complex, list[Term]]], gram: np.ndarray, d: int, p: int, top: float) -> float:
+def expect(factors: Sequence[tuple[Feature, int]], gram: np.ndarray, d: int) -> np.ndarray:
+    """log Re E[Π feature^power] of a non-negative quantity (even central moments), see ``expect_signed``; a
+    negative result (round-off beyond the mpmath re-evaluation) raises FloatingPointError rather than a NaN."""
+    out, sign = expect_signed(factors, gram, d)
+    if np.any((sign < 0) & np.isfinite(out)):
+        raise FloatingPointError("a fourth moment came out negative (round-off in the Gaussian moment sums)")
+    return out
+
+
+def _log_mp(combos: list[tuple[complex, list[Term]]], gram: np.ndarray, d: int, p: int,
+            top: float) -> tuple[float, float]:
     """log of one point's sum in mpmath, raising the precision until ≥ 15 digits survive the cancellation
     (``top``: log of the largest term)."""
     dps = 40
-    while dps <= 1280:
+    while dps <= 320:
         value = _mp_value(combos, gram, d, p, dps)
         if value == 0:
-            return -math.inf
+            return -math.inf, 1.0
         with mpmath.workdps(dps):
             log_value = float(mpmath.log(abs(value)))
         lost = (top - log_value) / math.log(10)
         if lost < dps - 15:
-            if value < 0:
-                raise FloatingPointError("a fourth moment came out negative (inputs out of the formula's range)")
-            return log_value
+            return log_value, (1.0 if value > 0 else -1.0)
         dps *= 2
-    return -math.inf  # the terms cancel to below 10^-1265 of their size: exact for every practical purpose
+    return -math.inf, 1.0  # the terms cancel to below 10^-305 of their size: zero for every practical purpose
 
 
 # ----------------------------------------------------------------------------------------- assembling K̂
@@ -342,9 +348,79 @@ def log_fourth_complex_exponential(w: np.ndarray, m: int, antithetic: bool = Fal
     return log_fourth_abs_iid_complex(log_mu2, log_abs_nu, log_mu4, m)
 
 
+def _take(t: Term, idx: np.ndarray) -> Term:
+    """The term at the points ``idx``."""
+    return Term(t.log_c[idx], t.alpha[idx], t.beta[:, idx], t.coef)
+
+
+def _binomial_lambda_moments(p: np.ndarray, n: int) -> np.ndarray:
+    """E[λ̂^j(1 − λ̂)^{4−j}], j = 0..4, for λ̂ = Binomial(n, p)/n (angular λ, [HRF] Lemma 3.2): shape (5, P)."""
+    k = np.arange(n + 1)[:, None]
+    p = np.asarray(p, float)[None, :]
+    comb = np.array([math.comb(n, int(i)) for i in k[:, 0]], float)[:, None]
+    pmf = comb * p**k * (1.0 - p) ** (n - k)
+    lam = k / n
+    return np.stack([np.sum(pmf * lam**j * (1 - lam) ** (4 - j), axis=0) for j in range(5)])
+
+
+def log_fourth_angular_hybrid(xx: np.ndarray, yy: np.ndarray, xy: np.ndarray, theta: np.ndarray, m: int, n: int,
+                              shared: bool) -> np.ndarray:
+    """log E(K̂ − K)⁴/K⁴ of the angular hybrid λ̂·SM_++ + (1 − λ̂)·SM_trig ([HRF] eq. 12, λ̂ = Binomial(n, θ/π)/n
+    independent of the m projections ω, shared by both estimators or not) [derived].
+
+    K̂ − K = λ̂a + (1 − λ̂)b with a, b the errors of FAVOR+ and trig, so E(K̂ − K)⁴ = Σ_j C(4, j)·E[λ̂^j(1 − λ̂)^{4−j}]
+    ·E[a^j b^{4−j}], and for means of m iid feature pairs (α_i, β_i), E[a^j b^k] = (E[α^jβ^k] + (m − 1)·P_jk)/m³
+    where P_jk sums E[·]E[·] over the three ways of pairing the four factors (e.g. P_22 = E[α²]E[β²] + 2E[αβ]²).
+    Independent ω: E[α^jβ^k] = E[α^j]E[β^k] and E[αβ] = 0.
+    """
+    xx, yy, xy = (np.atleast_1d(np.asarray(v, float)) for v in (xx, yy, xy))
+    z2 = np.maximum(xx + yy + 2 * xy, 0.0)
+    delta2 = np.maximum(xx + yy - 2 * xy, 0.0)
+    pts = z2.size
+    pos, _ = exp_feature(z2, antithetic=True)
+    trig, _ = trig_feature(delta2)
+    # both features over the vectors (z, Δ): Gram [[Z, z·Δ], [z·Δ, D]], z·Δ = |x|² − |y|²
+    pos = [Term(t.log_c, t.alpha, np.stack([t.beta[0], np.zeros(pts, complex)]), t.coef) for t in pos]
+    trig = [Term(t.log_c, t.alpha, np.stack([np.zeros(pts, complex), t.beta[0]]), t.coef) for t in trig]
+    cross = (xx - yy).astype(complex)
+    gram = np.stack([np.stack([z2.astype(complex), cross]), np.stack([cross, delta2.astype(complex)])])
+    a, b = shifted(pos), shifted(trig)
+
+    def value(factors: list[tuple[Feature, int]], idx: np.ndarray) -> np.ndarray:
+        sub = [([_take(t, idx) for t in f], q) for f, q in factors]
+        log_v, sign = expect_signed(sub, gram[:, :, idx], 1)
+        with np.errstate(over="ignore"):
+            return sign * np.exp(log_v)
+
+    e = {(1, 0): np.zeros(pts), (0, 1): np.zeros(pts)}  # central: E α = E β = 0 exactly
+    alive_a, alive_b = np.flatnonzero(z2 > 0), np.flatnonzero(delta2 > 0)  # α ≡ 0 at Z = 0, β ≡ 0 at D = 0
+    for q in (2, 3, 4):
+        e[(q, 0)], e[(0, q)] = np.zeros(pts), np.zeros(pts)
+        e[(q, 0)][alive_a] = value([(a, q)], alive_a)
+        e[(0, q)][alive_b] = value([(b, q)], alive_b)
+    # With independent ω, or |x| = |y| (z ⊥ Δ, so ω·z and ω·Δ are independent), E[α^jβ^k] = E[α^j]E[β^k].
+    for j, k in ((1, 1), (1, 3), (3, 1), (2, 2)):
+        e[(j, k)] = e[(j, 0)] * e[(0, k)]
+        # |x|² − |y|² at round-off level: the dependence it adds is below float64 resolution
+        coupled = (np.abs(cross) > 1e-12 * (xx + yy)) & (z2 > 0) & (delta2 > 0)
+        dependent = np.flatnonzero(coupled) if shared else np.array([], int)
+        if dependent.size:
+            e[(j, k)][dependent] = value([(a, j), (b, k)], dependent)
+    pairs = {4: 3 * e[(2, 0)] ** 2, 3: 3 * e[(2, 0)] * e[(1, 1)], 2: e[(2, 0)] * e[(0, 2)] + 2 * e[(1, 1)] ** 2,
+             1: 3 * e[(1, 1)] * e[(0, 2)], 0: 3 * e[(0, 2)] ** 2}
+    weights = _binomial_lambda_moments(np.asarray(theta, float).reshape(-1) / np.pi, n)
+    total = np.zeros(pts)
+    for j in range(5):
+        mixed = (e[(j, 4 - j)] + (m - 1) * pairs[j]) / m**3
+        total = total + math.comb(4, j) * weights[j] * mixed
+    with np.errstate(divide="ignore"):
+        return np.where(total > 0, np.log(np.where(total > 0, total, 1.0)), -np.inf)
+
+
 __all__ = [
     "Term",
     "expect",
+    "log_fourth_angular_hybrid",
     "log_fourth_central_iid",
     "log_fourth_complex_exponential",
     "log_fourth_exp",
