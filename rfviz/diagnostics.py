@@ -342,3 +342,24 @@ def with_theory(tails: TailReport, theory: TheoryReport, known: np.ndarray,
     warning = np.where(use, theory.warning.reshape(-1), tails.warning)
     needed = np.where(use, theory.trials_needed.reshape(-1), tails.trials_needed)
     return TailReport(reliable, warning, tails.tail_index, tails.top_share, needed)
+
+
+def log_mse_stderr_theory(log_mse: np.ndarray, log_fourth: np.ndarray, trials: int) -> np.ndarray:
+    """log of the standard error of a sampled MSE predicted by the closed forms: ½·log(Var|K̂ − K|²/N) with
+    Var|K̂ − K|² = E|K̂ − K|⁴ − MSE² (+inf where the fourth moment is infinite, −inf where exact)."""
+    from .numerics import log_diff_exp
+
+    log_mse, log_fourth = np.broadcast_arrays(np.asarray(log_mse, float), np.asarray(log_fourth, float))
+    with np.errstate(invalid="ignore"):
+        log_var = log_diff_exp(log_fourth, np.minimum(2.0 * log_mse, log_fourth))
+    log_var = np.where(np.isposinf(log_fourth), np.inf, np.where(np.isneginf(log_fourth), -np.inf, log_var))
+    return 0.5 * (log_var - math.log(max(int(trials), 1)))
+
+
+def bonferroni_disagrees(z: float | None, reliable: bool, family_size: int, alpha: float = FWER_LEVEL) -> bool:
+    """One point of a streamed family (a sweep's rows are written as they finish, before the family is complete):
+    disagrees when it is reliable and its two-sided p-value is ≤ alpha/family_size (Bonferroni; family-wise error
+    ≤ alpha over the ``family_size`` points, like Holm's first step)."""
+    if z is None or not math.isfinite(z) or not reliable:
+        return False
+    return bool(two_sided_p(z) <= alpha / max(int(family_size), 1))

@@ -35,10 +35,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from .diagnostics import TOP_K, TailReport, assess_trials, theory_reliability, with_theory
+from .diagnostics import (
+    TOP_K,
+    TailReport,
+    assess_trials,
+    log_mse_stderr_theory,
+    theory_reliability,
+    with_theory,
+)
 from .estimators.base import Estimator, PairStats, Samples, get_estimator
 from .geometry import check_r, check_theta, project_to_span
-from .numerics import LOG10, log_diff_exp
+from .numerics import LOG10
 from .params import (
     DEFAULT_MEMORY_BUDGET,
     MAX_TRIALS,
@@ -538,9 +545,7 @@ def _assess(run: PreparedRun, totals: BlockTotals) -> tuple[TailReport | None, n
         return tails, None
     log_mse, log_m4 = logs
     theory = theory_reliability(log_mse, log_m4, run.trials)
-    with np.errstate(invalid="ignore"):
-        log_var = np.where(np.isposinf(log_m4), np.inf, log_diff_exp(log_m4, np.minimum(2 * log_mse, log_m4)))
-        se = np.exp(0.5 * (log_var - math.log(run.trials)) - 2.0 * np.asarray(run.log_scale, float).reshape(-1))
+    se = np.exp(log_mse_stderr_theory(log_mse, log_m4, run.trials) - 2.0 * np.asarray(run.log_scale, float).reshape(-1))
     return with_theory(tails, theory, np.ones(len(log_mse), bool), underflow), se
 
 

@@ -150,7 +150,7 @@ class ResultStore:
                 t = pa.int64()
             elif key in _STR_COLUMNS:
                 t = pa.string()
-            elif key == "reliable":
+            elif key in ("reliable", "disagrees"):
                 t = pa.bool_()
             else:  # a grid axis: its values share one type
                 t = pa.int64() if isinstance(value, int) else pa.float64() if isinstance(value, float) else pa.string()

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import Moments, assess_mse
+from ..diagnostics import Moments, assess_mse, bonferroni_disagrees, log_mse_stderr_theory, theory_reliability
 from ..engine import DEFAULT_BLOCK_TRIALS, monte_carlo
 from ..estimators.base import Estimator, get_estimator
 from ..geometry import check_d, check_r, check_theta
@@ -204,6 +204,26 @@ def _log10(log_value: float) -> float | None:
     return log_value / LOG10 if math.isfinite(log_value) else None
 
 
+def _point_verdict(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, log_mse: float | None,
+                   stats: PointStats) -> tuple[bool, str | None, float]:
+    """(reliable, warning, standard error of the sampled MSE relative to e^{2s}) of a finished point: the
+    closed-form fourth moment decides where the estimator has one (rfviz.diagnostics.theory_reliability; the
+    standard error is then the larger of sampled and predicted), the sample elsewhere (assess_mse); a point where
+    every estimate underflowed to 0 is never reliable (its sampled MSE is just K²)."""
+    e = stats.errors
+    verdict = assess_mse(e, top_share=stats.top_share, parts=stats.parts)
+    reliable, warning, se_rel = verdict.reliable, verdict.warning, e.stderr
+    if log_mse is not None and est.fourth_moment_available():
+        log_m4 = -math.inf if log_mse == -math.inf else float(np.ravel(est.log_fourth_central_moment(x, y, d=d))[0])
+        theory = theory_reliability(log_mse, log_m4, e.count)
+        reliable, warning = bool(theory.reliable), theory.warning[()]
+        with np.errstate(over="ignore"):
+            se_rel = max(se_rel, float(np.exp(log_mse_stderr_theory(log_mse, log_m4, e.count) - 2 * stats.log_scale)))
+    if stats.mean_r == 0 and e.mean > 0 and e.m2 == 0:
+        reliable, warning = False, "precision loss: every sampled estimate underflowed to 0, so the sampled MSE is K²"
+    return reliable, warning, se_rel
+
+
 def point_row(spec: SweepSpec, stats: PointStats, backend: str) -> dict[str, Any]:
     """The output row of a finished point (see the README's sweep section for the columns)."""
     est, x, y, d = spec.setup(stats.point)
@@ -222,11 +242,11 @@ def point_row(spec: SweepSpec, stats: PointStats, backend: str) -> dict[str, Any
         log_se = 2 * s + math.log(e.stderr) if e.stderr > 0 else -math.inf
     mc_mse = 0.0 if log_mc == -math.inf else _exp_or_none(log_mc)
     stderr = 0.0 if log_se == -math.inf else _exp_or_none(log_se)
+    reliable, warning, se_rel = _point_verdict(est, x, y, d, log_mse, stats)
     z: float | None = None
-    if log_mse is not None and e.stderr > 0:
+    if log_mse is not None and se_rel > 0:
         expected_rel = math.exp(min(log_mse - 2 * s, LOG_MAX))
-        z = (e.mean - expected_rel) / e.stderr
-    verdict = assess_mse(e, top_share=stats.top_share, parts=stats.parts)
+        z = (e.mean - expected_rel) / se_rel
     mean_log = s + math.log(abs(stats.mean_r.real)) if stats.mean_r.real != 0 else -math.inf
     return {
         "point": stats.point,
@@ -241,8 +261,9 @@ def point_row(spec: SweepSpec, stats: PointStats, backend: str) -> dict[str, Any
         "log10_mc_mse": _log10(log_mc),
         "mc_mean": None if mean_log > LOG_MAX else stats.mean_r.real * math.exp(s),
         "top_share": stats.top_share,
-        "reliable": verdict.reliable,
-        "warning": verdict.warning,
+        "reliable": reliable,
+        "warning": warning,
+        "disagrees": bonferroni_disagrees(z, reliable, spec.grid.size),
         "trials": e.count,
         "seed": spec.seed,
         "device": spec.device,
