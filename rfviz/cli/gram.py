@@ -15,7 +15,7 @@ from .. import data as datasets
 from ..clustered import NAME as CLUSTERED
 from ..clustered import ClusteredCE
 from ..estimators import REGISTRY, get_estimator
-from ..gram import gram_error
+from ..gram import family_agreement, gram_error
 from ..params import ParameterError, check_int
 from ..textio import UsageError, jsonable, parse_assignments, parse_vector
 
@@ -84,6 +84,9 @@ def gram_report(names: list[str], assignments: dict[str, str], data: Any, ms: li
                 est = get_estimator(name)(**({"m": m} if "m" in specs[name] else {}), **own)
                 est.check_dimension(data.d)
             results.append(gram_error(est, data.queries, data.keys, repeats, seed, device, name).to_json())
+    for row, agrees in zip(results, family_agreement([r["z_vs_closed_form"] for r in results],
+                                                     [r["reliable"] for r in results]), strict=True):
+        row["agreement"] = agrees  # Holm at 1 % over the table's reliable rows
     info = {k: v for k, v in data.describe().items() if not k.endswith("_labels")}
     return {"data": info, "m": ms, "repeats": repeats, "seed": seed, "results": results,
             **({"clusters": fits} if fits else {})}
