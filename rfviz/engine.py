@@ -702,3 +702,27 @@ def stack_results(results: Sequence[MCResult], axis_name: str, axis_values: Sequ
     return replace(first, **arrays, axes=axes, peak_bytes=max(r.peak_bytes for r in results),
                    cuda_peak_bytes=max(cuda) if cuda else None, elapsed_s=sum(r.elapsed_s for r in results),
                    units=sum(r.units for r in results), extras={"runs": [r.extras for r in results]})
+
+
+def device_description(device: str = "auto") -> str:
+    """The compute device Monte-Carlo runs use, in words: "CUDA · <GPU name>" or "CPU · <n> threads".
+
+    Parameters
+    ----------
+    device : str
+        As for ``monte_carlo`` (``"auto"``: CUDA when available, else the CPU).
+
+    Returns
+    -------
+    str
+        The description the app shows in its sidebar.
+
+    Examples
+    --------
+    >>> device_description("cpu").startswith("CPU · ")
+    True
+    """
+    dev = resolve_device(device)
+    if dev.type == "cuda":
+        return f"CUDA · {torch.cuda.get_device_name(dev)}"
+    return f"CPU · {torch.get_num_threads()} threads"

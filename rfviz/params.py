@@ -13,7 +13,7 @@ from typing import Any, Literal, TypeVar
 
 import numpy as np
 
-Kind = Literal["float", "int", "bool", "choice", "complex"]
+Kind = Literal["float", "int", "bool", "choice", "complex", "complex_list"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -25,13 +25,19 @@ def _fmt(v: float) -> str:
     return f"{v:g}"
 
 
+def _complex_text(c: complex) -> str:
+    """"1+0.5j", or "1" for a real value (as ``textio.format_complex(c, drop_zero_imag=True)``)."""
+    return f"{c.real:g}" if c.imag == 0 else f"{c.real:g}{c.imag:+g}j"
+
+
 @dataclass(frozen=True)
 class Param:
     """One parameter: name, type, valid range, default and the help text shown in the UI and CLI.
 
     ``low``/``high`` bound the valid range (``low_open``/``high_open`` make a bound strict);
     ``ui_low``/``ui_high`` are the slider's range when the valid range is unbounded;
-    ``log`` suggests a log-scaled slider.
+    ``log`` suggests a log-scaled slider. For ``complex`` the bounds apply to the real part; for ``complex_list``
+    (a tuple of complex numbers, written ``"1+0.5j, 0.8, 1j"``) to the modulus of every entry.
     """
 
     name: str
@@ -56,6 +62,9 @@ class Param:
             return "one of " + ", ".join(self.choices)
         if self.kind == "bool":
             return "true or false"
+        if self.kind == "complex_list":
+            return (f"a comma-separated list of complex numbers with modulus in [{_fmt(self.low or 0.0)}, "
+                    f"{_fmt(math.inf if self.high is None else self.high)}] (e.g. 1+0.5j,0.8,1j)")
         lo = "(" if self.low_open or self.low is None else "["
         hi = ")" if self.high_open or self.high is None else "]"
         a = "-inf" if self.low is None else _fmt(self.low)
@@ -76,6 +85,8 @@ class Param:
     # ------------------------------------------------------------ validation
     def validate(self, value: Any) -> Any:
         """Coerce ``value`` to this parameter's type and check its range; raise ParameterError otherwise."""
+        if self.kind == "complex_list":
+            return self._complex_list(value)
         if isinstance(value, str) and self.kind != "choice":
             return self.parse(value)
         if self.kind == "choice":
@@ -114,8 +125,37 @@ class Param:
         self._check_bounds(f)
         return f
 
+    def _complex_list(self, value: Any) -> tuple[complex, ...]:
+        """A ``complex_list`` value (text or a sequence) as a tuple of finite complex numbers, each with its modulus
+        in [low, high]."""
+        if isinstance(value, str):
+            items: list[Any] = value.replace(" ", "").split(",")
+            if any(not t for t in items):  # "1,,2" is a typo, not (1, 2)
+                raise ParameterError(f"{self.name} must be {self.range_text()}, got {value[:80]!r} (an empty entry)")
+        elif isinstance(value, list | tuple | np.ndarray):
+            items = list(value)
+        else:
+            raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
+        if not items:
+            raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
+        out = []
+        for item in items:
+            try:
+                c = complex(item.replace("i", "j")) if isinstance(item, str) else complex(item)
+            except (TypeError, ValueError):
+                raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}") from None
+            mod = abs(c)
+            lo, hi = self.low or 0.0, math.inf if self.high is None else self.high
+            if not (math.isfinite(mod) and lo <= mod <= hi):
+                raise ParameterError(f"{self.name} must be a complex number with modulus in [{_fmt(lo)}, {_fmt(hi)}] "
+                                     f"(every entry), got {_complex_text(c)}")
+            out.append(c)
+        return tuple(out)
+
     def parse(self, text: str) -> Any:
-        """Parse a CLI/URL string (``m=10``, ``A=-0.1+0.05j``, ``shared=true``)."""
+        """Parse a CLI/URL string (``m=10``, ``A=-0.1+0.05j``, ``shared=true``, ``A_diag=1+0.5j,0.8``)."""
+        if self.kind == "complex_list":
+            return self._complex_list(text)
         t = text.strip()
         if self.kind == "bool":
             low = t.lower()
@@ -144,6 +184,8 @@ class Param:
         default = self.default
         if isinstance(default, complex):
             default = {"re": default.real, "im": default.imag}
+        elif self.kind == "complex_list":
+            default = ",".join(_complex_text(c) for c in default)
         return {
             "name": self.name,
             "kind": self.kind,

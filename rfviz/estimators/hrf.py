@@ -16,7 +16,6 @@ All are softmax-family estimators, so ``kernel=gaussian`` comes from the base cl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -277,53 +276,13 @@ def _check_a_entry(name: str, value: complex) -> complex:
     return complex(value)
 
 
-@dataclass(frozen=True)
-class ComplexListParam(Param):
-    """A comma-separated list of complex numbers with modulus in [1e-3, 1e3] (``"1+0.5j, 0.8, 1j"``).
-
-    Its ``kind`` is ``"complex_list"``; the value is a tuple of complex numbers.
-    """
-
-    def range_text(self) -> str:
-        return (f"a comma-separated list of complex numbers with modulus in [{A_MIN_MODULUS:g}, {A_MAX_MODULUS:g}]"
-                f" (e.g. 1+0.5j,0.8,1j)")
-
-    def validate(self, value: Any) -> Any:
-        if isinstance(value, str):
-            items: list[Any] = value.replace(" ", "").split(",")
-            if any(not t for t in items):  # "1,,2" is a typo, not (1, 2)
-                raise ParameterError(f"{self.name} must be {self.range_text()}, got {value[:80]!r} (an empty entry)")
-        elif isinstance(value, list | tuple | np.ndarray):
-            items = list(value)
-        else:
-            raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
-        if not items:
-            raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
-        out = []
-        for item in items:
-            try:
-                c = complex(item.replace("i", "j")) if isinstance(item, str) else complex(item)
-            except (TypeError, ValueError):
-                raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}") from None
-            out.append(_check_a_entry(self.name, c))
-        return tuple(out)
-
-    def parse(self, text: str) -> Any:
-        return self.validate(text)
-
-    def to_json(self) -> dict[str, Any]:
-        out = super().to_json()
-        out["default"] = ",".join(format_complex(c, drop_zero_imag=True) for c in self.default)
-        return out
-
-
 A_PARAM = Param("A", 1j, "complex", "scalar a of A = a·I in the CE estimator (HRF §2.3); a = i gives trig "
                 "(real part), a = 1 the positive RF; any |a| in [1e-3, 1e3]", ui_low=-3.0, ui_high=3.0,
                 label="A = a·I (complex)")
-A_DIAG_PARAM = ComplexListParam("A_diag", (1 + 0.5j, 0.8 + 0j), "complex_list",
-                                "diagonal of A = diag(a_1..a_k, 1, …, 1) (HRF §2.3, App. H): complex entries for the "
-                                "first k input coordinates, comma-separated, |a_k| in [1e-3, 1e3]; later coordinates "
-                                "use a = 1", label="diag(A)")
+A_DIAG_PARAM = Param("A_diag", (1 + 0.5j, 0.8 + 0j), "complex_list",
+                     "diagonal of A = diag(a_1..a_k, 1, …, 1) (HRF §2.3, App. H): complex entries for the first k "
+                     "input coordinates, comma-separated, |a_k| in [1e-3, 1e3] (A must be invertible); later "
+                     "coordinates use a = 1", low=A_MIN_MODULUS, high=A_MAX_MODULUS, label="diag(A)")
 ANTITHETIC_PARAM = Param("antithetic", False, "bool",
                          "use each ω as the pair (ω, −ω): exp → cosh (with A = I this is FAVOR+)")
 VARIANCE_PARAM = Param("variance", "real_part", "choice",
@@ -419,7 +378,7 @@ class ComplexExponentialDiag(ComplexExponential):
     isotropic: ClassVar[bool] = False
 
     def validate(self) -> None:
-        """Entries are checked by ``ComplexListParam``."""
+        """Entries are checked by ``A_DIAG_PARAM`` (a ``complex_list`` Param: modulus in [1e-3, 1e3])."""
 
     def check_dimension(self, d: int) -> None:
         super().check_dimension(d)
@@ -643,7 +602,6 @@ class HybridGaussian(_BipolarHybrid):
 __all__ = [
     "ComplexExponential",
     "ComplexExponentialDiag",
-    "ComplexListParam",
     "HybridAngular",
     "HybridGaussian",
     "TrigPhase",

@@ -157,7 +157,7 @@ gallery_figure(GalleryFigure(
            "precision (a naive evaluation is noise at v = 1e−3 and overflows at v > 18.8).",
     build=build_simrf_fig6,
     explorer_page="coupling",
-    explorer_params={"view": "MSE ratio vs v (+ simplex+)", "d": "64", "m": "64", "features": "positive"},
+    explorer_params={"view": "ratio-vs-v", "d": "64", "m": "64", "features": "positive"},
     key_numbers=_simrf6_keys,
     catalog=_simrf6_catalog(),
     params={"d": SIMRF6_D, "m": SIMRF6_M, "features": "positive", "v": "1e−3 … 1e2 (log)"},
