@@ -10,6 +10,7 @@ from rfviz.compute import simrf as cs
 from rfviz.figures import simrf as fc
 from rfviz.figures.common import traces_csv
 from rfviz.params import COUPLED_D_PARAM, M_PARAM, SAMPLES_PARAM, SEED_PARAM, TRIALS_PARAM, require_fits
+from rfviz.registries import COUPLED_CLOSED_FORMS
 
 with ui.page(
     "coupling",
@@ -49,7 +50,7 @@ with ui.page(
     v = state.slider("v = |x + y| (z = |x − y| for trig)", "v", 0.05, 5.0, 1.0, step=0.05, container=side,
                      **(ui.unused(v_off) if v_off else {}))
     coupling_options = (list(fc.COUPLINGS_WITH_DENSITY) if view in ("density", "conformity")
-                        else ["orthogonal", "simplex"])
+                        else list(COUPLED_CLOSED_FORMS))
     couplings = tuple(state.multiselect("Couplings", "couplings", coupling_options, coupling_options, container=side,
                                         **({} if view != "simplex-plus" else ui.unused("this view compares simplex+ "
                                                                                  "iterations with iid draws"))))

@@ -23,6 +23,8 @@ import torch
 
 from ..maths import hrf, moments, simrf
 from ..maths.hrf import (
+    N_PARAM,
+    SIGMA_PARAM,
     LambdaMoments,
     angle_between,
     angular_lambda_moments,
@@ -32,6 +34,7 @@ from ..maths.hrf import (
 )
 from ..numerics import log1mexp
 from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
+from ..registries import COUPLED_CLOSED_FORMS, IID
 from ..sampling import sample_omegas
 from ..textio import format_complex
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
@@ -47,7 +50,7 @@ def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
 def _sample_iid(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
                 dtype: torch.dtype) -> torch.Tensor:
     """m iid N(0, I_d) projections in reduced coordinates (rfviz.sampling), shape (trials, m, dim)."""
-    return sample_omegas("iid", trials, m, d, dim, generator, device, dtype)[0]
+    return sample_omegas(IID, trials, m, d, dim, generator, device, dtype)[0]
 
 
 # ------------------------------------------------------------------ trig and positive ([HRF] §2.1)
@@ -98,7 +101,7 @@ class _ProjectionEstimator(SoftmaxFamilyEstimator):
     """Couplings besides iid whose MSE has a closed form for this class."""
 
     def closed_form_available(self) -> bool:
-        return self.params["coupling"] in ("iid", *self.coupled_closed_forms)
+        return self.params["coupling"] in (IID, *self.coupled_closed_forms)
 
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
@@ -109,7 +112,7 @@ class _ProjectionEstimator(SoftmaxFamilyEstimator):
 
     def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
         coupling = self.params["coupling"]
-        return self._log_mse_iid(s) if coupling == "iid" else self._log_mse_coupled(s, coupling)
+        return self._log_mse_iid(s) if coupling == IID else self._log_mse_coupled(s, coupling)
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
         """log MSE (softmax kernel) with m iid projections."""
@@ -138,7 +141,7 @@ class Trig(_ProjectionEstimator):
         where scaling by K would need e^{|x−y|²/2}."""
         return 0.5 * (s.xx + s.yy) if self.kernel == "softmax" else np.zeros_like(s.xy)
 
-    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
         return hrf.log_mse_trig(s.xx, s.yy, s.delta2, self.params["m"])
@@ -169,7 +172,7 @@ class Positive(_ProjectionEstimator):
     reference = "HRF paper §2.1 (E2′) and Performers; MSE = SM²(e^{|x+y|²} − 1)/m (HRF F6 with A = I)"
     description = "Strictly positive, unbounded; m features."
 
-    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
         return hrf.log_mse_positive(s.xy, s.z2, self.params["m"])
@@ -198,7 +201,7 @@ class PositiveAntithetic(_ProjectionEstimator):
     reference = "HRF paper eq. 3; MSE Lemma 2.2 eq. 7"
     description = "Strictly positive, unbounded; exact at θ = π (x = −y); 2m features."
 
-    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
         return hrf.log_mse_positive_antithetic(s.xx, s.yy, s.xy, s.z2, self.params["m"])
@@ -397,13 +400,9 @@ class ComplexExponentialDiag(ComplexExponential):
 
 
 # ---------------------------------------------------------------------------------------- hybrids
-N_PARAM = Param("n", 4, "int", "number of random projections τ that estimate the λ-coefficient", low=1, ui_low=1,
-                ui_high=64, log=True, label="n (λ features)")
 SHARED_PARAM = Param("shared", True, "bool",
                      "trig and ++ share the same m projections ω (variant II, HRF eq. 23); false: independent ω "
                      "(variant I, eq. 22). Only matters when |x| ≠ |y|")
-SIGMA_PARAM = Param("sigma", 1.0, "float", "bandwidth σ of the Gaussian λ-coefficient (HRF App. F)", low=0.0,
-                    low_open=True, ui_low=0.05, ui_high=5.0, log=True, label="σ")
 LAMBDA_RF_PARAM = Param("lambda_rf", "trig", "choice",
                         "random features estimating the Gaussian λ: trig (n cos features, HRF eq. 70) or positive "
                         "(n ++ features, cosh; App. F extension, reference F5 [derived]: same mean, other variance)",
