@@ -31,7 +31,8 @@ HELP = "density of w_ij = |ω_i + ω_j| under a coupling (SimRF Fig. 5), conform
 SPECS: dict[str, Param] = {
     "coupling": Param("coupling", "simplex", "choice", "coupling of the pair", choices=COUPLINGS_WITH_DENSITY),
     "d": Param("d", 6, "int", "dimension", low=1, high=100_000),
-    "m": Param("m", 0, "int", "features for the MSE ratios (0: m = d, one full block)", low=0, high=10_000_000),
+    "m": Param("m", 0, "int", "features for the MSE ratios (default: m = d, one full block)", low=1,
+               high=10_000_000),
 }
 
 

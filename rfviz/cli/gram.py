@@ -15,7 +15,7 @@ from .. import data as datasets
 from ..clustered import NAME as CLUSTERED
 from ..clustered import ClusteredCE
 from ..estimators import REGISTRY, get_estimator
-from ..gram import gram_error
+from ..gram import gram_cost, gram_error, require_gram_budget
 from ..params import ParameterError, check_int
 from ..textio import UsageError, jsonable, parse_assignments, parse_vector
 
@@ -51,7 +51,10 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _split_items(items: list[str]) -> tuple[list[str], dict[str, str]]:
-    names = [n for item in items if "=" not in item for n in item.split(",") if n]
+    pieces = [n.strip() for item in items if "=" not in item for n in item.split(",")]
+    if "" in pieces:
+        raise UsageError(f"estimator names must not be empty (a stray comma?), got {' '.join(items)[:80]!r}")
+    names = pieces
     assignments = parse_assignments([item for item in items if "=" in item])
     if not names:
         raise UsageError("give at least one estimator name")
@@ -63,6 +66,17 @@ def _spec_names(name: str) -> set[str]:
     return {p.name for p in cls.spec}
 
 
+def _check_device(device: str) -> None:
+    """cpu, or cuda[:N] where torch sees a CUDA GPU; ParameterError (one line) otherwise."""
+    import torch
+
+    name = device.strip().lower()
+    if name != "cpu" and not (name == "cuda" or (name.startswith("cuda:") and name[5:].isdigit())):
+        raise ParameterError(f"--device must be cpu or cuda (cuda:N), got {device[:40]!r}")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ParameterError("--device cuda needs a CUDA GPU, and torch sees none on this machine; use --device cpu")
+
+
 def gram_report(names: list[str], assignments: dict[str, str], data: Any, ms: list[int], repeats: int, seed: int,
                 device: str = "cpu") -> dict[str, Any]:
     """The JSON object of ``python -m rfviz gram`` for a loaded data set."""
@@ -72,8 +86,8 @@ def gram_report(names: list[str], assignments: dict[str, str], data: Any, ms: li
     for key in assignments:
         if not any(key in s for s in specs.values()):
             raise ParameterError(f"no named estimator has a parameter {key!r} ({', '.join(names)})")
-    results: list[dict[str, Any]] = []
     fits: dict[str, Any] = {}
+    built: list[tuple[str, Any]] = []
     for name in names:
         own = {k: v for k, v in assignments.items() if k in specs[name]}
         for m in ms:
@@ -83,7 +97,10 @@ def gram_report(names: list[str], assignments: dict[str, str], data: Any, ms: li
             else:
                 est = get_estimator(name)(**({"m": m} if "m" in specs[name] else {}), **own)
                 est.check_dimension(data.d)
-            results.append(gram_error(est, data.queries, data.keys, repeats, seed, device, name).to_json())
+            built.append((name, est))
+    costs = [gram_cost(est, data.queries, data.keys, repeats) for _, est in built]
+    require_gram_budget(max((c[0] for c in costs), default=0.0), sum(c[1] for c in costs), repeats)
+    results = [gram_error(est, data.queries, data.keys, repeats, seed, device, name).to_json() for name, est in built]
     info = {k: v for k, v in data.describe().items() if not k.endswith("_labels")}
     return {"data": info, "m": ms, "repeats": repeats, "seed": seed, "results": results,
             **({"clusters": fits} if fits else {})}
@@ -99,6 +116,10 @@ def run(args: argparse.Namespace) -> int:
     repeats = check_int("repeats", args.repeats, 0)
     if repeats == 1:
         raise ParameterError("repeats must be 0 (closed form only) or an integer in [2, inf), got 1")
+    if args.preprocess is not None and "" in [t.strip() for t in args.preprocess.split(",")]:
+        raise UsageError(f"--preprocess must name steps ({', '.join(datasets.PREPROCESS_STEPS)}) or none, got "
+                         f"{args.preprocess[:80]!r}")
+    _check_device(args.device)
     steps = datasets.parse_preprocess(args.preprocess if args.preprocess is not None else
                                       ("none" if args.data == "clusters" else "center,scale"))
     ds = datasets.load(args.data, args.keys_data, queries=args.queries, keys=args.keys, steps=steps,
