@@ -173,3 +173,25 @@ def test_discovery_runs_each_plugin_in_its_own_process(tmp_path):
     assert info.source.endswith("tempered_positive.py:TemperedPositive") and any(p.name == "m" for p in info.spec)
     assert len(errors) == 1 and "exit code 3" in errors[0]
     assert not [m for m in sys.modules if "tempered_positive" in m]  # nothing was imported here
+
+
+@pytest.mark.slow
+def test_the_lab_page_loads_and_checks_plugins_in_plugin_processes(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from app_pages import BY_PATH
+
+    quits = _plugin(tmp_path, "quits_in_app.py", "import os\nos._exit(0)\n")
+    monkeypatch.setenv("RFVIZ_PLUGINS", f"{EXAMPLES / 'tempered_positive.py'},{quits}")
+    at = AppTest.from_file(str(BY_PATH["estimator_lab"].file), default_timeout=240)
+    at.query_params.update({"trials": "400", "n_theta": "3", "r": "0.5,1"})
+    at.run()
+    assert not at.exception
+    errors = [e.value for e in at.error]
+    assert any("ended the checking process (exit code 0) during import" in e for e in errors), errors
+    assert "tempered_positive (plugin)" in at.selectbox(key="estimator_lab.est").options
+    at.button(key="estimator_lab.run").click().run()
+    assert not at.exception
+    shown = [m.value for m in [*at.success, *at.warning, *at.error]]
+    assert any("CLI exit code" in m for m in shown), shown
+    assert not [m for m in sys.modules if "tempered_positive" in m]  # the server process never imported it
