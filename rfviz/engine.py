@@ -42,12 +42,14 @@ from .geometry import check_r, check_theta, project_to_span
 from .numerics import LOG10
 from .params import (
     DEFAULT_MEMORY_BUDGET,
-    MAX_TRIALS,
+    ENGINE_SEED_PARAM,
+    ENGINE_TRIALS_PARAM,
     Param,
     ParameterError,
     check,
     current_memory_budget,
     format_bytes,
+    require_fits,
 )
 from .sampling import resolve_device
 
@@ -211,13 +213,6 @@ class _Plan:
     unit_bytes: int
 
 
-def _require_budget(what: str, nbytes: int, budget: int) -> None:
-    if nbytes > budget:
-        raise ParameterError(f"{what} need {format_bytes(nbytes)}, more than the memory budget of "
-                             f"{format_bytes(budget)}: use fewer or smaller inputs, or raise the budget "
-                             f"(--memory-budget)")
-
-
 def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_bytes: int, budget: int,
           chunk_bytes: int) -> _Plan:
     """Chunk sizes with fixed + 2·samples + unit work ≤ budget (samples counted twice: drawing them needs
@@ -244,10 +239,8 @@ def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_byt
     return _Plan(super_pairs, unit_trials, unit_pairs, fixed, unit_trials * unit_pairs * unit_cost)
 
 
-TRIALS_PARAM = Param("trials", 2000, "int", "independent Monte-Carlo estimates per pair", low=2, high=MAX_TRIALS)
 BLOCK_TRIALS_PARAM = Param("block_trials", DEFAULT_BLOCK_TRIALS, "int", "trials per independently seeded block", low=2)
 CHUNK_BYTES_PARAM = Param("chunk_bytes", DEFAULT_CHUNK_BYTES, "int", "largest unit of work (bytes)", low=1)
-SEED_PARAM = Param("seed", 0, "int", "random seed of the Monte-Carlo run")
 
 
 @dataclass(frozen=True)
@@ -258,8 +251,8 @@ class MCOptions:
     Parameters
     ----------
     d : the true dimension when pairs are given in reduced coordinates (isotropic estimators); None: x's width.
-    trials : independent estimates per pair (TRIALS_PARAM).
-    seed : the run's seed; block b is drawn from its own generator seeded with (seed, b) (SEED_PARAM).
+    trials : independent estimates per pair (ENGINE_TRIALS_PARAM).
+    seed : the run's seed; block b is drawn from its own generator seeded with (seed, b) (ENGINE_SEED_PARAM).
     device : auto (CUDA when available), cpu or cuda.
     dtype : None: float64 on the CPU, float32 on a GPU.
     memory_budget : bytes the accounted working set may use; None: the current budget
@@ -285,7 +278,7 @@ class MCOptions:
     chunk_bytes: int | None = None
 
     def __post_init__(self) -> None:
-        for spec in (TRIALS_PARAM, SEED_PARAM, BLOCK_TRIALS_PARAM, CHUNK_BYTES_PARAM):
+        for spec in (ENGINE_TRIALS_PARAM, ENGINE_SEED_PARAM, BLOCK_TRIALS_PARAM, CHUNK_BYTES_PARAM):
             value = getattr(self, spec.name)
             if value is not None or spec.name != "chunk_bytes":  # None chunk_bytes: automatic
                 object.__setattr__(self, spec.name, check(value, spec))
@@ -414,7 +407,7 @@ def prepare(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCOptio
     x = np.atleast_2d(np.asarray(x, dtype=float))
     y = np.atleast_2d(np.asarray(y, dtype=float))
     x, y = np.broadcast_arrays(x, y)
-    _require_budget("the input pairs", 4 * x.size * 8, memory_budget)
+    require_fits("storing the input pairs", 4 * x.size * 8, "use fewer or smaller inputs", memory_budget)
     batch_shape = x.shape[:-1]
     x = x.reshape(-1, x.shape[-1])
     y = y.reshape(-1, y.shape[-1])

@@ -34,14 +34,14 @@ from .engine import MCResult, monte_carlo
 from .estimators import REGISTRY, Estimator, PairStats  # the package: REGISTRY needs the catalog loaded
 from .geometry import check_r, check_theta, embed_pair
 from .numerics import LOG10
-from .params import Param, ParameterError, validated
+from .params import CHECK_TRIALS_PARAM, LAB_D_PARAM, Param, ParameterError, validated
 from .params import check as check_param
 from .plugins import call_guarded, instantiate, protocol_guard
 
 DEFAULT_R: tuple[float, ...] = (0.5, 1.0, 1.5)
 DEFAULT_THETA: tuple[float, ...] = (0.0, math.pi / 4, math.pi / 2, 3 * math.pi / 4, math.pi)
-DEFAULT_D = 8
-DEFAULT_TRIALS = 4000
+DEFAULT_D = LAB_D_PARAM.default
+DEFAULT_TRIALS = CHECK_TRIALS_PARAM.default
 DEFAULT_ALPHA = 0.01
 DEFAULT_COMPARE: tuple[str, ...] = ("trig", "positive", "positive_antithetic")
 BIAS_KURTOSIS_FRACTION = 1 / 100
@@ -82,8 +82,6 @@ UNEQUAL_RATIO = 0.5
 SHARED_PARAMS = ("m", "kernel", "coupling")
 """Parameters copied from the candidate to each comparator (a like-for-like comparison)."""
 
-D_PARAM = Param("d", DEFAULT_D, "int", "input dimension of the grid's pairs", low=1)
-TRIALS_PARAM = Param("trials", DEFAULT_TRIALS, "int", "Monte-Carlo trials per grid point", low=100)
 ALPHA_PARAM = Param("alpha", DEFAULT_ALPHA, help="family-wise error rate of the bias test (Holm)", low=0.0, high=1.0,
                     low_open=True, high_open=True)
 
@@ -489,7 +487,7 @@ class LabOptions:
     progress: Callable[[float], None] | None = None
 
     def __post_init__(self) -> None:
-        for spec in (TRIALS_PARAM, ALPHA_PARAM):
+        for spec in (CHECK_TRIALS_PARAM, ALPHA_PARAM):
             object.__setattr__(self, spec.name, check_param(getattr(self, spec.name), spec))
 
     @property
@@ -783,7 +781,7 @@ def run_lab(est: Estimator, opts: LabOptions) -> LabReport:
         deterministic_wrong=bias.deterministic_wrong.reshape(shape), extra_pairs=bias.extra_rows)
 
 
-@validated(TRIALS_PARAM, ALPHA_PARAM)
+@validated(CHECK_TRIALS_PARAM, ALPHA_PARAM)
 def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Sequence[float] = DEFAULT_THETA,
                     d: int = DEFAULT_D, trials: int = DEFAULT_TRIALS, seed: int = 0, alpha: float = DEFAULT_ALPHA,
                     compare: Sequence[str] = DEFAULT_COMPARE, device: str = "cpu",
@@ -795,7 +793,7 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
     ----------
     est : the estimator instance to check.
     r, theta, d, trials, seed, alpha, compare, device, check_feature_maps, pairs, progress
-        The settings; see ``LabOptions`` (``trials`` and ``alpha`` are validated against TRIALS_PARAM and
+        The settings; see ``LabOptions`` (``trials`` and ``alpha`` are validated against CHECK_TRIALS_PARAM and
         ALPHA_PARAM).
 
     Returns

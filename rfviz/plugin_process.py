@@ -95,6 +95,13 @@ class PluginLimits:
         return cls(timeout, memory, cpu)
 
 
+def _plain(value: Any) -> Any:
+    """numpy arrays and scalars in a request become lists and numbers."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} cannot be sent to a plugin process")
+
+
 def _tail(path: pathlib.Path) -> str:
     try:
         with open(path, "rb") as f:
@@ -196,7 +203,7 @@ def run_isolated(task: str, payload: dict[str, Any], label: str, limits: PluginL
         request = {"task": task, "payload": payload, "limits": asdict(limits), "sys_path": list(sys.path),
                    "memory_budget": current_memory_budget(), "result": str(folder / "result.pickle"),
                    "status": str(folder / "status")}
-        (folder / "request.json").write_text(json.dumps(request), encoding="utf-8")
+        (folder / "request.json").write_text(json.dumps(request, default=_plain), encoding="utf-8")
         env = dict(os.environ)
         root = str(pathlib.Path(__file__).resolve().parents[1])
         env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])

@@ -30,6 +30,7 @@ LAYERS: tuple[str, ...] = ("numerics/params", "maths", "figures", "estimators", 
                            "lab/gallery/sweep", "faces")
 LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.params": "numerics/params",
+    "rfviz.registries": "numerics/params",  # couplings and kernels; samplers named as "module:function", resolved late
     "rfviz.numerics": "numerics/params",
     "rfviz.textio": "numerics/params",
     "rfviz.geometry": "numerics/params",
@@ -41,7 +42,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.sampling": "maths",
     "rfviz.estimators": "estimators",
     "rfviz.plugins": "estimators",  # loads user estimator classes; imports only estimators.base and params
-    "rfviz": "estimators",  # the package __init__ re-exports the registry (lazily: module __getattr__)
+    "rfviz": "faces",  # the package __init__: lazily, the registry and the Python API (rfviz.api)
     "rfviz.engine": "engine",
     "rfviz.gram": "engine",  # Gram/attention error of a data set: closed forms summed, features sampled
     "rfviz.clustered": "estimators",  # HRF App. H clustered estimators, fitted to data
@@ -52,6 +53,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz._plugin_worker": "lab/gallery/sweep",  # that child's entry point
     "rfviz.gallery": "lab/gallery/sweep",
     "rfviz.sweep": "lab/gallery/sweep",  # distributed sweeps: a thin layer over the engine
+    "rfviz.api": "faces",  # the Python API: one function per command, which the CLI wraps
     "rfviz.cli": "faces",
     "rfviz.__main__": "faces",
     "app_pages": "faces",
@@ -307,7 +309,8 @@ def test_no_function_longer_than_the_limit():
     assert not long_functions(), "functions too long:\n" + "\n".join(long_functions())
 
 # ----------------------------------------------------------------------------- figures only draw
-FIGURES_MAY_IMPORT = ("rfviz.figures", "rfviz.params", "rfviz.numerics", "rfviz.geometry", "rfviz.references",
+FIGURES_MAY_IMPORT = ("rfviz.figures", "rfviz.params", "rfviz.registries", "rfviz.numerics", "rfviz.geometry",
+                      "rfviz.references",
                       "rfviz.diagnostics", "rfviz._version", "rfviz.maths")
 """What rfviz/figures/ may import from the package: itself, the bottom layer and the closed forms of rfviz.maths
 (never the engine, the estimators, gram, lab, data, sweep, compute or gallery)."""

@@ -27,7 +27,8 @@ from rfviz.engine import monte_carlo
 from rfviz.geometry import canonical_pair
 from rfviz.maths import simrf as C
 from rfviz.params import ParameterError
-from rfviz.sampling import COUPLINGS, chi_square, sample_omegas
+from rfviz.registries import COUPLINGS
+from rfviz.sampling import chi_square, sample_omegas
 
 CPU = torch.device("cpu")
 

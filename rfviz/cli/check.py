@@ -14,7 +14,6 @@ import math
 
 from ..estimators import REGISTRY  # the package: REGISTRY needs the catalog loaded
 from ..lab import (
-    D_PARAM,
     DEFAULT_ALPHA,
     DEFAULT_COMPARE,
     DEFAULT_D,
@@ -23,7 +22,7 @@ from ..lab import (
     DEFAULT_TRIALS,
     PAIR_KINDS,
 )
-from ..params import MAX_LIST_LENGTH, ParameterError
+from ..params import LAB_D_PARAM, MAX_LIST_LENGTH, ParameterError
 from ..params import check as check_value
 from ..plugin_process import check_isolated, check_target
 from ..plugins import PluginError, plugin_timeout_scope
@@ -62,7 +61,7 @@ def _run_check(args: argparse.Namespace) -> int:
         params["kernel"] = args.kernel
     compare = [c.strip() for c in args.compare.split(",") if c.strip()] if args.compare is not None \
         else list(DEFAULT_COMPARE)
-    check_value(args.d, D_PARAM)
+    check_value(args.d, LAB_D_PARAM)
     settings = {"r": parse_vector("r", args.r).tolist(), "theta": _angles(args.theta), "d": args.d,
                 "trials": args.trials, "seed": args.seed, "alpha": args.alpha, "device": args.device,
                 "check_feature_maps": not args.no_features, "pairs": args.pairs}
