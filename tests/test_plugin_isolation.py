@@ -195,3 +195,12 @@ def test_the_lab_page_loads_and_checks_plugins_in_plugin_processes(tmp_path, mon
     shown = [m.value for m in [*at.success, *at.warning, *at.error]]
     assert any("CLI exit code" in m for m in shown), shown
     assert not [m for m in sys.modules if "tempered_positive" in m]  # the server process never imported it
+
+
+def test_the_python_api_checks_plugin_specs_in_a_plugin_process(tmp_path):
+    import rfviz.api
+    from rfviz.plugins import PluginError
+
+    quits = _plugin(tmp_path, "quits_in_api.py", "import os\nos._exit(0)\n")
+    with pytest.raises(PluginError, match=r"ended the checking process \(exit code 0\) during import"):
+        rfviz.api.check(quits)  # before: this ended the caller's own Python process
