@@ -132,6 +132,17 @@ def _read_status(path: pathlib.Path) -> tuple[str, float | None]:
         return stage, None
 
 
+def _exited(proc: subprocess.Popen) -> int | None:
+    """The worker's exit status (negative: killed by that signal) once it has ended, else None; left unreaped where
+    ``os.waitid`` exists (Linux), so its process-group id cannot be reused before ``_kill_group``."""
+    if not hasattr(os, "waitid"):  # macOS: reaped here; the group id is then free, a tiny race
+        return proc.poll()
+    info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    if info is None:
+        return None
+    return info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+
+
 def _wait(proc: subprocess.Popen, status: pathlib.Path, limits: PluginLimits,
           progress: Callable[[float], None] | None) -> tuple[int | None, str, bool]:
     """Poll until the worker exits or its deadline passes; (exit status or None, last stage, timed out). The
@@ -141,7 +152,7 @@ def _wait(proc: subprocess.Popen, status: pathlib.Path, limits: PluginLimits,
     started = False
     stage, last_frac = "", None
     while True:
-        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        code = _exited(proc)
         new_stage, frac = _read_status(status)
         if new_stage:
             stage = new_stage
@@ -150,8 +161,7 @@ def _wait(proc: subprocess.Popen, status: pathlib.Path, limits: PluginLimits,
         if progress is not None and frac is not None and frac != last_frac:
             last_frac = frac
             progress(frac)
-        if info is not None:
-            code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        if code is not None:
             return code, stage, False
         if time.monotonic() > deadline:
             return None, stage, True
