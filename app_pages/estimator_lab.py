@@ -1,7 +1,9 @@
 """Estimator lab: check a new (plugin) or built-in estimator for bias and map where its MSE wins or loses.
 
 Plugins are the classes named on the machine running the app (RFVIZ_PLUGINS, entry points ``rfviz.estimators``);
-nothing is uploaded from the browser. All statistics live in rfviz.lab; this page only collects settings and shows
+nothing is uploaded from the browser. Plugin code never runs in the server's process: discovery and each check run in
+a plugin process (rfviz.plugin_process: own session killed at its deadline, RLIMIT_AS/RLIMIT_CPU); built-ins run
+in-process. All statistics live in rfviz.lab; this page only collects settings and shows
 the report.
 """
 
@@ -17,7 +19,8 @@ from rfviz.estimators import REGISTRY
 from rfviz.figures import lab as figs
 from rfviz.lab import DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_TRIALS, check
 from rfviz.params import D_PARAM, LAB_TRIALS_PARAM, SEED_PARAM
-from rfviz.plugins import ENV_VAR, discover, forget, plugin_timeout_scope
+from rfviz.plugin_process import check_isolated, discover_isolated
+from rfviz.plugins import ENV_VAR, entry_point_specs, env_specs, plugin_timeout_scope
 from rfviz.textio import jsonable
 
 with ui.page(
@@ -39,20 +42,20 @@ with ui.page(
          "Closed forms where they exist (HRF Lemma 2.2 for trig and positive RFs), Monte Carlo otherwise."),
     ],
 ) as state:
-    DISCOVERY_TIMEOUT_S = 10.0
+    DISCOVERY_TIMEOUT_S = 30.0
 
 
     @st.cache_resource(show_spinner=False)
     def _plugins(env_value: str) -> tuple[dict, list[str]]:
-        """Plugins named on this machine (cached per value of the environment variable). Each plugin's import and smoke
-        test has a deadline (DISCOVERY_TIMEOUT_S), so a plugin that hangs is reported instead of blocking the page."""
+        """Plugins named on this machine (cached per value of the environment variable), each loaded and smoke-tested
+        in its own plugin process with a deadline (DISCOVERY_TIMEOUT_S): a plugin that hangs or ends its process is
+        reported instead of blocking or ending the page."""
         with plugin_timeout_scope(DISCOVERY_TIMEOUT_S):
-            return discover({ENV_VAR: env_value})
+            return discover_isolated([*env_specs({ENV_VAR: env_value}), *entry_point_specs()])
 
 
     if st.sidebar.button("Reload plugin files", icon=":material/refresh:",
                          help="read edited plugin files again (modules named as module:Class need an app restart)"):
-        forget()
         _plugins.clear()
     plugins, plugin_errors = _plugins(os.environ.get(ENV_VAR, ""))
     for err in plugin_errors:
@@ -100,9 +103,13 @@ with ui.page(
             r_values = parse_vector("r", r_text).tolist()
             d, trials, seed = ui.valid(D_PARAM, d), ui.valid(LAB_TRIALS_PARAM, trials), ui.valid(SEED_PARAM, seed)
             bar = st.progress(0.0, text="sampling…")
-            report = check(cls, params, r=r_values, theta=np.linspace(0.0, np.pi, int(n_theta)).tolist(), d=int(d),
-                           trials=int(trials), seed=int(seed), alpha=float(alpha), compare=compare, device="auto",
-                           progress=lambda f: bar.progress(min(max(f, 0.0), 1.0), text="sampling…"))
+            settings_kw = dict(r=r_values, theta=np.linspace(0.0, np.pi, int(n_theta)).tolist(), d=int(d),
+                               trials=int(trials), seed=int(seed), alpha=float(alpha), device="auto",
+                               progress=lambda f: bar.progress(min(max(f, 0.0), 1.0), text="sampling…"))
+            if name in plugins:
+                report = check_isolated(plugins[name].source, (), params, compare, **settings_kw)
+            else:
+                report = check(cls, params, compare=compare, **settings_kw)
             bar.empty()
             st.session_state["estimator_lab.report"] = (settings, report)
 
