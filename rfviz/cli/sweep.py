@@ -7,13 +7,14 @@ Example: ``python -m rfviz sweep positive d=64 --grid theta=0:3.1416:32 r=0.1:2:
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from dataclasses import replace
 
 from ..estimators import get_estimator
 from ..params import ParameterError
 from ..sweep import SweepSpec, make_backend, parse_grid, run_sweep
-from ..sweep.backends import DEFAULT_TASK_SECONDS
+from ..sweep.ray_backend import RAY_PARAMS, SweepTaskError, install_sigterm_as_interrupt
 from ..sweep.tasks import DEFAULT_SWEEP_BLOCK
 from ..textio import parse_assignments
 
@@ -31,12 +32,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--block-trials", type=int, default=None,
                    help="trials per task (default 4096; part of the reproducibility contract with the seed)")
     p.add_argument("--backend", default="local", choices=("local", "ray"), help="local (this process) or ray")
-    p.add_argument("--address", default=None, help="Ray cluster address to join (default: start a local Ray)")
-    p.add_argument("--workers", type=int, default=None, help="CPUs of the local Ray (default: all cores)")
-    p.add_argument("--max-retries", type=int, default=3, help="Ray: re-runs of a task whose worker died")
-    p.add_argument("--task-seconds", type=float, default=DEFAULT_TASK_SECONDS,
-                   help="Ray: target compute time per Ray task (capped so each worker gets ≥ 8 Ray tasks)")
-    p.add_argument("--gpus-per-task", type=float, default=1.0, help="Ray: GPUs requested per task on CUDA")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster to join: HOST:PORT as printed by `ray start --head`, or auto (default: "
+                        "RAY_ADDRESS, else a private local Ray for this sweep, even when a `ray start` head runs)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="CPUs of the private local Ray (default: all cores); not with --address")
+    for param in RAY_PARAMS:  # Ray-only options: validated by their Param, refused on --backend local
+        p.add_argument("--" + param.name.replace("_", "-"), default=None,
+                       help=f"{param.help} (default {param.default:g}; {param.range_text()})")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (auto: cuda when the backend has a GPU)")
     p.add_argument("--out", required=True, help="result file, .csv or .parquet (+ .manifest.json beside it)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep of the same arguments")
@@ -54,11 +57,25 @@ def run(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid, cls, fixed)
     block = DEFAULT_SWEEP_BLOCK if args.block_trials is None else args.block_trials
     spec = SweepSpec(args.name, fixed, grid, args.trials, args.seed, block, "cpu")  # validates before Ray starts
-    options = {}
-    if args.backend == "ray":
-        options = {"max_retries": args.max_retries, "task_seconds": args.task_seconds,
-                   "gpus_per_task": args.gpus_per_task}
+    given = {param: getattr(args, param.name) for param in RAY_PARAMS}
+    options = {param.name: None if text is None else param.parse(text) for param, text in given.items()}
+    previous = install_sigterm_as_interrupt()  # SIGTERM stops like Ctrl-C: finished points kept, Ray shut down
+    try:
+        return _run(args, spec, options)
+    except KeyboardInterrupt:
+        print(f"interrupted: finished points are kept in {args.out}; continue with the same command and "
+              f"--resume", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace, spec: SweepSpec, options: dict) -> int:
     backend = make_backend(args.backend, address=args.address, workers=args.workers, **options)
+    install_sigterm_as_interrupt()  # again: ray.init installs its own handler
+    if getattr(backend, "note", None) and not args.quiet:
+        print(backend.note, file=sys.stderr)
     try:
         device = backend.default_device() if args.device == "auto" else args.device
         if device == "cuda" and args.backend == "local" and backend.default_device() != "cuda":
@@ -67,10 +84,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             report = run_sweep(spec, args.out, backend, resume=args.resume, overwrite=args.overwrite,
                                progress=not args.quiet)
-        except KeyboardInterrupt:
-            print(f"interrupted: finished points are kept in {args.out}; continue with the same command and "
-                  f"--resume", file=sys.stderr)
-            return 130
+        except SweepTaskError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     finally:
         backend.close()
     s = report.stats
