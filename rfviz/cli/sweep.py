@@ -14,7 +14,7 @@ from dataclasses import replace
 from ..estimators import get_estimator
 from ..params import ParameterError
 from ..sweep import SweepSpec, make_backend, parse_grid, run_sweep
-from ..sweep.ray_backend import RAY_PARAMS, SweepTaskError, install_sigterm_as_interrupt
+from ..sweep.ray_backend import RAY_PARAMS, SweepTaskError, install_sigterm_as_interrupt, validate_ray_options
 from ..sweep.tasks import DEFAULT_SWEEP_BLOCK
 from ..textio import parse_assignments
 
@@ -57,8 +57,7 @@ def run(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid, cls, fixed)
     block = DEFAULT_SWEEP_BLOCK if args.block_trials is None else args.block_trials
     spec = SweepSpec(args.name, fixed, grid, args.trials, args.seed, block, "cpu")  # validates before Ray starts
-    given = {param: getattr(args, param.name) for param in RAY_PARAMS}
-    options = {param.name: None if text is None else param.parse(text) for param, text in given.items()}
+    options = validate_ray_options({param.name: getattr(args, param.name) for param in RAY_PARAMS})
     previous = install_sigterm_as_interrupt()  # SIGTERM stops like Ctrl-C: finished points kept, Ray shut down
     try:
         return _run(args, spec, options)

@@ -80,6 +80,23 @@ RAY_PARAMS = (MAX_RETRIES_PARAM, TASK_SECONDS_PARAM, GPUS_PER_TASK_PARAM, CONNEC
 """The options that only the Ray backend has (validated here, refused by ``make_backend`` on ``local``)."""
 
 
+def validate_ray_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The given Ray-only options (``RAY_PARAMS`` names; None = not given) validated: ParameterError naming the
+    first bad one and its range.
+
+    Example
+    -------
+    >>> validate_ray_options({"max_retries": "2", "gpus_per_task": None})
+    {'max_retries': 2, 'gpus_per_task': None}
+    """
+    by_name = {p.name: p for p in RAY_PARAMS}
+    out = {k: None if v is None else by_name[k].validate(v) for k, v in options.items()}
+    gpus = out.get("gpus_per_task")
+    if gpus is not None and gpus > 1 and gpus != int(gpus):
+        raise ParameterError(f"gpus_per_task must be in (0, 1] or a whole number, got {gpus:g}")
+    return out
+
+
 class SweepTaskError(RuntimeError):
     """A sweep task that still failed after its retries (the message names the grid point), or a Ray task lost."""
 
@@ -88,8 +105,7 @@ class SweepTaskError(RuntimeError):
 _WORKER_TASKS = 0  # sweep tasks this worker process has run: its first one pays the warm-up (imports, caches)
 
 
-def _fail_hook(point: int) -> None:
-    spec = os.environ.get(FAIL_POINT_ENV)
+def _fail_hook(spec: str | None, point: int) -> None:
     if not spec:
         return
     target, _, marker = spec.partition(":")
@@ -114,22 +130,23 @@ def _crash_hook(marker: str | None) -> None:
     os._exit(1)  # a lost worker: Ray re-runs the Ray task (max_retries)
 
 
-def _ray_batch(spec: SweepSpec, pairs: np.ndarray, crash_marker: str | None,
+def _ray_batch(spec: SweepSpec, pairs: np.ndarray, hooks: dict[str, str],
                threads: int) -> tuple[np.ndarray, list[tuple[int, int, str]], bool]:
     """Body of one Ray task: the rows of the (point, block) ``pairs`` that ran, the ones that raised
-    (point, block, "Type: message") and whether this was the worker process's first Ray task (cold)."""
+    (point, block, "Type: message") and whether this was the worker process's first Ray task (cold). ``hooks``:
+    the driver's test hooks (``CRASH_ONCE_ENV``, ``FAIL_POINT_ENV``)."""
     global _WORKER_TASKS
     import torch
 
     if spec.device == "cpu":
         torch.set_num_threads(threads)
-    _crash_hook(crash_marker)
+    _crash_hook(hooks.get(CRASH_ONCE_ENV))
     cold = _WORKER_TASKS == 0
     rows: list[np.ndarray] = []
     errors: list[tuple[int, int, str]] = []
     for point, block in pairs.tolist():
         try:
-            _fail_hook(point)
+            _fail_hook(hooks.get(FAIL_POINT_ENV), point)
             rows.append(run_task(spec, point, block))
         except Exception as exc:  # reported on the driver with the point's parameters
             errors.append((point, block, f"{type(exc).__name__}: {' '.join(str(exc).split())[:300]}"))
@@ -389,12 +406,10 @@ class RayBackend:
                  ship_code: bool = True) -> None:
         if workers is not None:
             workers = check_int("workers", workers)
-        self.max_retries = MAX_RETRIES_PARAM.validate(max_retries)
-        self.task_seconds = TASK_SECONDS_PARAM.validate(task_seconds)
-        self.gpus_per_task = GPUS_PER_TASK_PARAM.validate(gpus_per_task)
-        if self.gpus_per_task > 1 and self.gpus_per_task != int(self.gpus_per_task):
-            raise ParameterError(f"gpus_per_task must be in (0, 1] or a whole number, got {gpus_per_task}")
-        connect_timeout = CONNECT_TIMEOUT_PARAM.validate(connect_timeout)
+        opts = validate_ray_options({"max_retries": max_retries, "task_seconds": task_seconds,
+                                     "gpus_per_task": gpus_per_task, "connect_timeout": connect_timeout})
+        self.max_retries, self.task_seconds = opts["max_retries"], opts["task_seconds"]
+        self.gpus_per_task, connect_timeout = opts["gpus_per_task"], opts["connect_timeout"]
         self.batch_tasks = None if batch_tasks is None else check_int("batch_tasks", batch_tasks)
         address = address or os.environ.get("RAY_ADDRESS") or None
         if address and workers is not None:
@@ -465,7 +480,7 @@ class RayBackend:
         slots = self._slots(spec)
         self.stats.slots = slots
         spec_ref = ray.put(spec)
-        crash = os.environ.get(CRASH_ONCE_ENV) or None
+        hooks = {k: os.environ[k] for k in (CRASH_ONCE_ENV, FAIL_POINT_ENV) if os.environ.get(k)}
         feed = _Feed(tasks, spec.n_blocks)
         sizer = BatchSizer(slots, self.task_seconds, fixed=self.batch_tasks)
         retry: deque[np.ndarray] = deque()
@@ -480,7 +495,7 @@ class RayBackend:
                     batch = retry.popleft() if retry else feed.take(size)
                     if not len(batch):
                         break
-                    pending[remote.remote(spec_ref, batch, crash, 1)] = batch
+                    pending[remote.remote(spec_ref, batch, hooks, 1)] = batch
                     self.stats.batch_tasks = max(self.stats.batch_tasks, len(batch))
                 if not pending:
                     break
