@@ -176,3 +176,33 @@ def test_a_failing_point_is_named_in_one_line_and_the_others_are_kept(ray_local,
     monkeypatch.delenv(FAIL_POINT_ENV)
     assert main([*args, "--resume"]) == 0  # the cause fixed: --resume computes only point 2
     assert rows(tmp_path / "cli.csv") == rows(tmp_path / "local.csv")
+
+
+def test_sigterm_while_waiting_for_a_silent_address_is_honoured(tmp_path) -> None:
+    """A blocked ``ray.init`` ignored SIGTERM for over a minute; the probe keeps the command responsive."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+        proc = subprocess.Popen([sys.executable, "-m", "rfviz", *CLI, "--out", str(tmp_path / "x.csv"), "--backend",
+                                 "ray", "--address", address], cwd=root, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(root)})
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and time.monotonic() < deadline:  # wait until the probe runs
+            if any("ray" in Path(f"/proc/{c}/cmdline").read_text(errors="replace")
+                   for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()):
+                break
+            time.sleep(0.2)
+        t0 = time.perf_counter()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert time.perf_counter() - t0 < 5, err
+    assert proc.returncode == 130 and err.strip().splitlines()[-1].startswith("interrupted"), (proc.returncode, err)
+    assert "Traceback" not in err and not (tmp_path / "x.csv").exists()

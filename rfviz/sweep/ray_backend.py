@@ -241,7 +241,8 @@ def probe_address(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> dic
             lines.put(line)
         lines.put(None)
 
-    threading.Thread(target=pump, daemon=True).start()
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
     deadline = time.monotonic() + timeout
     try:
         while (left := deadline - time.monotonic()) > 0:
@@ -265,6 +266,9 @@ def probe_address(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> dic
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+        reader.join(timeout=5)  # the pipe reaches EOF once the child is gone
+        if not reader.is_alive():
+            proc.stdout.close()  # type: ignore[union-attr]
 
 
 def _runtime_env() -> dict[str, Any]:
