@@ -18,13 +18,14 @@ def _story_figures() -> tuple:
     """The Home page's three live figures (pure builders from rfviz.figures, cached)."""
     import numpy as np
 
-    from rfviz.figures import dp as fd
+    from rfviz.compute import dp as cd
+    from rfviz.compute import hrf as ch
     from rfviz.figures import hrf as fh
     from rfviz.figures import simrf as fc
 
-    hybrid = fh.mse_figure(fh.mse_columns("angular", 1.5, 8, 1.0, 10), "angular", 1.5)
+    hybrid = fh.mse_figure(ch.mse_columns("angular", 1.5, 8, 1.0, 10), "angular", 1.5)
     coupling = fc.ratio_vs_v_figure(16, 16, features="positive", v=np.geomspace(1e-2, 1e1, 81))
-    q = fd.variance_vs_q(1.0, 0.79, 8, 3, 16, "flat")
+    q = cd.variance_vs_q(1.0, 0.79, 8, 3, 16, "flat")
     for fig in (hybrid, coupling, q):
         fig.update_layout(height=340, margin={"t": 50, "b": 40})
     return hybrid, coupling, q

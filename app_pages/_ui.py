@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from rfviz.figures import explorer as ex
+from rfviz.compute import catalog
 from rfviz.figures.export import figure_html, with_header
 from rfviz.params import Param, ParameterError
 
@@ -423,12 +423,12 @@ DEFAULT_ESTIMATORS = ("trig", "positive_antithetic", "hybrid_angular")
 def kernel_and_estimators(state: PageState, container: Any, help: str) -> tuple[str, list[str], list[str]]:
     """The "Kernel" choice and up to four of its estimators (shown by title; URL keys ``kernel`` and ``est``).
     Returns (kernel, chosen names, every estimator of the kernel)."""
-    kernel = state.selectbox("Kernel", "kernel", ex.kernel_options(), "softmax", container=container,
+    kernel = state.selectbox("Kernel", "kernel", catalog.kernel_options(), "softmax", container=container,
                              format_func=lambda k: k.replace("_", " "))
-    available = ex.estimators_for_kernel(kernel)
+    available = catalog.estimators_for_kernel(kernel)
     default = [n for n in DEFAULT_ESTIMATORS if n in available] or available[:2]
     names = state.multiselect("Estimators", "est", available, default, container=container, max_selections=4,
-                              format_func=ex.title_of, help=help)
+                              format_func=catalog.title_of, help=help)
     return kernel, names, available
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages import _ui as ui
+from rfviz.compute import simrf as cs
 from rfviz.figures import simrf as fc
 from rfviz.figures.common import traces_csv
 from rfviz.params import COUPLED_D_PARAM, M_PARAM, SAMPLES_PARAM, SEED_PARAM, TRIALS_PARAM, require_fits
@@ -60,7 +61,7 @@ state.show_url_errors()
 
 @ui.cached
 def _density(d: int, samples: int, v: float | None, couplings: tuple[str, ...]):
-    return fc.density_figure(d, couplings, samples=samples, v=v)
+    return fc.density_figure(d, couplings, drawn=cs.pair_sum_samples(d, couplings, samples), v=v)
 
 
 @ui.cached
@@ -75,7 +76,7 @@ def _ratio_v(d: int, m: int, features: str, couplings: tuple[str, ...]):
 
 @ui.cached
 def _iterations(d: int, v: float, seed: int):
-    return fc.simplex_plus_iterations_figure(fc.draw_norms(d, seed), v=v, seed=seed)
+    return fc.simplex_plus_iterations_figure(cs.draw_norms(d, seed), v=v, seed=seed)
 
 
 def _resample() -> None:
@@ -90,7 +91,7 @@ def _ratio_d(v: float, features: str, blocks: int, couplings: tuple[str, ...]):
 def _sampled_ratios(d: int, m: int, features: str, trials: int, seed: int, progress) -> dict:
     """Sampled MSE/MSE_iid per coupling (memoised per session: the run draws a progress bar)."""
     return ui.memo("coupling-mc", (d, m, features, trials, seed),
-                   lambda: fc.sampled_ratio_columns(d, m, features, trials=trials, seed=seed, progress=progress))
+                   lambda: cs.sampled_ratio_columns(d, m, features, trials=trials, seed=seed, progress=progress))
 
 
 with ui.guard():
@@ -98,7 +99,7 @@ with ui.guard():
     if view == VIEWS[0]:
         c = st.columns(3)
         hist = state.toggle("Sampled histograms", "hist", False, container=c[0],
-                            help=f"draws |ωᵢ + ωⱼ| from rfviz's samplers (d ≤ {fc.HISTOGRAM_MAX_D})")
+                            help=f"draws |ωᵢ + ωⱼ| from rfviz's samplers (d ≤ {cs.HISTOGRAM_MAX_D})")
         samples = state.param(SAMPLES_PARAM, container=c[1], disabled=not hist)
         penalty = state.toggle("Overlay the penalty f(w, v)", "penalty", False, container=c[2])
         fig = _density(d, ui.valid(SAMPLES_PARAM, samples) if hist else 0, v if penalty else None, couplings)

@@ -6,6 +6,8 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from rfviz import data as rd
+from rfviz.compute import catalog
+from rfviz.compute import data as cdata
 from rfviz.figures import data as fdata
 from rfviz.params import M_PARAM, Param, ParameterError
 
@@ -70,14 +72,16 @@ with ui.guard():
     view_key = (*load_key, tuple(names), m, kernel)
     st.caption(f"{ds.name}: {ds.queries.shape[0]} queries × {ds.keys.shape[0]} keys, d = {ds.d}; "
                f"{ds.info.get('source', '')}")
-    avg = ui.memo("data.avg", view_key, lambda: fdata.pair_averages(ds, names, {"m": m}, sorted({*M_VALUES, m}),
+    avg = ui.memo("data.avg", view_key, lambda: cdata.pair_averages(ds, names, {"m": m}, sorted({*M_VALUES, m}),
                                                                         kernel))
-    st.markdown(f"**Answer:** {fdata.verdict(ds, avg, m)}.")
-    ui.plot(ui.memo("data.map", view_key, lambda: fdata.data_map_figure(ds, names, {"m": m}, kernel)), key="data-map")
+    st.markdown(f"**Answer:** {cdata.verdict(ds, avg, m)}.")
+    dm = ui.memo("data.map", view_key, lambda: cdata.data_map(ds, names, {"m": m}, kernel))
+    ui.plot(fdata.data_map_figure(dm.r_axis, dm.theta_axis, dm.values, dm.density, dm.title,
+                                  titles=catalog.titles(names)), key="data-map")
     st.caption("Heatmap: closed-form log10 MSE for |x| = |y| = r at angle θ, d = the data's d, over the data's range "
                "of r. White contours: density of the data's pairs at (r, θ), where r is the geometric-mean norm "
                "√(|x||y|) of each pair (its |x| ≠ |y| is summarised, not kept).")
-    fig_m = fdata.mse_vs_m_figure(ds, avg)
+    fig_m = fdata.mse_vs_m_figure(ds.name, avg.names, avg.m, avg.log10_mse)
     ui.plot(fig_m, key="data-vs-m")
     st.subheader("Gram-matrix error")
     repeats = state.param(REPEATS_PARAM)
@@ -85,7 +89,7 @@ with ui.guard():
     if st.button(f"Run Monte Carlo ({repeats:,} repeats)", key="data.run_gram",
                  help="sample the Gram error with features shared by all entries (repeats draws)"):
         with st.spinner("sampling…"):
-            st.session_state[mc_key] = fdata.gram_table(ds, names, {"m": m}, kernel, ui.valid(REPEATS_PARAM,
+            st.session_state[mc_key] = cdata.gram_table(ds, names, {"m": m}, kernel, ui.valid(REPEATS_PARAM,
                                                                                              repeats))
-    rows = st.session_state.get(mc_key) or fdata.gram_table(ds, names, {"m": m}, kernel)
+    rows = st.session_state.get(mc_key) or cdata.gram_table(ds, names, {"m": m}, kernel)
     st.dataframe(rows, hide_index=True)

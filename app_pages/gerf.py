@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from app_pages import _ui as ui
+from rfviz.compute import crt as cg
 from rfviz.figures import crt as fg
 from rfviz.geometry import EMBEDDINGS
 from rfviz.params import D_PARAM, M_PARAM, SEED_PARAM, TRIALS_PARAM
@@ -50,27 +51,27 @@ state.show_url_errors()
 
 @ui.cached
 def _real(r, theta, d, m, kernel, a_min):
-    return fg.real_A_columns(r, theta, d, m, kernel, a_min)
+    return cg.real_A_columns(r, theta, d, m, kernel, a_min)
 
 
 @ui.cached
 def _complex(r, theta, d, m, kernel, s, re_min, im_max):
-    return fg.complex_A_data(r, theta, d, m, kernel, s, re_min, im_max)
+    return cg.complex_A_data(r, theta, d, m, kernel, s, re_min, im_max)
 
 
 @ui.cached
 def _oprf(d, z_max):
-    return fg.oprf_columns(d, z_max)
+    return cg.oprf_columns(d, z_max)
 
 
 @ui.cached
 def _dirf(r, theta, d, m, kernel, embedding, shifted):
-    return fg.dirf_columns(r, theta, d, m, kernel, embedding, shifted)
+    return cg.dirf_columns(r, theta, d, m, kernel, embedding, shifted)
 
 
 @ui.cached
 def _sampled_real(r: float, theta: float, d: int, m: int, kernel: str, a_min: float, trials: int, seed: int):
-    return fg.sampled_real_A_columns(r, theta, d, m, kernel, a_min, trials, seed)
+    return cg.sampled_real_A_columns(r, theta, d, m, kernel, a_min, trials, seed)
 
 
 if view == VIEWS[0]:
@@ -89,7 +90,7 @@ if view == VIEWS[0]:
                 sampled = _sampled_real(r, theta, int(d), int(m), kernel, float(a_min), trials, seed)
         fig = fg.real_A_figure(c, r, theta, int(d), int(m), kernel, sampled)
         ui.plot(fig, key="gerf-real")
-        st.caption(f"A* = {fg.a_star(r, theta, int(d)):.6g} for this pair. Admissible: Re A < 1/8 (finite variance); "
+        st.caption(f"A* = {cg.a_star(r, theta, int(d)):.6g} for this pair. Admissible: Re A < 1/8 (finite variance); "
                    "Re A < 1/16 for a finite fourth moment (Monte-Carlo error bars), Re A < 0 for bounded features.")
         ui.downloads("rfviz-gerf-real-A", lambda: fg.columns_to_csv(c), fig, key="real")
 elif view == VIEWS[1]:

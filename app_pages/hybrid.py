@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from app_pages import _ui as ui
+from rfviz.compute import hrf as ch
 from rfviz.estimators import REGISTRY
 from rfviz.figures import hrf as fh
 from rfviz.params import M_PARAM, SEED_PARAM, TRIALS_PARAM
@@ -42,7 +43,7 @@ side = st.sidebar
 VIEWS = ["λ and its moments", "MSE vs base estimators", "Where each wins", "Max-relative-error"]
 view = state.view("View", VIEWS)
 max_view = view == VIEWS[3]
-kind = state.radio("λ-coefficient", "lam", list(fh.LAMBDAS), "angular", container=side,
+kind = state.radio("λ-coefficient", "lam", list(ch.LAMBDAS), "angular", container=side,
                    **(ui.unused("the max-relative-error bound (HRF Thm 3.5) is for the angular λ") if max_view
                       else {}))
 if max_view:
@@ -63,27 +64,27 @@ state.show_url_errors()
 
 @ui.cached
 def _lambda(kind: str, r: float, n: int, sigma: float, m: int):
-    return fh.lambda_columns(kind, r, n, sigma, m)
+    return ch.lambda_columns(kind, r, n, sigma, m)
 
 
 @ui.cached
 def _mse(kind: str, r: float, n: int, sigma: float, m: int):
-    return fh.mse_columns(kind, r, n, sigma, m)
+    return ch.mse_columns(kind, r, n, sigma, m)
 
 
 @ui.cached
 def _sampled_mse(kind: str, r: float, n: int, sigma: float, m: int, trials: int, seed: int):
-    return fh.sampled_mse_columns(kind, r, n, sigma, m, trials, seed)
+    return ch.sampled_mse_columns(kind, r, n, sigma, m, trials, seed)
 
 
 @ui.cached
 def _winner(kind: str, r_max: float, n: int, sigma: float, m: int):
-    return fh.winner_columns(kind, r_max, n, sigma, m)
+    return ch.winner_columns(kind, r_max, n, sigma, m)
 
 
 @ui.cached
 def _max_error(r_max: float, n: int, m: int):
-    return fh.max_error_columns(r_max, n, m)
+    return ch.max_error_columns(r_max, n, m)
 
 
 with ui.guard():

@@ -6,9 +6,11 @@ import numpy as np
 import streamlit as st
 
 from app_pages import _ui as ui
+from rfviz.compute import catalog
+from rfviz.compute import explorer as ex
 from rfviz.engine import Cancelled
 from rfviz.estimators import REGISTRY
-from rfviz.figures import explorer as ex
+from rfviz.figures import explorer as fx
 from rfviz.geometry import EMBEDDINGS
 from rfviz.params import D_PARAM, R_MAX_PARAM, SEED_PARAM, TRIALS_PARAM
 
@@ -190,8 +192,8 @@ if grid_ok and surfs:
                 mc_box.badge(f"Analytic and sampled agree within 4 SE ({int(trials)} trials, device {dev})",
                              icon=":material/check_circle:", color="green")
             needed = max(s.trials_for_ten_percent() for s in sampled_grid.values())
-            if ex.trials_guidance(needed, int(trials)):
-                mc_box.caption(ex.trials_guidance(needed, int(trials)))
+            if fx.trials_guidance(needed, int(trials)):
+                mc_box.caption(fx.trials_guidance(needed, int(trials)))
 
     # ------------------------------------------------------------------ figures
     if values:
@@ -203,8 +205,8 @@ if grid_ok and surfs:
                 heavy[k] = (rr[~s.reliable_mask], tt[~s.reliable_mask])
         title = f"{ex.QUANTITIES[which]} · {kernel.replace('_', '-')} kernel · d = {int(d)}"
         if view == "heatmap":
-            fig = ex.heatmap_figure(r_axis, theta_axis, values, which, disagree, title=title, zrange=zrange,
-                                    heavy=heavy)
+            fig = fx.heatmap_figure(r_axis, theta_axis, values, which, disagree, title=title, zrange=zrange,
+                                    heavy=heavy, titles=catalog.titles(values))
         else:
             points = {}
             if sampled_grid:
@@ -218,7 +220,8 @@ if grid_ok and surfs:
                 points = {k: v for k, v in points.items() if k == shown3d}
             else:
                 values3d = values
-            fig = ex.surface_figure(r_axis, theta_axis, values3d, which, points, title=title, zrange=zrange)
+            fig = fx.surface_figure(r_axis, theta_axis, values3d, which, points, title=title, zrange=zrange,
+                                    titles=catalog.titles(values3d))
         ui.plot(fig, key="mse-main")
         window = (f"the fixed range {zrange[0]:g} to {zrange[1]:g} set in the sidebar" if zrange else
                   "one window shared by all panels (1st–99th percentile of their values)")
@@ -228,7 +231,7 @@ if grid_ok and surfs:
         else:
             st.caption(f"Magenta points on the floor: exact (MSE = 0). Height: {window}; values beyond it are "
                        "pinned to its ends. Drag to turn the view; click a legend entry to hide a surface.")
-        ui.downloads("rfviz-mse-surface", lambda: ex.grid_csv(r_axis, theta_axis, values, which), fig, key="main")
+        ui.downloads("rfviz-mse-surface", lambda: fx.grid_csv(r_axis, theta_axis, values, which), fig, key="main")
 
         # slice
         if slice_axis == "θ":
@@ -245,8 +248,9 @@ if grid_ok and surfs:
                 for k, (v, se) in ex.sampled_quantity(sl_mc, sampled_slice, which, pair).items():
                     rel = sampled_slice[k].reliable_mask.ravel() if k in sampled_slice else None
                     pts[k] = ((r_sl if slice_axis == "θ" else theta_sl), v.ravel(), se.ravel(), rel)
-            sfig = ex.slice_figure("theta" if slice_axis == "θ" else "r", coord, sl_values, which, slice_at, pts)
+            sfig = fx.slice_figure("theta" if slice_axis == "θ" else "r", coord, sl_values, which, slice_at, pts,
+                                   titles=catalog.titles(sl_values))
             ui.plot(sfig, key="mse-slice")
             cols_csv = {"coordinate": coord, **sl_values}
-            ui.downloads("rfviz-mse-slice", lambda: ex.columns_to_csv(cols_csv), sfig, key="slice")
+            ui.downloads("rfviz-mse-slice", lambda: fx.columns_to_csv(cols_csv), sfig, key="slice")
 state.finish()

@@ -7,6 +7,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from app_pages import _ui as ui
+from rfviz.compute import optimal as co
 from rfviz.figures import optimal as fo
 from rfviz.figures.common import traces_csv
 from rfviz.maths.optimal import INPUT_KINDS, KERNELS, MECHANISMS, InputLaw, OptimalSampling
@@ -104,7 +105,7 @@ with ui.guard():
         if st.button("Run Monte Carlo", key="optimal_sampling.run_mc",
                      help="sample the variance at 5 points of the sweep, under Ψ* and Ω (4000 draws each, ±2 SE)"):
             with st.spinner("sampling…"):
-                st.session_state[mc_key] = fo.variance_sweep_mc(kind, d, axis, np.linspace(hi / 5, hi, 5), kernel,
+                st.session_state[mc_key] = co.variance_sweep_mc(kind, d, axis, np.linspace(hi / 5, hi, 5), kernel,
                                                                 relative=relative, **fixed)
         if mc_key in st.session_state:
             fig2 = fo.add_mc_points(go.Figure(fig2), st.session_state[mc_key])

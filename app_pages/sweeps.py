@@ -9,6 +9,7 @@ from pathlib import Path
 import streamlit as st
 
 from app_pages import _ui as ui
+from rfviz.compute import sweep_files as sf
 from rfviz.figures import sweep as fs
 from rfviz.params import ParameterError
 
@@ -24,7 +25,7 @@ ui.header(
     "**unreliable** (relative SE > 10% or one block carrying most of the squared error: heavy tails, typical of "
     "positive features at large r) are drawn hollow: there the sampled MSE can be far from the truth. Files are "
     f"read from a results folder (default `./results`, or the `{RESULTS_ENV}` environment variable) or uploaded "
-    f"(CSV/Parquet data only, at most {fs.MAX_BYTES // 2**20} MiB).",
+    f"(CSV/Parquet data only, at most {sf.MAX_BYTES // 2**20} MiB).",
     [(r"\mathrm{SE}[\log_{10}\widehat{\mathrm{MSE}}] \approx \frac{\mathrm{SE}[\widehat{\mathrm{MSE}}]}"
       r"{\widehat{\mathrm{MSE}}\,\ln 10}",
       "Error bars: ±2 SE of the Monte-Carlo MSE on the log10 scale (delta method); closed forms as in the MSE "
@@ -37,7 +38,7 @@ side = st.sidebar
 # app list or read files elsewhere on the server.
 folder = os.environ.get(RESULTS_ENV, "results")
 side.caption(f"Results folder: `{folder}` (set ${RESULTS_ENV} before starting the app to change it)")
-files = fs.result_files(folder)
+files = sf.result_files(folder)
 
 
 def _show_upload() -> None:  # a new upload is the file shown
@@ -46,7 +47,7 @@ def _show_upload() -> None:  # a new upload is the file shown
 
 uploaded = side.file_uploader("…or upload a result file", type=["csv", "parquet"], key=state.key("upload"),
                               on_change=_show_upload,
-                              help=f"a CSV/Parquet written by `rfviz sweep` (data only, ≤ {fs.MAX_BYTES // 2**20} MiB)")
+                              help=f"a CSV/Parquet written by `rfviz sweep` (data only, ≤ {sf.MAX_BYTES // 2**20} MiB)")
 choices = [p.name for p in files] + ([UPLOAD] if uploaded is not None else [])
 state.show_url_errors()
 chosen = state.selectbox("Result file", "file", choices or [NONE], UPLOAD if uploaded is not None else None,
@@ -60,21 +61,21 @@ if chosen == NONE:
 
 
 @ui.cached
-def _read(data: bytes, name: str) -> fs.SweepTable:
-    return fs.read_results(data, name)
+def _read(data: bytes, name: str) -> sf.SweepTable:
+    return sf.read_results(data, name)
 
 
 table = None
 with ui.guard(f"{chosen}: "):
     if chosen == UPLOAD:
-        if uploaded.size > fs.MAX_BYTES:
-            raise ParameterError(f"file must be at most {fs.MAX_BYTES // 2**20} MiB, got "
+        if uploaded.size > sf.MAX_BYTES:
+            raise ParameterError(f"file must be at most {sf.MAX_BYTES // 2**20} MiB, got "
                                  f"{uploaded.size / 2**20:.1f} MiB")
         data, name = uploaded.getvalue(), uploaded.name
     else:
         path = Path(folder) / chosen
-        if path.stat().st_size > fs.MAX_BYTES:
-            raise ParameterError(f"file must be at most {fs.MAX_BYTES // 2**20} MiB, got "
+        if path.stat().st_size > sf.MAX_BYTES:
+            raise ParameterError(f"file must be at most {sf.MAX_BYTES // 2**20} MiB, got "
                                  f"{path.stat().st_size / 2**20:.1f} MiB")
         data, name = path.read_bytes(), path.name
     table = _read(data, name)

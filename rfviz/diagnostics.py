@@ -25,6 +25,9 @@ TOP_SHARE_FACTOR = 8.0
 """Default: the largest of ``parts`` parts may carry at most min(1/2, 8/parts) of the total squared error."""
 MIN_PARTS = 4
 """Below this many parts the top-share test says nothing (one part always carries everything)."""
+DISAGREEMENT_Z = 4.0
+"""A sampled MSE and its closed form disagree where they differ by more than this many standard errors (at
+reliable points); the explorer flags and draws such points."""
 
 
 @dataclass(frozen=True)

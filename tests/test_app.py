@@ -14,7 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from app_pages import BY_PATH, PAGES
 from app_pages._ui import to_text
-from rfviz.figures import explorer as ex
+from rfviz.compute import explorer as ex
+from rfviz.figures import explorer as fx
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = 60
@@ -317,13 +318,13 @@ def test_grid_csv_and_figures():
     r, theta = ex.make_axes(1.0, 3, 4)
     a = ex.analytic_surface("trig", {"m": 4}, "softmax", 2, r, theta)
     vals = ex.quantity([a], "log10_mse")
-    csv = ex.grid_csv(r, theta, vals, "log10_mse").splitlines()
+    csv = fx.grid_csv(r, theta, vals, "log10_mse").splitlines()
     assert csv[0] == "panel,r,theta,log10_mse" and len(csv) == 1 + 12
-    fig = ex.heatmap_figure(r, theta, vals, "log10_mse", {"trig": (np.array([0.5]), np.array([1.0]))})
+    fig = fx.heatmap_figure(r, theta, vals, "log10_mse", {"trig": (np.array([0.5]), np.array([1.0]))})
     # the panel, its exact cells (θ = 0: trig is exact) as an overlay, the disagreement marker, the legend entry
     assert [(t.type, t.meta) for t in fig.data] == [("heatmap", None), ("heatmap", "exact"), ("scatter", None),
                                                     ("scatter", None)]
-    fig3 = ex.surface_figure(r, theta, vals, "log10_mse")
+    fig3 = fx.surface_figure(r, theta, vals, "log10_mse")
     assert fig3.data[0].type == "surface"
 
 
@@ -375,13 +376,14 @@ def test_hybrid_page_sampled_points_agree_with_closed_forms():
     """The hybrid page's Monte-Carlo points (trig, ++, hybrid) lie within 4 SE of the closed-form curves at a
     light-tailed radius (r = 0.5: |x + y|² ≤ 1, so the ++ features' fourth moment is small), and the figure draws them.
     θ = 0 (trig and hybrid exact) and θ = π (++ and angular hybrid exact) are left out: their MSE is 0."""
+    from rfviz.compute import hrf as ch
     from rfviz.figures import hrf as fh
 
     for kind in ("angular", "gaussian"):
-        sampled = fh.sampled_mse_columns(kind, 0.5, 2, 1.0, 8, 6000, 3)
-        exact = fh.mse_columns(kind, 0.5, 2, 1.0, 8, points=len(sampled["theta"]))
+        sampled = ch.sampled_mse_columns(kind, 0.5, 2, 1.0, 8, 6000, 3)
+        exact = ch.mse_columns(kind, 0.5, 2, 1.0, 8, points=len(sampled["theta"]))
         inner = slice(1, -1)
-        for key in fh.SAMPLED_ESTIMATORS:
+        for key in ch.SAMPLED_ESTIMATORS:
             diff = sampled[f"log10_mse_{key}"][inner] - exact[f"log10_mse_{key}"][inner]
             z = diff / sampled[f"log10_se_{key}"][inner]
             assert np.all(np.abs(z) < 4), (kind, key, z)
@@ -405,12 +407,13 @@ def test_hybrid_page_monte_carlo_toggle_and_bad_trials():
 def test_gerf_page_sampled_points_agree_with_closed_forms():
     """GERF's Monte-Carlo points against real A (both s) lie within 4 SE of the closed form (CRT Thm 3.2) where
     the fourth moment is finite (A < 1/16, which ``sampled_real_A_columns`` enforces) at a moderate pair."""
+    from rfviz.compute import crt as cg
     from rfviz.figures import crt as fgerf
     from rfviz.maths import crt as gerf
 
     for kernel in ("gaussian", "softmax"):
-        sampled = fgerf.sampled_real_A_columns(0.6, 1.0, 8, 16, kernel, -0.4, 6000, 2, points=5)
-        exact = fgerf.real_A_columns(0.6, 1.0, 8, 16, kernel, a_min=-0.4)
+        sampled = cg.sampled_real_A_columns(0.6, 1.0, 8, 16, kernel, -0.4, 6000, 2, points=5)
+        exact = cg.real_A_columns(0.6, 1.0, 8, 16, kernel, a_min=-0.4)
         for s, key in ((1, "s+1"), (-1, "s-1")):
             curve = (gerf.log_var_vs_real_A(sampled["A"], s, 0.6, 1.0, 8, kernel) - math.log(16)) / math.log(10)
             z = (sampled[f"log10_mse_{key}"] - curve) / sampled[f"log10_se_{key}"]

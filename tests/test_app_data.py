@@ -10,6 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_pages import BY_PATH
 from rfviz import data
+from rfviz.compute import data as cdata
 from rfviz.estimators import create
 from rfviz.figures import data as fdata
 
@@ -22,32 +23,33 @@ def _iris() -> data.DataSet:
 
 def test_pair_geometry_uses_the_geometric_mean_norm_and_the_angle() -> None:
     ds = _iris()
-    r, th = fdata.pair_geometry(ds)
+    r, th = cdata.pair_geometry(ds)
     i, j = 3, 7
     x, y = ds.queries[i], ds.keys[j]
     k = i * ds.keys.shape[0] + j
     assert r[k] == pytest.approx(math.sqrt(np.linalg.norm(x) * np.linalg.norm(y)))
     assert math.cos(th[k]) == pytest.approx(x @ y / (np.linalg.norm(x) * np.linalg.norm(y)))
-    dens = fdata.pair_density(r, th, np.linspace(r.min(), r.max(), 8), np.linspace(0, math.pi, 9))
+    dens = cdata.pair_density(r, th, np.linspace(r.min(), r.max(), 8), np.linspace(0, math.pi, 9))
     assert dens.shape == (8, 9) and dens.max() == 1.0
 
 
 def test_pair_average_is_the_mean_of_pairwise_closed_forms_and_the_verdict_names_the_winner() -> None:
     ds = _iris()
-    avg = fdata.pair_averages(ds, ["trig", "positive"], {"m": 16}, [4, 16])
+    avg = cdata.pair_averages(ds, ["trig", "positive"], {"m": 16}, [4, 16])
     for name, row in zip(avg.names, avg.log10_mse, strict=True):
         est = create(name, m=16)
         direct = np.mean([math.exp(float(est.log_mse(x, y))) for x in ds.queries for y in ds.keys])
         assert 10 ** row[1] == pytest.approx(direct, rel=1e-9)
         assert row[0] == pytest.approx(row[1] + math.log10(4), abs=1e-9)  # MSE ∝ 1/m for these two
-    line = fdata.verdict(ds, avg, 16)
+    line = cdata.verdict(ds, avg, 16)
     best = avg.names[int(np.argmin(avg.log10_mse[:, 1]))]
     assert line.startswith(f"on iris at m = 16, {best} wins, with ") and "× lower MSE than" in line
 
 
 def test_map_figure_overlays_density_contours_on_each_panel() -> None:
     ds = _iris()
-    fig = fdata.data_map_figure(ds, ["trig", "positive_antithetic"], {"m": 8}, n_r=10, n_theta=12)
+    dm = cdata.data_map(ds, ["trig", "positive_antithetic"], {"m": 8}, n_r=10, n_theta=12)
+    fig = fdata.data_map_figure(dm.r_axis, dm.theta_axis, dm.values, dm.density, dm.title)
     kinds = [t.type for t in fig.data]
     panels = [t for t in fig.data if t.type == "heatmap" and not str(t.name or "").startswith("exact")]  # not the
     assert len(panels) == 2 and kinds.count("contour") == 2  # exact-cell (MSE = 0) overlays

@@ -13,6 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_pages import BY_PATH
 from rfviz import ParameterError, get_estimator
+from rfviz.compute import sweep_files as sf
 from rfviz.figures import sweep as fs
 from rfviz.sweep import SweepSpec, make_backend, parse_grid, run_sweep
 
@@ -42,8 +43,8 @@ def _csv_rows(path: pathlib.Path) -> list[dict[str, str]]:
 
 
 def test_read_results_csv_and_parquet_agree(results):
-    a = fs.read_results((results / "a_positive.csv").read_bytes(), "a_positive.csv")
-    b = fs.read_results((results / "b_positive.parquet").read_bytes(), "b_positive.parquet")
+    a = sf.read_results((results / "a_positive.csv").read_bytes(), "a_positive.csv")
+    b = sf.read_results((results / "b_positive.parquet").read_bytes(), "b_positive.parquet")
     assert a.axes == b.axes == ("theta", "r")
     assert len(a) == len(b) == 12
     assert a.estimator == "positive"
@@ -54,7 +55,7 @@ def test_read_results_csv_and_parquet_agree(results):
 
 
 def test_slice_figure_error_bars_and_unreliable_marking(results):
-    table = fs.read_results((results / "a_positive.csv").read_bytes(), "a_positive.csv")
+    table = sf.read_results((results / "a_positive.csv").read_bytes(), "a_positive.csv")
     rows = [r for r in _csv_rows(results / "a_positive.csv") if float(r["r"]) == 2.5]
     rows.sort(key=lambda r: float(r["theta"]))
     assert any(r["reliable"] == "False" for r in rows), "the fixture needs an unreliable (heavy-tailed) point"
@@ -77,7 +78,7 @@ def test_slice_figure_error_bars_and_unreliable_marking(results):
 
 
 def test_heatmap_figure_places_values_and_rings_unreliable(results):
-    table = fs.read_results((results / "a_positive.csv").read_bytes(), "a_positive.csv")
+    table = sf.read_results((results / "a_positive.csv").read_bytes(), "a_positive.csv")
     fig = fs.heatmap_figure(table, "theta", "r", {})
     mc = next(t for t in fig.data if t.name == "Monte Carlo")
     rows = _csv_rows(results / "a_positive.csv")
@@ -109,12 +110,12 @@ def test_read_results_rejects_bad_files(name, data, match):
     if name.endswith(".parquet"):
         pytest.importorskip("pyarrow")
     with pytest.raises(ParameterError, match=match):
-        fs.read_results(data, name)
+        sf.read_results(data, name)
 
 
 def test_read_results_size_limit():
     with pytest.raises(ParameterError, match="at most"):
-        fs.read_results(b"theta,mc_mse,stderr,reliable\n" + b"1,1,0.1,True\n" * 100, "x.csv", max_bytes=100)
+        sf.read_results(b"theta,mc_mse,stderr,reliable\n" + b"1,1,0.1,True\n" * 100, "x.csv", max_bytes=100)
 
 
 def _app(folder: pathlib.Path, monkeypatch) -> AppTest:

@@ -18,13 +18,15 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("rfviz", "app_pages")
 
 # Layers, lowest first; a module may import its own layer and the layers below it. Longest prefix wins.
-LAYERS: tuple[str, ...] = ("numerics/params", "maths", "estimators", "engine", "figures/lab/gallery", "faces")
+LAYERS: tuple[str, ...] = ("numerics/params", "maths", "figures", "estimators", "engine", "compute",
+                           "lab/gallery/sweep", "faces")
 LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.params": "numerics/params",
     "rfviz.numerics": "numerics/params",
     "rfviz.textio": "numerics/params",
     "rfviz.geometry": "numerics/params",
     "rfviz.references": "numerics/params",
+    "rfviz._version": "numerics/params",
     "rfviz.diagnostics": "numerics/params",  # pure statistics of sampled errors
     "rfviz.data": "numerics/params",  # data sets and preprocessing (numpy, scikit-learn)
     "rfviz.maths": "maths",
@@ -35,10 +37,11 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.engine": "engine",
     "rfviz.gram": "engine",  # Gram/attention error of a data set: closed forms summed, features sampled
     "rfviz.clustered": "estimators",  # HRF App. H clustered estimators, fitted to data
-    "rfviz.figures": "figures/lab/gallery",
-    "rfviz.lab": "figures/lab/gallery",
-    "rfviz.gallery": "figures/lab/gallery",
-    "rfviz.sweep": "figures/lab/gallery",  # distributed sweeps: a thin layer over the engine
+    "rfviz.figures": "figures",  # pure drawing: arrays in, plotly figures out (see test_figures_only_draw)
+    "rfviz.compute": "compute",  # Monte Carlo, closed forms on grids, statistics, files and catalog for the figures
+    "rfviz.lab": "lab/gallery/sweep",
+    "rfviz.gallery": "lab/gallery/sweep",
+    "rfviz.sweep": "lab/gallery/sweep",  # distributed sweeps: a thin layer over the engine
     "rfviz.cli": "faces",
     "rfviz.__main__": "faces",
     "app_pages": "faces",
@@ -185,6 +188,66 @@ def test_package_imports_neither_streamlit_nor_the_app():
         bad += [f"{module} imports {name}" for name in sorted(imports(module))
                 if name.split(".")[0] in FORBIDDEN_EVERYWHERE_IN_RFVIZ]
     assert not bad, "\n".join(bad)
+
+
+# ----------------------------------------------------------------------------- figures only draw
+FIGURES_MAY_IMPORT = ("rfviz.figures", "rfviz.params", "rfviz.numerics", "rfviz.geometry", "rfviz.references",
+                      "rfviz.diagnostics", "rfviz._version", "rfviz.maths")
+"""What rfviz/figures/ may import from the package: itself, the bottom layer and the closed forms of rfviz.maths
+(never the engine, the estimators, gram, lab, data, sweep, compute or gallery)."""
+FILE_READS = {"open", "read_text", "read_bytes", "iterdir", "glob", "rglob", "listdir", "scandir", "reader",
+              "DictReader", "load", "loadtxt", "genfromtxt", "read_csv", "read_parquet"}
+"""Calls that read files or list folders (``open``, pathlib reads, csv readers, numpy/pandas loaders)."""
+MONTE_CARLO = {"monte_carlo", "sweep", "run_blocks", "prepare", "gram_error", "monte_carlo_gram", "default_rng",
+               "sample_pair_sums", "sample", "check_estimator"}
+"""Calls that draw random samples or run the engine."""
+
+
+def _called_names(tree: ast.AST) -> set[str]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            out.add(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""))
+    return out
+
+
+def figures_violations(module: str, source: str | None = None) -> list[str]:
+    """Why ``module`` (a module of rfviz/figures/) is not pure drawing: forbidden imports, file reads, sampling."""
+    tree = ast.parse(source if source is not None else MODULES[module].read_text(encoding="utf-8"))
+    bad = [f"{module} imports {name}" for name in sorted(imports(module) if source is None else set())
+           if name.startswith("rfviz") and not name.startswith(FIGURES_MAY_IMPORT)]
+    for node in ast.walk(tree):  # writing a figure out (export.py: csv.writer, pathlib paths) is drawing's business
+        if isinstance(node, ast.Import | ast.ImportFrom) and source is not None:
+            name = node.module if isinstance(node, ast.ImportFrom) else node.names[0].name
+            if name and name.split(".")[0] in ("os", "glob", "torch", "pandas"):
+                bad.append(f"{module} imports {name}")
+    called = _called_names(tree)
+    bad += [f"{module} reads files: {name}()" for name in sorted(called & FILE_READS)]
+    bad += [f"{module} samples: {name}()" for name in sorted(called & MONTE_CARLO)]
+    return bad
+
+
+def test_figures_only_draw():
+    """rfviz/figures/ takes arrays and results and returns plotly figures: it imports no engine, estimators, gram,
+    lab, data or compute, reads no file and draws no random sample (ARCHITECTURE.md, "compute vs draw")."""
+    bad = []
+    for module in MODULES:
+        if module.startswith("rfviz.figures"):
+            bad += figures_violations(module)
+            source = MODULES[module].read_text(encoding="utf-8")
+            bad += [v for v in figures_violations(module, source) if " imports " in v]
+    assert not bad, "\n".join(bad)
+
+
+def test_figures_check_catches_what_it_forbids():
+    src = ("import csv\nimport torch\nimport numpy as np\n\ndef f(p):\n    rows = csv.reader(open(p))\n"
+           "    return np.random.default_rng(0), monte_carlo(1)\n")
+    found = figures_violations("rfviz.figures.fake", src)
+    assert any("imports torch" in v for v in found) and any("open()" in v for v in found)
+    assert any("reader()" in v for v in found)
+    assert any("default_rng()" in v for v in found) and any("monte_carlo()" in v for v in found)
+    assert figures_violations("rfviz.figures.fake", "import numpy as np\n\ndef f(x):\n    return np.sin(x)\n") == []
 
 
 # ----------------------------------------------------------------------------- the checker itself

@@ -399,14 +399,16 @@ def test_density_cli_json(capsys):
 
 
 def test_figure_builders():
+    from rfviz.compute import simrf as CS
     from rfviz.figures import simrf as F
 
-    fig = F.density_figure(6, samples=500, v=1.0)
+    fig = F.density_figure(6, drawn=CS.pair_sum_samples(6, samples=500), v=1.0)
     kinds = [t.type for t in fig.data]
     assert kinds.count("histogram") == 3 and kinds.count("scatter") == 4
     curve = fig.data[0]
     np.testing.assert_allclose(curve.y, C.density_wij(np.asarray(curve.x), 6, "iid"))
-    assert [t.type for t in F.density_figure(1024, samples=100).data] == ["scatter"] * 3  # no O(d³) histograms
+    big = F.density_figure(1024, drawn=CS.pair_sum_samples(1024, samples=100))
+    assert [t.type for t in big.data] == ["scatter"] * 3  # no O(d³) histograms
     fig = F.ratio_vs_v_figure(64)
     np.testing.assert_allclose(fig.data[1].y, C.mse_ratio_vs_iid("positive", np.asarray(fig.data[1].x) ** 2, 64, 64,
                                                                   "simplex"))

@@ -436,7 +436,7 @@ def test_cli_mse_flat_embedding_and_errors(capsys):
 
 # ----------------------------------------------------------------------------------------- figures
 def test_figure_builders_return_labelled_figures():
-    from rfviz.figures import dp as figs
+    from rfviz.compute import dp as figs
 
     for name in figs.__all__:
         fig = getattr(figs, name)()

@@ -11,11 +11,15 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
+from rfviz.compute import catalog
+from rfviz.compute import crt as cg
+from rfviz.compute import dp as cd
+from rfviz.compute import explorer as ex
+from rfviz.compute import hrf as ch
 from rfviz.estimators import REGISTRY
 from rfviz.figures import common, export
 from rfviz.figures import crt as fg
-from rfviz.figures import dp as fd
-from rfviz.figures import explorer as ex
+from rfviz.figures import explorer as fx
 from rfviz.figures import hrf as fh
 from rfviz.figures import simrf as fs
 from rfviz.params import D_PARAM, R_MAX_PARAM, ParameterError
@@ -32,18 +36,18 @@ def _explorer(view: str, which: str = "log10_mse", r_max: float = R_MAX_PARAM.de
     r, theta = ex.make_axes(r_max, res, res)
     surfs = [ex.analytic_surface(n, {}, kernel, d, r, theta) for n in names]
     values = ex.quantity(surfs, which, pair=names[:2] if which == "ratio" else None)
-    build = ex.heatmap_figure if view == "heatmap" else ex.surface_figure
-    return build(r, theta, values, which)
+    build = fx.heatmap_figure if view == "heatmap" else fx.surface_figure
+    return build(r, theta, values, which, titles=catalog.titles(values))
 
 
 def _gerf(s: int = 1, re_min: float = -0.5, im_max: float = 0.5, r: float = 1.0, theta: float = np.pi / 2,
           d: int = 16) -> go.Figure:
-    re, im, z = fg.complex_A_data(r, theta, d, 1, "softmax", s, re_min, im_max)
+    re, im, z = cg.complex_A_data(r, theta, d, 1, "softmax", s, re_min, im_max)
     return fg.complex_A_figure(re, im, z, s, r, theta, d)
 
 
 def _hybrid(kind: str = "angular", r_max: float = 4.0) -> go.Figure:
-    r, theta, panels = fh.winner_columns(kind, r_max, 1 if kind == "angular" else 4, 1.0, 10)
+    r, theta, panels = ch.winner_columns(kind, r_max, 1 if kind == "angular" else 4, 1.0, 10)
     return fh.winner_figure(r, theta, panels)
 
 
@@ -66,7 +70,7 @@ MAPS = {
     "GERF complex A, wide window": lambda: _gerf(1, re_min=-2.0, im_max=2.0),
     "hybrid winner map (angular)": lambda: _hybrid("angular"),
     "hybrid winner map (gaussian, r_max = 8)": lambda: _hybrid("gaussian", 8.0),
-    "dot-product real vs complex": lambda: fd.real_complex_ratio_map(3, 16, 1.0),
+    "dot-product real vs complex": lambda: cd.real_complex_ratio_map(3, 16, 1.0),
     "gallery HRF Fig. 1": _gallery_hrf1,
 }
 
@@ -135,7 +139,7 @@ def test_windows_are_shared_across_panels(maps):
 
 def test_gerf_complex_map_window_is_near_the_data():
     """Issue 13: the colour bar ran 366–378 while the data reach −0.6; the window must reach down to the minimum."""
-    re, im, z = fg.complex_A_data(1.0, np.pi / 2, 16, 1, "softmax", 1)
+    re, im, z = cg.complex_A_data(1.0, np.pi / 2, 16, 1, "softmax", 1)
     fig = fg.complex_A_figure(re, im, z, 1, 1.0, np.pi / 2, 16)
     finite = z[np.isfinite(z)]
     assert fig.layout.coloraxis.cmin <= float(finite.min()) + 1e-9
@@ -146,7 +150,7 @@ def test_gerf_complex_map_window_is_near_the_data():
 def test_user_range_and_clipped_ends_labelled():
     z = np.array([[0.0, 1.0, 2.0], [3.0, 4.0, 100.0]])
     fig = common.heatmaps(np.arange(3), np.arange(2), {"a": z}, xlabel="x", ylabel="y", zlabel="z",
-                          zrange=(0.5, 4.0), theta_axis="none")
+                          style=common.HeatmapStyle(zrange=(0.5, 4.0)), theta_axis="none")
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.5, 4.0)
     text = fig.layout.coloraxis.colorbar.ticktext
     assert text[0].startswith("≤") and text[-1].startswith("≥")
@@ -200,14 +204,14 @@ def _label_figures() -> dict[str, go.Figure]:
     coord = np.linspace(0.0, np.pi, 50)
     surfs = [ex.analytic_surface(n, {}, "softmax", 16, np.array([1.0]), coord) for n in EXPLORER_DEFAULT]
     sl = {k: v.ravel() for k, v in ex.quantity(surfs, "log10_mse").items()}
-    figs = {"slice": ex.slice_figure("r", coord, sl, "log10_mse", 1.0),
-            "real A": fg.real_A_figure(fg.real_A_columns(1.0, 1.0, 16, 1, "softmax"), 1.0, 1.0, 16, 1, "softmax"),
-            "oprf": fg.oprf_figure(fg.oprf_columns(16, 10.0), 16)}
+    figs = {"slice": fx.slice_figure("r", coord, sl, "log10_mse", 1.0, titles=catalog.titles(sl)),
+            "real A": fg.real_A_figure(cg.real_A_columns(1.0, 1.0, 16, 1, "softmax"), 1.0, 1.0, 16, 1, "softmax"),
+            "oprf": fg.oprf_figure(cg.oprf_columns(16, 10.0), 16)}
     for view in ("heatmap", "surface"):
         for which in ex.QUANTITIES:
             figs[f"explorer {view} {which}"] = _explorer(view, which, res=12)
     figs.update({"GERF complex A": _gerf(), "hybrid winner map": _hybrid(), "DIRF": fg.dirf_figure(
-        *fg.dirf_columns(1.0, 1.0, 4, 1, "softmax", "flat", False, points=20), shifted=False)})
+        *cg.dirf_columns(1.0, 1.0, 4, 1, "softmax", "flat", False, points=20), shifted=False)})
     return figs
 
 
@@ -246,8 +250,8 @@ def test_sampled_points_match_their_curve():
     surfs = [ex.analytic_surface(n, {}, "softmax", 16, np.array([1.0]), coord) for n in EXPLORER_DEFAULT]
     sl = {k: v.ravel() for k, v in ex.quantity(surfs, "log10_mse").items()}
     sampled = {n: (coord[::5], sl[n][::5], np.full(6, 0.1)) for n in EXPLORER_DEFAULT[::-1]}  # other order
-    _mc_colours_match(ex.slice_figure("r", coord, sl, "log10_mse", 1.0, sampled))
-    c = fg.real_A_columns(1.0, 1.0, 16, 1, "softmax")
+    _mc_colours_match(fx.slice_figure("r", coord, sl, "log10_mse", 1.0, sampled))
+    c = cg.real_A_columns(1.0, 1.0, 16, 1, "softmax")
     fake = {"A": c["A"][:5], **{f"log10_mse_s{k}1": c[f"log10_mse_s{k}1"][:5] for k in "+-"},
             **{f"log10_se_s{k}1": np.full(5, 0.1) for k in "+-"}}
     _mc_colours_match(fg.real_A_figure(c, 1.0, 1.0, 16, 1, "softmax", sampled=fake))

@@ -8,8 +8,8 @@ from mc_helpers import Z_TOL
 from streamlit.testing.v1 import AppTest
 
 from app_pages import BY_PATH
-from rfviz.figures import dp as fd
-from rfviz.figures import optimal as fo
+from rfviz.compute import dp as cd
+from rfviz.compute import optimal as co
 from rfviz.maths.optimal import InputLaw, OptimalSampling
 
 TIMEOUT = 180
@@ -17,7 +17,7 @@ TIMEOUT = 180
 
 def test_optimal_sampling_points_match_the_closed_form_for_trig() -> None:
     values = np.array([0.5, 1.0])
-    pts = fo.variance_sweep_mc("sphere", 6, "r", values, mechanisms=("trig",), n=6000, seed=1)
+    pts = co.variance_sweep_mc("sphere", 6, "r", values, mechanisms=("trig",), n=6000, seed=1)
     for optimal, label in ((True, "V* (trig, Ψ*)"), (False, "trig, plain Ψ = Ω")):
         x, mid, _lo, hi = pts[label]
         for v, m_, h in zip(x, mid, hi, strict=True):
@@ -28,8 +28,8 @@ def test_optimal_sampling_points_match_the_closed_form_for_trig() -> None:
 
 
 def test_dot_product_points_match_the_closed_forms() -> None:
-    pts = fd.sketches_vs_m_mc(1.0, 0.9, 4, 2, (4, 16), "flat", trials=3000, seed=2)
-    fig = fd.sketches_vs_m(1.0, 0.9, 4, 2, 16, "flat")
+    pts = cd.sketches_vs_m_mc(1.0, 0.9, 4, 2, (4, 16), "flat", trials=3000, seed=2)
+    fig = cd.sketches_vs_m(1.0, 0.9, 4, 2, 16, "flat")
     for label, (ms, mse, se) in pts.items():
         line = next(t for t in fig.data if t.name == label)
         for m, v, s in zip(ms, mse, se, strict=True):

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 from rfviz.cli import main
+from rfviz.compute.optimal import monte_carlo_psi
 from rfviz.figures.optimal import equivalence_figure, psi_radial_density_figure, variance_sweep_figure
 from rfviz.maths.optimal import (
     InputLaw,
@@ -145,7 +146,7 @@ def test_importance_weighted_estimates_are_unbiased_and_reach_v_opt(mech, law, k
     huge, the sample variance under-estimates V with a wrong s.e. (reference §6.5), so a z-test there is void."""
     prob = OptimalSampling(mech, law, kernel)
     assert not prob.divergence()["heavy_tail"]["optimal"], "MC point must be outside the flagged heavy-tail region"
-    res = prob.monte_carlo(60_000, np.random.default_rng(7))
+    res = monte_carlo_psi(prob, 60_000, seed=7)
     assert abs(res["bias"]) < Z_TOL * res["bias_se"], res
     z = (res["variance"] - prob.v_opt()) / res["variance_se"]
     assert abs(z) < Z_TOL, (z, res, prob.v_opt())
@@ -161,9 +162,19 @@ def test_unweighted_variance_matches_monte_carlo(mech, law, kernel):
     Left out on purpose: plain positive features on the two spheres (kurtosis ≈ 1e5 > 1e4) and with the Gaussian
     kernel at σ² = 0.1 > 1/24 (E Y⁴ = ∞): the reference's 'MC will lie' regime (§6.5), where a z-test is void."""
     prob = OptimalSampling(mech, law, kernel)
-    res = prob.monte_carlo(60_000, np.random.default_rng(11), optimal=False)
+    res = monte_carlo_psi(prob, 60_000, seed=11, optimal=False)
     assert abs(res["bias"]) < Z_TOL * res["bias_se"]
     assert abs(res["variance"] - prob.v_plain()) < Z_TOL * res["variance_se"], (res, prob.v_plain())
+
+
+def test_engine_marks_a_flagged_heavy_tailed_case_unreliable():
+    """Through the engine, optimal sampling gets the same heavy-tail verdict as every other sampler: the plain
+    positive estimator on the two spheres (kurtosis ≈ 1e5, flagged by ``divergence``) is marked unreliable, the
+    optimal one of the same law is not."""
+    prob = OptimalSampling("positive", InputLaw("two_spheres", 4, r=0.5, r2=1.2))
+    assert prob.divergence()["heavy_tail"]["plain"] and not prob.divergence()["heavy_tail"]["optimal"]
+    assert monte_carlo_psi(prob, 20_000, seed=3, optimal=False)["reliable"] is False
+    assert monte_carlo_psi(prob, 20_000, seed=3)["reliable"] is True
 
 
 def test_flagged_plain_cases_are_the_heavy_tailed_ones():
@@ -220,7 +231,7 @@ def test_equivalence_fails_when_x1_differs_from_x2():
 
 def test_counterexample_is_seen_by_monte_carlo():
     """The two optimal estimators of the two-sphere counterexample differ by many standard errors."""
-    res = {m: OptimalSampling(m, TWO).monte_carlo(60_000, np.random.default_rng(5)) for m in ("positive", "trig")}
+    res = {m: monte_carlo_psi(OptimalSampling(m, TWO), 60_000, seed=5) for m in ("positive", "trig")}
     gap = res["trig"]["variance"] - res["positive"]["variance"]
     se = math.hypot(res["trig"]["variance_se"], res["positive"]["variance_se"])
     assert gap > 10 * se

@@ -146,7 +146,8 @@ def test_results_keep_reliability_through_reshape_and_stack():
 
 
 def test_figures_draw_heavy_tailed_points_hollow_not_as_disagreements():
-    from rfviz.figures import explorer as ex
+    from rfviz.compute import explorer as ex
+    from rfviz.figures import explorer as fx
     from rfviz.figures.common import lines
     # gerf at r = 2, θ = 0 (the example, d = 16): heavy-tailed, so no red cross, a hollow circle instead.
     r, theta = np.array([0.3, 2.0]), np.array([0.0, 1.0])
@@ -154,12 +155,12 @@ def test_figures_draw_heavy_tailed_points_hollow_not_as_disagreements():
     assert s.unreliable >= 1 and not s.reliable_mask[1, 0]
     assert not s.disagree_mask[~s.reliable_mask].any()
     rr, tt = np.meshgrid(r, theta, indexing="ij")
-    fig = ex.heatmap_figure(r, theta, {"gerf": s.log10_mse}, "log10_mse",
+    fig = fx.heatmap_figure(r, theta, {"gerf": s.log10_mse}, "log10_mse",
                             {"gerf": (rr[s.disagree_mask], tt[s.disagree_mask])},
                             heavy={"gerf": (rr[~s.reliable_mask], tt[~s.reliable_mask])})
     hollow = [t for t in fig.data if t.type == "scatter" and t.marker.symbol == "circle-open"]
-    assert hollow and ex.HEAVY_LABEL in hollow[0].name
-    assert "±10 %" in ex.trials_guidance(5000.0, 1000) and "no number" in ex.trials_guidance(math.inf, 1000)
+    assert hollow and fx.HEAVY_LABEL in hollow[0].name
+    assert "±10 %" in fx.trials_guidance(5000.0, 1000) and "no number" in fx.trials_guidance(math.inf, 1000)
     pts = {"a": (np.arange(3.0), np.ones(3), np.full(3, 0.1), np.array([True, False, True]))}
     names = [t.name for t in lines(np.arange(3.0), {"a": np.ones(3)}, xlabel="x", ylabel="y", points=pts).data]
     assert "a (sampled ±2 SE)" in names and "a (sampled, heavy-tailed: unreliable)" in names

@@ -131,28 +131,55 @@ def _wrapped(title: str, panels: int) -> str:
     return "<br>".join(textwrap.wrap(title, width))
 
 
+@dataclass(frozen=True)
+class HeatmapStyle:
+    """How ``heatmaps`` colours its panels: the colour scale (``RdBu_r`` centred on 0 when ``diverging``), the colour
+    window (``zrange``, else ``robust_range`` at ``percentiles``, limited to ``floor_span`` units below the top) and
+    the legend label of exact (−inf) cells.
+
+    Examples
+    --------
+    >>> HeatmapStyle(diverging=True).colorscale
+    'Viridis'
+    """
+
+    colorscale: str = "Viridis"
+    diverging: bool = False
+    floor_span: float | None = None
+    zrange: tuple[float, float] | None = None
+    percentiles: tuple[float, float] = PERCENTILES
+    exact_label: str = "exact (MSE = 0)"
+
+
 def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlabel: str, ylabel: str, zlabel: str,
-             title: str = "", theta_axis: str = "x", colorscale: str = "Viridis", diverging: bool = False,
-             floor_span: float | None = None, markers: Mapping[str, tuple[np.ndarray, np.ndarray, str]] | None = None,
-             zrange: tuple[float, float] | None = None, exact_label: str = "exact (MSE = 0)",
-             percentiles: tuple[float, float] = PERCENTILES) -> go.Figure:
+             title: str = "", theta_axis: str = "x",
+             markers: Mapping[str, tuple[np.ndarray, np.ndarray, str]] | None = None,
+             style: HeatmapStyle = HeatmapStyle()) -> go.Figure:
     """One heatmap per entry of ``zs`` (z[i, j] at y[i], x[j]) side by side, sharing one colour scale.
 
-    The colour window is ``robust_range`` of all panels (or ``zrange``; ``floor_span`` additionally limits it to
-    that many units below the top). Cells at −inf are exact: drawn in ``EXACT_COLOR`` with the legend entry
-    ``exact_label``. ``markers`` maps a panel name to (x, y, text) points drawn on top (e.g. Monte-Carlo
+    The colour window is ``robust_range`` of all panels (or ``style.zrange``; ``style.floor_span`` additionally
+    limits it to that many units below the top). Cells at −inf are exact: drawn in ``EXACT_COLOR`` with the legend
+    entry ``style.exact_label``. ``markers`` maps a panel name to (x, y, text) points drawn on top (e.g. Monte-Carlo
     disagreements).
+
+    Examples
+    --------
+    >>> fig = heatmaps(np.arange(3.0), np.arange(2.0), {"a": np.zeros((2, 3))}, xlabel="x", ylabel="y", zlabel="z",
+    ...                style=HeatmapStyle(diverging=True))
+    >>> fig.data[0].type
+    'heatmap'
     """
+    diverging, zrange, floor_span, exact_label = style.diverging, style.zrange, style.floor_span, style.exact_label
     names = list(zs)
     n = max(1, len(names))
     titles = [_wrapped(k, n) for k in names]
     fig = make_subplots(rows=1, cols=n, subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.04)
     raw = [np.asarray(zs[k], dtype=float) for k in names]
     arrays = [finite_or_none(z) for z in raw]
-    rng = robust_range(arrays, user=zrange, diverging=diverging, percentiles=percentiles)
+    rng = robust_range(arrays, user=zrange, diverging=diverging, percentiles=style.percentiles)
     if rng is not None and floor_span is not None and zrange is None and rng.hi - rng.lo > floor_span:
         rng = ColourRange(rng.hi - floor_span, rng.hi, True, rng.clipped_hi)
-    coloraxis: dict = {"colorscale": "RdBu_r" if diverging else colorscale,
+    coloraxis: dict = {"colorscale": "RdBu_r" if diverging else style.colorscale,
                        "colorbar": {"title": {"text": zlabel, "side": "right"}}}
     if rng is not None:
         coloraxis.update(cmin=rng.lo, cmax=rng.hi)

@@ -2,7 +2,7 @@
 
 Variance of m iid features = (per-feature variance)/m, plotted as log₁₀ MSE. Inputs: |x| = |y| = r at angle θ for
 GERF/OPRF (their variance depends on Z_s = |x + s·y|² only); PoisRF/GeomRF depend on coordinates, so the pair is
-placed in ℝᵈ by a named embedding. All maths lives in rfviz.maths.crt (reference chefs_random_tables.md).
+placed in ℝᵈ by a named embedding. The columns come from rfviz.compute.crt; this module draws them.
 """
 
 from __future__ import annotations
@@ -11,55 +11,12 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..engine import sweep
-from ..geometry import canonical_pair, embed_pair
 from ..maths import crt as g
-from ..numerics import LOG10, log_expm1
-from .common import LAYOUT, THETA_TICKS, columns_to_csv, finite_or_none, heatmaps, lines, log_axes
+from ..numerics import LOG10
+from .common import LAYOUT, THETA_TICKS, HeatmapStyle, columns_to_csv, finite_or_none, heatmaps, lines, log_axes
 
 Columns = dict[str, np.ndarray]
-__all__ = ["THETA_TICKS", "columns_to_csv", "complex_A_data", "complex_A_figure", "dirf_columns", "dirf_figure",
-           "oprf_columns", "oprf_figure", "real_A_columns", "real_A_figure", "sampled_real_A_columns"]
-
-
-def a_star(r: float, theta: float, d: int) -> float:
-    """OPRF's A* at this pair (CRT Thm 3.3): depends on Z = |x + y|² = 2r²(1 + cos θ) and d."""
-    return float(g.A_star(2 * r * r * (1 + np.cos(theta)), d))
-
-
-def real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, a_min: float = -1.0,
-                   points: int = 400) -> Columns:
-    """log₁₀ MSE of GERF with m iid features along real A ∈ [a_min, 1/8) for s = +1 and s = −1 (CRT Thm 3.2 eq. 6;
-    reference §3.3). A = 0, s = +1 is PosRF; A = A* is OPRF."""
-    m = g.check_m(m)
-    if not a_min < g.A_VARIANCE_BOUND:
-        raise g.ParameterError(f"A min must be a number in (-inf, 0.125), got {a_min:g}")
-    a = np.linspace(a_min, g.A_VARIANCE_BOUND, points, endpoint=False)
-    cols: Columns = {"A": a}
-    for s in (1, -1):
-        cols[f"log10_mse_s{'+' if s == 1 else '-'}1"] = (g.log_var_vs_real_A(a, s, r, theta, d, kernel)
-                                                       - np.log(m)) / LOG10
-    return cols
-
-
-def sampled_real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, a_min: float, trials: int,
-                           seed: int, points: int = 9) -> Columns:
-    """Monte-Carlo twins of ``real_A_columns`` (the registered ``gerf`` estimator, sampled by rfviz.engine.sweep)
-    at ``points`` values of A in [a_min, 1/16): beyond 1/16 the fourth moment is infinite, so the standard error of
-    the sampled MSE is meaningless (reference §7.2)."""
-    if not a_min < g.A_FOURTH_MOMENT_BOUND:
-        raise g.ParameterError(f"A min must be a number in (-inf, 0.0625) for Monte Carlo, got {a_min:g}")
-    a = np.linspace(a_min, g.A_FOURTH_MOMENT_BOUND, points, endpoint=False)
-    x, y = canonical_pair(r, theta, min(d, 2))
-    cols: Columns = {"A": a}
-    for s in (1, -1):
-        res = sweep("gerf", "A", [complex(v) for v in a], {"s": s, "m": m, "kernel": kernel}, x, y, d=d,
-                    trials=trials, seed=seed)
-        label = f"s{'+' if s == 1 else '-'}1"
-        cols[f"log10_mse_{label}"] = res.log10_mse.ravel()
-        cols[f"log10_se_{label}"] = res.log10_mse_stderr.ravel()
-        cols[f"reliable_{label}"] = np.ravel(res.reliable).astype(float)  # 1/0: the CSV stays numeric
-    return cols
+__all__ = ["THETA_TICKS", "columns_to_csv", "complex_A_figure", "dirf_figure", "oprf_figure", "real_A_figure"]
 
 
 def _reliable(sampled: Columns, label: str) -> np.ndarray | None:
@@ -91,7 +48,7 @@ def real_A_figure(c: Columns, r: float, theta: float, d: int, m: int, kernel: st
         lo = float(ys.min())
         fig.update_yaxes(range=[lo - 1.0, min(float(ys.max()), lo + 10.0) + 0.5])  # room for the A* label
     fig.update_xaxes(range=[float(c["A"][0]), g.A_VARIANCE_BOUND + 0.02])
-    star = a_star(r, theta, d)
+    star = float(g.A_star(2 * r * r * (1 + np.cos(theta)), d))  # OPRF's A* (CRT Thm 3.3)
     y_star = (g.log_var_vs_real_A(np.array([star]), 1, r, theta, d, kernel)[0] - np.log(m)) / LOG10
     y_pos = (g.log_var_vs_real_A(np.array([0.0]), 1, r, theta, d, kernel)[0] - np.log(m)) / LOG10
     fig.add_trace(go.Scatter(x=[star], y=[y_star], mode="markers+text", text=["A* (OPRF)"],
@@ -106,18 +63,6 @@ def real_A_figure(c: Columns, r: float, theta: float, d: int, m: int, kernel: st
     return fig
 
 
-def complex_A_data(r: float, theta: float, d: int, m: int, kernel: str, s: int, re_min: float = -0.5,
-                   im_max: float = 0.5, points: int = 121) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Re A, Im A, log₁₀ MSE) over complex A; +inf (drawn blank) where Re A ≥ 1/8 (CRT Thm 3.2)."""
-    m = g.check_m(m)
-    if not im_max > 0:
-        raise g.ParameterError(f"Im A max must be a number in (0, inf), got {im_max:g}")
-    re = np.linspace(re_min, 0.2, points)
-    im = np.linspace(-im_max, im_max, points)
-    z = (g.log_var_complex_grid(re, im, s, r, theta, d, kernel) - np.log(m)) / LOG10
-    return re, im, z
-
-
 def complex_A_figure(re: np.ndarray, im: np.ndarray, z: np.ndarray, s: int, r: float, theta: float,
                      d: int, zrange: tuple[float, float] | None = None) -> go.Figure:
     """Heatmap of log₁₀ MSE over complex A; blank = infinite variance; A* and A = 0 marked.
@@ -125,11 +70,11 @@ def complex_A_figure(re: np.ndarray, im: np.ndarray, z: np.ndarray, s: int, r: f
     The colour window stops at the 92nd percentile (or ``zrange``): the variance blows up as Re A → 1/8, and a
     window reaching that blow-up paints the rest of the plane one colour."""
     fig = heatmaps(re, im, {f"s = {s:+d}": z}, xlabel="Re A", ylabel="Im A", zlabel="log₁₀ MSE", theta_axis="none",
-                   title="GERF variance over complex A (blank: Re A ≥ 1/8, infinite variance)", zrange=zrange,
-                   percentiles=(0.0, 92.0))
+                   title="GERF variance over complex A (blank: Re A ≥ 1/8, infinite variance)",
+                   style=HeatmapStyle(zrange=zrange, percentiles=(0.0, 92.0)))
     fig.add_vline(x=g.A_VARIANCE_BOUND, line_dash="dash", line_color="red")
     if s == 1:
-        star = a_star(r, theta, d)
+        star = float(g.A_star(2 * r * r * (1 + np.cos(theta)), d))  # OPRF's A* (CRT Thm 3.3)
         fig.add_trace(go.Scatter(x=[star], y=[0.0], mode="markers+text", text=["A*"], textposition="top center",
                                  textfont={"color": "white"},
                                  marker={"size": 13, "symbol": "star", "color": "gold", "line": {"width": 1}},
@@ -140,18 +85,6 @@ def complex_A_figure(re: np.ndarray, im: np.ndarray, z: np.ndarray, s: int, r: f
                              marker={"size": 8, "color": "white", "line": {"width": 1, "color": "black"}}))
     fig.update_layout(height=480)
     return fig
-
-
-def oprf_columns(d: int, z_max: float, points: int = 300) -> Columns:
-    """Relative variance Var/K² of PosRF (e^Z − 1) and OPRF (R* − 1) against Z = |x + y|², and the Figure-1
-    utility μ = log(Var_OPRF/Var_PosRF) (CRT Thm 3.3, Fig. 1; reference §3.4, §4.3). Kernel-independent."""
-    d = g.check_dim(d)
-    if not (np.isfinite(z_max) and z_max > 0):
-        raise g.ParameterError(f"Z max must be a number in (0, inf), got {z_max:g}")
-    z = np.linspace(z_max / points, z_max, points)
-    mu, _ = g.mu_fig1(z, d)
-    return {"Z": z, "log10_relvar_posrf": log_expm1(z) / LOG10,
-            "log10_relvar_oprf": g.oprf_log_rel_var(z, d) / LOG10, "log10_ratio_oprf_posrf": mu / LOG10}
 
 
 def oprf_figure(c: Columns, d: int) -> go.Figure:
@@ -169,30 +102,6 @@ def oprf_figure(c: Columns, d: int) -> go.Figure:
     fig.update_yaxes(title_text="log₁₀", row=1, col=1)
     fig.update_layout(title=f"OPRF against positive features, d = {d}", height=420, **LAYOUT)
     return fig
-
-
-def dirf_columns(r: float, theta: float, d: int, m: int, kernel: str, embedding: str, shifted: bool,
-                 points: int = 300) -> tuple[Columns, Columns, dict[str, float]]:
-    """log₁₀ MSE of PoisRF against its rate λ and of GeomRF against its probability p at the pair (r, θ) placed in
-    ℝᵈ by ``embedding`` (CRT Thms 3.4, 3.5; reference §3.5–3.7), plus the optima λ* and p*."""
-    m = g.check_m(m)
-    x, y = embed_pair(r, theta, g.check_dim(d), embedding)
-    shift = g.shift_positive(x, y)[2] if shifted else np.zeros_like(x)
-    lam_star = float(g.lam_star(x - shift, y - shift))
-    lam_lo = max(lam_star, 1e-3) / 30
-    lam = np.geomspace(lam_lo, max(lam_star, 1e-3) * 30, points)
-    prob = np.linspace(0.005, 0.995, points)
-    pois = {"lam": lam, "log10_mse": (np.array([g.dirf_log_var("poisson", x, y, v, shift, kernel) for v in lam])
-                                      - np.log(m)) / LOG10}
-    geo = {"prob": prob, "log10_mse": (np.array([g.dirf_log_var("geometric", x, y, v, shift, kernel) for v in prob])
-                                       - np.log(m)) / LOG10}
-    p_star = g.p_star_geometric(x - shift, y - shift)
-    optima = {"lam_star": lam_star, "p_star": p_star,
-              "lam_star_log10_mse": float((g.dirf_log_var("poisson", x, y, max(lam_star, 1e-12), shift, kernel)
-                                           - np.log(m)) / LOG10),
-              "p_star_log10_mse": float((g.dirf_log_var("geometric", x, y, p_star, shift, kernel) - np.log(m))
-                                        / LOG10)}
-    return pois, geo, optima
 
 
 def dirf_figure(pois: Columns, geo: Columns, optima: dict[str, float], shifted: bool) -> go.Figure:

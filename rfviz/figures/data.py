@@ -1,166 +1,45 @@
-"""Where a data set lives on the MSE map, and which estimator wins on it (pure builders for app_pages/data.py).
-
-A pair (x_i, y_j) of the data is placed on the explorer's (r, θ) plane by its angle θ = ∠(x, y) and its
-geometric-mean norm r = √(|x||y|): the explorer's surfaces are drawn for equal norms |x| = |y| = r, and for
-|x| ≠ |y| the pair is summarised by the r with the same product of norms (the softmax kernel e^{x·y} depends on
-|x||y| cos θ only; the estimators' MSEs also depend on |x|² + |y|², which this summary does not keep).
-
-The data-averaged MSE E_pairs[MSE] = (1/NM) Σ_ij MSE(x_i, y_j) uses each estimator's closed form at the actual
-pairs (every coordinate, not the summary), so it is exact for the data and = E‖K̂ − K‖²_F / NM ([HRF] §3 MSEs
-summed as in rfviz.gram).
-"""
+"""Drawing for app_pages/data.py: where a data set's pairs lie on the MSE map, and its data-averaged MSE against m
+(the numbers come from rfviz.compute.data)."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-from scipy.special import logsumexp
 
-from ..data import DataSet
-from ..estimators import get_estimator
-from ..gram import gram_error
-from ..numerics import LOG10
-from ..params import ParameterError
 from .common import LAYOUT, color
-from .explorer import analytic_surface, heatmap_figure, make_estimator
+from .explorer import heatmap_figure
 
 
-def pair_geometry(ds: DataSet) -> tuple[np.ndarray, np.ndarray]:
-    """(r, θ) of every (query, key) pair, flattened: r = √(|x||y|) (geometric-mean norm), θ = ∠(x, y) ∈ [0, π]."""
-    nq = np.linalg.norm(ds.queries, axis=1)
-    nk = np.linalg.norm(ds.keys, axis=1)
-    nn = nq[:, None] * nk[None, :]
-    dots = ds.queries @ ds.keys.T
-    with np.errstate(invalid="ignore", divide="ignore"):
-        cos = np.where(nn > 0, dots / np.where(nn > 0, nn, 1.0), 1.0)
-    return np.sqrt(nn).ravel(), np.arccos(np.clip(cos, -1.0, 1.0)).ravel()
+def data_map_figure(r_axis: np.ndarray, theta_axis: np.ndarray, values: Mapping[str, np.ndarray],
+                    density: np.ndarray, title: str = "", titles: Mapping[str, str] | None = None) -> go.Figure:
+    """The explorer's log10 MSE heatmaps (rows r, columns θ; one panel per estimator, shown by ``titles``) with the
+    pairs' density drawn on top of each panel as contours (rfviz.compute.data.data_map gives every argument).
 
-
-def pair_density(r: np.ndarray, theta: np.ndarray, r_axis: np.ndarray, theta_axis: np.ndarray) -> np.ndarray:
-    """Empirical density of the pairs on the grid (rows r, columns θ), normalised to a maximum of 1."""
-    def edges(a: np.ndarray) -> np.ndarray:
-        mid = 0.5 * (a[1:] + a[:-1])
-        return np.concatenate([[a[0] - (mid[0] - a[0])], mid, [a[-1] + (a[-1] - mid[-1])]])
-
-    hist, _, _ = np.histogram2d(r, theta, bins=[edges(r_axis), edges(theta_axis)])
-    top = hist.max()
-    return hist / top if top > 0 else hist
-
-
-def r_range(ds: DataSet, pad: float = 0.05) -> tuple[float, float]:
-    """[min, max] of the pairs' geometric-mean norms, padded by ``pad`` of the span (at least a small width)."""
-    r, _ = pair_geometry(ds)
-    lo, hi = float(np.min(r)), float(np.max(r))
-    span = max(hi - lo, 0.05 * max(hi, 1e-3))
-    return max(lo - pad * span, 1e-3), hi + pad * span
-
-
-def data_map_figure(ds: DataSet, names: Sequence[str], params: Mapping[str, Any], kernel: str = "softmax",
-                    n_r: int = 40, n_theta: int = 60) -> go.Figure:
-    """The explorer's closed-form log10 MSE heatmap (canonical embedding, equal norms, d = the data's d) over the
-    data's r-range, one panel per estimator, with the pairs' (r, θ) density drawn on top as contours."""
-    if not names:
-        raise ParameterError("estimators must name at least one estimator")
-    lo, hi = r_range(ds)
-    r_axis = np.linspace(lo, hi, n_r)
-    theta_axis = np.linspace(0.0, math.pi, n_theta)
-    values = {n: analytic_surface(n, _params_for(n, params), kernel, ds.d, r_axis, theta_axis).log10_mse
-              for n in names}  # rows r, columns θ
-    fig = heatmap_figure(r_axis, theta_axis, values, "log10_mse",
-                         title=f"{ds.name}: where its {ds.queries.shape[0]}×{ds.keys.shape[0]} pairs lie on the MSE "
-                               f"map (d = {ds.d}; contours: pair density)")
-    r, th = pair_geometry(ds)
-    dens = pair_density(r, th, r_axis, theta_axis)
+    Examples
+    --------
+    >>> dm = rfviz.compute.data.data_map(ds, ["trig"], {"m": 8})  # doctest: +SKIP
+    >>> fig = data_map_figure(dm.r_axis, dm.theta_axis, dm.values, dm.density, dm.title)  # doctest: +SKIP
+    """
+    fig = heatmap_figure(r_axis, theta_axis, values, "log10_mse", title=title, titles=titles)
     for i in range(len(values)):
-        fig.add_trace(go.Contour(x=theta_axis, y=r_axis, z=dens, showscale=False, name="pair density",
+        fig.add_trace(go.Contour(x=theta_axis, y=r_axis, z=density, showscale=False, name="pair density",
                                  contours={"coloring": "lines", "start": 0.1, "end": 0.9, "size": 0.2},
                                  line={"color": "white", "width": 1.5}, hoverinfo="skip", showlegend=i == 0),
                       row=1, col=i + 1)
     return fig
 
 
-def _params_for(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
-    """The subset of ``params`` that estimator ``name`` declares (m everywhere, the rest where they apply)."""
-    spec = {p.name for p in get_estimator(name).spec}
-    return {k: v for k, v in params.items() if k in spec}
-
-
-def log_mean_pair_mse(ds: DataSet, name: str, params: Mapping[str, Any], kernel: str = "softmax") -> float:
-    """log E_pairs[MSE] = log (1/NM) Σ_ij MSE(x_i, y_j), the closed form at every actual pair (log space)."""
-    est = make_estimator(name, _params_for(name, params), kernel)
-    if not est.closed_form_available():
-        return math.nan
-    log_mse = np.asarray(est.log_mse(ds.queries[:, None, :], ds.keys[None, :, :]), dtype=float)
-    if np.any(np.isnan(log_mse)):
-        raise FloatingPointError(f"{name}: NaN in the closed-form MSE on this data")
-    return float(logsumexp(log_mse) - math.log(log_mse.size))
-
-
-@dataclass(frozen=True)
-class PairAverages:
-    """E_pairs[MSE] per estimator (rows) and m (columns), log10; NaN where there is no closed form."""
-
-    names: tuple[str, ...]
-    m: np.ndarray
-    log10_mse: np.ndarray
-
-
-def pair_averages(ds: DataSet, names: Sequence[str], params: Mapping[str, Any], m_values: Sequence[int],
-                  kernel: str = "softmax") -> PairAverages:
-    """E_pairs[MSE] of every estimator at every m (the other ``params`` fixed)."""
-    ms = np.asarray(sorted({int(m) for m in m_values}), dtype=int)
-    table = np.array([[log_mean_pair_mse(ds, n, {**params, "m": int(m)}, kernel) / LOG10 for m in ms]
-                      for n in names])
-    return PairAverages(tuple(names), ms, table)
-
-
-def mse_vs_m_figure(ds: DataSet, avg: PairAverages) -> go.Figure:
-    """E_pairs[MSE] against m, one line per estimator (log-log)."""
+def mse_vs_m_figure(data_name: str, names: Sequence[str], m: np.ndarray, log10_mse: np.ndarray) -> go.Figure:
+    """E_pairs[MSE] against m, one line per estimator (log-log); ``log10_mse`` has one row per name (NaN: no closed
+    form), as in rfviz.compute.data.PairAverages."""
     fig = go.Figure()
-    for i, n in enumerate(avg.names):
-        y = np.where(np.isfinite(avg.log10_mse[i]), 10.0 ** avg.log10_mse[i], np.nan)
-        fig.add_trace(go.Scatter(x=avg.m, y=[None if not np.isfinite(v) else float(v) for v in y],
+    for i, n in enumerate(names):
+        y = np.where(np.isfinite(log10_mse[i]), 10.0 ** log10_mse[i], np.nan)
+        fig.add_trace(go.Scatter(x=m, y=[None if not np.isfinite(v) else float(v) for v in y],
                                  mode="lines+markers", name=n, line={"color": color(i)}))
     fig.update_xaxes(title_text="number of features m", type="log")
     fig.update_yaxes(title_text="E_pairs[MSE]", type="log")
-    fig.update_layout(title=f"{ds.name}: data-averaged MSE (closed form at every pair) vs m", height=420, **LAYOUT)
+    fig.update_layout(title=f"{data_name}: data-averaged MSE (closed form at every pair) vs m", height=420, **LAYOUT)
     return fig
-
-
-def verdict(ds: DataSet, avg: PairAverages, m: int) -> str:
-    """One line: "on <data> at m = M, <estimator> wins, with <x>× lower MSE than <runner-up>"."""
-    if int(m) not in set(avg.m.tolist()):
-        raise ParameterError(f"m must be one of {', '.join(map(str, avg.m))}, got {m}")
-    col = avg.log10_mse[:, list(avg.m).index(int(m))]
-    ok = [(v, n) for v, n in zip(col, avg.names, strict=True) if np.isfinite(v)]
-    if not ok:
-        return f"on {ds.name} at m = {m}, no estimator has a closed form"
-    ok.sort()
-    if len(ok) == 1:
-        return f"on {ds.name} at m = {m}, {ok[0][1]} is the only estimator with a closed form"
-    (v0, n0), (v1, n1) = ok[0], ok[1]
-    return (f"on {ds.name} at m = {m}, {n0} wins, with {10.0 ** (v1 - v0):.3g}× lower MSE than {n1} "
-            f"(E_pairs[MSE] = {10.0 ** v0:.3g} vs {10.0 ** v1:.3g})")
-
-
-def gram_table(ds: DataSet, names: Sequence[str], params: Mapping[str, Any], kernel: str = "softmax",
-               repeats: int = 0, seed: int = 0) -> list[dict[str, Any]]:
-    """One row per estimator of its Gram error on the data (rfviz.gram): closed-form E‖K̂ − K‖²_F, relative
-    Frobenius error and, with ``repeats`` ≥ 2, the Monte-Carlo value, its standard error, ``reliable`` (from the
-    repeats alone) and agreement with the closed form."""
-    rows = []
-    for n in names:
-        est = make_estimator(n, _params_for(n, params), kernel)
-        est.check_dimension(ds.d)
-        res = gram_error(est, ds.queries, ds.keys, repeats, seed, name=n)
-        rows.append({"estimator": n, "m": res.params.get("m"),
-                     "E‖K̂−K‖²_F (closed form)": res.frobenius_sq_closed_form,
-                     "relative Frobenius": res.relative_frobenius, "MC": res.frobenius_sq_mc, "± SE": res.stderr,
-                     "reliable": res.reliable, "agrees (|z| ≤ 4)": res.agreement,
-                     "attention L1 (MC)": res.attention_l1, "note": "; ".join(x for x in (res.warning, res.note) if x)})
-    return rows

@@ -1,4 +1,5 @@
-"""Figures of the dot-product page (pure builders: parameters in, plotly Figure out; maths in rfviz.maths.dp).
+"""Figures of the dot-product page (drawing only: the curves come from rfviz.compute.dp, whose functions of the
+same names without ``_figure`` compute them and call these).
 
 Every figure states the quantity it shows (E|k̂−k|² or E(Re k̂ − k)², reference P1) and the S-convention
 (embedding, reference P6/§7) in its title.
@@ -7,63 +8,35 @@ Every figure states the quantity it shows (E|k̂−k|² or E(Re k̂ − k)², re
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..engine import monte_carlo
-from ..estimators import create
-from ..maths import dp
-from ..numerics import LOG10
-from ..params import ParameterError
-from .common import LAYOUT, THETA_TICKS, bars, color, finite_or_none, heatmaps, lines, log_axes
+from .common import LAYOUT, THETA_TICKS, HeatmapStyle, bars, color, finite_or_none, heatmaps, lines, log_axes
+
+Curves = Mapping[str, np.ndarray]
 
 
-def _mse(name: str, r: float, theta: float, d: int, embedding: str, **params) -> float:
-    """Closed-form MSE of one estimator at (r, θ) in the named embedding (linear scale, inf on overflow)."""
-    with np.errstate(over="ignore"):
-        return float(10.0 ** create(name, **params).log10_mse_grid(r, theta, d, embedding))
-
-
-def _where(r: float, theta: float, d: int, embedding: str) -> str:
+def where(r: float, theta: float, d: int, embedding: str) -> str:
+    """The inputs part of a title: r, θ, d and the embedding."""
     return f"r = {r:g}, θ = {theta:.3g}, d = {d}, embedding = {embedding}"
 
 
-def variance_vs_q(r: float = 1.0, theta: float = math.pi / 6, d: int = 8, p: int = 3, m: int = 16,
-                  embedding: str = "flat", num: int = 101) -> go.Figure:
-    """MSE against q for |z| = 1 sketches (E|k̂−k|² and Re part), the q-Gaussian sketch and TensorSRHT (D = m).
-
-    Symmetric about q = ½ (only (2q−1)² matters, P5); q = ½ is best iff (x·y)² > S (Theorem 2, §3.3).
-    """
-    q = np.linspace(0.0, 1.0, num)
-    curves = {
-        "Rademacher-type, E|k̂−k|²": [_mse("poly_sketch", r, theta, d, embedding, p=p, q=v, m=m) for v in q],
-        "Rademacher-type, E(Re k̂−k)²": [_mse("poly_sketch", r, theta, d, embedding, p=p, q=v, m=m,
-                                              variance="real_part") for v in q],
-        "q-Gaussian, E|k̂−k|²": [_mse("poly_sketch", r, theta, d, embedding, p=p, q=v, m=m, basis="gaussian")
-                                for v in q],
-        "TensorSRHT, E|k̂−k|²": [_mse("tensor_srht", r, theta, d, embedding, p=p, q=v, m=m) for v in q],
-    }
-    fig = lines(q, {k: np.asarray(v) for k, v in curves.items()}, xlabel="q (realness of the weights)",
-                ylabel="MSE", log_y=True,
-                title=f"Variance vs q, (x·y)<sup>{p}</sup>, D = {m}; {_where(r, theta, d, embedding)}")
+def variance_vs_q_figure(q: np.ndarray, curves: Curves, p: int, m: int, at: str) -> go.Figure:
+    """MSE against q (log y), with the complex weights q = ½ marked; ``at`` is ``where(...)``."""
+    fig = lines(q, dict(curves), xlabel="q (realness of the weights)", ylabel="MSE", log_y=True,
+                title=f"Variance vs q, (x·y)<sup>{p}</sup>, D = {m}; {at}")
     fig.add_vline(x=0.5, line_dash="dot", line_color="grey", annotation_text="complex (q = ½)")
     return fig
 
 
-def variance_vs_p(r: float = 1.0, theta: float = math.pi / 3, d: int = 8, m: int = 1024, p_max: int = 9,
-                  embedding: str = "rotation_average", variance: str = "complex") -> go.Figure:
-    """MSE against the degree p for real/complex Gaussian and Rademacher sketches, with the complex/real ratio
-    below (Fig. 2 analogue; the paper averages over data pairs, here one (r, θ) in the chosen embedding)."""
-    ps = np.arange(1, p_max + 1)
+def variance_vs_p_figure(ps: np.ndarray, series: Mapping[str, tuple[np.ndarray, np.ndarray]], m: int, variance: str,
+                         at: str) -> go.Figure:
+    """MSE against the degree p per basis (``series``: basis → (real, complex)), the complex/real ratio below."""
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, row_heights=[0.65, 0.35], vertical_spacing=0.06)
-    for i, basis in enumerate(("gaussian", "rademacher")):
-        real = np.array([_mse("poly_sketch", r, theta, d, embedding, p=int(k), q=1.0, m=m, basis=basis,
-                              variance=variance) for k in ps])
-        cplx = np.array([_mse("poly_sketch", r, theta, d, embedding, p=int(k), q=0.5, m=m, basis=basis,
-                              variance=variance) for k in ps])
+    for i, (basis, (real, cplx)) in enumerate(series.items()):
         for j, (label, y) in enumerate((("real", real), ("complex", cplx))):
             fig.add_trace(go.Scatter(x=ps, y=finite_or_none(y), name=f"{basis} {label}", mode="lines+markers",
                                      line={"color": color(2 * i + j), "dash": "solid" if j else "dash"}), 1, 1)
@@ -73,84 +46,33 @@ def variance_vs_p(r: float = 1.0, theta: float = math.pi / 3, d: int = 8, m: int
     log_axes(fig.update_yaxes(type="log", title_text="MSE", row=1, col=1))
     fig.update_yaxes(title_text="complex / real", row=2, col=1)
     fig.update_xaxes(title_text="degree p", row=2, col=1)
-    fig.update_layout(title=f"MSE vs degree p, D = {m}, {variance}; {_where(r, theta, d, embedding)}", height=560,
-                      **LAYOUT)
+    fig.update_layout(title=f"MSE vs degree p, D = {m}, {variance}; {at}", height=560, **LAYOUT)
     return fig
 
 
-def variance_vs_d(r: float = 1.0, theta: float = math.pi / 4, p: int = 3, m: int = 16, embedding: str = "flat",
-                  d_values: Sequence[int] = (2, 4, 8, 16, 32, 64), variance: str = "complex") -> go.Figure:
-    """MSE against the input dimension d: |z| = 1 sketches and TensorSRHT depend on d through S (and c(D, d)),
-    Gaussian sketches do not (F1c)."""
-    ds = np.asarray(d_values)
-    curves = {}
-    for q, label in ((1.0, "real"), (0.5, "complex")):
-        curves[f"Rademacher {label}"] = [_mse("poly_sketch", r, theta, int(d), embedding, p=p, q=q, m=m,
-                                              variance=variance) for d in ds]
-        curves[f"TensorSRHT {label}"] = [_mse("tensor_srht", r, theta, int(d), embedding, p=p, q=q, m=m,
-                                              variance=variance) for d in ds]
-        curves[f"Gaussian {label}"] = [_mse("poly_sketch", r, theta, int(d), embedding, p=p, q=q, m=m,
-                                            basis="gaussian", variance=variance) for d in ds]
-    fig = lines(ds, {k: np.asarray(v) for k, v in curves.items()}, xlabel="d", ylabel="MSE", log_y=True,
-                title=f"MSE vs d, (x·y)<sup>{p}</sup>, D = {m}, {variance}; r = {r:g}, θ = {theta:.3g}, "
-                      f"embedding = {embedding}")
+def variance_vs_d_figure(ds: np.ndarray, curves: Curves, p: int, m: int, variance: str, at: str) -> go.Figure:
+    """MSE against the input dimension d (log-log)."""
+    fig = lines(ds, dict(curves), xlabel="d", ylabel="MSE", log_y=True,
+                title=f"MSE vs d, (x·y)<sup>{p}</sup>, D = {m}, {variance}; {at}")
     log_axes(fig.update_xaxes(type="log"))
     return fig
 
 
-def variance_vs_m(r: float = 1.0, theta: float = math.pi / 4, d: int = 4, p: int = 2, m_max: int | None = None,
-                  embedding: str = "flat", q_values: Sequence[float] = (1.0, 0.5)) -> go.Figure:
-    """TensorSRHT's sawtooth in the number of features D (Theorem 10, P4) against the unstructured 1/D sketch,
-    with the convex surrogate (Eq. 72) dotted (Fig. 12 analogue)."""
-    d_pad = dp.padded_dim(d)
-    m_axis = np.arange(1, (m_max or 4 * d_pad) + 1)
-    st = dp.grid_stats(r, theta, d, embedding)
-    curves, dash = {}, {}
-    for q in q_values:
-        tag = "real" if q == 1.0 else f"q = {q:g}"
-        scale = np.exp(p * st.log_nn)[..., None]
-        ts = dp.var_tsrht_normalised(_expand(st), p, q, m_axis) * scale
-        sur = dp.surrogate_tsrht_normalised(_expand(st), p, q, m_axis) * scale
-        rad = dp.var_poly_normalised(_expand(st), p, q, 1.0, m_axis) * scale
-        curves[f"TensorSRHT {tag}"] = _average(ts, embedding)
-        curves[f"surrogate {tag}"] = _average(sur, embedding)
-        curves[f"Rademacher {tag}"] = _average(rad, embedding)
-        dash[f"surrogate {tag}"] = "dot"
-        dash[f"Rademacher {tag}"] = "dash"
-    fig = lines(m_axis, curves, xlabel="number of features D (= m)", ylabel="E|k̂−k|²", log_y=True, dash=dash,
-                title=f"Variance vs D, (x·y)<sup>{p}</sup>; {_where(r, theta, d, embedding)} (padded d = {d_pad})")
+def variance_vs_m_figure(m_axis: np.ndarray, curves: Curves, dash: Mapping[str, str], p: int, d_pad: int,
+                         at: str) -> go.Figure:
+    """Variance against D with a dotted line at every multiple of the padded dimension (TensorSRHT's sawtooth)."""
+    fig = lines(m_axis, dict(curves), xlabel="number of features D (= m)", ylabel="E|k̂−k|²", log_y=True,
+                dash=dict(dash), title=f"Variance vs D, (x·y)<sup>{p}</sup>; {at} (padded d = {d_pad})")
     for k in range(d_pad, int(m_axis[-1]) + 1, d_pad):
         fig.add_vline(x=k, line_dash="dot", line_color="lightgrey")
     return fig
 
 
-def _expand(st: dp.DotStats) -> dp.DotStats:
-    """Add a trailing axis so that closed forms broadcast against a vector of D."""
-    f = {k: np.asarray(getattr(st, k))[..., None] for k in ("log_nn", "tau", "w", "s", "sign_t", "sum_sq")}
-    return dp.DotStats(**f, d=st.d)
-
-
-def _average(values: np.ndarray, embedding: str) -> np.ndarray:
-    """Mean over the orientations of an averaging embedding (axis −2 after _expand), else the values."""
-    return values.mean(axis=-2) if embedding in dp.AVERAGED_EMBEDDINGS else values
-
-
-def real_complex_ratio_map(p: int = 3, m: int = 16, r: float = 1.0, d_values: Sequence[int] = (2, 4, 8, 16, 32, 64),
-                           num_theta: int = 91, basis: str = "rademacher", variance: str = "complex") -> go.Figure:
-    """log₂ of MSE(complex, q = ½) / MSE(real, q = 1) over (θ, d) in the flat embedding, with the crossover
-    cos²θ* = 1/d (complex wins iff (x·y)² > S, §4)."""
-    theta = np.linspace(0.0, math.pi, num_theta)
-    ds = np.asarray(d_values)
-    ratio = np.empty((len(ds), len(theta)))
-    for i, d in enumerate(ds):
-        c = create("poly_sketch", p=p, q=0.5, m=m, basis=basis, variance=variance).log10_mse_grid(r, theta, int(d),
-                                                                                                   "flat")
-        re = create("poly_sketch", p=p, q=1.0, m=m, basis=basis, variance=variance).log10_mse_grid(r, theta, int(d),
-                                                                                                    "flat")
-        with np.errstate(invalid="ignore"):
-            ratio[i] = (c - re) * LOG10 / math.log(2.0)
+def real_complex_ratio_figure(theta: np.ndarray, ds: np.ndarray, ratio: np.ndarray, p: int, m: int, r: float,
+                              basis: str, variance: str) -> go.Figure:
+    """Diverging heatmap of log₂ MSE(complex)/MSE(real) over (θ, log₂ d), with the crossover cos²θ* = 1/d."""
     fig = heatmaps(theta, np.log2(ds), {"log₂ MSE(complex)/MSE(real)": ratio}, xlabel="θ", ylabel="log₂ d",
-                   zlabel="log₂ ratio", diverging=True, floor_span=None,
+                   zlabel="log₂ ratio", style=HeatmapStyle(diverging=True, floor_span=None),
                    title=f"Complex vs real {basis} sketch, (x·y)<sup>{p}</sup>, D = {m}, {variance}; flat embedding, "
                          f"r = {r:g}")
     dd = np.geomspace(ds.min(), ds.max(), 60)
@@ -162,96 +84,32 @@ def real_complex_ratio_map(p: int = 3, m: int = 16, r: float = 1.0, d_values: Se
     return fig
 
 
-def tsrht_vs_rademacher(r: float = 1.0, theta: float = math.pi / 4, d: int = 8, q: float = 0.5,
-                        p_values: Sequence[int] = (1, 2, 3, 4), m_max: int | None = None,
-                        embedding: str = "flat") -> go.Figure:
-    """Ratio TensorSRHT / unstructured |z| = 1 sketch (same q, same D) against D: below 1 for odd p
-    (Corollaries 7/11); even p can lose, e.g. for x ⟂ y."""
-    d_pad = dp.padded_dim(d)
-    m_axis = np.arange(1, (m_max or 4 * d_pad) + 1)
-    st = _expand(dp.grid_stats(r, theta, d, embedding))
-    curves = {}
-    for p in p_values:
-        scale = np.exp(p * st.log_nn)
-        ts = _average(dp.var_tsrht_normalised(st, p, q, m_axis) * scale, embedding)
-        rad = _average(dp.var_poly_normalised(st, p, q, 1.0, m_axis) * scale, embedding)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            curves[f"p = {p}"] = ts / rad
-    fig = lines(m_axis, curves, xlabel="number of features D (= m)", ylabel="MSE TensorSRHT / MSE unstructured",
-                title=f"TensorSRHT vs Rademacher-type sketch, q = {q:g}; {_where(r, theta, d, embedding)}")
+def tsrht_vs_rademacher_figure(m_axis: np.ndarray, curves: Curves, q: float, at: str) -> go.Figure:
+    """The ratio TensorSRHT / unstructured sketch against D per degree, with 1 marked."""
+    fig = lines(m_axis, dict(curves), xlabel="number of features D (= m)",
+                ylabel="MSE TensorSRHT / MSE unstructured",
+                title=f"TensorSRHT vs Rademacher-type sketch, q = {q:g}; {at}")
     fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
     return fig
 
 
-def maclaurin_allocation(kernel: str = "exponential", m: int = 32, p_max: int = 10, d: int = 8, r: float = 1.0,
-                         variance: str = "complex",
-                         sketches: Sequence[tuple[str, str, float]] = (("poly", "rademacher", 1.0),
-                                                                       ("poly", "rademacher", 0.5),
-                                                                       ("tensor_srht", "rademacher", 1.0),
-                                                                       ("tensor_srht", "rademacher", 0.5)),
-                         ) -> go.Figure:
-    """Algorithm 3's allocation D_n over degrees (bars) for several sketches, optimised on the 64 fixed pairs of
-    uniform vectors of norm r in R^d (Fig. 18/19 analogue; Gaussian kernel with the Eq. 55 weights)."""
-    x, y = dp.reference_unit_vectors(d)
-    st = dp.DotStats.from_pairs(r * x, r * y)
-    series = {}
-    top = 1
-    names = {"poly": "polynomial sketch", "tensor_srht": "TensorSRHT"}
-    for sketch, basis, q in sketches:
-        plan = dp.optimize_maclaurin(st, kernel=kernel, total=m, p_min=1, p_max=p_max, sketch=sketch, q=q,
-                                     mu4=dp.fourth_moment(basis, q), variance=variance)
-        label = f"{names.get(sketch, sketch)}, {basis}, q = {q:g}: p* = {plan.p}, g = {plan.objective:.3g}"
-        series[label] = list(plan.alloc)
-        top = max(top, plan.p)
-    series = {k: v + [0] * (top - len(v)) for k, v in series.items()}
-    fig = bars(list(range(1, top + 1)), series, xlabel="degree n", ylabel="features D<sub>n</sub>",
+def maclaurin_allocation_figure(series: Mapping[str, list[int]], top: int, kernel: str, m: int, r: float,
+                                d: int) -> go.Figure:
+    """Bars of the features D_n per degree n = 1..``top``, one series per sketch."""
+    fig = bars(list(range(1, top + 1)), dict(series), xlabel="degree n", ylabel="features D<sub>n</sub>",
                title=f"Optimised Maclaurin allocation, {kernel} kernel, D = {m}, |x| = |y| = {r:g}, d = {d}")
     fig.update_xaxes(dtick=1)  # degrees are integers
     fig.update_layout(legend={"orientation": "h", "x": 0, "y": -0.2, "yanchor": "top"}, height=440)
     return fig
 
 
-__all__ = ["maclaurin_allocation", "real_complex_ratio_map", "tsrht_vs_rademacher", "variance_vs_d", "variance_vs_m",
-           "variance_vs_p", "variance_vs_q"]
+def sketches_vs_m_figure(m_axis: np.ndarray, curves: Curves, p: int, at: str,
+                         points: dict | None = None) -> go.Figure:
+    """Closed-form E|k̂ − (x·y)^p|² against m per sketch, with optional sampled ``points`` (±2 SE bars)."""
+    return lines(m_axis, dict(curves), xlabel="number of features m", ylabel="E|k̂ − (x·y)^p|²", log_y=True,
+                 points=points, title=f"Sketches of (x·y)^{p} vs m; {at}")
 
 
-# ----------------------------------------------------------------------------- sketches vs m, with TensorSketch
-SKETCH_SET = {  # label → (estimator, params): the compared sketches of (x·y)^p
-    "Rademacher real": ("poly_sketch", {"q": 1.0}),
-    "Rademacher complex": ("poly_sketch", {"q": 0.5}),
-    "TensorSRHT real": ("tensor_srht", {"q": 1.0}),
-    "TensorSRHT complex": ("tensor_srht", {"q": 0.5}),
-    "TensorSketch": ("tensor_sketch", {}),
-}
-
-
-def sketches_vs_m(r: float = 1.0, theta: float = math.pi / 4, d: int = 8, p: int = 3, m_max: int = 64,
-                  embedding: str = "flat", points: dict | None = None) -> go.Figure:
-    """Closed-form E|k̂ − (x·y)^p|² against m for Rademacher (real/complex), TensorSRHT (real/complex, Thm 10) and
-    TensorSketch (exact variance, rfviz.maths.dp), with optional sampled ``points`` (``sketches_vs_m_mc``)."""
-    m_axis = np.unique(np.round(np.geomspace(1, m_max, 24)).astype(int))
-    curves = {label: np.array([_mse(name, r, theta, d, embedding, p=p, m=int(m), **kw) for m in m_axis])
-              for label, (name, kw) in SKETCH_SET.items()}
-    return lines(m_axis, curves, xlabel="number of features m", ylabel="E|k̂ − (x·y)^p|²", log_y=True,
-                 points=points, title=f"Sketches of (x·y)^{p} vs m; {_where(r, theta, d, embedding)}")
-
-
-def sketches_vs_m_mc(r: float = 1.0, theta: float = math.pi / 4, d: int = 8, p: int = 3,
-                     m_values: Sequence[int] = (4, 16, 64), embedding: str = "flat", trials: int = 2000,
-                     seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """Monte-Carlo MSE (engine) of every compared sketch at ``m_values``: label → (m, MSE, standard error), for
-    ``lines(points=...)`` (±2 SE bars). Embeddings averaged over rotations are refused (one pair per point)."""
-    if embedding in dp.AVERAGED_EMBEDDINGS:
-        raise ParameterError(f"embedding must be one of canonical, flat for Monte Carlo, got {embedding!r}")
-    out = {}
-    for label, (name, kw) in SKETCH_SET.items():
-        ms, mse, se = [], [], []
-        for m in m_values:
-            est = create(name, p=p, m=int(m), **kw)
-            x, y = est.grid_pairs(r, theta, d, embedding)
-            res = monte_carlo(est, np.atleast_2d(x), np.atleast_2d(y), trials=trials, seed=seed, device="cpu")
-            ms.append(int(m))
-            mse.append(float(res.mse.ravel()[0]))
-            se.append(float(res.mse_stderr.ravel()[0]))
-        out[label] = (np.array(ms), np.array(mse), np.array(se))
-    return out
+__all__ = ["maclaurin_allocation_figure", "real_complex_ratio_figure", "sketches_vs_m_figure",
+           "tsrht_vs_rademacher_figure", "variance_vs_d_figure", "variance_vs_m_figure", "variance_vs_p_figure",
+           "variance_vs_q_figure", "where"]

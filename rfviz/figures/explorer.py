@@ -1,25 +1,18 @@
-"""MSE explorer: analytic and sampled MSE surfaces of any registered estimators over a θ × r grid.
-
-Pure functions (numpy in, numpy/plotly out) used by pages/mse_explorer.py and testable without Streamlit.
-Inputs follow the canonical embedding x = r·e1, y = r(cos θ·e1 + sin θ·e2) in R^d (same-length inputs,
-as in HRF Fig. 1), or a coordinate embedding for estimators that depend on coordinates.
+"""MSE explorer, the drawing half: heatmaps, 3-D surfaces and slices of the surfaces computed by
+rfviz.compute.explorer (arrays in, plotly figures out). Panels are keyed by estimator name and shown by the
+``titles`` the caller passes (rfviz.compute.catalog.titles).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
-from scipy.special import logsumexp
 
-from ..engine import monte_carlo
-from ..estimators import REGISTRY, Estimator, create, get_estimator
-from ..numerics import LOG10
-from ..params import ParameterError
-from .common import columns_to_csv, heatmaps, lines, surfaces
+from ..diagnostics import DISAGREEMENT_Z
+from .common import HeatmapStyle, columns_to_csv, heatmaps, lines, surfaces
 
 QUANTITIES: dict[str, str] = {
     "log10_mse": "log₁₀ MSE",
@@ -29,248 +22,29 @@ QUANTITIES: dict[str, str] = {
 """What the surface shows (key → human label with units); all in log₁₀ because MSEs span hundreds of orders of
 magnitude."""
 
-ROUNDOFF_LOG10_REL_MSE = float(np.log10(np.finfo(float).eps))
-"""A relative MSE MSE/K² below machine epsilon cannot be resolved by float64 arithmetic on O(K²) quantities: such
-cells (e.g. θ = π in floating point, where an estimator is exact) are shown as exact (−inf), not as a value."""
-
-
-def title_of(name: str) -> str:
-    """Human title of a panel: the estimator's ``title`` (``A / B`` for a ratio panel), else the name itself."""
-    if name in REGISTRY:
-        return REGISTRY[name].title
-    if " / " in name:
-        return " / ".join(title_of(part) for part in name.split(" / ", 1))
-    return name
-
-SOFTMAX_KERNELS = ("softmax", "gaussian")
-KERNEL_ALIASES = {"softmax": ("softmax", "exponential"), "gaussian": ("gaussian",)}
-"""Names estimators use for the same kernel: exp(x·y) is 'exponential' for the Maclaurin features."""
-
-
-def _kernel_choice(cls: type[Estimator], kernel: str) -> str | None:
-    """The value of ``cls``'s own kernel parameter that means ``kernel`` (None if it has none)."""
-    param = next((p for p in cls.spec if p.name == "kernel"), None)
-    if param is None:
-        return None
-    return next((k for k in KERNEL_ALIASES.get(kernel, (kernel,)) if k in param.choices), None)
-
-DISAGREEMENT_Z = 4.0
-ROUNDOFF = 1e-10
-"""Differences below this fraction of K² are floating-point round-off, never flagged."""
-
-
-def kernel_options() -> list[str]:
-    """Kernels offered: softmax and Gaussian (any softmax-family estimator), then the other families."""
-    others = sorted({cls.family for cls in REGISTRY.values()
-                     if not any(p.name == "kernel" for p in cls.spec)} - set(SOFTMAX_KERNELS))
-    return [*SOFTMAX_KERNELS, *others]
-
-
-def estimators_for_kernel(kernel: str) -> list[str]:
-    """Registered estimators of ``kernel`` (softmax-family ones estimate both softmax and Gaussian)."""
-    out = []
-    for name, cls in REGISTRY.items():
-        names = {p.name for p in cls.spec}
-        if kernel in SOFTMAX_KERNELS and "kernel" in names:
-            if _kernel_choice(cls, kernel) is not None:
-                out.append(name)
-        elif kernel not in SOFTMAX_KERNELS and cls.family == kernel and "kernel" not in names:
-            out.append(name)
-    return out
-
-
-def make_estimator(name: str, params: Mapping[str, Any], kernel: str) -> Estimator:
-    """Instantiate ``name`` with ``params`` (the kernel added where the estimator has a kernel parameter)."""
-    cls = get_estimator(name)
-    full = dict(params)
-    choice = _kernel_choice(cls, kernel)
-    if choice is not None:
-        full["kernel"] = choice
-    return create(name, **full)
-
-
-def make_axes(r_max: float, n_r: int, n_theta: int, r_min: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """r ∈ [r_min, r_max] and θ ∈ [0, π] grids; ParameterError naming the bad value otherwise.
-
-    By default r starts at r_max/n_r, not 0: at r = 0 the angle θ is undefined (x = y = 0).
-    """
-    if not (np.isfinite(r_max) and r_max > 0):
-        raise ParameterError(f"r_max must be a number in (0, inf), got {r_max:g}")
-    if r_min is None:
-        r_min = r_max / n_r if n_r >= 1 else 0.0
-    if not (0 <= r_min < r_max):
-        raise ParameterError(f"r_min must be in [0, r_max) = [0, {r_max:g}), got {r_min:g}")
-    for label, n in (("grid points in r", n_r), ("grid points in θ", n_theta)):
-        if int(n) != n or n < 2 or n > 400:
-            raise ParameterError(f"{label} must be an integer in [2, 400], got {n}")
-    return np.linspace(r_min, r_max, int(n_r)), np.linspace(0.0, np.pi, int(n_theta))
-
-
-@dataclass
-class Surface:
-    """Analytic log₁₀ MSE and log₁₀ |K| of one estimator on the (r, θ) grid (arrays of shape (len(r), len(θ)))."""
-
-    name: str
-    log10_mse: np.ndarray
-    log10_kernel: np.ndarray
-    closed_form: bool
-
-
-def analytic_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r: np.ndarray,
-                     theta: np.ndarray, embedding: str = "canonical") -> Surface:
-    """Closed-form log₁₀ MSE on the grid r × θ (NaN everywhere when the estimator has no closed form here)."""
-    est = make_estimator(name, params, kernel)
-    r = np.asarray(r, dtype=float)
-    theta = np.asarray(theta, dtype=float)
-    x, y = est.grid_pairs(r[:, None], theta[None, :], d, embedding)
-    log_k, _ = est.kernel_log_value(x, y, d)
-    log10_k = np.asarray(log_k, dtype=float) / LOG10
-    grid_shape = (len(r), len(theta))
-    if log10_k.shape != grid_shape:  # averaging embeddings (rotation_average): a stack of pairs per grid point
-        log10_k = np.reshape(log10_k, (*grid_shape, -1))[..., 0]
-    if not est.closed_form_available():
-        return Surface(name, np.full(grid_shape, np.nan), log10_k, False)
-    log_mse = est.log_mse(x, y, d)
-    if log_mse.shape != grid_shape:  # mean MSE over the stack, in log space
-        stack = np.reshape(log_mse, (*grid_shape, -1))
-        log_mse = logsumexp(stack, axis=-1) - np.log(stack.shape[-1])
-    return Surface(name, log_mse / LOG10, log10_k, True)
-
-
-@dataclass
-class Sampled:
-    """Monte-Carlo log₁₀ MSE, its standard error and the z-score against the closed form, on a grid."""
-
-    name: str
-    log10_mse: np.ndarray
-    log10_stderr: np.ndarray
-    z: np.ndarray
-    trials: int
-    device: str
-    reliable: np.ndarray | None = None
-    """Per point: MCResult.reliable (None: all reliable). Unreliable points are heavy-tailed, not disagreements."""
-    trials_needed: np.ndarray | None = None
-    """Per point: trials for ±10 % (one standard error) from this run's variance; inf where no count suffices."""
-
-    @property
-    def reliable_mask(self) -> np.ndarray:
-        return np.ones(np.shape(self.z), bool) if self.reliable is None else np.asarray(self.reliable, bool)
-
-    @property
-    def disagree_mask(self) -> np.ndarray:
-        """Reliable points where analytic and sampled MSE differ by more than 4 standard errors."""
-        return (np.abs(np.nan_to_num(self.z, nan=0.0)) > DISAGREEMENT_Z) & self.reliable_mask
-
-    @property
-    def disagreements(self) -> int:
-        """Reliable points where analytic and sampled MSE differ by more than 4 standard errors."""
-        return int(np.sum(self.disagree_mask))
-
-    @property
-    def unreliable(self) -> int:
-        """Heavy-tailed points: the sampled MSE is unreliable at this trial count (no z-score means anything)."""
-        return int(np.sum(~self.reliable_mask))
-
-    def trials_for_ten_percent(self) -> float:
-        """The most trials any point of this grid needs for ±10 % (inf when some point is hopeless; NaN unknown)."""
-        if self.trials_needed is None:
-            return float("nan")
-        return float(np.max(self.trials_needed))
-
-
-def sampled_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r: np.ndarray, theta: np.ndarray,
-                    trials: int, seed: int = 0, embedding: str = "canonical", device: str = "auto",
-                    progress: Callable[[float], None] | None = None,
-                    cancel: Callable[[], bool] | None = None) -> Sampled:
-    """Sampled MSE on the grid r × θ through rfviz.engine.monte_carlo (cancellable, with progress)."""
-    est = make_estimator(name, params, kernel)
-    r = np.asarray(r, dtype=float)
-    theta = np.asarray(theta, dtype=float)
-    x, y = est.grid_pairs(r[:, None], theta[None, :], d, embedding)
-    shape = x.shape[:-1]
-    res = monte_carlo(est, x, y, d=d, trials=int(trials), seed=int(seed), device=device, progress=progress,
-                      cancel=cancel)
-    res_shape = np.shape(res.rel_mse)  # the engine returns flat (P,) or batch-shaped arrays
-    with np.errstate(divide="ignore", invalid="ignore"):
-        log10_mse = np.reshape(res.log10_mse, shape)
-        se = np.reshape(res.log10_mse_stderr, shape)
-        if est.closed_form_available():
-            expected = np.exp(np.reshape(est.log_mse(x, y, d), res_shape) - 2.0 * res.log_scale)  # MSE / e^{2s}
-            diff = res.rel_mse - expected
-            z = np.reshape(diff / res.rel_mse_stderr, shape)
-            # Round-off (e.g. θ = π in floating point, where an estimator is exact) is not a disagreement.
-            negligible = np.reshape(np.abs(diff) <= ROUNDOFF * np.maximum(np.abs(res.target) ** 2, expected), shape)
-            z = np.where(np.isfinite(z) & ~negligible, z, np.where(negligible, 0.0, np.nan))
-        else:
-            z = np.full(shape, np.nan)
-    reliable = None if res.reliable is None else np.reshape(np.asarray(res.reliable, bool), shape)
-    needed = None if res.trials_needed is None else np.reshape(np.asarray(res.trials_needed, float), shape)
-    return Sampled(name, log10_mse, se, z, res.trials, res.device, reliable, needed)
-
-
-def quantity(surfaces: Sequence[Surface], which: str, pair: tuple[str, str] | None = None,
-             field: str = "log10_mse") -> dict[str, np.ndarray]:
-    """The plotted quantity per panel: log₁₀ MSE, log₁₀ √MSE/|K|, or log₁₀ MSE_A/MSE_B (one panel)."""
-    by_name = {s.name: s for s in surfaces}
-
-    def value(s: Surface) -> np.ndarray:  # round-off (relative MSE below machine epsilon) shown as exact
-        v = np.asarray(getattr(s, field), dtype=float)
-        with np.errstate(invalid="ignore"):
-            return np.where(v - 2.0 * s.log10_kernel < ROUNDOFF_LOG10_REL_MSE, -np.inf, v)
-
-    if which == "log10_mse":
-        return {s.name: value(s) for s in surfaces}
-    if which == "rel_error":
-        return {s.name: 0.5 * value(s) - s.log10_kernel for s in surfaces}
-    if which == "ratio":
-        if pair is None or pair[0] not in by_name or pair[1] not in by_name or pair[0] == pair[1]:
-            raise ParameterError("the ratio needs two different selected estimators A and B")
-        a, b = (value(by_name[k]) for k in pair)
-        with np.errstate(invalid="ignore"):
-            return {f"{pair[0]} / {pair[1]}": a - b}
-    raise ParameterError(f"quantity must be one of {', '.join(QUANTITIES)}, got {which!r}")
-
-
-def sampled_quantity(surfaces: Sequence[Surface], sampled: Mapping[str, Sampled], which: str,
-                     pair: tuple[str, str] | None = None) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Sampled version of ``quantity``: {panel: (value, standard error)} for the panels that were sampled."""
-    by_name = {s.name: s for s in surfaces}
-    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    if which == "ratio":
-        if pair and all(k in sampled for k in pair):
-            a, b = sampled[pair[0]], sampled[pair[1]]
-            with np.errstate(invalid="ignore"):
-                out[f"{pair[0]} / {pair[1]}"] = (a.log10_mse - b.log10_mse, np.hypot(a.log10_stderr, b.log10_stderr))
-        return out
-    for name, s in sampled.items():
-        if which == "rel_error":
-            # log10_kernel on the sampled grid is recomputed by the caller's Surface of that grid
-            out[name] = (0.5 * s.log10_mse - by_name[name].log10_kernel, 0.5 * s.log10_stderr)
-        else:
-            out[name] = (s.log10_mse, s.log10_stderr)
-    return out
-
 
 # ----------------------------------------------------------------------------------- figures
 def _labels(which: str) -> str:
     return QUANTITIES[which]
 
 
-def _titled(values: Mapping[str, Any] | None) -> dict[str, Any]:
-    return {title_of(k): v for k, v in (values or {}).items()}
+def _titled(values: Mapping[str, Any] | None, titles: Mapping[str, str] | None) -> dict[str, Any]:
+    """The panels keyed by their titles (a name without a title is shown as itself)."""
+    return {(titles or {}).get(k, k): v for k, v in (values or {}).items()}
 
 
 def heatmap_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str,
                    disagree: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None, title: str = "",
                    zrange: tuple[float, float] | None = None,
-                   heavy: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> go.Figure:
+                   heavy: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
+                   titles: Mapping[str, str] | None = None) -> go.Figure:
     """Heatmaps over θ (x-axis) × r (y-axis), panels titled by estimator title, one shared robust colour window (or
     ``zrange``), exact cells marked; red crosses where sampled and analytic disagree by > 4 SE at reliable points,
     hollow circles at heavy-tailed points (``heavy``: the sampled MSE is unreliable there, MCResult.reliable)."""
-    markers = {k: (th, rr, f"|z| > {DISAGREEMENT_Z:g}") for k, (rr, th) in _titled(disagree).items()}
+    markers = {k: (th, rr, f"|z| > {DISAGREEMENT_Z:g}") for k, (rr, th) in _titled(disagree, titles).items()}
     exact = "A or B exact (MSE = 0)" if which == "ratio" else "exact (MSE = 0)"
-    fig = heatmaps(theta, r, _titled(values), xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
-                   diverging=which == "ratio", markers=markers, zrange=zrange, exact_label=exact)
+    fig = heatmaps(theta, r, _titled(values, titles), xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
+                   markers=markers, style=HeatmapStyle(diverging=which == "ratio", zrange=zrange, exact_label=exact))
     for i, name in enumerate(values):
         if heavy and name in heavy and np.size(heavy[name][0]):
             rr, th = heavy[name]
@@ -299,22 +73,25 @@ def trials_guidance(trials_needed: float, trials: int) -> str:
 
 def surface_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str,
                    sampled_points: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None,
-                   title: str = "", zrange: tuple[float, float] | None = None) -> go.Figure:
+                   title: str = "", zrange: tuple[float, float] | None = None,
+                   titles: Mapping[str, str] | None = None) -> go.Figure:
     """3-D surfaces over θ × r (semi-transparent, same robust window as the heatmaps, or ``zrange``); sampled points
     with ±2 SE bars in their surface's colour."""
-    return surfaces(theta, r, _titled(values), xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
-                    points=_titled(sampled_points), zrange=zrange)
+    return surfaces(theta, r, _titled(values, titles), xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
+                    points=_titled(sampled_points, titles), zrange=zrange)
 
 
 def slice_figure(axis: str, coord: np.ndarray, values: Mapping[str, np.ndarray], which: str, at: float,
-                 sampled: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None) -> go.Figure:
+                 sampled: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None = None,
+                 titles: Mapping[str, str] | None = None) -> go.Figure:
     """The quantity along r (θ fixed) or along θ (r fixed), with sampled points ± 2 SE."""
     if axis == "theta":
         title = f"slice at θ = {at:.3g} rad (gaps: exact, MSE = 0)"
-        return lines(coord, _titled(values), xlabel="r", ylabel=_labels(which), title=title, points=_titled(sampled))
+        return lines(coord, _titled(values, titles), xlabel="r", ylabel=_labels(which), title=title,
+                     points=_titled(sampled, titles))
     title = f"slice at r = {at:.3g} (gaps: exact, MSE = 0)"
-    return lines(coord, _titled(values), xlabel="θ", ylabel=_labels(which), title=title, theta_axis=True,
-                 points=_titled(sampled))
+    return lines(coord, _titled(values, titles), xlabel="θ", ylabel=_labels(which), title=title, theta_axis=True,
+                 points=_titled(sampled, titles))
 
 
 def grid_csv(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str) -> str:
@@ -328,20 +105,3 @@ def grid_csv(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray],
         cols[which] += list(np.asarray(z, dtype=float).ravel())
     return columns_to_csv({k: np.asarray(v, dtype=object if k == "panel" else float) for k, v in cols.items()})
 
-
-# ----------------------------------------------------------------------------------- 1-D parameter sweeps
-def param_sweep(name: str, params: Mapping[str, Any], kernel: str, d: int, r: float, theta: float, sweep: str,
-                values: Sequence[Any], embedding: str = "canonical") -> np.ndarray:
-    """log₁₀ MSE at one (r, θ) as one parameter (``sweep``: an estimator parameter, or ``d``) takes ``values``.
-
-    For averaging embeddings (``rotation_average``) the MSE is averaged over the embedding's stack of pairs.
-    """
-    out = []
-    for v in values:
-        p = dict(params)
-        dd = int(v) if sweep == "d" else d
-        if sweep != "d":
-            p[sweep] = v
-        out.append(float(analytic_surface(name, p, kernel, dd, np.array([r]), np.array([theta]),
-                                          embedding).log10_mse[0, 0]))
-    return np.asarray(out)

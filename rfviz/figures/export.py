@@ -28,7 +28,7 @@ PNG_SIZE = (1200, 700)
 
 
 def _version() -> str:
-    from .. import __version__  # the package root; imported late so figures load without a cycle
+    from .._version import __version__
 
     return __version__
 

@@ -1,12 +1,14 @@
-"""Figures of the estimator lab (rfviz.lab): the bias z-score map and the MSE ratio map. Pure plotly builders."""
+"""Figures of the estimator lab (rfviz.lab): the bias z-score map and the MSE ratio map. Pure plotly builders of a
+finished report (rfviz.lab.LabReport, or anything with the fields of ``LabResult``)."""
 
 from __future__ import annotations
+
+from typing import Any, Protocol
 
 import numpy as np
 import plotly.graph_objects as go
 
-from ..lab import LabReport
-from .common import heatmaps
+from .common import HeatmapStyle, heatmaps
 
 Z_CLIP = 10.0
 """|z| beyond this is drawn at the end of the colour scale (the hover still shows the value)."""
@@ -14,12 +16,33 @@ RATIO_CLIP = 4.0
 """log₁₀ MSE ratios beyond ±4 (10⁴×) are drawn at the end of the colour scale; ±inf (an exact estimator) too."""
 
 
-def _points(report: LabReport, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+class LabResult(Protocol):
+    """The fields of rfviz.lab.LabReport these figures draw (the figures do not import the lab)."""
+
+    estimator: str
+    d: int
+    trials: int
+    alpha: float
+    r: np.ndarray
+    theta: np.ndarray
+    bias_z: np.ndarray
+    kurtosis: np.ndarray
+    bias_tested: np.ndarray
+    bias_rejected: np.ndarray
+    mse_source: str
+    comparisons: list[Any]
+    informative: np.ndarray | None
+
+    @property
+    def verdict(self) -> str: ...
+
+
+def _points(report: LabResult, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     i, j = np.nonzero(mask)
     return report.theta[j], report.r[i]
 
 
-def bias_z_map(report: LabReport) -> go.Figure:
+def bias_z_map(report: LabResult) -> go.Figure:
     """Heatmap of the bias z-scores over (θ, r); × marks points where Holm rejects E[K̂] = K, ○ heavy-tailed
     points (left out of the test, or with an unreliable sampled MSE: they do not count towards "unbiased")."""
     z = np.clip(report.bias_z, -Z_CLIP, Z_CLIP)
@@ -27,7 +50,8 @@ def bias_z_map(report: LabReport) -> go.Figure:
     panel = f"{report.estimator}: z of the mean vs the kernel"
     half = max(Z_CLIP / 2, float(np.nanmax(np.abs(z))))  # z = ±Z_CLIP/2 or beyond stays saturated
     fig = heatmaps(report.theta, report.r, {panel: z}, xlabel="θ", ylabel="r = |x| = |y|", zlabel="z",
-                   diverging=True, zrange=(-half, half), markers={panel: (rx, ry, "bias (Holm)")} if rx.size else None,
+                   style=HeatmapStyle(diverging=True, zrange=(-half, half)),
+                   markers={panel: (rx, ry, "bias (Holm)")} if rx.size else None,
                    title=f"Bias test: {report.verdict} (α = {report.alpha:g}, {report.trials} trials, d = {report.d})")
     heavy = ~report.bias_tested
     if report.informative is not None:  # tested, not exact, but its sampled MSE is unreliable: not informative
@@ -44,7 +68,7 @@ def bias_z_map(report: LabReport) -> go.Figure:
     return fig
 
 
-def ratio_map(report: LabReport) -> go.Figure | None:
+def ratio_map(report: LabResult) -> go.Figure | None:
     """One heatmap per comparator of log10(MSE_candidate / MSE_builtin): blue where the candidate wins."""
     if not report.comparisons:
         return None
@@ -53,7 +77,7 @@ def ratio_map(report: LabReport) -> go.Figure | None:
         ratio = np.nan_to_num(c.log10_ratio, nan=np.nan, posinf=RATIO_CLIP, neginf=-RATIO_CLIP)
         zs[f"vs {c.name}" + ("" if c.source == "closed form" else " (MC)")] = np.clip(ratio, -RATIO_CLIP, RATIO_CLIP)
     fig = heatmaps(report.theta, report.r, zs, xlabel="θ", ylabel="r = |x| = |y|", zlabel="log₁₀ MSE ratio",
-                   diverging=True,
+                   style=HeatmapStyle(diverging=True),
                    title=f"log₁₀ MSE ratio, {report.estimator} ({report.mse_source}) / built-in (closed form unless "
                          "marked MC): blue < 0, it wins; red > 0, it loses")
     return fig

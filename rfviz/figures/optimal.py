@@ -10,7 +10,6 @@ import plotly.graph_objects as go
 
 from ..maths.optimal import (
     MECHANISMS,
-    InputLaw,
     OptimalSampling,
     divergence_regions,
     equivalence_curve,
@@ -117,34 +116,10 @@ def equivalence_figure(r1: float, r2_values: np.ndarray, d: int, kernel: str = "
     return fig
 
 
-def variance_sweep_mc(kind: str, d: int, axis: str, values: Sequence[float], kernel: str = "softmax",
-                      mechanisms: Sequence[str] = MECHANISMS, n: int = 4000, seed: int = 0, relative: bool = False,
-                      **fixed: float) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
-    """Monte-Carlo variance per sample (x1, x2, ω drawn jointly; OptimalSampling.monte_carlo, reference §5) at
-    ``values`` of ``axis``, under Ψ* and under Ω: label → (x, log10 V, log10 of V − 2 SE, log10 of V + 2 SE), in the
-    units of ``variance_sweep_figure`` (divided by E K² when ``relative``). A lower end ≤ 0 is NaN."""
-    rng = np.random.default_rng(seed)
-    out = {}
-    for mech in mechanisms:
-        for optimal, label in ((True, f"V* ({mech}, Ψ*)"), (False, f"{mech}, plain Ψ = Ω")):
-            xs, mid, lo, hi = [], [], [], []
-            for v in values:
-                prob = OptimalSampling(mech, InputLaw(kind=kind, d=d, **{**fixed, axis: float(v)}), kernel)
-                mc = prob.monte_carlo(int(n), rng, optimal)
-                base = prob.log_expected_k2() / np.log(10) if relative else 0.0
-                var, se = mc["variance"], mc["variance_se"]
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    xs.append(float(v))
-                    mid.append(np.log10(var) - base if var > 0 else np.nan)
-                    lo.append(np.log10(var - 2 * se) - base if var - 2 * se > 0 else np.nan)
-                    hi.append(np.log10(var + 2 * se) - base)
-            out[label] = (np.array(xs), np.array(mid), np.array(lo), np.array(hi))
-    return out
-
-
 def add_mc_points(fig: go.Figure, points: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]
                   ) -> go.Figure:
-    """Overlay ``variance_sweep_mc`` points (open markers, ±2 SE bars; a missing lower bar: V − 2 SE ≤ 0)."""
+    """Overlay rfviz.compute.optimal.variance_sweep_mc points (open markers, ±2 SE bars; a missing lower bar:
+    V − 2 SE ≤ 0)."""
     for label, (x, mid, lo, hi) in points.items():
         mech = label.split("(")[1].split(",")[0] if label.startswith("V*") else label.split(",")[0]
         fig.add_trace(go.Scatter(
@@ -156,5 +131,4 @@ def add_mc_points(fig: go.Figure, points: dict[str, tuple[np.ndarray, np.ndarray
     return fig
 
 
-__all__ = ["add_mc_points", "equivalence_figure", "psi_radial_density_figure", "variance_sweep_figure",
-           "variance_sweep_mc"]
+__all__ = ["add_mc_points", "equivalence_figure", "psi_radial_density_figure", "variance_sweep_figure"]

@@ -1,18 +1,16 @@
 """Figures of the coupling page (Simplex Random Features): p(w_ij) with sampled histograms (Fig. 5), the
 MSE ratio against iid versus v (Fig. 6) and versus d, and the conformity ρ(v). Pure functions returning plotly
-Figures; all the maths lives in rfviz.maths.simrf."""
+Figures of closed forms (rfviz.maths.simrf); sampled values come from rfviz.compute.simrf."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..engine import monte_carlo
-from ..estimators import create
 from ..maths.simrf import (
     COUPLINGS_WITH_DENSITY,
     conformity_iterations,
@@ -20,15 +18,12 @@ from ..maths.simrf import (
     f_penalty,
     log_conformity,
     mse_ratio_vs_iid,
-    sample_pair_sums,
 )
 from ..numerics import LOG10
 from .common import LAYOUT, color, finite_or_none, lines, log_axes
 
 LABELS = {"iid": "iid", "orthogonal": "orthogonal (ORF)", "simplex": "simplex (SimRF)"}
 FEATURE_LABELS = {"positive": "positive RF", "positive_antithetic": "antithetic positive RF", "trig": "trig RF"}
-HISTOGRAM_MAX_D = 256
-"""Sampled histograms use full d×d blocks (O(d³) each): above this d they are not drawn."""
 
 
 def default_w_grid(d: int, points: int = 301) -> np.ndarray:
@@ -37,9 +32,9 @@ def default_w_grid(d: int, points: int = 301) -> np.ndarray:
 
 
 def density_figure(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, *, w: np.ndarray | None = None,
-                   samples: int = 0, seed: int = 0, v: float | None = None) -> go.Figure:
-    """p(w_ij) of each coupling at dimension d (SimRF Fig. 5; Lemmas 4.1, 4.2), optionally with a histogram of
-    ``samples`` draws of ‖ω_1 + ω_2‖ from rfviz's own sampler (d ≤ HISTOGRAM_MAX_D) and, with ``v``, the penalty
+                   drawn: Mapping[str, np.ndarray] | None = None, v: float | None = None) -> go.Figure:
+    """p(w_ij) of each coupling at dimension d (SimRF Fig. 5; Lemmas 4.1, 4.2), optionally with a histogram of the
+    ``drawn`` values of ‖ω_1 + ω_2‖ per coupling (rfviz.compute.simrf.pair_sum_samples) and, with ``v``, the penalty
     f(w, v) = 0F1(; d/2; v²w²/4) on a second axis (its average against p(w) is the conformity ρ(v))."""
     w = default_w_grid(d) if w is None else np.asarray(w, dtype=float)
     fig = make_subplots(specs=[[{"secondary_y": v is not None}]])
@@ -47,10 +42,10 @@ def density_figure(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, *,
         fig.add_trace(go.Scatter(x=w, y=finite_or_none(density_wij(w, d, coupling)), mode="lines",
                                  name=LABELS.get(coupling, coupling), line={"color": color(i), "width": 2.5}),
                       secondary_y=False)
-        if samples and d >= 2 and d <= HISTOGRAM_MAX_D:
-            drawn = sample_pair_sums(coupling, d, samples, seed + i)
-            fig.add_trace(go.Histogram(x=drawn, histnorm="probability density", name=f"{LABELS.get(coupling)} "
-                                       f"(sampled, n={samples})", marker={"color": color(i)}, opacity=0.35,
+        if drawn and coupling in drawn:
+            fig.add_trace(go.Histogram(x=drawn[coupling], histnorm="probability density",
+                                       name=f"{LABELS.get(coupling)} (sampled, n={len(drawn[coupling])})",
+                                       marker={"color": color(i)}, opacity=0.35,
                                        xbins={"start": float(w[0]), "end": float(w[-1]),
                                               "size": float(w[-1] - w[0]) / 60}),
                           secondary_y=False)
@@ -133,36 +128,6 @@ def simplex_plus_iterations_figure(norms: np.ndarray, v: float = 1.0, passes: in
     return fig
 
 
-SAMPLED_V: tuple[float, ...] = (0.05, 0.2, 0.5, 0.8, 1.0, 1.3)
-"""Values of v where the coupling page samples the MSE ratio: beyond v ≈ 1.3 positive features are heavy-tailed and
-the sample MSE is biased low."""
-SAMPLED_COUPLINGS: tuple[str, ...] = ("orthogonal", "simplex", "simplex_plus")
-
-
-def sampled_ratio_columns(d: int, m: int, features: str = "positive", v: Sequence[float] = SAMPLED_V,
-                          trials: int = 1000, seed: int = 7,
-                          progress: Callable[[float], None] | None = None) -> dict[str, tuple[np.ndarray, ...]]:
-    """Monte-Carlo MSE of each coupling divided by the iid closed form (SimRF Thm 4.3 compares against iid) at
-    |x + y| = v, with x = y = (v/2)·e₁ (trig: x = −y, so that z = |x − y| = v).
-
-    Returns {coupling: (v, ratio, standard error of the ratio, reliable)} for orthogonal, simplex and simplex+ (the
-    last has no closed form: sampling is the only way to see it). ``progress`` receives the completed fraction in
-    [0, 1]."""
-    vs = np.asarray(v, dtype=float)
-    x = np.zeros((vs.size, 2))
-    x[:, 0] = vs / 2
-    y = -x if features == "trig" else x.copy()
-    iid = create(features, m=m, coupling="iid")
-    out: dict[str, tuple[np.ndarray, ...]] = {}
-    for i, coupling in enumerate(SAMPLED_COUPLINGS):
-        est = create(features, m=m, coupling=coupling)
-        step = None if progress is None else (lambda f, i=i: progress((i + f) / len(SAMPLED_COUPLINGS)))
-        res = monte_carlo(est, x, y, d=d, trials=trials, seed=seed, progress=step)
-        ref = np.exp(np.reshape(iid.log_mse(x, y, d), np.shape(res.rel_mse)) - 2 * res.log_scale)
-        out[coupling] = (vs, np.ravel(res.rel_mse / ref), np.ravel(res.rel_mse_stderr / ref), np.ravel(res.reliable))
-    return out
-
-
 def add_sampled_ratios(fig: go.Figure, sampled: dict[str, tuple[np.ndarray, ...]]) -> go.Figure:
     """A copy of ``ratio_vs_v_figure``'s figure with the sampled ratios of ``sampled_ratio_columns`` as markers
     (±2 SE bars): filled where the sampled MSE is reliable, hollow where it is heavy-tailed (MCResult.reliable)."""
@@ -185,11 +150,5 @@ def add_sampled_ratios(fig: go.Figure, sampled: dict[str, tuple[np.ndarray, ...]
     return out
 
 
-def draw_norms(d: int, seed: int) -> np.ndarray:
-    """One draw of the d lengths |ω_i| ~ χ_d (the input of ``simplex_plus_iterations_figure``)."""
-    return np.sqrt(np.random.default_rng(seed).chisquare(d, size=d))
-
-
-__all__ = ["SAMPLED_COUPLINGS", "SAMPLED_V", "add_sampled_ratios", "conformity_figure", "default_w_grid",
-           "density_figure", "draw_norms", "ratio_vs_d_figure", "ratio_vs_v_figure", "sampled_ratio_columns",
-           "simplex_plus_iterations_figure"]
+__all__ = ["add_sampled_ratios", "conformity_figure", "default_w_grid", "density_figure", "ratio_vs_d_figure",
+           "ratio_vs_v_figure", "simplex_plus_iterations_figure"]

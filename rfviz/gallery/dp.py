@@ -8,7 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..figures import dp as fd
+from ..compute import dp as cd
 from ..figures.common import LAYOUT, color, log_axes, traces_csv
 from ..maths import dp
 from .common import catalog_rows, side_by_side
@@ -128,7 +128,7 @@ DP12_D_MAX = 6
 
 
 def build_dp_fig12() -> tuple[go.Figure, str]:
-    figs = [fd.variance_vs_m(r=1.0, theta=0.0, d=2, p=n, m_max=DP12_D_MAX, embedding="flat") for n in (1, 2)]
+    figs = [cd.variance_vs_m(r=1.0, theta=0.0, d=2, p=n, m_max=DP12_D_MAX, embedding="flat") for n in (1, 2)]
     fig = side_by_side(figs, ["n = 1", "n = 2"],
                        "DP Fig. 12: variance vs D for d = 2, x = y = (√½, √½)<br>TensorSRHT (Eq. 33), its surrogate "
                        "(Eq. 72, dotted) and unstructured Rademacher sketches (Eqs. 18/19, dashed)")

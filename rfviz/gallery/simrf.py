@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 from scipy import optimize
 
+from ..compute import simrf as cs
 from ..figures import simrf as fc
 from ..figures.common import traces_csv
 from ..maths.simrf import density_wij, mse_ratio_vs_iid
@@ -29,7 +30,8 @@ def density_mode(d: int, coupling: str) -> tuple[float, float]:
 
 
 def build_simrf_fig5() -> tuple[go.Figure, str]:
-    fig = fc.density_figure(SIMRF5_D, SIMRF5_COUPLINGS, samples=SIMRF5_SAMPLES, seed=5, v=SIMRF5_V)
+    fig = fc.density_figure(SIMRF5_D, SIMRF5_COUPLINGS, v=SIMRF5_V,
+                            drawn=cs.pair_sum_samples(SIMRF5_D, SIMRF5_COUPLINGS, SIMRF5_SAMPLES, seed=5))
     fig.update_layout(title=f"SimRF Fig. 5: p(w<sub>ij</sub>) at d = {SIMRF5_D} with {SIMRF5_SAMPLES} sampled pairs "
                             f"per coupling<br>penalty f(w, v = {SIMRF5_V:g}) on the right axis (log)", height=480,
                       margin={"t": 90})

@@ -251,17 +251,29 @@ class OptimalSampling:
     Softmax kernel e^{x·y}; Gaussian kernel e^{−|x−y|²/2}. For fixed-norm inputs the Gaussian kernel is the
     softmax one times e^{−(|x1|²+|x2|²)/2}: Ψ is unchanged and every variance scales by e^{−(|x1|²+|x2|²)}
     (reference §6.12); Gaussian inputs with the Gaussian kernel use the separate formulas of §3.3.
+
+    Like scipy.stats' distributions, one small subclass per mechanism (``PositiveSampling``, ``TrigSampling``)
+    holds that mechanism's formulas as private methods; this base class holds the public checks and everything the
+    mechanisms share. ``OptimalSampling("trig", law)`` returns a ``TrigSampling``.
     """
 
+    mechanism: str = ""
+
+    def __new__(cls, mechanism: str, inputs: InputLaw, kernel: str = "softmax") -> OptimalSampling:
+        if cls is OptimalSampling:
+            if mechanism not in MECHANISMS:
+                raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
+            cls = _BY_MECHANISM[mechanism]
+        return super().__new__(cls)
+
     def __init__(self, mechanism: str, inputs: InputLaw, kernel: str = "softmax") -> None:
-        if mechanism not in MECHANISMS:
+        if mechanism != self.mechanism:
             raise ParameterError(f"mechanism must be one of {', '.join(MECHANISMS)}, got {mechanism!r}")
         if kernel not in KERNELS:
             raise ParameterError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
         if inputs.kind == "gaussian" and kernel == "softmax" and inputs.sigma**2 >= 0.5:
             raise ParameterError(f"sigma must be a number in [0, {math.sqrt(0.5):.6f}) for the softmax kernel "
                                  f"(σ² < 1/2, else E K(x,x) = ∞; reference §2.4 item 6), got {inputs.sigma:g}")
-        self.mechanism = mechanism
         self.inputs = inputs
         self.kernel = kernel
         self.d = inputs.d
@@ -288,82 +300,24 @@ class OptimalSampling:
     def _same_spheres(self) -> bool:
         return self.inputs.kind == "sphere" or (self.inputs.kind == "two_spheres" and self.inputs.r == self.inputs.r2)
 
+    def _psi_var(self) -> float:
+        """Variance per coordinate of Ψ* = N(0, s²I) for Gaussian inputs, positive features (reference §3.2-3.3)."""
+        s2 = self._s2
+        return (1 + 2 * s2) / (1 - 2 * s2) if self.kernel == "softmax" else 1 + 4 * s2
+
     # ------------------------------------------------------------------------------------- log q and log Z
-    def _log_trig_two_sphere_g(self, rho: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """log sqrt((1 + Λ(2r1ρ) cos 2b)(1 + Λ(2r2ρ) cos 2b)) (reference §3.5 trig-phase optimum)."""
-        r1, r2 = self.inputs.radii()
-        c1, c2 = sphere_char(2 * r1 * rho, self.d), sphere_char(2 * r2 * rho, self.d)
-        cb = np.cos(2 * b)
-        with np.errstate(divide="ignore"):
-            return 0.5 * (np.log(np.maximum(1 + c1 * cb, 0.0)) + np.log(np.maximum(1 + c2 * cb, 0.0)))
-
-    def _trig_c(self, rho: np.ndarray) -> np.ndarray:
-        """c(ρ) of the re-weighted phase b | ω ~ (1 + c cos 2b)/(2π) for X1 = X2 (reference §2.5, §3.1-3.3)."""
-        if self.inputs.kind == "gaussian":
-            s2 = self._s2
-            return np.exp(-2 * s2 * rho**2 / (1 - 2 * s2)) if self.kernel == "softmax" else np.exp(-2 * s2 * rho**2)
-        return sphere_char(2 * self.inputs.r * rho, self.d)
-
     def log_q(self, omega: np.ndarray, phase: np.ndarray | None = None) -> np.ndarray:
         """log q_φ(ω[, b]) = ½ log(E_{x1}φ(x1,ω)² · E_{x2}φ(x2,ω)²) (Thm 1; reference §3.1-3.5).
 
         ``omega``: (..., d); ``phase``: (...) for trig (the random variable is (ω, b)).
         """
         omega = np.asarray(omega, dtype=float)
-        rho = np.linalg.norm(omega, axis=-1)
-        kind, d = self.inputs.kind, self.d
-        if self.mechanism == "positive":
-            if kind == "pair":
-                x, y = self.inputs.pair_vectors()
-                out = omega @ (x + y) - (x @ x + y @ y) / 2
-            elif kind == "gaussian":
-                s2 = self._s2
-                k = 2.0 if self.kernel == "softmax" else 4.0  # 1 + 2σ² (softmax) or 1 + 4σ² (Gaussian kernel)
-                out = -d / 2 * np.log1p(k * s2) + 2 * s2 * rho**2 / (1 + k * s2)
-            else:
-                r1, r2 = self.inputs.radii()
-                out = 0.5 * (-r1 * r1 + log_sphere_mgf(2 * r1 * rho, d) - r2 * r2 + log_sphere_mgf(2 * r2 * rho, d))
-            return out + self._gk_log_scale()
-        if phase is None:
-            raise ParameterError("phase must be given for the trig mechanism (its random variable is (ω, b))")
-        b = np.asarray(phase, dtype=float)
-        if kind == "pair":
-            x, y = self.inputs.pair_vectors()
-            with np.errstate(divide="ignore"):
-                out = (LOG2 + (x @ x + y @ y) / 2 + np.log(np.abs(np.cos(omega @ x + b)))
-                       + np.log(np.abs(np.cos(omega @ y + b))))
-        elif kind == "two_spheres" and not self._same_spheres():
-            r1, r2 = self.inputs.radii()
-            out = (r1 * r1 + r2 * r2) / 2 + self._log_trig_two_sphere_g(rho, b)
-        else:
-            with np.errstate(divide="ignore"):
-                out = self.log_z() + np.log(np.maximum(1 + self._trig_c(rho) * np.cos(2 * b), 0.0))
-            return out
-        return out + self._gk_log_scale()
+        return self._log_q(omega, np.linalg.norm(omega, axis=-1), phase)
 
     def log_q_radial(self, rho: np.ndarray) -> np.ndarray:
         """log of q averaged over the phase b and the direction of ω at |ω| = ρ, so that Ψ's radial density is
         χ_d(ρ)·q̄(ρ)/Z (reference §4 view 1)."""
-        rho = np.asarray(rho, dtype=float)
-        kind, d = self.inputs.kind, self.d
-        if self.mechanism == "positive":
-            if kind == "pair":
-                x, y = self.inputs.pair_vectors()
-                s = np.linalg.norm(x + y)
-                return -(x @ x + y @ y) / 2 + log_sphere_mgf(s * rho, d) + self._gk_log_scale()
-            return self.log_q(rho[..., None] * np.eye(d)[0])
-        if kind == "pair":
-            x, y = self.inputs.pair_vectors()
-            z = np.linalg.norm(x - y)
-            j, coef = _fourier_abs_cos_product_coeffs()
-            j, coef = j[:400], coef[:400]  # truncation < 1e-9, enough for a plotted density
-            lam = sphere_char(2 * z * rho.ravel()[:, None] * j[None, :], d)
-            mean_f = 8 / np.pi**2 + lam @ coef
-            return ((x @ x + y @ y) / 2 + np.log(mean_f)).reshape(rho.shape) + self._gk_log_scale()
-        if kind == "two_spheres" and not self._same_spheres():
-            r1, r2 = self.inputs.radii()
-            return (r1 * r1 + r2 * r2) / 2 + np.log(self._trig_phase_average(rho)) + self._gk_log_scale()
-        return np.full(rho.shape, self.log_z())  # only the phase is re-weighted (reference §2.5)
+        return self._log_q_radial(np.asarray(rho, dtype=float))
 
     def log_z(self, exact: bool = True) -> float:
         """log Z = log E_Ω q (Thm 1): the normaliser of Ψ* and √(V* + E K²).
@@ -373,36 +327,15 @@ class OptimalSampling:
         series of F; two spheres by quadrature over χ_d (and over b for trig, §3.5). ``exact=False`` forces the
         quadrature E_Ω q for spheres too (used to show Cor. 2 numerically).
         """
-        kind, d = self.inputs.kind, self.d
+        kind = self.inputs.kind
         if kind == "gaussian":
             s2 = self._s2
-            return -d / 2 * math.log1p(-2 * s2) if self.kernel == "softmax" else 0.0
+            return -self.d / 2 * math.log1p(-2 * s2) if self.kernel == "softmax" else 0.0
         if kind == "pair":
-            x, y = self.inputs.pair_vectors()
-            if self.mechanism == "positive":
-                return float(x @ y) + self._gk_log_scale()
-            j, coef = _fourier_abs_cos_product_coeffs()
-            mean_f = 8 / np.pi**2 + float(np.sum(coef * np.exp(-2 * j * j * ((x - y) @ (x - y)))))
-            return float((x @ x + y @ y) / 2 + math.log(mean_f)) + self._gk_log_scale()
-        r1, r2 = self.inputs.radii()
+            return self._log_z_pair()
         if exact and self._same_spheres():
-            return r1 * r1 + self._gk_log_scale()
-        if self.mechanism == "positive":
-            rho, log_w = self._nodes()
-            return log_chi_expectation(self.log_q(rho[:, None] * np.eye(d)[0]), log_w)
-        rho, log_w = self._nodes(extra_factor=0.0)  # q/e^{R/2} ∈ [0, 2]: Ψ's ω-marginal stays in χ_d's window
-        log_inner = np.log(self._trig_phase_average(rho))
-        return (r1 * r1 + r2 * r2) / 2 + log_chi_expectation(log_inner, log_w) + self._gk_log_scale()
-
-    def _trig_phase_average(self, rho: np.ndarray) -> np.ndarray:
-        """E_b g(ρ, b) for the two-sphere trig optimum (reference §3.5 Z̃ inner integral), in chunks of ρ."""
-        b = _b_grid()
-        flat = rho.ravel()
-        out = np.empty_like(flat)
-        for start in range(0, flat.size, 4096):
-            part = flat[start:start + 4096]
-            out[start:start + 4096] = np.exp(self._log_trig_two_sphere_g(part[:, None], b[None, :])).mean(-1)
-        return out.reshape(rho.shape)
+            return self.inputs.r * self.inputs.r + self._gk_log_scale()
+        return self._log_z_spheres()
 
     # ------------------------------------------------------------------------------------------- variances
     def log_expected_k2(self) -> float:
@@ -426,41 +359,17 @@ class OptimalSampling:
 
     def log_v_opt(self, exact: bool = True) -> float:
         """log V* = log(Z² − E K²) (Thm 1); −inf where V* = 0 (fixed pair, positive: Ψ = N(x+y, I), §3.4)."""
-        if self.inputs.kind == "pair" and self.mechanism == "positive":
-            return -math.inf
         return float(log_diff_exp(2 * self.log_z(exact), self.log_expected_k2()))
 
     def log_v_plain(self) -> float:
         """log of the unweighted (Ψ = Ω) expected variance; +inf where it diverges (reference §3.1-3.5)."""
-        kind, d, mech = self.inputs.kind, self.d, self.mechanism
         ek2 = self.log_expected_k2()
-        if kind == "gaussian":
-            s2 = self._s2
-            if self.kernel == "softmax":
-                if mech == "positive":
-                    if s2 >= 1 / 6:
-                        return math.inf
-                    return float(log_diff_exp(-d / 2 * math.log((1 + 2 * s2) * (1 - 6 * s2)), ek2))
-                ratio = d / 2 * (math.log1p(-2 * s2) - math.log1p(6 * s2))
-                return float(log_diff_exp(-d * math.log1p(-2 * s2) + math.log1p(0.5 * math.exp(ratio)), ek2))
-            if mech == "positive":
-                if s2 >= 0.25:
-                    return math.inf
-                return float(log_diff_exp(-d / 2 * math.log1p(-16 * s2 * s2), ek2))
-            return float(log_diff_exp(math.log1p(0.5 * (1 + 8 * s2) ** (-d / 2)), ek2))
+        if self.inputs.kind == "gaussian":
+            return self._log_v_plain_gaussian(self._s2, ek2)
         gk = 2 * self._gk_log_scale()
-        if kind == "pair":
-            x, y = self.inputs.pair_vectors()
-            a, xy, zz = x @ x + y @ y, x @ y, (x - y) @ (x - y)
-            if mech == "positive":
-                return float(2 * xy + log_expm1((x + y) @ (x + y))) + gk
-            return float(log_diff_exp(a + math.log1p(0.5 * math.exp(-2 * zz)) + gk, ek2))
-        r1, r2 = self.inputs.radii()
-        big_r, p = r1 * r1 + r2 * r2, r1 * r2
-        if mech == "positive":
-            return float(log_diff_exp(big_r + log_sphere_mgf(4 * p, d) + gk, ek2))
-        first = np.logaddexp(big_r, -big_r + log_sphere_mgf(4 * p, d) - LOG2)
-        return float(log_diff_exp(first + gk, ek2))
+        if self.inputs.kind == "pair":
+            return self._log_v_plain_pair(ek2, gk)
+        return self._log_v_plain_spheres(ek2, gk)
 
     def v_opt(self) -> float:
         return float(exp_or_inf(self.log_v_opt()))
@@ -489,9 +398,7 @@ class OptimalSampling:
     def radial_grid(self, n: int = 201) -> np.ndarray:
         """ρ ∈ [0, √d + 2(r1+r2) + 6] (reference §4 view 1), or [0, s(√d + 6)] for Gaussian inputs."""
         if self.inputs.kind == "gaussian":
-            s2 = self._s2
-            var = (1 + 2 * s2) / (1 - 2 * s2) if self.kernel == "softmax" else 1 + 4 * s2
-            top = math.sqrt(var) * (math.sqrt(self.d) + 6)
+            top = math.sqrt(self._psi_var()) * (math.sqrt(self.d) + 6)
         else:
             r1, r2 = self.inputs.radii()
             top = math.sqrt(self.d) + (r1 + r2) + 6 if self.inputs.kind == "pair" else math.sqrt(self.d) + 2 * max(
@@ -508,67 +415,12 @@ class OptimalSampling:
         rejection (acceptance ≥ ½); trig pair / two spheres: rejection from Ω × U[0, 2π) with acceptance
         ∝ q (|cos·cos| and g/2).
         """
-        d, kind = self.d, self.inputs.kind
-        trig = self.mechanism == "trig"
         if not optimal:
-            omega = rng.standard_normal((n, d))
-            phase = rng.uniform(0, 2 * np.pi, n) if trig else None
+            omega = rng.standard_normal((n, self.d))
+            phase = rng.uniform(0, 2 * np.pi, n) if self.mechanism == "trig" else None
             return PsiSample(omega, phase, np.zeros(n))
-        phase = None
-        if not trig:
-            if kind == "pair":
-                x, y = self.inputs.pair_vectors()
-                omega = (x + y) + rng.standard_normal((n, d))
-            elif kind == "gaussian":
-                s2 = self._s2
-                var = (1 + 2 * s2) / (1 - 2 * s2) if self.kernel == "softmax" else 1 + 4 * s2
-                omega = math.sqrt(var) * rng.standard_normal((n, d))
-            elif self._same_spheres():
-                omega = 2 * uniform_sphere(rng, n, d, self.inputs.r) + rng.standard_normal((n, d))
-            else:
-                omega = self._sample_two_sphere_positive(n, rng)
-        elif kind in ("pair", "two_spheres") and not self._same_spheres():
-            omega, phase = self._sample_trig_rejection(n, rng)
-        else:
-            omega = rng.standard_normal((n, d))
-            phase = sample_phase(rng, self._trig_c(np.linalg.norm(omega, axis=1)))
+        omega, phase = self._sample_optimal(n, rng)
         return PsiSample(omega, phase, self.log_z() - self.log_q(omega, phase))
-
-    def _sample_two_sphere_positive(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """AM–GM rejection (reference §3.5): propose from ½Ψ1 + ½Ψ2, accept w.p. √(p1 p2)/((p1+p2)/2)."""
-        d = self.d
-        r1, r2 = self.inputs.radii()
-        out: list[np.ndarray] = []
-        got = 0
-        while got < n:
-            k = int(1.5 * (n - got)) + 100
-            radius = np.where(rng.uniform(size=k) < 0.5, r1, r2)[:, None]
-            w = 2 * radius * uniform_sphere(rng, k, d, 1.0) + rng.standard_normal((k, d))
-            rho = np.linalg.norm(w, axis=1)
-            l1 = -2 * r1 * r1 + log_sphere_mgf(2 * r1 * rho, d)
-            l2 = -2 * r2 * r2 + log_sphere_mgf(2 * r2 * rho, d)
-            log_acc = 0.5 * (l1 + l2) - np.logaddexp(l1, l2) + LOG2
-            keep = np.log(rng.uniform(size=k)) < log_acc
-            out.append(w[keep])
-            got += int(keep.sum())
-        return np.concatenate(out)[:n]
-
-    def _sample_trig_rejection(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-        """(ω, b) ~ Ω × U[0, 2π) accepted w.p. q/max q: |cos(ω·x+b) cos(ω·y+b)| (pair), g/2 (two spheres)."""
-        d = self.d
-        r1, r2 = self.inputs.radii()
-        ceiling = LOG2 + (r1 * r1 + r2 * r2) / 2 + self._gk_log_scale()  # max q: |cos·cos| ≤ 1, g ≤ 2
-        ws, bs = [], []
-        got = 0
-        while got < n:
-            k = int(2.5 * (n - got)) + 100
-            w = rng.standard_normal((k, d))
-            b = rng.uniform(0, 2 * np.pi, k)
-            keep = np.log(rng.uniform(size=k)) < self.log_q(w, b) - ceiling
-            ws.append(w[keep])
-            bs.append(b[keep])
-            got += int(keep.sum())
-        return np.concatenate(ws)[:n], np.concatenate(bs)[:n]
 
     # --------------------------------------------------------------------------------------------- estimates
     def kernel_values(self, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
@@ -579,59 +431,22 @@ class OptimalSampling:
 
     def estimates(self, draws: PsiSample, x1: np.ndarray, x2: np.ndarray) -> np.ndarray:
         """Y = (p_Ω/p_Ψ)(ω) φ(x1, ω) φ(x2, ω) row-wise (eq. 2), computed from logs (one sample per row)."""
-        gamma = 0.5 if self.kernel == "softmax" else 1.0
         n1, n2 = np.sum(x1 * x1, -1), np.sum(x2 * x2, -1)
         p1, p2 = np.sum(draws.omega * x1, -1), np.sum(draws.omega * x2, -1)
-        if self.mechanism == "positive":
-            return np.exp(draws.log_weight + p1 + p2 - gamma * (n1 + n2))
-        log_h = 0.5 * (n1 + n2) if self.kernel == "softmax" else 0.0
-        b = draws.phase
-        return 2 * np.exp(draws.log_weight + log_h) * np.cos(p1 + b) * np.cos(p2 + b)
-
-    def monte_carlo(self, n: int, rng: np.random.Generator, optimal: bool = True) -> dict[str, float]:
-        """MC of Def. 2 with (x1, x2, ω) drawn jointly: the bias mean(Y − K) and the variance mean((Y − K)²),
-        each with its standard error (reference §5 method)."""
-        x1, x2 = self.inputs.sample(n, rng)
-        err = self.estimates(self.sample(n, rng, optimal), x1, x2) - self.kernel_values(x1, x2)
-        sq = err * err
-        return {"bias": float(err.mean()), "bias_se": float(err.std(ddof=1) / math.sqrt(n)),
-                "variance": float(sq.mean()), "variance_se": float(sq.std(ddof=1) / math.sqrt(n)), "n": n}
+        return self._estimates(draws, n1, n2, p1, p2)
 
     # ------------------------------------------------------------------------------------------- divergence
     def log_fourth_moment(self, optimal: bool) -> float:
         """log E Y⁴ (over x1, x2 and ω ~ Ψ), the quantity that decides whether an MC variance is trustworthy
-        (reference §6.5); nan where not derived (trig: bounded features, see ``divergence``).
+        (reference §6.5); nan where not derived (trig: bounded features, see ``divergence``)."""
+        return math.nan
 
-        Gaussian inputs: the reference's gauss_pos_moment. Fixed-norm inputs, positive: Ω-plain closed form
-        e^{6(r1²+r2²)}M_d(16 r1 r2) (derived here as for §3.5's plain row), Ψ* by quadrature of
-        E_Ω[(Z/q)³ E_{x1}φ⁴ E_{x2}φ⁴] with E_x φ⁴ = e^{−2r²}M_d(4rρ).
-        """
-        if self.mechanism != "positive":
-            return math.nan
-        kind, d = self.inputs.kind, self.d
-        if kind == "gaussian":
-            gamma = 0.5 if self.kernel == "softmax" else 1.0
-            s2 = self._s2
-            if optimal:
-                var = (1 + 2 * s2) / (1 - 2 * s2) if self.kernel == "softmax" else 1 + 4 * s2
-            else:
-                var = 1.0
-            return gaussian_positive_log_moment(4, s2, var, gamma, d)
-        gk = 4 * self._gk_log_scale()
-        if kind == "pair":
-            if optimal:
-                return 4 * self.log_z()  # Y ≡ K
-            x, y = self.inputs.pair_vectors()
-            return float(8 * (x + y) @ (x + y) - 2 * (x @ x + y @ y)) + gk
-        r1, r2 = self.inputs.radii()
-        if not optimal:
-            return float(6 * (r1 * r1 + r2 * r2) + log_sphere_mgf(16 * r1 * r2, d)) + gk
-        rho, log_w = self._nodes(extra_factor=4.0)
-        e1 = np.eye(d)[0]
-        log_fourth = (-2 * r1 * r1 + log_sphere_mgf(4 * r1 * rho, d)) + (-2 * r2 * r2 + log_sphere_mgf(4 * r2 * rho, d))
-        log_q = self.log_q(rho[:, None] * e1) - self._gk_log_scale()
-        log_z = self.log_z() - self._gk_log_scale()
-        return log_chi_expectation(3 * (log_z - log_q) + log_fourth, log_w) + gk
+    def _fourth_moment_finite(self) -> bool:
+        """Whether E Y⁴ < ∞ where ``log_fourth_moment`` is not derived."""
+        return True
+
+    def _notes(self) -> list[str]:
+        return []
 
     def divergence(self) -> dict[str, Any]:
         """Where V or its MC estimate diverges, for the plain (Ψ = Ω) and optimal (Ψ*) estimators.
@@ -647,7 +462,7 @@ class OptimalSampling:
             finite_v = bool(log_v < math.inf)
             log4 = self.log_fourth_moment(optimal)
             if math.isnan(log4):
-                finite4 = self._trig_fourth_moment_finite()
+                finite4 = self._fourth_moment_finite()
                 kurt = math.nan
             else:
                 finite4 = bool(log4 < math.inf)
@@ -658,15 +473,8 @@ class OptimalSampling:
             out["log10_kurtosis"][label] = kurt
             heavy = not (finite_v and finite4) or kurt > math.log10(HEAVY_TAIL_KURTOSIS)
             out["heavy_tail"][label] = bool(heavy)
-        if self.mechanism == "trig":
-            out["notes"].append("trig features are bounded by √2·h(x); the Ψ* weight 1/(1 + c cos 2b) is unbounded "
-                                "only as |c| → 1 (ρ → 0), where φ(x1)φ(x2) vanishes with it (reference §6.8)")
+        out["notes"] += self._notes()
         return out
-
-    def _trig_fourth_moment_finite(self) -> bool:
-        """Trig: E Y⁴ < ∞ iff E_x h(x)⁴ < ∞, i.e. σ² < 1/4 for softmax with Gaussian inputs (reference §6.5);
-        always for fixed-norm inputs and for the Gaussian kernel (h ≡ 1)."""
-        return not (self.inputs.kind == "gaussian" and self.kernel == "softmax" and self._s2 >= 0.25)
 
     # ------------------------------------------------------------------------------------------------ report
     def report(self, n_grid: int = 201) -> dict[str, Any]:
@@ -695,6 +503,293 @@ class OptimalSampling:
             "gain": float(exp_or_inf(log_v_plain - log_v_opt)) if math.isfinite(log_v_opt) else math.inf,
             "divergence": self.divergence(),
         }
+
+    # ------------------------------------------------------------------------- what each mechanism defines
+    def _log_q(self, omega: np.ndarray, rho: np.ndarray, phase: np.ndarray | None) -> np.ndarray:
+        raise NotImplementedError
+
+    def _log_q_radial(self, rho: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _log_z_pair(self) -> float:
+        raise NotImplementedError
+
+    def _log_z_spheres(self) -> float:
+        raise NotImplementedError
+
+    def _log_v_plain_gaussian(self, s2: float, ek2: float) -> float:
+        raise NotImplementedError
+
+    def _log_v_plain_pair(self, ek2: float, gk: float) -> float:
+        raise NotImplementedError
+
+    def _log_v_plain_spheres(self, ek2: float, gk: float) -> float:
+        raise NotImplementedError
+
+    def _sample_optimal(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
+        raise NotImplementedError
+
+    def _estimates(self, draws: PsiSample, n1: np.ndarray, n2: np.ndarray, p1: np.ndarray,
+                   p2: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+
+class PositiveSampling(OptimalSampling):
+    """Positive features φ = e^{ω·x − γ|x|²} (γ = ½ softmax, 1 Gaussian kernel); the random variable is ω."""
+
+    mechanism = "positive"
+
+    def _log_q(self, omega: np.ndarray, rho: np.ndarray, phase: np.ndarray | None) -> np.ndarray:
+        kind, d = self.inputs.kind, self.d
+        if kind == "pair":
+            x, y = self.inputs.pair_vectors()
+            out = omega @ (x + y) - (x @ x + y @ y) / 2
+        elif kind == "gaussian":
+            s2 = self._s2
+            k = 2.0 if self.kernel == "softmax" else 4.0  # 1 + 2σ² (softmax) or 1 + 4σ² (Gaussian kernel)
+            out = -d / 2 * np.log1p(k * s2) + 2 * s2 * rho**2 / (1 + k * s2)
+        else:
+            r1, r2 = self.inputs.radii()
+            out = 0.5 * (-r1 * r1 + log_sphere_mgf(2 * r1 * rho, d) - r2 * r2 + log_sphere_mgf(2 * r2 * rho, d))
+        return out + self._gk_log_scale()
+
+    def _log_q_radial(self, rho: np.ndarray) -> np.ndarray:
+        if self.inputs.kind == "pair":
+            x, y = self.inputs.pair_vectors()
+            s = np.linalg.norm(x + y)
+            return -(x @ x + y @ y) / 2 + log_sphere_mgf(s * rho, self.d) + self._gk_log_scale()
+        return self.log_q(rho[..., None] * np.eye(self.d)[0])
+
+    def _log_z_pair(self) -> float:
+        x, y = self.inputs.pair_vectors()
+        return float(x @ y) + self._gk_log_scale()
+
+    def _log_z_spheres(self) -> float:
+        rho, log_w = self._nodes()
+        return log_chi_expectation(self.log_q(rho[:, None] * np.eye(self.d)[0]), log_w)
+
+    def log_v_opt(self, exact: bool = True) -> float:
+        if self.inputs.kind == "pair":
+            return -math.inf
+        return super().log_v_opt(exact)
+
+    def _log_v_plain_gaussian(self, s2: float, ek2: float) -> float:
+        d = self.d
+        if self.kernel == "softmax":
+            if s2 >= 1 / 6:
+                return math.inf
+            return float(log_diff_exp(-d / 2 * math.log((1 + 2 * s2) * (1 - 6 * s2)), ek2))
+        if s2 >= 0.25:
+            return math.inf
+        return float(log_diff_exp(-d / 2 * math.log1p(-16 * s2 * s2), ek2))
+
+    def _log_v_plain_pair(self, ek2: float, gk: float) -> float:
+        x, y = self.inputs.pair_vectors()
+        return float(2 * (x @ y) + log_expm1((x + y) @ (x + y))) + gk
+
+    def _log_v_plain_spheres(self, ek2: float, gk: float) -> float:
+        r1, r2 = self.inputs.radii()
+        return float(log_diff_exp(r1 * r1 + r2 * r2 + log_sphere_mgf(4 * r1 * r2, self.d) + gk, ek2))
+
+    def _sample_optimal(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
+        d, kind = self.d, self.inputs.kind
+        if kind == "pair":
+            x, y = self.inputs.pair_vectors()
+            return (x + y) + rng.standard_normal((n, d)), None
+        if kind == "gaussian":
+            return math.sqrt(self._psi_var()) * rng.standard_normal((n, d)), None
+        if self._same_spheres():
+            return 2 * uniform_sphere(rng, n, d, self.inputs.r) + rng.standard_normal((n, d)), None
+        return self._sample_two_sphere_positive(n, rng), None
+
+    def _sample_two_sphere_positive(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """AM–GM rejection (reference §3.5): propose from ½Ψ1 + ½Ψ2, accept w.p. √(p1 p2)/((p1+p2)/2)."""
+        d = self.d
+        r1, r2 = self.inputs.radii()
+        out: list[np.ndarray] = []
+        got = 0
+        while got < n:
+            k = int(1.5 * (n - got)) + 100
+            radius = np.where(rng.uniform(size=k) < 0.5, r1, r2)[:, None]
+            w = 2 * radius * uniform_sphere(rng, k, d, 1.0) + rng.standard_normal((k, d))
+            rho = np.linalg.norm(w, axis=1)
+            l1 = -2 * r1 * r1 + log_sphere_mgf(2 * r1 * rho, d)
+            l2 = -2 * r2 * r2 + log_sphere_mgf(2 * r2 * rho, d)
+            log_acc = 0.5 * (l1 + l2) - np.logaddexp(l1, l2) + LOG2
+            keep = np.log(rng.uniform(size=k)) < log_acc
+            out.append(w[keep])
+            got += int(keep.sum())
+        return np.concatenate(out)[:n]
+
+    def _estimates(self, draws: PsiSample, n1: np.ndarray, n2: np.ndarray, p1: np.ndarray,
+                   p2: np.ndarray) -> np.ndarray:
+        gamma = 0.5 if self.kernel == "softmax" else 1.0
+        return np.exp(draws.log_weight + p1 + p2 - gamma * (n1 + n2))
+
+    def log_fourth_moment(self, optimal: bool) -> float:
+        """log E Y⁴ (over x1, x2 and ω ~ Ψ), the quantity that decides whether an MC variance is trustworthy
+        (reference §6.5).
+
+        Gaussian inputs: the reference's gauss_pos_moment. Fixed-norm inputs, positive: Ω-plain closed form
+        e^{6(r1²+r2²)}M_d(16 r1 r2) (derived here as for §3.5's plain row), Ψ* by quadrature of
+        E_Ω[(Z/q)³ E_{x1}φ⁴ E_{x2}φ⁴] with E_x φ⁴ = e^{−2r²}M_d(4rρ).
+        """
+        kind, d = self.inputs.kind, self.d
+        if kind == "gaussian":
+            gamma = 0.5 if self.kernel == "softmax" else 1.0
+            return gaussian_positive_log_moment(4, self._s2, self._psi_var() if optimal else 1.0, gamma, d)
+        gk = 4 * self._gk_log_scale()
+        if kind == "pair":
+            if optimal:
+                return 4 * self.log_z()  # Y ≡ K
+            x, y = self.inputs.pair_vectors()
+            return float(8 * (x + y) @ (x + y) - 2 * (x @ x + y @ y)) + gk
+        r1, r2 = self.inputs.radii()
+        if not optimal:
+            return float(6 * (r1 * r1 + r2 * r2) + log_sphere_mgf(16 * r1 * r2, d)) + gk
+        rho, log_w = self._nodes(extra_factor=4.0)
+        e1 = np.eye(d)[0]
+        log_fourth = (-2 * r1 * r1 + log_sphere_mgf(4 * r1 * rho, d)) + (-2 * r2 * r2 + log_sphere_mgf(4 * r2 * rho, d))
+        log_q = self.log_q(rho[:, None] * e1) - self._gk_log_scale()
+        log_z = self.log_z() - self._gk_log_scale()
+        return log_chi_expectation(3 * (log_z - log_q) + log_fourth, log_w) + gk
+
+
+class TrigSampling(OptimalSampling):
+    """Random-phase trig features φ = √2 h(x) cos(ω·x + b), b ~ U[0, 2π), h = e^{|x|²/2} (softmax) or 1 (Gaussian
+    kernel); the random variable is (ω, b)."""
+
+    mechanism = "trig"
+
+    def _log_trig_two_sphere_g(self, rho: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """log sqrt((1 + Λ(2r1ρ) cos 2b)(1 + Λ(2r2ρ) cos 2b)) (reference §3.5 trig-phase optimum)."""
+        r1, r2 = self.inputs.radii()
+        c1, c2 = sphere_char(2 * r1 * rho, self.d), sphere_char(2 * r2 * rho, self.d)
+        cb = np.cos(2 * b)
+        with np.errstate(divide="ignore"):
+            return 0.5 * (np.log(np.maximum(1 + c1 * cb, 0.0)) + np.log(np.maximum(1 + c2 * cb, 0.0)))
+
+    def _trig_c(self, rho: np.ndarray) -> np.ndarray:
+        """c(ρ) of the re-weighted phase b | ω ~ (1 + c cos 2b)/(2π) for X1 = X2 (reference §2.5, §3.1-3.3)."""
+        if self.inputs.kind == "gaussian":
+            s2 = self._s2
+            return np.exp(-2 * s2 * rho**2 / (1 - 2 * s2)) if self.kernel == "softmax" else np.exp(-2 * s2 * rho**2)
+        return sphere_char(2 * self.inputs.r * rho, self.d)
+
+    def _log_q(self, omega: np.ndarray, rho: np.ndarray, phase: np.ndarray | None) -> np.ndarray:
+        if phase is None:
+            raise ParameterError("phase must be given for the trig mechanism (its random variable is (ω, b))")
+        b = np.asarray(phase, dtype=float)
+        kind = self.inputs.kind
+        if kind == "pair":
+            x, y = self.inputs.pair_vectors()
+            with np.errstate(divide="ignore"):
+                out = (LOG2 + (x @ x + y @ y) / 2 + np.log(np.abs(np.cos(omega @ x + b)))
+                       + np.log(np.abs(np.cos(omega @ y + b))))
+        elif kind == "two_spheres" and not self._same_spheres():
+            r1, r2 = self.inputs.radii()
+            out = (r1 * r1 + r2 * r2) / 2 + self._log_trig_two_sphere_g(rho, b)
+        else:
+            with np.errstate(divide="ignore"):
+                return self.log_z() + np.log(np.maximum(1 + self._trig_c(rho) * np.cos(2 * b), 0.0))
+        return out + self._gk_log_scale()
+
+    def _log_q_radial(self, rho: np.ndarray) -> np.ndarray:
+        kind, d = self.inputs.kind, self.d
+        if kind == "pair":
+            x, y = self.inputs.pair_vectors()
+            z = np.linalg.norm(x - y)
+            j, coef = _fourier_abs_cos_product_coeffs()
+            j, coef = j[:400], coef[:400]  # truncation < 1e-9, enough for a plotted density
+            lam = sphere_char(2 * z * rho.ravel()[:, None] * j[None, :], d)
+            mean_f = 8 / np.pi**2 + lam @ coef
+            return ((x @ x + y @ y) / 2 + np.log(mean_f)).reshape(rho.shape) + self._gk_log_scale()
+        if kind == "two_spheres" and not self._same_spheres():
+            r1, r2 = self.inputs.radii()
+            return (r1 * r1 + r2 * r2) / 2 + np.log(self._trig_phase_average(rho)) + self._gk_log_scale()
+        return np.full(rho.shape, self.log_z())  # only the phase is re-weighted (reference §2.5)
+
+    def _log_z_pair(self) -> float:
+        x, y = self.inputs.pair_vectors()
+        j, coef = _fourier_abs_cos_product_coeffs()
+        mean_f = 8 / np.pi**2 + float(np.sum(coef * np.exp(-2 * j * j * ((x - y) @ (x - y)))))
+        return float((x @ x + y @ y) / 2 + math.log(mean_f)) + self._gk_log_scale()
+
+    def _log_z_spheres(self) -> float:
+        r1, r2 = self.inputs.radii()
+        rho, log_w = self._nodes(extra_factor=0.0)  # q/e^{R/2} ∈ [0, 2]: Ψ's ω-marginal stays in χ_d's window
+        log_inner = np.log(self._trig_phase_average(rho))
+        return (r1 * r1 + r2 * r2) / 2 + log_chi_expectation(log_inner, log_w) + self._gk_log_scale()
+
+    def _trig_phase_average(self, rho: np.ndarray) -> np.ndarray:
+        """E_b g(ρ, b) for the two-sphere trig optimum (reference §3.5 Z̃ inner integral), in chunks of ρ."""
+        b = _b_grid()
+        flat = rho.ravel()
+        out = np.empty_like(flat)
+        for start in range(0, flat.size, 4096):
+            part = flat[start:start + 4096]
+            out[start:start + 4096] = np.exp(self._log_trig_two_sphere_g(part[:, None], b[None, :])).mean(-1)
+        return out.reshape(rho.shape)
+
+    def _log_v_plain_gaussian(self, s2: float, ek2: float) -> float:
+        d = self.d
+        if self.kernel == "softmax":
+            ratio = d / 2 * (math.log1p(-2 * s2) - math.log1p(6 * s2))
+            return float(log_diff_exp(-d * math.log1p(-2 * s2) + math.log1p(0.5 * math.exp(ratio)), ek2))
+        return float(log_diff_exp(math.log1p(0.5 * (1 + 8 * s2) ** (-d / 2)), ek2))
+
+    def _log_v_plain_pair(self, ek2: float, gk: float) -> float:
+        x, y = self.inputs.pair_vectors()
+        a, zz = x @ x + y @ y, (x - y) @ (x - y)
+        return float(log_diff_exp(a + math.log1p(0.5 * math.exp(-2 * zz)) + gk, ek2))
+
+    def _log_v_plain_spheres(self, ek2: float, gk: float) -> float:
+        r1, r2 = self.inputs.radii()
+        big_r = r1 * r1 + r2 * r2
+        first = np.logaddexp(big_r, -big_r + log_sphere_mgf(4 * r1 * r2, self.d) - LOG2)
+        return float(log_diff_exp(first + gk, ek2))
+
+    def _sample_optimal(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
+        if self.inputs.kind in ("pair", "two_spheres") and not self._same_spheres():
+            return self._sample_trig_rejection(n, rng)
+        omega = rng.standard_normal((n, self.d))
+        return omega, sample_phase(rng, self._trig_c(np.linalg.norm(omega, axis=1)))
+
+    def _sample_trig_rejection(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """(ω, b) ~ Ω × U[0, 2π) accepted w.p. q/max q: |cos(ω·x+b) cos(ω·y+b)| (pair), g/2 (two spheres)."""
+        d = self.d
+        r1, r2 = self.inputs.radii()
+        ceiling = LOG2 + (r1 * r1 + r2 * r2) / 2 + self._gk_log_scale()  # max q: |cos·cos| ≤ 1, g ≤ 2
+        ws, bs = [], []
+        got = 0
+        while got < n:
+            k = int(2.5 * (n - got)) + 100
+            w = rng.standard_normal((k, d))
+            b = rng.uniform(0, 2 * np.pi, k)
+            keep = np.log(rng.uniform(size=k)) < self.log_q(w, b) - ceiling
+            ws.append(w[keep])
+            bs.append(b[keep])
+            got += int(keep.sum())
+        return np.concatenate(ws)[:n], np.concatenate(bs)[:n]
+
+    def _estimates(self, draws: PsiSample, n1: np.ndarray, n2: np.ndarray, p1: np.ndarray,
+                   p2: np.ndarray) -> np.ndarray:
+        log_h = 0.5 * (n1 + n2) if self.kernel == "softmax" else 0.0
+        b = draws.phase
+        return 2 * np.exp(draws.log_weight + log_h) * np.cos(p1 + b) * np.cos(p2 + b)
+
+    def _fourth_moment_finite(self) -> bool:
+        """Trig: E Y⁴ < ∞ iff E_x h(x)⁴ < ∞, i.e. σ² < 1/4 for softmax with Gaussian inputs (reference §6.5);
+        always for fixed-norm inputs and for the Gaussian kernel (h ≡ 1)."""
+        return not (self.inputs.kind == "gaussian" and self.kernel == "softmax" and self._s2 >= 0.25)
+
+    def _notes(self) -> list[str]:
+        return ["trig features are bounded by √2·h(x); the Ψ* weight 1/(1 + c cos 2b) is unbounded only as |c| → 1 "
+                "(ρ → 0), where φ(x1)φ(x2) vanishes with it (reference §6.8)"]
+
+
+_BY_MECHANISM: dict[str, type[OptimalSampling]] = {"positive": PositiveSampling, "trig": TrigSampling}
+"""The class of each mechanism (``OptimalSampling(mechanism, ...)`` builds one)."""
 
 
 def sample_phase(rng: np.random.Generator, c: np.ndarray) -> np.ndarray:

@@ -1,0 +1,75 @@
+"""Estimator-catalog queries for the faces: which kernels are offered, which registered estimators estimate a kernel,
+the human title of an estimator, and an estimator built with the kernel spelled the way it expects.
+
+Read by the pages (kernel and estimator pickers), the explorer's compute layer and the data page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..estimators import REGISTRY, Estimator, create, get_estimator
+
+
+def title_of(name: str) -> str:
+    """Human title of a panel: the estimator's ``title`` (``A / B`` for a ratio panel), else the name itself."""
+    if name in REGISTRY:
+        return REGISTRY[name].title
+    if " / " in name:
+        return " / ".join(title_of(part) for part in name.split(" / ", 1))
+    return name
+
+
+SOFTMAX_KERNELS = ("softmax", "gaussian")
+KERNEL_ALIASES = {"softmax": ("softmax", "exponential"), "gaussian": ("gaussian",)}
+"""Names estimators use for the same kernel: exp(x·y) is 'exponential' for the Maclaurin features."""
+
+
+def _kernel_choice(cls: type[Estimator], kernel: str) -> str | None:
+    """The value of ``cls``'s own kernel parameter that means ``kernel`` (None if it has none)."""
+    param = next((p for p in cls.spec if p.name == "kernel"), None)
+    if param is None:
+        return None
+    return next((k for k in KERNEL_ALIASES.get(kernel, (kernel,)) if k in param.choices), None)
+
+
+def kernel_options() -> list[str]:
+    """Kernels offered: softmax and Gaussian (any softmax-family estimator), then the other families."""
+    others = sorted({cls.family for cls in REGISTRY.values()
+                     if not any(p.name == "kernel" for p in cls.spec)} - set(SOFTMAX_KERNELS))
+    return [*SOFTMAX_KERNELS, *others]
+
+
+def estimators_for_kernel(kernel: str) -> list[str]:
+    """Registered estimators of ``kernel`` (softmax-family ones estimate both softmax and Gaussian)."""
+    out = []
+    for name, cls in REGISTRY.items():
+        names = {p.name for p in cls.spec}
+        if kernel in SOFTMAX_KERNELS and "kernel" in names:
+            if _kernel_choice(cls, kernel) is not None:
+                out.append(name)
+        elif kernel not in SOFTMAX_KERNELS and cls.family == kernel and "kernel" not in names:
+            out.append(name)
+    return out
+
+
+def make_estimator(name: str, params: Mapping[str, Any], kernel: str) -> Estimator:
+    """Instantiate ``name`` with ``params`` (the kernel added where the estimator has a kernel parameter)."""
+    cls = get_estimator(name)
+    full = dict(params)
+    choice = _kernel_choice(cls, kernel)
+    if choice is not None:
+        full["kernel"] = choice
+    return create(name, **full)
+
+
+def titles(names: Iterable[str]) -> dict[str, str]:
+    """``{name: title_of(name)}`` for the panels of a figure (the drawing functions take it as ``titles``).
+
+    Examples
+    --------
+    >>> titles(["trig"])["trig"]  # doctest: +SKIP
+    'Trigonometric RF'
+    """
+    return {n: title_of(n) for n in names}

@@ -1,0 +1,103 @@
+"""GERF page (Chefs' Random Tables, [CRT]), the computing half: GERF's variance along real and complex A (closed
+forms, and Monte Carlo through rfviz.engine.sweep), OPRF's gain over positive features, and the discrete random
+features. Functions return plain columns that rfviz.figures.crt draws; inputs are one pair (r, θ) placed in ℝᵈ by a
+named embedding. All maths lives in rfviz.maths.crt."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..engine import sweep
+from ..geometry import canonical_pair, embed_pair
+from ..maths import crt as g
+from ..numerics import LOG10, log_expm1
+
+Columns = dict[str, np.ndarray]
+
+
+def a_star(r: float, theta: float, d: int) -> float:
+    """OPRF's A* at this pair (CRT Thm 3.3): depends on Z = |x + y|² = 2r²(1 + cos θ) and d."""
+    return float(g.A_star(2 * r * r * (1 + np.cos(theta)), d))
+
+
+def real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, a_min: float = -1.0,
+                   points: int = 400) -> Columns:
+    """log₁₀ MSE of GERF with m iid features along real A ∈ [a_min, 1/8) for s = +1 and s = −1 (CRT Thm 3.2 eq. 6;
+    reference §3.3). A = 0, s = +1 is PosRF; A = A* is OPRF."""
+    m = g.check_m(m)
+    if not a_min < g.A_VARIANCE_BOUND:
+        raise g.ParameterError(f"A min must be a number in (-inf, 0.125), got {a_min:g}")
+    a = np.linspace(a_min, g.A_VARIANCE_BOUND, points, endpoint=False)
+    cols: Columns = {"A": a}
+    for s in (1, -1):
+        cols[f"log10_mse_s{'+' if s == 1 else '-'}1"] = (g.log_var_vs_real_A(a, s, r, theta, d, kernel)
+                                                       - np.log(m)) / LOG10
+    return cols
+
+
+def sampled_real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, a_min: float, trials: int,
+                           seed: int, points: int = 9) -> Columns:
+    """Monte-Carlo twins of ``real_A_columns`` (the registered ``gerf`` estimator, sampled by rfviz.engine.sweep)
+    at ``points`` values of A in [a_min, 1/16): beyond 1/16 the fourth moment is infinite, so the standard error of
+    the sampled MSE is meaningless (reference §7.2)."""
+    if not a_min < g.A_FOURTH_MOMENT_BOUND:
+        raise g.ParameterError(f"A min must be a number in (-inf, 0.0625) for Monte Carlo, got {a_min:g}")
+    a = np.linspace(a_min, g.A_FOURTH_MOMENT_BOUND, points, endpoint=False)
+    x, y = canonical_pair(r, theta, min(d, 2))
+    cols: Columns = {"A": a}
+    for s in (1, -1):
+        res = sweep("gerf", "A", [complex(v) for v in a], {"s": s, "m": m, "kernel": kernel}, x, y, d=d,
+                    trials=trials, seed=seed)
+        label = f"s{'+' if s == 1 else '-'}1"
+        cols[f"log10_mse_{label}"] = res.log10_mse.ravel()
+        cols[f"log10_se_{label}"] = res.log10_mse_stderr.ravel()
+        cols[f"reliable_{label}"] = np.ravel(res.reliable).astype(float)  # 1/0: the CSV stays numeric
+    return cols
+
+
+def complex_A_data(r: float, theta: float, d: int, m: int, kernel: str, s: int, re_min: float = -0.5,
+                   im_max: float = 0.5, points: int = 121) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(Re A, Im A, log₁₀ MSE) over complex A; +inf (drawn blank) where Re A ≥ 1/8 (CRT Thm 3.2)."""
+    m = g.check_m(m)
+    if not im_max > 0:
+        raise g.ParameterError(f"Im A max must be a number in (0, inf), got {im_max:g}")
+    re = np.linspace(re_min, 0.2, points)
+    im = np.linspace(-im_max, im_max, points)
+    z = (g.log_var_complex_grid(re, im, s, r, theta, d, kernel) - np.log(m)) / LOG10
+    return re, im, z
+
+
+def oprf_columns(d: int, z_max: float, points: int = 300) -> Columns:
+    """Relative variance Var/K² of PosRF (e^Z − 1) and OPRF (R* − 1) against Z = |x + y|², and the Figure-1
+    utility μ = log(Var_OPRF/Var_PosRF) (CRT Thm 3.3, Fig. 1; reference §3.4, §4.3). Kernel-independent."""
+    d = g.check_dim(d)
+    if not (np.isfinite(z_max) and z_max > 0):
+        raise g.ParameterError(f"Z max must be a number in (0, inf), got {z_max:g}")
+    z = np.linspace(z_max / points, z_max, points)
+    mu, _ = g.mu_fig1(z, d)
+    return {"Z": z, "log10_relvar_posrf": log_expm1(z) / LOG10,
+            "log10_relvar_oprf": g.oprf_log_rel_var(z, d) / LOG10, "log10_ratio_oprf_posrf": mu / LOG10}
+
+
+def dirf_columns(r: float, theta: float, d: int, m: int, kernel: str, embedding: str, shifted: bool,
+                 points: int = 300) -> tuple[Columns, Columns, dict[str, float]]:
+    """log₁₀ MSE of PoisRF against its rate λ and of GeomRF against its probability p at the pair (r, θ) placed in
+    ℝᵈ by ``embedding`` (CRT Thms 3.4, 3.5; reference §3.5–3.7), plus the optima λ* and p*."""
+    m = g.check_m(m)
+    x, y = embed_pair(r, theta, g.check_dim(d), embedding)
+    shift = g.shift_positive(x, y)[2] if shifted else np.zeros_like(x)
+    lam_star = float(g.lam_star(x - shift, y - shift))
+    lam_lo = max(lam_star, 1e-3) / 30
+    lam = np.geomspace(lam_lo, max(lam_star, 1e-3) * 30, points)
+    prob = np.linspace(0.005, 0.995, points)
+    pois = {"lam": lam, "log10_mse": (np.array([g.dirf_log_var("poisson", x, y, v, shift, kernel) for v in lam])
+                                      - np.log(m)) / LOG10}
+    geo = {"prob": prob, "log10_mse": (np.array([g.dirf_log_var("geometric", x, y, v, shift, kernel) for v in prob])
+                                       - np.log(m)) / LOG10}
+    p_star = g.p_star_geometric(x - shift, y - shift)
+    optima = {"lam_star": lam_star, "p_star": p_star,
+              "lam_star_log10_mse": float((g.dirf_log_var("poisson", x, y, max(lam_star, 1e-12), shift, kernel)
+                                           - np.log(m)) / LOG10),
+              "p_star_log10_mse": float((g.dirf_log_var("geometric", x, y, p_star, shift, kernel) - np.log(m))
+                                        / LOG10)}
+    return pois, geo, optima

@@ -1,0 +1,180 @@
+"""Sweep result files (``python -m rfviz sweep … --out FILE.csv|.parquet``): reading and validating an uploaded or
+local file into a ``SweepTable``, and listing the result files of a folder. rfviz.figures.sweep draws the table.
+
+A result file has one row per grid point: the grid values (one column per grid axis), then the columns of
+``rfviz.sweep.tasks.point_row`` (``mc_mse``, ``stderr``, ``reliable``, closed-form ``mse``, …).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..params import ParameterError
+
+OUTPUT_COLUMNS = ("point", "estimator", "kernel_value", "mse", "mc_mse", "stderr", "z", "log10_mse", "log10_mc_mse",
+                  "mc_mean", "top_share", "reliable", "warning", "trials", "seed", "device", "backend", "seconds")
+"""Columns a sweep writes besides its grid axes (``rfviz.sweep.tasks.point_row``)."""
+
+
+REQUIRED_COLUMNS = ("mc_mse", "stderr", "reliable")
+
+
+MAX_BYTES = 50 * 2**20
+"""Largest result file read (an upload or a local file)."""
+
+
+MAX_ROWS = 10**6
+
+
+_TRUE = {"true", "1", "yes"}
+
+
+_FALSE = {"false", "0", "no"}
+
+
+@dataclass(frozen=True)
+class SweepTable:
+    """A validated sweep result: ``columns`` (name → 1-D array, all the same length) and its grid ``axes``."""
+
+    columns: dict[str, np.ndarray]
+    axes: tuple[str, ...]
+    name: str = ""
+
+    def __len__(self) -> int:
+        return len(self.columns["mc_mse"])
+
+    @property
+    def estimator(self) -> str:
+        est = self.columns.get("estimator")
+        return str(est[0]) if est is not None and len(est) else ""
+
+
+def _float_column(name: str, values: Sequence[Any]) -> np.ndarray:
+    out = np.empty(len(values))
+    for i, v in enumerate(values):
+        if v is None or (isinstance(v, str) and v.strip() in ("", "nan", "None", "null")):
+            out[i] = np.nan
+            continue
+        try:
+            out[i] = float(v)
+        except (TypeError, ValueError):
+            raise ParameterError(f"column {name} must hold numbers, row {i + 1} has {v!r}") from None
+    return out
+
+
+def _bool_column(name: str, values: Sequence[Any]) -> np.ndarray:
+    out = np.empty(len(values), dtype=bool)
+    for i, v in enumerate(values):
+        text = str(v).strip().lower()
+        if isinstance(v, bool | np.bool_):
+            out[i] = bool(v)
+        elif text in _TRUE:
+            out[i] = True
+        elif text in _FALSE:
+            out[i] = False
+        else:
+            raise ParameterError(f"column {name} must hold true/false, row {i + 1} has {v!r}")
+    return out
+
+
+def _axis_column(values: Sequence[Any]) -> np.ndarray:
+    """A grid axis: float64 when every value is a number, else its text (e.g. complex A = -0.2+0.05j)."""
+    try:
+        return np.array([float(v) for v in values])
+    except (TypeError, ValueError):
+        return np.array([str(v) for v in values], dtype=object)
+
+
+def _raw_columns(data: bytes, kind: str) -> dict[str, list[Any]]:
+    if kind == "parquet":
+        try:
+            import pyarrow.parquet as pq
+
+            return pq.read_table(io.BytesIO(data)).to_pydict()
+        except ImportError:
+            raise ParameterError("file: reading Parquet needs pyarrow (pip install pyarrow)") from None
+        except Exception as exc:  # pyarrow raises ArrowInvalid and friends on a corrupt file
+            raise ParameterError(f"file is not a readable Parquet file ({type(exc).__name__}: {exc})") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ParameterError("file is not UTF-8 text (a sweep CSV is)") from None
+    reader = csv.reader(io.StringIO(text))
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise ParameterError("file is empty") from None
+    except csv.Error as exc:
+        raise ParameterError(f"file is not a readable CSV file ({exc})") from None
+    header = [h.strip() for h in header]
+    cols: dict[str, list[Any]] = {h: [] for h in header}
+    try:
+        for i, row in enumerate(reader):
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise ParameterError(f"file: CSV row {i + 1} has {len(row)} fields, the header {len(header)}")
+            for h, v in zip(header, row, strict=True):
+                cols[h].append(v)
+    except csv.Error as exc:
+        raise ParameterError(f"file is not a readable CSV file ({exc})") from None
+    return cols
+
+
+def read_results(data: bytes, filename: str, max_bytes: int = MAX_BYTES) -> SweepTable:
+    """Validate and read a sweep result file (``.csv`` or ``.parquet``) given as bytes.
+
+    ParameterError naming what is wrong: suffix, size (at most ``max_bytes``), format, the missing required columns
+    (``mc_mse``, ``stderr``, ``reliable``), no grid axis, no rows, or a non-numeric value in a numeric column.
+    """
+    kind = Path(filename).suffix.lower().lstrip(".")
+    if kind not in ("csv", "parquet"):
+        raise ParameterError(f"file must be a .csv or .parquet sweep result, got {filename!r}")
+    if len(data) > max_bytes:
+        raise ParameterError(f"file must be at most {max_bytes / 2**20:.0f} MiB, got {len(data) / 2**20:.1f} MiB")
+    raw = _raw_columns(data, kind)
+    missing = [c for c in REQUIRED_COLUMNS if c not in raw]
+    if missing:
+        raise ParameterError(f"file {filename!r} is not a sweep result: missing column(s) {', '.join(missing)} "
+                             f"(expected the output of `python -m rfviz sweep`: grid axes, "
+                             f"{', '.join(REQUIRED_COLUMNS)}, mse, …)")
+    axes = tuple(c for c in raw if c not in OUTPUT_COLUMNS)
+    if not axes:
+        raise ParameterError(f"file {filename!r} has no grid-axis column (every column is a sweep output column)")
+    n = len(raw["mc_mse"])
+    if n == 0:
+        raise ParameterError(f"file {filename!r} has no rows")
+    if n > MAX_ROWS:
+        raise ParameterError(f"file must have at most {MAX_ROWS} rows, got {n}")
+    cols: dict[str, np.ndarray] = {}
+    for name, values in raw.items():
+        if name in axes:
+            cols[name] = _axis_column(values)
+        elif name == "reliable":
+            cols[name] = _bool_column(name, values)
+        elif name in ("estimator", "warning", "device", "backend"):
+            cols[name] = np.array(["" if v is None else str(v) for v in values], dtype=object)
+        else:
+            cols[name] = _float_column(name, values)
+    if "log10_mc_mse" not in cols:  # a hand-made file: derive it (log10 of a non-positive MSE is −inf → a gap)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cols["log10_mc_mse"] = np.log10(cols["mc_mse"])
+    if "log10_mse" not in cols and "mse" in cols:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cols["log10_mse"] = np.log10(cols["mse"])
+    return SweepTable(cols, axes, Path(filename).name)
+
+
+def result_files(folder: str | Path) -> list[Path]:
+    """The ``*.csv`` and ``*.parquet`` files directly in ``folder`` (sorted by name; none when it is missing)."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in (".csv", ".parquet"))
