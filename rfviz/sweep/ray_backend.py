@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..params import Param, ParameterError, check_int
-from .backends import BackendStats
+from .stats import BackendStats
 from .tasks import COL, TASK_FIELDS, SweepSpec, run_task
 
 DEFAULT_TASK_SECONDS = 0.5
