@@ -424,7 +424,7 @@ class RayBackend:
         self.ray = ray
         self._owns = False
         self.worker_versions: dict[str, str] = {}
-        env = _runtime_env() if ship_code else None
+        env = _runtime_env() if ship_code and address else None  # a private local Ray imports this very rfviz
         if ray.is_initialized():
             how = "using the Ray this process had already started"
         elif address:
@@ -434,7 +434,7 @@ class RayBackend:
             how = f"joined the Ray cluster at {address}"
         else:
             ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
-                     logging_level=logging.WARNING, runtime_env=env)
+                     logging_level=logging.WARNING)
             self._owns = True
             how = ("started a private local Ray (a running `ray start` cluster is joined only with --address auto or "
                    "HOST:PORT)")
@@ -443,27 +443,29 @@ class RayBackend:
         if not address and workers is not None and not self._owns:
             self.cpus = min(self.cpus, workers)  # an already running local Ray: use at most ``workers`` slots
         self.gpus = float(res.get("GPU", 0))
-        if address and ship_code and self._owns:
-            self.worker_versions = self._check_workers()
+        if self._owns:
+            self.worker_versions = self._check_workers(min(max(self.cpus, 1), 256))
         shipped = "; rfviz shipped to the workers (runtime_env py_modules)" if env and self._owns else ""
         self.note = f"ray: {how}: {self.cpus} CPUs, {self.gpus:g} GPUs{shipped}"
         self.stats = BackendStats()
 
-    def _check_workers(self) -> dict[str, str]:
-        """One probe task: the workers must have ``WORKER_PACKAGES`` and import the shipped rfviz."""
+    def _check_workers(self, n: int) -> dict[str, str]:
+        """``n`` probe tasks (one per slot: they also start the workers, so the sweep's first seconds measure
+        compute, not start-up): the workers must have ``WORKER_PACKAGES`` and import rfviz."""
         ray = self.ray
+        probe = ray.remote(_worker_versions).options(num_cpus=1, max_retries=1)
         try:
-            found = ray.get(ray.remote(_worker_versions).options(num_cpus=0, max_retries=1).remote(), timeout=300)
+            answers = ray.get([probe.remote() for _ in range(n)], timeout=300)
         except ray.exceptions.RuntimeEnvSetupError as exc:
             raise ParameterError(f"the Ray workers could not install rfviz's code (runtime_env): "
                                  f"{' '.join(str(exc).split())[-300:]}") from None
         except ray.exceptions.GetTimeoutError:
             raise ParameterError("no Ray worker started within 300 s (is the cluster out of CPUs?)") from None
-        missing = [f"{k}: {v}" for k, v in found.items() if v.startswith("missing")]
+        missing = sorted({f"{k}: {v}" for found in answers for k, v in found.items() if v.startswith("missing")})
         if missing:
             raise ParameterError(f"the Ray workers lack {'; '.join(missing)[:300]}; install "
                                  f"{', '.join(WORKER_PACKAGES)} (the versions in the README) on every node")
-        return found
+        return answers[0]
 
     def default_device(self) -> str:
         return "cuda" if self.gpus > 0 else "cpu"
