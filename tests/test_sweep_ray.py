@@ -78,6 +78,7 @@ CLI = ["sweep", "positive", "d=8", "theta=1.0", "--grid", "r=0.3,0.6", "--trials
     (["--task-seconds", "2", "--gpus-per-task", "1"], "--gpus-per-task, --task-seconds applies to --backend ray"),
     (["--backend", "ray", "--address", "127.0.0.1:9", "--workers", "2"], "drop --workers"),
     (["--backend", "ray", "--address", "127.0.0.1:9"], "no Ray cluster reachable there"),
+    (["--backend", "ray", "--address", " "], "address must be HOST:PORT"),
 ])
 def test_sweep_ray_options_refused_in_one_line(capsys, tmp_path, extra, message) -> None:
     t0 = time.perf_counter()

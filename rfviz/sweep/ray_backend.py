@@ -9,9 +9,10 @@ Connecting (``RayBackend.__init__``):
   Ray answers or a refused authentication token is one line within ``connect_timeout`` (20 s), and Ctrl-C/SIGTERM
   stay honoured (a blocked ``ray.init`` ignores both for over a minute). ``workers`` is refused with an address
   (the cluster's own CPUs are used).
-* rfviz is **shipped to the workers** with the job's ``runtime_env`` (``py_modules``: the ``rfviz`` package
-  directory, ~1 MB), so a cluster where only Ray, torch, numpy and scipy are installed runs it; on joining, one
-  probe task reports the workers' versions (``WORKER_PACKAGES``) and a missing package is refused in one line.
+* on joining a cluster, rfviz is **shipped to the workers** with the job's ``runtime_env`` (``py_modules``: the
+  ``rfviz`` package directory, ~1 MB), so a cluster where only Ray, torch, numpy and scipy are installed runs it (a
+  private local Ray imports the driver's own rfviz). One probe task per slot then starts the workers and reports
+  their versions (``WORKER_PACKAGES``); a missing package is refused in one line.
 
 Running (``RayBackend.run``): ``tasks`` is an iterator of int64 (k, 2) arrays of (point, block) pairs, consumed
 lazily (never materialised); at most ``2 × slots`` Ray tasks are in flight, so driver memory does not grow with the
@@ -415,6 +416,9 @@ class RayBackend:
         self.max_retries, self.task_seconds = opts["max_retries"], opts["task_seconds"]
         self.gpus_per_task, connect_timeout = opts["gpus_per_task"], opts["connect_timeout"]
         self.batch_tasks = None if batch_tasks is None else check_int("batch_tasks", batch_tasks)
+        if address is not None and not address.strip():
+            raise ParameterError("address must be HOST:PORT (as printed by `ray start --head`), auto or "
+                                 "ray://HOST:PORT, got an empty string")
         address = address or os.environ.get("RAY_ADDRESS") or None
         if address and workers is not None:
             raise ParameterError("workers applies to the private local Ray only; with --address (or RAY_ADDRESS) the "
