@@ -84,7 +84,7 @@ def cluster():
     outside.mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
     env.update(RAY_TMPDIR=str(root / "t"), RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
-    ray_cli = str(Path(sys.executable).with_name("ray"))
+    ray_cli = [sys.executable, "-m", "ray.scripts.scripts"]  # the `ray` command, whatever the venv's bin dir
     gcs, *ports = free_ports(13)
     procs: list[subprocess.Popen] = []
 
@@ -93,7 +93,7 @@ def cluster():
                       f"--dashboard-agent-listen-port={p[2]}", f"--dashboard-agent-grpc-port={p[3]}",
                       f"--metrics-export-port={p[4]}", f"--runtime-env-agent-port={p[5]}"]
         with open(root / f"{name}.log", "w") as log:
-            procs.append(subprocess.Popen([ray_cli, "start", *args, *node_ports, "--block"], cwd=outside, env=env,
+            procs.append(subprocess.Popen([*ray_cli, "start", *args, *node_ports, "--block"], cwd=outside, env=env,
                                           stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                           start_new_session=True))
 
