@@ -207,3 +207,41 @@ def test_sigterm_while_waiting_for_a_silent_address_is_honoured(tmp_path) -> Non
     assert time.perf_counter() - t0 < 5, err
     assert proc.returncode == 130 and err.strip().splitlines()[-1].startswith("interrupted"), (proc.returncode, err)
     assert "Traceback" not in err and not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.slow
+def test_sigterm_during_a_ray_sweep_stops_it_and_its_private_ray(tmp_path) -> None:
+    """SIGTERM mid-sweep: exit 130 with the interrupted line, and no process of its private Ray left behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    ray_tmp = tempfile.mkdtemp(prefix="rfr")
+    env = {**os.environ, "PYTHONPATH": str(root), "RAY_TMPDIR": ray_tmp}
+    env.pop("RAY_ADDRESS", None)
+    cmd = [sys.executable, "-m", "rfviz", "sweep", "positive", "d=16", "m=64", "theta=1.0", "--grid",
+           "r=0.2:1.2:400", "--trials", "65536", "--backend", "ray", "--workers", "1", "--out", str(tmp_path / "s.csv")]
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while not (lines and lines[-1].startswith("ray: ")) and len(lines) < 20:  # Ray's own log lines first
+            lines.append(proc.stderr.readline())
+        assert lines[-1].startswith("ray: started a private local Ray"), lines  # Ray up, its workers started
+        time.sleep(2)
+        t0 = time.perf_counter()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and "interrupted" in err, (proc.returncode, err[-2000:])
+        assert "Traceback" not in err
+        assert time.perf_counter() - t0 < 30
+        time.sleep(1)
+        left = [p for p in os.listdir("/proc") if p.isdigit() and ray_tmp.encode() in
+                (Path(f"/proc/{p}/cmdline").read_bytes() if os.path.exists(f"/proc/{p}/cmdline") else b"")]
+        assert not left, left
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        shutil.rmtree(ray_tmp, ignore_errors=True)
