@@ -38,21 +38,21 @@ STORIES = (
      "**hybrid** mixes the two with a random coefficient λ̂ that follows θ (angular λ = θ/π): exact at both ends and "
      "far below trig near θ = π, at the price of λ̂'s own noise in between. The dotted oracle λ* is the best any "
      "fixed mix could do (r = 1.5, m = 10, n = 8).",
-     ("hybrid", "Open the hybrid page (MSE vs base estimators)", {"view": "MSE vs base estimators", "lam": "angular",
+     ("hybrid", "Open the hybrid page (MSE vs base estimators)", {"view": "mse-vs-base", "lam": "angular",
                                                                   "r": "1.5", "n": "8"}),
      ("mse_explorer", "See both failures on the whole (r, θ) plane", {"est": "trig,positive,hybrid_angular"})),
     ("2 · Coupling the projections lowers the MSE",
      "Draw the m projections jointly instead of independently: orthogonal blocks (ORF) and simplex blocks (SimRF) "
      "keep every estimate unbiased but make pairs of projections less alike, so the MSE ratio to iid drops below 1, "
      "most where v = |x + y| is large (positive features, d = m = 16).",
-     ("coupling", "Open the coupling page (MSE ratio vs v)", {"view": "MSE ratio vs v (+ simplex+)", "d": "16",
+     ("coupling", "Open the coupling page (MSE ratio vs v)", {"view": "ratio-vs-v", "d": "16",
                                                               "m": "16"}),
      None),
     ("3 · What q does in dot-product sketches",
      "Polynomial sketches multiply p random projections whose entries are real (q = 1), imaginary (q = 0) or a "
      "complex mix. The variance depends on q only through (2q − 1)², so it is symmetric about q = ½, and complex "
      "features (q = ½) win exactly when (x·y)² > Σₖ xₖ²yₖ² (p = 3, d = 8, m = 16).",
-     ("dot_product", "Open the dot-product page (variance vs q)", {"view": "Variance vs q"}),
+     ("dot_product", "Open the dot-product page (variance vs q)", {"view": "vs-q"}),
      None),
 )
 
@@ -82,7 +82,7 @@ def home() -> None:
                 ui.plot(fig, key=f"home-story-{title[0]}")
     st.header("All views")
     cols = st.columns(3)
-    for i, page in enumerate(VIEWS):
+    for i, page in enumerate(NAV):
         cols[i % 3].page_link(page)
     st.subheader("Registered estimators")
     st.table([{"name": c.name, "title": c.title, "kernel": c.family, "closed form": c.has_closed_form,
@@ -102,8 +102,8 @@ def redirect(target: st.Page, old: str) -> st.Page:
 st.set_page_config(page_title="rfviz: random-feature atlas", page_icon=str(ROOT / "assets" / "logo.svg"),
                    layout="wide")
 st.logo(str(ROOT / "assets" / "logo.svg"))
-VIEWS = [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES]
-by_path = {v.url_path: v for v in VIEWS}
+NAV = [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES]
+by_path = {v.url_path: v for v in NAV}
 HOME = st.Page(home, title="Home", icon=":material/home:", default=True, url_path="start")  # served at "/"
 OLD = [redirect(by_path[new], old) for old, new in LEGACY_PATHS.items()]
-st.navigation([HOME, *VIEWS, *OLD, redirect(HOME, "home")]).run()  # "/home" (a natural guess) → "/"
+st.navigation([HOME, *NAV, *OLD, redirect(HOME, "home")]).run()  # "/home" (a natural guess) → "/"

@@ -11,8 +11,8 @@ from rfviz.compute import data as cdata
 from rfviz.figures import data as fdata
 from rfviz.params import M_PARAM, Param, ParameterError
 
-state = ui.PageState("data")
-ui.header(
+with ui.page(
+    "data",
     "Your data",
     "Which estimator is best depends on where your pairs (x, y) lie. Pick a bundled data set, the synthetic HRF "
     "clusters or upload your own (CSV of numbers or .npy, one point per row); queries and keys are drawn from it "
@@ -22,74 +22,75 @@ ui.header(
     [(r"\mathbb{E}_{\text{pairs}}[\mathrm{MSE}] = \frac{1}{NM}\sum_{i,j}\mathrm{MSE}(x_i, y_j) = "
       r"\frac{\mathbb{E}\|\hat K - K\|_F^2}{NM}",
       "Features shared by all entries; linearity of expectation (rfviz.gram).")],
-)
-ui.sidebar_info()
-side = st.sidebar
+) as state:
+    side = st.sidebar
 
-UPLOAD = "upload a file"
-POINTS_PARAM = Param("points", 60, "int", "queries (and as many keys) drawn from the data", low=1,
-                     high=rd.MAX_POINTS, label="queries = keys")
-SCALE_PARAM = Param("scale", 0.5, "float", "mean norm after the scale step", low=0.0, low_open=True, label="scale")
-REPEATS_PARAM = Param("repeats", 100, "int", "Monte-Carlo repeats of the Gram error (one feature draw each)",
-                      low=2, high=5000, label="repeats")
-M_VALUES = (4, 8, 16, 32, 64, 128, 256)
+    UPLOAD = "upload a file"
+    POINTS_PARAM = Param("points", 60, "int", "queries (and as many keys) drawn from the data", low=1,
+                         high=rd.MAX_POINTS, label="queries = keys")
+    SCALE_PARAM = Param("scale", 0.5, "float", "mean norm after the scale step", low=0.0, low_open=True, label="scale")
+    REPEATS_PARAM = Param("repeats", 100, "int", "Monte-Carlo repeats of the Gram error (one feature draw each)",
+                          low=2, high=5000, label="repeats")
+    M_VALUES = (4, 8, 16, 32, 64, 128, 256)
 
-source = state.selectbox("Data", "source", [*rd.BUNDLED, *rd.SYNTHETIC, UPLOAD], "iris", container=side,
-                         help="; ".join(f"{k}: {v[1]}" for k, v in rd.BUNDLED.items()))
-upload = None
-if source == UPLOAD:
-    upload = side.file_uploader(f"CSV or .npy (≤ {rd.MAX_FILE_BYTES // 2**20} MiB, ≤ {rd.MAX_ROWS} rows, ≤ "
-                                f"{rd.MAX_DIM} columns)", type=["csv", "npy", "txt"], key="data.upload")
-cluster_d = state.number("clusters: d", "cluster_d", 16, int, container=side) if source == "clusters" else None
-points = state.param(POINTS_PARAM, container=side)
-steps = state.multiselect("Preprocessing (in order)", "steps", list(rd.PREPROCESS_STEPS), ["standardize", "scale"],
-                          container=side, help="center, standardize, sphere (unit norm), attention (×d^-1/4), scale")
-scale = state.param(SCALE_PARAM, container=side)
-kernel, names, _ = ui.kernel_and_estimators(state, side, help="up to four; each is a row of the table and a curve")
-m = state.param(M_PARAM, 16, container=side, label="m (features)")
-state.show_url_errors()
-
-
-@ui.cached
-def _load(source: str, raw: bytes | None, filename: str | None, cluster_d: int | None, points: int,
-          steps: tuple[str, ...], scale: float) -> rd.DataSet:
+    source = state.selectbox("Data", "source", [*rd.BUNDLED, *rd.SYNTHETIC, UPLOAD], "iris", container=side,
+                             help="; ".join(f"{k}: {v[1]}" for k, v in rd.BUNDLED.items()))
+    upload = None
     if source == UPLOAD:
-        if raw is None:
-            raise ParameterError("data: upload a CSV or .npy file (one point per row)")
-        return rd.from_points(rd.read_array(raw, "data", filename), filename or "upload", queries=points,
-                              keys=points, steps=steps, scale=scale)
-    options = {"d": cluster_d, "points": max(points, 50)} if source == "clusters" else None
-    return rd.load(source, queries=points, keys=points, steps=steps, scale=scale, options=options)
+        upload = side.file_uploader(f"CSV or .npy (≤ {rd.MAX_FILE_BYTES // 2**20} MiB, ≤ {rd.MAX_ROWS} rows, ≤ "
+                                    f"{rd.MAX_DIM} columns)", type=["csv", "npy", "txt"], key="data.upload")
+    cluster_d = state.number("clusters: d", "cluster_d", 16, int, container=side) if source == "clusters" else None
+    points = state.param(POINTS_PARAM, container=side)
+    steps = state.multiselect("Preprocessing (in order)", "steps", list(rd.PREPROCESS_STEPS), ["standardize", "scale"],
+                              container=side,
+                              help="center, standardize, sphere (unit norm), attention (×d^-1/4), scale")
+    scale = state.param(SCALE_PARAM, container=side)
+    kernel, names, _ = ui.kernel_and_estimators(state, side, help="up to four; each is a row of the table and a curve")
+    m = state.param(M_PARAM, 16, container=side, label="m (features)")
+    state.show_url_errors()
 
 
-with ui.guard():
-    points, scale, m = ui.valid(POINTS_PARAM, points), ui.valid(SCALE_PARAM, scale), ui.valid(M_PARAM, m)
-    if not names:
-        raise ParameterError("estimators must name at least one estimator")
-    raw = upload.getvalue() if upload is not None else None
-    load_key = (source, hash(raw), upload.name if upload is not None else None, cluster_d, points, tuple(steps), scale)
-    ds = _load(source, raw, load_key[2], cluster_d, points, tuple(steps), scale)
-    view_key = (*load_key, tuple(names), m, kernel)
-    st.caption(f"{ds.name}: {ds.queries.shape[0]} queries × {ds.keys.shape[0]} keys, d = {ds.d}; "
-               f"{ds.info.get('source', '')}")
-    avg = ui.memo("data.avg", view_key, lambda: cdata.pair_averages(ds, names, {"m": m}, sorted({*M_VALUES, m}),
-                                                                        kernel))
-    st.markdown(f"**Answer:** {cdata.verdict(ds, avg, m)}.")
-    dm = ui.memo("data.map", view_key, lambda: cdata.data_map(ds, names, {"m": m}, kernel))
-    ui.plot(fdata.data_map_figure(dm.r_axis, dm.theta_axis, dm.values, dm.density, dm.title,
-                                  titles=catalog.titles(names)), key="data-map")
-    st.caption("Heatmap: closed-form log10 MSE for |x| = |y| = r at angle θ, d = the data's d, over the data's range "
-               "of r. White contours: density of the data's pairs at (r, θ), where r is the geometric-mean norm "
-               "√(|x||y|) of each pair (its |x| ≠ |y| is summarised, not kept).")
-    fig_m = fdata.mse_vs_m_figure(ds.name, avg.names, avg.m, avg.log10_mse)
-    ui.plot(fig_m, key="data-vs-m")
-    st.subheader("Gram-matrix error")
-    repeats = state.param(REPEATS_PARAM)
-    mc_key = ("data.gram_mc", *view_key, repeats)
-    if st.button(f"Run Monte Carlo ({repeats:,} repeats)", key="data.run_gram",
-                 help="sample the Gram error with features shared by all entries (repeats draws)"):
-        with st.spinner("sampling…"):
-            st.session_state[mc_key] = cdata.gram_table(ds, names, {"m": m}, kernel, ui.valid(REPEATS_PARAM,
-                                                                                             repeats))
-    rows = st.session_state.get(mc_key) or cdata.gram_table(ds, names, {"m": m}, kernel)
-    st.dataframe(rows, hide_index=True)
+    @ui.cached
+    def _load(source: str, raw: bytes | None, filename: str | None, cluster_d: int | None, points: int,
+              steps: tuple[str, ...], scale: float) -> rd.DataSet:
+        if source == UPLOAD:
+            if raw is None:
+                raise ParameterError("data: upload a CSV or .npy file (one point per row)")
+            return rd.from_points(rd.read_array(raw, "data", filename), filename or "upload", queries=points,
+                                  keys=points, steps=steps, scale=scale)
+        options = {"d": cluster_d, "points": max(points, 50)} if source == "clusters" else None
+        return rd.load(source, queries=points, keys=points, steps=steps, scale=scale, options=options)
+
+
+    with ui.guard():
+        points, scale, m = ui.valid(POINTS_PARAM, points), ui.valid(SCALE_PARAM, scale), ui.valid(M_PARAM, m)
+        if not names:
+            raise ParameterError("estimators must name at least one estimator")
+        raw = upload.getvalue() if upload is not None else None
+        load_key = (source, hash(raw), upload.name if upload is not None else None, cluster_d, points, tuple(steps),
+                    scale)
+        ds = _load(source, raw, load_key[2], cluster_d, points, tuple(steps), scale)
+        view_key = (*load_key, tuple(names), m, kernel)
+        st.caption(f"{ds.name}: {ds.queries.shape[0]} queries × {ds.keys.shape[0]} keys, d = {ds.d}; "
+                   f"{ds.info.get('source', '')}")
+        avg = ui.memo("data.avg", view_key, lambda: cdata.pair_averages(ds, names, {"m": m}, sorted({*M_VALUES, m}),
+                                                                            kernel))
+        st.markdown(f"**Answer:** {cdata.verdict(ds, avg, m)}.")
+        dm = ui.memo("data.map", view_key, lambda: cdata.data_map(ds, names, {"m": m}, kernel))
+        ui.plot(fdata.data_map_figure(dm.r_axis, dm.theta_axis, dm.values, dm.density, dm.title,
+                                      titles=catalog.titles(names)), key="data-map")
+        st.caption("Heatmap: closed-form log10 MSE for |x| = |y| = r at angle θ, d = the data's d, over the data's "
+                   "range of r. White contours: density of the data's pairs at (r, θ), where r is the geometric-mean "
+                   "norm √(|x||y|) of each pair (its |x| ≠ |y| is summarised, not kept).")
+        fig_m = fdata.mse_vs_m_figure(ds.name, avg.names, avg.m, avg.log10_mse)
+        ui.plot(fig_m, key="data-vs-m")
+        st.subheader("Gram-matrix error")
+        repeats = state.param(REPEATS_PARAM)
+        mc_key = ("data.gram_mc", *view_key, repeats)
+        if st.button(f"Run Monte Carlo ({repeats:,} repeats)", key="data.run_gram",
+                     help="sample the Gram error with features shared by all entries (repeats draws)"):
+            with st.spinner("sampling…"):
+                st.session_state[mc_key] = cdata.gram_table(ds, names, {"m": m}, kernel, ui.valid(REPEATS_PARAM,
+                                                                                                 repeats))
+        rows = st.session_state.get(mc_key) or cdata.gram_table(ds, names, {"m": m}, kernel)
+        st.dataframe(rows, hide_index=True)

@@ -12,8 +12,8 @@ from rfviz.figures.common import traces_csv
 from rfviz.geometry import EMBEDDINGS
 from rfviz.params import D_PARAM, DEGREE_PARAM, M_PARAM
 
-state = ui.PageState("dot_product")
-ui.header(
+with ui.page(
+    "dot_product",
     "Dot-product kernel sketches",
     "Random features for the polynomial kernel (x·y)ᵖ multiply p independent random projections. Each weight entry "
     "is real (q = 1), imaginary (q = 0) or a complex mix (q = ½); the variance depends on q only through (2q − 1)², "
@@ -35,92 +35,87 @@ ui.header(
          r"\mathrm{Var}_n(D_n) + \mathrm{bias}_p^2",
          "Optimised Maclaurin features, §5.3 Algorithms 2–3 (reference F6)."),
     ],
-)
-ui.sidebar_info()
-side = st.sidebar
+) as state:
+    side = st.sidebar
 
-SKETCHES = ("poly_sketch", "tensor_srht")
+    SKETCHES = ("poly_sketch", "tensor_srht")
 
-VIEW_NAMES = ["Variance vs q", "Variance vs p", "Variance vs d", "Variance vs m (TensorSRHT sawtooth)",
-              "Real vs complex", "TensorSRHT vs Rademacher", "Maclaurin allocation (exponential kernel)",
-              "Maclaurin allocation (Gaussian kernel)", "Sketches vs m (with TensorSketch)"]
-view = state.view("View", VIEW_NAMES)
-USES = {  # the sidebar inputs each view's figure reads
-    VIEW_NAMES[0]: {"d", "m", "p", "r", "theta", "embedding"},
-    VIEW_NAMES[1]: {"d", "m", "r", "theta", "embedding", "variance"},
-    VIEW_NAMES[2]: {"m", "p", "r", "theta", "embedding", "variance"},
-    VIEW_NAMES[3]: {"d", "p", "r", "theta", "embedding"},
-    VIEW_NAMES[4]: {"m", "p", "r", "basis", "variance"},
-    VIEW_NAMES[5]: {"d", "q", "r", "theta", "embedding"},
-    VIEW_NAMES[6]: {"d", "m", "r", "variance"},
-    VIEW_NAMES[7]: {"d", "m", "r", "variance"},
-    VIEW_NAMES[8]: {"d", "m", "p", "r", "theta", "embedding"},
-}[view]
+    view = state.view()  # a slug of PAGES' dot_product views
+    label = state.views.label(view)
+    USES = {  # the sidebar inputs each view's figure reads
+        "vs-q": {"d", "m", "p", "r", "theta", "embedding"},
+        "vs-p": {"d", "m", "r", "theta", "embedding", "variance"},
+        "vs-d": {"m", "p", "r", "theta", "embedding", "variance"},
+        "vs-m": {"d", "p", "r", "theta", "embedding"},
+        "real-vs-complex": {"m", "p", "r", "basis", "variance"},
+        "tsrht-vs-rademacher": {"d", "q", "r", "theta", "embedding"},
+        "maclaurin-exp": {"d", "m", "r", "variance"},
+        "maclaurin-gauss": {"d", "m", "r", "variance"},
+        "sketches-vs-m": {"d", "m", "p", "r", "theta", "embedding"},
+    }[view]
 
 
-def _scope(name: str) -> dict:
-    """Disable a sidebar input the chosen view ignores (it sweeps it, or plots every choice of it)."""
-    return {} if name in USES else ui.unused(f"the “{view}” view sweeps it or does not depend on it")
+    def _scope(name: str) -> dict:
+        """Disable a sidebar input the chosen view ignores (it sweeps it, or plots every choice of it)."""
+        return {} if name in USES else ui.unused(f"the “{label}” view sweeps it or does not depend on it")
 
 
-d = state.param(D_PARAM, 8, container=side, label="d (dimension)", **_scope("d"))
-m = state.param(M_PARAM, 16, container=side, label="m (features D)", **_scope("m"))
-p = state.param(DEGREE_PARAM, container=side, **_scope("p"))
-q = state.slider("q (real/imaginary mix)", "q", 0.0, 1.0, 0.5, step=0.05, container=side, **_scope("q"))
-basis = state.selectbox("Basis", "basis", ["rademacher", "plus_minus_i", "unit_circle", "gaussian"], "rademacher",
-                        container=side, **(_scope("basis") or {
-                            "help": "distribution of each weight entry (TensorSRHT: not gaussian)"}))
-variance = state.selectbox("Variance", "variance", ["complex", "real_part"], "complex", container=side,
-                           **(_scope("variance") or {"help": "complex: E|k̂ − k|² (default); real_part: E(Re k̂ − k)²"}))
-r = state.slider("r (input length)", "r", 0.1, 2.0, 1.0, step=0.05, container=side, **_scope("r"))
-theta = state.slider("θ (angle, rad)", "theta", 0.0, float(np.pi), 0.79, step=0.01, container=side,
-                     **_scope("theta"))
-embedding = state.selectbox("Embedding of (r, θ) in ℝᵈ", "embedding", list(EMBEDDINGS), "flat", container=side,
-                            **(_scope("embedding") or {
-                                "help": "these variances depend on coordinates through S = Σ x_k² y_k²"}))
-side.caption(f"Sidebar scope: the **{view}** view; greyed inputs are not used by it.")
-state.show_url_errors()
+    d = state.param(D_PARAM, 8, container=side, label="d (dimension)", **_scope("d"))
+    m = state.param(M_PARAM, 16, container=side, label="m (features D)", **_scope("m"))
+    p = state.param(DEGREE_PARAM, container=side, **_scope("p"))
+    q = state.slider("q (real/imaginary mix)", "q", 0.0, 1.0, 0.5, step=0.05, container=side, **_scope("q"))
+    basis = state.selectbox("Basis", "basis", ["rademacher", "plus_minus_i", "unit_circle", "gaussian"], "rademacher",
+                            container=side, **(_scope("basis") or {
+                                "help": "distribution of each weight entry (TensorSRHT: not gaussian)"}))
+    variance = state.selectbox("Variance", "variance", ["complex", "real_part"], "complex", container=side,
+                               **(_scope("variance") or {
+                                   "help": "complex: E|k̂ − k|² (default); real_part: E(Re k̂ − k)²"}))
+    r = state.slider("r (input length)", "r", 0.1, 2.0, 1.0, step=0.05, container=side, **_scope("r"))
+    theta = state.slider("θ (angle, rad)", "theta", 0.0, float(np.pi), 0.79, step=0.01, container=side,
+                         **_scope("theta"))
+    embedding = state.selectbox("Embedding of (r, θ) in ℝᵈ", "embedding", list(EMBEDDINGS), "flat", container=side,
+                                **(_scope("embedding") or {
+                                    "help": "these variances depend on coordinates through S = Σ x_k² y_k²"}))
+    side.caption(f"Sidebar scope: the **{label}** view; greyed inputs are not used by it.")
+    state.show_url_errors()
 
-VIEWS = {  # keys: VIEW_NAMES
-    "Variance vs q": lambda: cd.variance_vs_q(r, theta, d, p, m, embedding),
-    "Variance vs p": lambda: cd.variance_vs_p(r, theta, d, m, embedding=embedding, variance=variance),
-    "Variance vs d": lambda: cd.variance_vs_d(r, theta, p, m, embedding, variance=variance),
-    "Variance vs m (TensorSRHT sawtooth)": lambda: cd.variance_vs_m(r, theta, d, p, embedding=embedding),
-    "Real vs complex": lambda: cd.real_complex_ratio_map(p, m, r, basis=basis, variance=variance),
-    "TensorSRHT vs Rademacher": lambda: cd.tsrht_vs_rademacher(r, theta, d, q, embedding=embedding),
-    "Sketches vs m (with TensorSketch)": lambda: cd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding),
-    "Maclaurin allocation (exponential kernel)": lambda: cd.maclaurin_allocation("exponential", m, d=d, r=r,
-                                                                                 variance=variance),
-    "Maclaurin allocation (Gaussian kernel)": lambda: cd.maclaurin_allocation("gaussian", m, d=d, r=r,
-                                                                              variance=variance),
-}
-MC_VIEW = "Sketches vs m (with TensorSketch)"
-
-
-@ui.cached
-def _figure(view: str, d: int, m: int, p: int, q: float, basis: str, variance: str, r: float, theta: float,
-            embedding: str):
-    return VIEWS[view]()
+    FIGURES = {  # view slug → its figure
+        "vs-q": lambda: cd.variance_vs_q(r, theta, d, p, m, embedding),
+        "vs-p": lambda: cd.variance_vs_p(r, theta, d, m, embedding=embedding, variance=variance),
+        "vs-d": lambda: cd.variance_vs_d(r, theta, p, m, embedding, variance=variance),
+        "vs-m": lambda: cd.variance_vs_m(r, theta, d, p, embedding=embedding),
+        "real-vs-complex": lambda: cd.real_complex_ratio_map(p, m, r, basis=basis, variance=variance),
+        "tsrht-vs-rademacher": lambda: cd.tsrht_vs_rademacher(r, theta, d, q, embedding=embedding),
+        "sketches-vs-m": lambda: cd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding),
+        "maclaurin-exp": lambda: cd.maclaurin_allocation("exponential", m, d=d, r=r, variance=variance),
+        "maclaurin-gauss": lambda: cd.maclaurin_allocation("gaussian", m, d=d, r=r, variance=variance),
+    }
+    MC_VIEW = "sketches-vs-m"
 
 
-with ui.guard():
-    d, m, p = ui.valid(D_PARAM, d), ui.valid(M_PARAM, m), ui.valid(DEGREE_PARAM, p)
-    for name in SKETCHES:  # validate every parameter through the estimators' specs
-        REGISTRY[name](p=p, q=q, m=m, variance=variance, **({"basis": basis} if basis != "gaussian" or
-                                                             name == "poly_sketch" else {}))
-    fig = _figure(view, d, m, p, q, basis, variance, r, theta, embedding)
-    if view == MC_VIEW:  # sampled points only on request: Monte Carlo takes seconds
-        mc_key = ("dot_product.mc", r, theta, d, p, m, embedding)
-        if st.button("Run Monte Carlo", key="dot_product.run_mc",
-                     help="sample every sketch with the engine at m = 4, 16, 64 (1000 trials each; ±2 SE bars)"):
-            with st.spinner("sampling…"):
-                st.session_state[mc_key] = cd.sketches_vs_m_mc(r, theta, d, p, (4, 16, 64), embedding,
-                                                               trials=1000)
-        if mc_key in st.session_state:
-            fig = cd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding, points=st.session_state[mc_key])
-    ui.plot(fig, key="dot-view")
-    st.caption(f"Quantity: {'E|k̂ − k|²' if variance == 'complex' else 'E(Re k̂ − k)²'} where the view lets you "
-               f"choose; inputs at r = {r:g}, θ = {theta:.3g} in the {embedding} embedding (the real-vs-complex map "
-               "uses the flat embedding over d).")
-    ui.downloads("rfviz-dot-product", lambda: traces_csv(fig), fig, key="dot")
-state.finish()
+    @ui.cached
+    def _figure(view: str, d: int, m: int, p: int, q: float, basis: str, variance: str, r: float, theta: float,
+                embedding: str):
+        return FIGURES[view]()
+
+
+    with ui.guard():
+        d, m, p = ui.valid(D_PARAM, d), ui.valid(M_PARAM, m), ui.valid(DEGREE_PARAM, p)
+        for name in SKETCHES:  # validate every parameter through the estimators' specs
+            REGISTRY[name](p=p, q=q, m=m, variance=variance, **({"basis": basis} if basis != "gaussian" or
+                                                                 name == "poly_sketch" else {}))
+        fig = _figure(view, d, m, p, q, basis, variance, r, theta, embedding)
+        if view == MC_VIEW:  # sampled points only on request: Monte Carlo takes seconds
+            mc_key = ("dot_product.mc", r, theta, d, p, m, embedding)
+            if st.button("Run Monte Carlo", key="dot_product.run_mc",
+                         help="sample every sketch with the engine at m = 4, 16, 64 (1000 trials each; ±2 SE bars)"):
+                with st.spinner("sampling…"):
+                    st.session_state[mc_key] = cd.sketches_vs_m_mc(r, theta, d, p, (4, 16, 64), embedding,
+                                                                   trials=1000)
+            if mc_key in st.session_state:
+                fig = cd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding, points=st.session_state[mc_key])
+        ui.plot(fig, key="dot-view")
+        st.caption(f"Quantity: {'E|k̂ − k|²' if variance == 'complex' else 'E(Re k̂ − k)²'} where the view lets you "
+                   f"choose; inputs at r = {r:g}, θ = {theta:.3g} in the {embedding} embedding (the real-vs-complex "
+                   "map uses the flat embedding over d).")
+        ui.downloads("rfviz-dot-product", lambda: traces_csv(fig), fig, key="dot")

@@ -20,8 +20,8 @@ from rfviz.params import D_PARAM, LAB_TRIALS_PARAM, SEED_PARAM
 from rfviz.plugins import ENV_VAR, discover, forget, plugin_timeout_scope
 from rfviz.textio import jsonable
 
-state = ui.PageState("estimator_lab")
-ui.header(
+with ui.page(
+    "estimator_lab",
     "Estimator lab",
     "Sanity-check an estimator before writing the paper. Write a class following rfviz's estimator protocol in your "
     f"own file, name it in the `{ENV_VAR}` environment variable (`path/to/file.py:Class` or `module:Class`, "
@@ -38,108 +38,104 @@ ui.header(
         (r"\log_{10}\frac{\mathrm{MSE}_{\text{candidate}}}{\mathrm{MSE}_{\text{built-in}}}",
          "Closed forms where they exist (HRF Lemma 2.2 for trig and positive RFs), Monte Carlo otherwise."),
     ],
-)
-ui.sidebar_info()
+) as state:
+    DISCOVERY_TIMEOUT_S = 10.0
 
 
-DISCOVERY_TIMEOUT_S = 10.0
+    @st.cache_resource(show_spinner=False)
+    def _plugins(env_value: str) -> tuple[dict, list[str]]:
+        """Plugins named on this machine (cached per value of the environment variable). Each plugin's import and smoke
+        test has a deadline (DISCOVERY_TIMEOUT_S), so a plugin that hangs is reported instead of blocking the page."""
+        with plugin_timeout_scope(DISCOVERY_TIMEOUT_S):
+            return discover({ENV_VAR: env_value})
 
 
-@st.cache_resource(show_spinner=False)
-def _plugins(env_value: str) -> tuple[dict, list[str]]:
-    """Plugins named on this machine (cached per value of the environment variable). Each plugin's import and smoke
-    test has a deadline (DISCOVERY_TIMEOUT_S), so a plugin that hangs is reported instead of blocking the page."""
-    with plugin_timeout_scope(DISCOVERY_TIMEOUT_S):
-        return discover({ENV_VAR: env_value})
+    if st.sidebar.button("Reload plugin files", icon=":material/refresh:",
+                         help="read edited plugin files again (modules named as module:Class need an app restart)"):
+        forget()
+        _plugins.clear()
+    plugins, plugin_errors = _plugins(os.environ.get(ENV_VAR, ""))
+    for err in plugin_errors:
+        st.error(f"Plugin not loaded: {err}", icon=":material/extension_off:")
 
+    # ------------------------------------------------------------------ controls
+    side = st.sidebar
+    options = [*plugins, *REGISTRY]
+    labels = {name: f"{name} (plugin)" for name in plugins}
+    default = next(iter(plugins), "positive_antithetic")
+    name = state.selectbox("Estimator to check", "est", options, default, container=side,
+                           format_func=lambda n: labels.get(n, n),
+                           help=f"plugins come from {ENV_VAR} and the rfviz.estimators entry points")
+    cls = plugins.get(name) or REGISTRY[name]
+    has_kernel = any(p.name == "kernel" for p in cls.spec)
+    kernel = None
+    if has_kernel:
+        kernel_param = next(p for p in cls.spec if p.name == "kernel")
+        kernel = state.selectbox("Kernel", "kernel", kernel_param.choices, kernel_param.default, container=side)
+    d = state.param(D_PARAM, DEFAULT_D, container=side)
+    trials = state.param(LAB_TRIALS_PARAM, DEFAULT_TRIALS, container=side)
+    r_text = state.text("r values (comma-separated)", "r", "0.5,1,1.5", container=side)
+    n_theta = state.slider("θ points in [0, π]", "n_theta", 2, 13, 5, container=side)
+    compare = state.multiselect("Compare the MSE with", "compare", [n for n in REGISTRY if n != name],
+                                [n for n in DEFAULT_COMPARE if n != name], container=side)
+    alpha = state.slider("α (family-wise error)", "alpha", 0.001, 0.1, DEFAULT_ALPHA, step=0.001, container=side)
+    seed = state.param(SEED_PARAM, container=side, label="Seed")
+    state.show_url_errors()
 
-if st.sidebar.button("Reload plugin files", icon=":material/refresh:",
-                     help="read edited plugin files again (modules named as module:Class need an app restart)"):
-    forget()
-    _plugins.clear()
-plugins, plugin_errors = _plugins(os.environ.get(ENV_VAR, ""))
-for err in plugin_errors:
-    st.error(f"Plugin not loaded: {err}", icon=":material/extension_off:")
+    st.caption(f"**{name}**: {cls.title}. {getattr(cls, 'description', '')} *{getattr(cls, 'reference', '')}*")
+    with st.expander("Parameters", expanded=True):
+        params = ui.estimator_params(state, cls.spec, prefix=f"{name}.", skip=("kernel",))
+    if kernel is not None:
+        params["kernel"] = kernel
 
-# ------------------------------------------------------------------ controls
-side = st.sidebar
-options = [*plugins, *REGISTRY]
-labels = {name: f"{name} (plugin)" for name in plugins}
-default = next(iter(plugins), "positive_antithetic")
-name = state.selectbox("Estimator to check", "est", options, default, container=side,
-                       format_func=lambda n: labels.get(n, n),
-                       help=f"plugins come from {ENV_VAR} and the rfviz.estimators entry points")
-cls = plugins.get(name) or REGISTRY[name]
-has_kernel = any(p.name == "kernel" for p in cls.spec)
-kernel = None
-if has_kernel:
-    kernel_param = next(p for p in cls.spec if p.name == "kernel")
-    kernel = state.selectbox("Kernel", "kernel", kernel_param.choices, kernel_param.default, container=side)
-d = state.param(D_PARAM, DEFAULT_D, container=side)
-trials = state.param(LAB_TRIALS_PARAM, DEFAULT_TRIALS, container=side)
-r_text = state.text("r values (comma-separated)", "r", "0.5,1,1.5", container=side)
-n_theta = state.slider("θ points in [0, π]", "n_theta", 2, 13, 5, container=side)
-compare = state.multiselect("Compare the MSE with", "compare", [n for n in REGISTRY if n != name],
-                            [n for n in DEFAULT_COMPARE if n != name], container=side)
-alpha = state.slider("α (family-wise error)", "alpha", 0.001, 0.1, DEFAULT_ALPHA, step=0.001, container=side)
-seed = state.param(SEED_PARAM, container=side, label="Seed")
-state.show_url_errors()
+    settings = json.dumps(jsonable({"est": name, "params": params, "d": d, "trials": trials, "r": r_text,
+                                    "n_theta": n_theta, "compare": compare, "alpha": alpha, "seed": seed}),
+                          sort_keys=True)
+    if st.button("Run the check", type="primary", icon=":material/science:", key="estimator_lab.run"):
+        with ui.guard(f"{name}: "):
+            import numpy as np
 
-st.caption(f"**{name}**: {cls.title}. {getattr(cls, 'description', '')} *{getattr(cls, 'reference', '')}*")
-with st.expander("Parameters", expanded=True):
-    params = ui.estimator_params(state, cls.spec, prefix=f"{name}.", skip=("kernel",))
-if kernel is not None:
-    params["kernel"] = kernel
+            from rfviz.textio import parse_vector
 
-settings = json.dumps(jsonable({"est": name, "params": params, "d": d, "trials": trials, "r": r_text,
-                                "n_theta": n_theta, "compare": compare, "alpha": alpha, "seed": seed}),
-                      sort_keys=True)
-if st.button("Run the check", type="primary", icon=":material/science:", key="estimator_lab.run"):
-    with ui.guard(f"{name}: "):
-        import numpy as np
+            r_values = parse_vector("r", r_text).tolist()
+            d, trials, seed = ui.valid(D_PARAM, d), ui.valid(LAB_TRIALS_PARAM, trials), ui.valid(SEED_PARAM, seed)
+            bar = st.progress(0.0, text="sampling…")
+            report = check(cls, params, r=r_values, theta=np.linspace(0.0, np.pi, int(n_theta)).tolist(), d=int(d),
+                           trials=int(trials), seed=int(seed), alpha=float(alpha), compare=compare, device="auto",
+                           progress=lambda f: bar.progress(min(max(f, 0.0), 1.0), text="sampling…"))
+            bar.empty()
+            st.session_state["estimator_lab.report"] = (settings, report)
 
-        from rfviz.textio import parse_vector
+    stored = st.session_state.get("estimator_lab.report")
+    if stored is None:
+        st.info("Choose an estimator and press **Run the check**.", icon=":material/play_arrow:")
+    else:
+        shown_settings, report = stored
+        if shown_settings != settings:
+            st.caption("The settings changed since this report was computed: press **Run the check** to update it.")
+        show = {0: st.success, 1: st.error, 3: st.warning}.get(report.exit_code, st.error)
+        show(f"{report.summary()} (CLI exit code {report.exit_code})", icon=":material/rule:")
+        for w in report.warnings:
+            st.warning(w, icon=":material/warning:")
+        cols = st.columns(3)
+        cf = report.closed_form_agrees
+        cf_text = ("agrees" if cf else "DISAGREES") if cf is not None else (
+            "not tested" if report.closed_form_z is not None else "none given")
+        cols[0].metric("Closed form vs Monte Carlo", cf_text)
+        feats = report.features
+        def yes_no(key: str) -> str:
+            return "n/a" if key not in feats else ("yes" if feats[key] else "no")
 
-        r_values = parse_vector("r", r_text).tolist()
-        d, trials, seed = ui.valid(D_PARAM, d), ui.valid(LAB_TRIALS_PARAM, trials), ui.valid(SEED_PARAM, seed)
-        bar = st.progress(0.0, text="sampling…")
-        report = check(cls, params, r=r_values, theta=np.linspace(0.0, np.pi, int(n_theta)).tolist(), d=int(d),
-                       trials=int(trials), seed=int(seed), alpha=float(alpha), compare=compare, device="auto",
-                       progress=lambda f: bar.progress(min(max(f, 0.0), 1.0), text="sampling…"))
-        bar.empty()
-        st.session_state["estimator_lab.report"] = (settings, report)
-
-stored = st.session_state.get("estimator_lab.report")
-if stored is None:
-    st.info("Choose an estimator and press **Run the check**.", icon=":material/play_arrow:")
-else:
-    shown_settings, report = stored
-    if shown_settings != settings:
-        st.caption("The settings changed since this report was computed: press **Run the check** to update it.")
-    show = {0: st.success, 1: st.error, 3: st.warning}.get(report.exit_code, st.error)
-    show(f"{report.summary()} (CLI exit code {report.exit_code})", icon=":material/rule:")
-    for w in report.warnings:
-        st.warning(w, icon=":material/warning:")
-    cols = st.columns(3)
-    cf = report.closed_form_agrees
-    cf_text = ("agrees" if cf else "DISAGREES") if cf is not None else (
-        "not tested" if report.closed_form_z is not None else "none given")
-    cols[0].metric("Closed form vs Monte Carlo", cf_text)
-    feats = report.features
-    def yes_no(key: str) -> str:
-        return "n/a" if key not in feats else ("yes" if feats[key] else "no")
-
-    cols[1].metric("Features positive", yes_no("positive"))
-    cols[2].metric("Features bounded (observed)", yes_no("bounded_observed"))
-    ui.plot(figs.bias_z_map(report), key="lab-z")
-    ratio = figs.ratio_map(report)
-    if ratio is not None:
-        ui.plot(ratio, key="lab-ratio")
-    for other, why in report.skipped_comparisons.items():
-        st.caption(f"Not compared with {other}: {why}")
-    with st.expander("Full report (text)"):
-        st.code(report.to_text(), language=None)
-    st.download_button("Report (JSON)", json.dumps(jsonable(report.to_json()), indent=2),
-                       file_name=f"lab_{report.estimator}.json", mime="application/json",
-                       icon=":material/download:", on_click="ignore")
-state.finish()
+        cols[1].metric("Features positive", yes_no("positive"))
+        cols[2].metric("Features bounded (observed)", yes_no("bounded_observed"))
+        ui.plot(figs.bias_z_map(report), key="lab-z")
+        ratio = figs.ratio_map(report)
+        if ratio is not None:
+            ui.plot(ratio, key="lab-ratio")
+        for other, why in report.skipped_comparisons.items():
+            st.caption(f"Not compared with {other}: {why}")
+        with st.expander("Full report (text)"):
+            st.code(report.to_text(), language=None)
+        st.download_button("Report (JSON)", json.dumps(jsonable(report.to_json()), indent=2),
+                           file_name=f"lab_{report.estimator}.json", mime="application/json",
+                           icon=":material/download:", on_click="ignore")

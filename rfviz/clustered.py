@@ -28,13 +28,15 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from .estimators.base import PairStats, Samples, SoftmaxFamilyEstimator, create, projections, sq_norm, with_kernel
+from .estimators import create  # the package: `base` names a catalog estimator
+from .estimators.base import PairStats, Samples, SoftmaxFamilyEstimator, projections, sq_norm, with_kernel
 from .maths import hrf as hy
 from .params import M_PARAM, Param, ParameterError
+from .registries import IID
 from .sampling import sample_omegas
 
 NAME = "hrf_clustered"
-LAM_PARAM = Param("lam", "zero_one", "choice", "λ-coefficients: zero_one (cluster indicators, HRF Def. H.2) or "
+CLUSTER_LAM_PARAM = Param("lam", "zero_one", "choice", "λ-coefficients: zero_one (cluster indicators, HRF Def. H.2) or "
                   "gaussian (Gaussian mixture with a default base estimator, Def. H.1)",
                   choices=("zero_one", "gaussian"))
 QUERY_CLUSTERS_PARAM = Param("query_clusters", 2, "int", "k-means clusters of the queries (n_q)", low=1, high=32)
@@ -88,8 +90,8 @@ class ClusteredCE(SoftmaxFamilyEstimator):
     title = "HRF clustered CE estimators (real diagonal A per cluster pair)"
     reference = "HRF paper §2.4, App. H eqs. 88, 91–104; MSE (zero-one λ) reference F6 with real A"
     description = "Data-adapted: k-means clusters, one CE estimator per cluster pair, zero-one or Gaussian λ."
-    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, LAM_PARAM, QUERY_CLUSTERS_PARAM, KEY_CLUSTERS_PARAM,
-                                                    LAM_N_PARAM, TAU_PARAM, BASE_PARAM)
+    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, CLUSTER_LAM_PARAM, QUERY_CLUSTERS_PARAM,
+                                                    KEY_CLUSTERS_PARAM, LAM_N_PARAM, TAU_PARAM, BASE_PARAM)
     isotropic: ClassVar[bool] = False
 
     def __init__(self, **params: object) -> None:
@@ -130,9 +132,9 @@ class ClusteredCE(SoftmaxFamilyEstimator):
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
         self.check_dimension(d)
         self._fitted()
-        out = {"w": sample_omegas("iid", trials, self.params["m"], d, d, generator, device, dtype)[0]}
+        out = {"w": sample_omegas(IID, trials, self.params["m"], d, d, generator, device, dtype)[0]}
         if self.params["lam"] == "gaussian":
-            out["t"] = sample_omegas("iid", trials, self.params["n"], d, d, generator, device, dtype)[0]
+            out["t"] = sample_omegas(IID, trials, self.params["n"], d, d, generator, device, dtype)[0]
             for key, value in self._base.sample(trials, d, generator=generator, device=device, dtype=dtype).items():
                 out["base/" + key] = value
         return out

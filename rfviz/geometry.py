@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .params import ParameterError, check_int
+from .params import DIM_PARAM, R_PARAM, ParameterError, check
 
 
 def check_theta(theta: np.ndarray | float) -> np.ndarray:
@@ -19,17 +19,13 @@ def check_theta(theta: np.ndarray | float) -> np.ndarray:
 
 
 def check_r(r: np.ndarray | float) -> np.ndarray:
-    """r (input norm) must be finite and ≥ 0."""
-    a = np.asarray(r, dtype=float)
-    if not np.all(np.isfinite(a)) or np.any(a < 0):
-        bad = a[~(np.isfinite(a) & (a >= 0))].ravel()
-        raise ParameterError(f"r must be a number in [0, inf), got {bad[0]:g}")
-    return a
+    """r (input norm) as a float array, validated against ``R_PARAM`` (finite, ≥ 0)."""
+    return np.asarray(check(r, R_PARAM), dtype=float)
 
 
 def check_d(d: int, minimum: int = 1) -> int:
-    """d (input dimension) must be an integer ≥ minimum."""
-    return check_int("d", d, minimum)
+    """d (input dimension) validated against ``DIM_PARAM``, with ``minimum`` as its lower bound."""
+    return check(d, DIM_PARAM if minimum == DIM_PARAM.low else replace(DIM_PARAM, low=minimum))
 
 
 def canonical_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int) -> tuple[np.ndarray, np.ndarray]:

@@ -17,6 +17,8 @@ from app_pages._ui import to_text
 from rfviz.compute import explorer as ex
 from rfviz.figures import explorer as fx
 
+pytestmark = pytest.mark.slow  # every page run through Streamlit's AppTest (python -m pytest -m "not slow" skips them)
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = 60
 WIDGET_KINDS = ("slider", "number_input", "selectbox", "multiselect", "toggle", "radio", "checkbox", "select_slider")
@@ -104,6 +106,38 @@ def test_every_page_file_exists_and_every_file_is_a_page():
     assert files == set(ALL_PAGES), f"files in app_pages/ that are not in PAGES: {sorted(files - set(ALL_PAGES))}"
     assert not (ROOT / "pages").exists()
     assert len({p.icon for p in PAGES}) == len(PAGES), "every page has its own icon"
+
+
+def test_every_page_runs_in_the_page_frame():
+    """Every page is one ``with ui.page("<its url path>", ...) as state:`` block (header, sidebar, URL errors and
+    the URL clean-up come from the frame, never by hand)."""
+    import ast
+
+    for p in PAGES:
+        text = p.file.read_text()
+        frames = [n for n in ast.parse(text).body if isinstance(n, ast.With)
+                  and isinstance(n.items[0].context_expr, ast.Call)
+                  and ast.unparse(n.items[0].context_expr.func) == "ui.page"]
+        assert len(frames) == 1, f"{p.url_path}: no `with ui.page(...) as state:` frame"
+        first = frames[0].items[0].context_expr.args[0]
+        assert isinstance(first, ast.Constant) and first.value == p.url_path, p.url_path
+        for by_hand in ("PageState(", ".finish()", "ui.header(", "ui.sidebar_info("):
+            assert by_hand not in text, f"{p.url_path} calls {by_hand} itself: the frame does it"
+
+
+def test_every_page_parameter_is_validated_where_it_is_used():
+    """``state.param`` does not clamp (a typed value out of range must be reported, not silently fixed): every value
+    a page reads from ``state.param(P, ...)`` goes through ``ui.valid(P, value)`` (inside a ``ui.guard``)."""
+    import ast
+
+    for p in PAGES:
+        tree = ast.parse(p.file.read_text())
+        made = {(ast.unparse(n.value.args[0]), n.targets[0].id) for n in ast.walk(tree)
+                if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                and ast.unparse(n.value.func) == "state.param"}
+        checked = {(ast.unparse(n.args[0]), ast.unparse(n.args[1])) for n in ast.walk(tree)
+                   if isinstance(n, ast.Call) and ast.unparse(n.func) == "ui.valid"}
+        assert not made - checked, f"{p.url_path}: never validated: {sorted(made - checked)}"
 
 
 def test_rfviz_never_imports_streamlit():
@@ -195,7 +229,7 @@ def test_invalid_value_shows_error_and_page_keeps_working(page):
     assert not any(text in _text(e) for e in fresh.error)
 
 
-MC_VIEW = {"hybrid": {"view": "MSE vs base estimators"}, "coupling": {"view": "MSE ratio vs v (+ simplex+)"}}
+MC_VIEW = {"hybrid": {"view": "mse-vs-base"}, "coupling": {"view": "ratio-vs-v"}}
 """The view holding each page's Monte-Carlo controls (pages without an entry: the default view)."""
 
 
@@ -430,9 +464,8 @@ def test_gerf_page_monte_carlo_toggle():
 
 
 # --------------------------------------------------------------------------- URL: views, stale keys, no auto-MC
-@pytest.mark.parametrize("page,view", [("hybrid", "Where each wins"), ("coupling", "MSE ratio vs d"),
-                                       ("gerf", "OPRF vs PosRF"), ("dot_product", "Real vs complex"),
-                                       ("optimal_sampling", "Equivalence (X₁ = X₂ or not)")])
+@pytest.mark.parametrize("page,view", [("hybrid", "winner"), ("coupling", "ratio-vs-d"), ("gerf", "oprf"),
+                                       ("dot_product", "real-vs-complex"), ("optimal_sampling", "equivalence")])
 def test_view_choice_is_in_the_url_and_scopes_the_sidebar(page, view):
     at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
     at.query_params["view"] = view
@@ -441,9 +474,116 @@ def test_view_choice_is_in_the_url_and_scopes_the_sidebar(page, view):
     assert at.radio(key=BY_PATH[page].key("view")).value == view
     assert any(getattr(w.proto, "disabled", False) for w in at.sidebar.get("slider") + at.sidebar.get("selectbox")
                + at.sidebar.get("number_input") + at.sidebar.get("radio")), f"{page}: nothing out of scope"
-    first = at.radio(key=BY_PATH[page].key("view")).options[0]
+    first = BY_PATH[page].views.slugs[0]
     at.radio(key=BY_PATH[page].key("view")).set_value(first).run()
     assert at.query_params["view"] in ([first], first)
+
+
+OLD_VIEW_URLS = {  # ?view=<label> as links were shared before views had slugs (labels of commit ba0f824)
+    "mse_explorer": {"heatmap": "heatmap", "3-D surface": "surface"},
+    "hybrid": {"λ and its moments": "lambda", "MSE vs base estimators": "mse-vs-base",
+               "Where each wins": "winner", "Max-relative-error": "max-error"},
+    "gerf": {"Variance against real A": "real-a", "Complex A": "complex-a", "OPRF vs PosRF": "oprf",
+             "Poisson & geometric RFs": "discrete"},
+    "coupling": {"Density p(wᵢⱼ)": "density", "RF-conformity ρ(v)": "conformity",
+                 "MSE ratio vs v (+ simplex+)": "ratio-vs-v", "MSE ratio vs d": "ratio-vs-d",
+                 "Simplex+ iterations": "simplex-plus"},
+    "optimal_sampling": {"Ψ* radial density": "density", "V* vs unweighted variance": "variance",
+                         "Equivalence (X₁ = X₂ or not)": "equivalence"},
+    "dot_product": {"Variance vs q": "vs-q", "Variance vs p": "vs-p", "Variance vs d": "vs-d",
+                    "Variance vs m (TensorSRHT sawtooth)": "vs-m", "Real vs complex": "real-vs-complex",
+                    "TensorSRHT vs Rademacher": "tsrht-vs-rademacher",
+                    "Maclaurin allocation (exponential kernel)": "maclaurin-exp",
+                    "Maclaurin allocation (Gaussian kernel)": "maclaurin-gauss",
+                    "Sketches vs m (with TensorSketch)": "sketches-vs-m"},
+}
+
+
+def test_every_page_with_views_has_an_old_url_table():
+    with_views = {p.url_path for p in PAGES if p.views is not None}
+    assert set(OLD_VIEW_URLS) == with_views
+    for page, table in OLD_VIEW_URLS.items():
+        assert sorted(table.values()) == sorted(BY_PATH[page].views.slugs), page
+
+
+def _view_radio(at: AppTest, page: str):
+    return at.radio(key=BY_PATH[page].key("view"))
+
+
+@pytest.mark.parametrize("page", sorted(OLD_VIEW_URLS))
+def test_old_label_urls_open_the_right_view_and_become_slugs(page):
+    """A link shared when the URL held the view's label still opens that view; the URL then holds the slug and the
+    selector still shows the label. The slug URL opens the same view (same figures)."""
+    for label, slug in OLD_VIEW_URLS[page].items():
+        old = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
+        old.query_params["view"] = label
+        old.run()
+        _no_exception(old, f"{page}?view={label}")
+        assert not [e.value for e in old.error if "view" in e.value], f"{page}?view={label}: {old.error}"
+        radio = _view_radio(old, page)
+        assert radio.value == slug, (page, label, radio.value)
+        assert radio.options[radio.index] == label, "the selector shows the label"
+        assert old.query_params["view"] in ([slug], slug), old.query_params["view"]
+        new = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
+        new.query_params["view"] = slug
+        new.run()
+        assert _view_radio(new, page).value == slug
+        assert _specs(new) == _specs(old), f"{page}: ?view={slug} and ?view={label} draw different figures"
+
+
+def test_renamed_view_keeps_its_old_label():
+    from app_pages import View, Views
+
+    views = Views(View("mse-vs-base", "MSE against the base estimators", old=("MSE vs base estimators",)),
+                  View("winner", "Where each wins"))
+    assert views.resolve("MSE vs base estimators") == "mse-vs-base"
+    assert views.resolve("MSE against the base estimators") == "mse-vs-base"
+    assert views.resolve("winner") == "winner" and views.resolve("Winner") is None
+    assert views.label("winner") == "Where each wins"
+    with pytest.raises(ValueError, match="distinct slugs"):
+        Views(View("a", "A"), View("a", "B"))
+
+
+def test_unknown_view_in_the_url_shows_an_error_and_the_first_view():
+    at = AppTest.from_file(page_path("hybrid"), default_timeout=TIMEOUT)
+    at.query_params["view"] = "no such view"
+    at.run()
+    _no_exception(at, "hybrid?view=no such view")
+    assert any("URL parameter view: view must be one of lambda, mse-vs-base" in _text(e) for e in at.error)
+    assert _view_radio(at, "hybrid").value == "lambda"
+
+
+def _compared_with_view(tree) -> list[str]:
+    """String literals a page compares ``view`` with (``view == "x"``, ``view in ("x", "y")``) or uses as keys of
+    a dict indexed by ``view``."""
+    import ast
+
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and isinstance(node.left, ast.Name) and node.left.id == "view":
+            for c in node.comparators:
+                out += [n.value for n in ast.walk(c) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+        if (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Dict) and isinstance(node.slice, ast.Name)
+                and node.slice.id == "view"):
+            out += [k.value for k in node.value.keys if isinstance(k, ast.Constant)]
+    return out
+
+
+@pytest.mark.parametrize("page", [p.url_path for p in PAGES if p.views is not None])
+def test_pages_compare_views_by_declared_slugs(page):
+    """A typo in a slug would silently never match: every literal a page compares ``view`` with is a slug of its
+    ``Views``, and no page keeps a label list of its own."""
+    import ast
+
+    text = BY_PATH[page].file.read_text()
+    used = _compared_with_view(ast.parse(text))
+    assert used, f"{page}: no comparison with a view slug found"
+    unknown = sorted(set(used) - set(BY_PATH[page].views.slugs))
+    assert not unknown, f"{page} compares view with {unknown}, not slugs of its Views"
+    for view in BY_PATH[page].views.items:
+        if view.label != view.slug:
+            assert repr(view.label) not in text and f'"{view.label}"' not in text, \
+                f"{page}: the label {view.label!r} is spelled in the page (labels come from PAGES only)"
 
 
 def test_stale_url_keys_are_dropped():
@@ -499,6 +639,11 @@ def test_home_tells_three_stories_with_links():
     links = [(lk.proto.page, lk.proto.query_string) for lk in at.get("page_link")]
     for page in ("hybrid", "coupling", "dot_product"):
         assert any(p == page and "view=" in q for p, q in links), f"Home: no story link into /{page}: {links}"
+    from urllib.parse import parse_qs
+
+    for p, q in links:  # the stories link with slugs (a renamed label keeps them working)
+        if "view=" in q:
+            assert parse_qs(q)["view"][0] in BY_PATH[p].views.slugs, (p, q)
     assert at.table, "the estimator table is a full-width table (no cut-off reference column)"
 
 
@@ -534,7 +679,7 @@ def test_explorer_colour_range_reaches_heatmap_and_surface_and_the_url():
     at.sidebar.number_input(key="mse_explorer.zhi").set_value(3.0).run()
     assert _colour_window(_specs(at)[0]) == (-5.0, 3.0)
     assert at.query_params["zhi"] in (["3"], "3")
-    at.sidebar.radio(key="mse_explorer.view").set_value("3-D surface").run()
+    at.sidebar.radio(key="mse_explorer.view").set_value("surface").run()
     _no_exception(at, "3-D view with a fixed colour range")
     assert _specs(at)[0]["layout"]["scene"]["zaxis"]["range"] == [-5.0, 3.0]
     at.sidebar.radio(key="mse_explorer.zrange").set_value("auto").run()
@@ -557,7 +702,7 @@ def test_explorer_invalid_colour_range_shows_error_and_page_keeps_working():
 
 def test_explorer_3d_view_shows_one_estimator_or_all():
     at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT)
-    at.query_params.update({"res": "12", "view": "3-D surface", "est": "trig,positive_antithetic"})
+    at.query_params.update({"res": "12", "view": "surface", "est": "trig,positive_antithetic"})
     at.run()
     _no_exception(at, "3-D view")
     surfaces = [t for t in _specs(at)[0]["data"] if t["type"] == "surface"]
@@ -583,7 +728,7 @@ def test_explorer_shows_human_names():
 
 def test_gerf_complex_map_colour_range():
     at = AppTest.from_file(page_path("gerf"), default_timeout=TIMEOUT)
-    at.query_params.update({"view": "Complex A", "zrange": "fixed", "zlo": "-1", "zhi": "0.5"})
+    at.query_params.update({"view": "complex-a", "zrange": "fixed", "zlo": "-1", "zhi": "0.5"})
     at.run()
     _no_exception(at, "GERF complex A with a fixed colour range")
     assert _colour_window(_specs(at)[0]) == (-1.0, 0.5)

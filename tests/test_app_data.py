@@ -14,6 +14,8 @@ from rfviz.compute import data as cdata
 from rfviz.estimators import create
 from rfviz.figures import data as fdata
 
+pytestmark = pytest.mark.slow  # Streamlit AppTest page runs (python -m pytest -m "not slow" skips them)
+
 TIMEOUT = 120
 
 
@@ -85,3 +87,14 @@ def test_uploaded_points_are_validated() -> None:
     ds = data.from_points(np.random.default_rng(0).normal(size=(30, 3)), "mine.npy", queries=5, keys=6,
                           steps=("center",))
     assert ds.queries.shape == (5, 3) and ds.keys.shape == (6, 3) and ds.name == "mine.npy"
+
+
+def test_page_frame_drops_stale_url_keys() -> None:
+    """The page frame ends every run with PageState.finish: keys no widget of this run wrote leave the URL (the
+    clusters' d once another data set is chosen, a key of no widget), the page's own keys stay."""
+    at = _page()
+    at.query_params.update({"source": "iris", "cluster_d": "8", "nonsense": "1", "m": "32"})
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert "nonsense" not in at.query_params and "cluster_d" not in at.query_params
+    assert at.query_params["m"] in (["32"], "32") and at.number_input(key="data.m").value == 32

@@ -17,6 +17,8 @@ from rfviz.compute import sweep_files as sf
 from rfviz.figures import sweep as fs
 from rfviz.sweep import SweepSpec, make_backend, parse_grid, run_sweep
 
+pytestmark = pytest.mark.slow  # Streamlit AppTest page runs and sweeps (python -m pytest -m "not slow" skips them)
+
 TIMEOUT = 60
 PAGE = BY_PATH["sweeps"]
 
@@ -157,3 +159,15 @@ def test_page_without_results_explains_what_to_do(tmp_path, monkeypatch):
     at = _app(tmp_path / "missing", monkeypatch)
     assert not at.exception, [e.message for e in at.exception]
     assert at.info and "rfviz sweep" in at.info[0].value
+
+
+def test_page_frame_drops_stale_url_keys(results, monkeypatch):
+    """The page frame ends every run with PageState.finish (the page used to skip it): a key no widget wrote leaves
+    the URL, the chosen axes stay."""
+    monkeypatch.setenv("RFVIZ_RESULTS", str(results))
+    at = AppTest.from_file(str(PAGE.file), default_timeout=TIMEOUT)
+    at.query_params.update({"file": "a_positive.csv", "x": "r", "nonsense": "1"})
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert "nonsense" not in at.query_params
+    assert at.query_params["x"] in (["r"], "r") and at.selectbox(key=PAGE.key("x")).value == "r"

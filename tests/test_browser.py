@@ -28,6 +28,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-backg
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.slow,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"Chromium is not installed at {CHROMIUM}"),
 ]
 
@@ -199,5 +200,26 @@ def test_home_path_redirects_to_the_root(server, browser):
         _assert_no_exception(page, "/home")
         assert "three short stories" in page.inner_text("body")
         assert page.url.split("?")[0].rstrip("/") == server.rstrip("/"), page.url
+    finally:
+        page.close()
+
+
+def test_old_view_label_url_opens_the_view_and_becomes_a_slug(server, browser):
+    """A link shared when the URL held the view's label (``?view=Where each wins``) opens that view in the browser;
+    the address bar then holds its slug (``view=winner``), and the selector shows the label."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        query = urllib.parse.urlencode({"view": "Where each wins", "r_max": "3"})
+        page.goto(f"{server}/hybrid?{query}", wait_until="domcontentloaded", timeout=60_000)
+        page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        _wait_idle(page)
+        _assert_no_exception(page, "hybrid with an old view label")
+        page.wait_for_function("() => location.search.includes('view=winner')", timeout=30_000)
+        assert "r_max=3" in page.url, page.url
+        checked = page.locator('.st-key-hybrid-view input[type="radio"]:checked')
+        assert checked.count() == 1
+        label = page.locator('.st-key-hybrid-view label:has(input[type="radio"]:checked)').inner_text()
+        assert "Where each wins" in label, label
+        assert page.locator('[data-testid="stAlert"]').count() == 0, page.inner_text("body")[:2000]
     finally:
         page.close()

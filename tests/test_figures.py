@@ -116,6 +116,7 @@ def maps() -> dict[str, go.Figure]:
     return {k: build() for k, build in MAPS.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MAPS))
 def test_colour_window_shows_the_data(maps, name):
     fractions = outside_fractions(maps[name])
@@ -215,6 +216,7 @@ def _label_figures() -> dict[str, go.Figure]:
     return figs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(_label_figures()))
 def test_labels_are_human(name):
     fig = _label_figures()[name]
@@ -245,6 +247,7 @@ def _mc_colours_match(fig: go.Figure) -> None:
         assert t.error_y.color == lines[base]
 
 
+@pytest.mark.slow
 def test_sampled_points_match_their_curve():
     coord = np.linspace(0.0, np.pi, 30)
     surfs = [ex.analytic_surface(n, {}, "softmax", 16, np.array([1.0]), coord) for n in EXPLORER_DEFAULT]

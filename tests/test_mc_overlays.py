@@ -4,6 +4,7 @@ closed forms (light-tailed settings) and the pages draw them only after "Run Mon
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from mc_helpers import Z_TOL
 from streamlit.testing.v1 import AppTest
 
@@ -11,6 +12,8 @@ from app_pages import BY_PATH
 from rfviz.compute import dp as cd
 from rfviz.compute import optimal as co
 from rfviz.maths.optimal import InputLaw, OptimalSampling
+
+pytestmark = pytest.mark.slow  # Monte-Carlo overlays drawn through AppTest (python -m pytest -m "not slow" skips them)
 
 TIMEOUT = 180
 
@@ -43,7 +46,7 @@ def _markers(at: AppTest) -> int:
 
 def test_optimal_sampling_page_runs_monte_carlo_on_request() -> None:
     at = AppTest.from_file(str(BY_PATH["optimal_sampling"].file), default_timeout=TIMEOUT).run()
-    at.radio(key="optimal_sampling.view").set_value("V* vs unweighted variance").run()
+    at.radio(key="optimal_sampling.view").set_value("variance").run()
     assert not at.exception and _markers(at) == 0
     at.button(key="optimal_sampling.run_mc").click().run()
     assert not at.exception, [e.message for e in at.exception]
@@ -52,7 +55,7 @@ def test_optimal_sampling_page_runs_monte_carlo_on_request() -> None:
 
 def test_dot_product_page_runs_monte_carlo_on_request() -> None:
     at = AppTest.from_file(str(BY_PATH["dot_product"].file), default_timeout=TIMEOUT).run()
-    at.radio(key="dot_product.view").set_value("Sketches vs m (with TensorSketch)").run()
+    at.radio(key="dot_product.view").set_value("sketches-vs-m").run()
     assert not at.exception and _markers(at) == 0
     at.button(key="dot_product.run_mc").click().run()
     assert not at.exception, [e.message for e in at.exception]

@@ -10,7 +10,6 @@ from typing import Any
 import numpy as np
 
 from ..maths.simrf import (
-    COUPLINGS_WITH_DENSITY,
     cdf_wij,
     check_coupling_dimension,
     log_conformity,
@@ -22,6 +21,7 @@ from ..maths.simrf import (
 )
 from ..numerics import LOG10
 from ..params import Param, ParameterError, validate_params
+from ..registries import COUPLINGS_WITH_DENSITY, IID, SIMPLEX
 from ..textio import parse_assignments, parse_vector
 from ._output import emit
 
@@ -29,7 +29,7 @@ NAME = "density"
 HELP = "density of w_ij = |ω_i + ω_j| under a coupling (SimRF Fig. 5), conformity and MSE ratios"
 
 SPECS: dict[str, Param] = {
-    "coupling": Param("coupling", "simplex", "choice", "coupling of the pair", choices=COUPLINGS_WITH_DENSITY),
+    "coupling": Param("coupling", SIMPLEX, "choice", "coupling of the pair", choices=COUPLINGS_WITH_DENSITY),
     "d": Param("d", 6, "int", "dimension", low=1, high=100_000),
     "m": Param("m", 0, "int", "features for the MSE ratios (0: m = d, one full block)", low=0, high=10_000_000),
 }
@@ -72,7 +72,7 @@ def density_report(assignments: dict[str, str]) -> dict[str, Any]:
         m = values["m"] or d
         report["v"] = v
         report["m"] = m
-        report["coupled_pairs"] = pairs_within_blocks(m, d) if coupling != "iid" else 0
+        report["coupled_pairs"] = pairs_within_blocks(m, d) if coupling != IID else 0
         report["log10_conformity"] = log_conformity(v, d, coupling) / LOG10
         report["mse_ratio_vs_iid"] = {
             features: mse_ratio_vs_iid(features, v * v, d, m, coupling)
@@ -88,6 +88,6 @@ def run(args: argparse.Namespace) -> int:
 
 def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("params", nargs="*",
-                   help="key=value: coupling=iid|orthogonal|simplex, d=6, w=0.5,1,1.5 (default: a grid), "
+                   help=f"key=value: coupling={'|'.join(COUPLINGS_WITH_DENSITY)}, d=6, w=0.5,1,1.5 (default: a grid), "
                         "v=0.5,1 (conformity and MSE ratios), m (default d)")
     p.add_argument("--json", action="store_true", help="print JSON")

@@ -14,15 +14,13 @@ from ..engine import monte_carlo
 from ..estimators import get_estimator
 from ..geometry import embed_pair
 from ..numerics import LOG10
-from ..params import MAX_DIMENSION, MAX_TRIALS, Param, ParameterError, check, require_fits
+from ..params import CLI_D_PARAM, CLI_TRIALS_PARAM, MAX_TRIALS, ParameterError, check, require_fits
 from ..textio import parse_assignments, parse_vector
 from ._output import emit
 
 NAME = "mse"
 HELP = "closed-form MSE of one estimator at one input pair, and optionally its Monte-Carlo twin"
 
-D = Param("d", 2, "int", "input dimension", low=1, high=MAX_DIMENSION)
-TRIALS = Param("trials", 0, "int", "Monte-Carlo trials (0: closed form only)", low=0, high=MAX_TRIALS)
 INPUT_KEYS = ("r", "theta", "d", "embedding", "x", "y")
 
 
@@ -43,7 +41,7 @@ def resolve_inputs(values: dict[str, str]) -> tuple[np.ndarray, np.ndarray, dict
         return x, y, {"x": x.tolist(), "y": y.tolist(), "d": int(x.size)}
     r = _number("r", values.get("r", "1.0"))
     theta = _number("theta", values.get("theta", str(math.pi / 2)))
-    d = check(_number("d", values.get("d", "2")), D)
+    d = check(_number("d", values.get("d", "2")), CLI_D_PARAM)
     require_fits(f"a pair of inputs in dimension d={d}", 4 * 8 * d, "use a smaller d")
     embedding = values.get("embedding", "canonical")
     x, y = embed_pair(r, theta, d, embedding)
@@ -209,7 +207,7 @@ def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, d
 
 
 def run(args: argparse.Namespace) -> int:
-    check(args.trials, TRIALS)
+    check(args.trials, CLI_TRIALS_PARAM)
     if args.trials == 1:
         raise ParameterError("trials must be 0 (no Monte Carlo) or at least 2, got 1")
     if args.max_seconds is not None and not (math.isfinite(args.max_seconds) and args.max_seconds > 0):

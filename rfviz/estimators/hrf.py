@@ -16,7 +16,6 @@ All are softmax-family estimators, so ``kernel=gaussian`` comes from the base cl
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -24,6 +23,8 @@ import torch
 
 from ..maths import hrf, simrf
 from ..maths.hrf import (
+    N_PARAM,
+    SIGMA_PARAM,
     LambdaMoments,
     angle_between,
     angular_lambda_moments,
@@ -33,6 +34,7 @@ from ..maths.hrf import (
 )
 from ..numerics import log1mexp
 from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
+from ..registries import COUPLED_CLOSED_FORMS, IID
 from ..sampling import sample_omegas
 from ..textio import format_complex
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
@@ -48,7 +50,7 @@ def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
 def _sample_iid(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
                 dtype: torch.dtype) -> torch.Tensor:
     """m iid N(0, I_d) projections in reduced coordinates (rfviz.sampling), shape (trials, m, dim)."""
-    return sample_omegas("iid", trials, m, d, dim, generator, device, dtype)[0]
+    return sample_omegas(IID, trials, m, d, dim, generator, device, dtype)[0]
 
 
 # ------------------------------------------------------------------ trig and positive ([HRF] §2.1)
@@ -95,7 +97,7 @@ class _ProjectionEstimator(SoftmaxFamilyEstimator):
     """Couplings besides iid whose MSE has a closed form for this class."""
 
     def closed_form_available(self) -> bool:
-        return self.params["coupling"] in ("iid", *self.coupled_closed_forms)
+        return self.params["coupling"] in (IID, *self.coupled_closed_forms)
 
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
@@ -106,7 +108,7 @@ class _ProjectionEstimator(SoftmaxFamilyEstimator):
 
     def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
         coupling = self.params["coupling"]
-        return self._log_mse_iid(s) if coupling == "iid" else self._log_mse_coupled(s, coupling)
+        return self._log_mse_iid(s) if coupling == IID else self._log_mse_coupled(s, coupling)
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
         """log MSE (softmax kernel) with m iid projections."""
@@ -131,7 +133,7 @@ class Trig(_ProjectionEstimator):
         where scaling by K would need e^{|x−y|²/2}."""
         return 0.5 * (s.xx + s.yy) if self.kernel == "softmax" else np.zeros_like(s.xy)
 
-    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
         return hrf.log_mse_trig(s.xx, s.yy, s.delta2, self.params["m"])
@@ -159,7 +161,7 @@ class Positive(_ProjectionEstimator):
     reference = "HRF paper §2.1 (E2′) and Performers; MSE = SM²(e^{|x+y|²} − 1)/m (HRF F6 with A = I)"
     description = "Strictly positive, unbounded; m features."
 
-    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
         return hrf.log_mse_positive(s.xy, s.z2, self.params["m"])
@@ -185,7 +187,7 @@ class PositiveAntithetic(_ProjectionEstimator):
     reference = "HRF paper eq. 3; MSE Lemma 2.2 eq. 7"
     description = "Strictly positive, unbounded; exact at θ = π (x = −y); 2m features."
 
-    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
         return hrf.log_mse_positive_antithetic(s.xx, s.yy, s.xy, s.z2, self.params["m"])
@@ -254,53 +256,13 @@ def _check_a_entry(name: str, value: complex) -> complex:
     return complex(value)
 
 
-@dataclass(frozen=True)
-class ComplexListParam(Param):
-    """A comma-separated list of complex numbers with modulus in [1e-3, 1e3] (``"1+0.5j, 0.8, 1j"``).
-
-    Its ``kind`` is ``"complex_list"``; the value is a tuple of complex numbers.
-    """
-
-    def range_text(self) -> str:
-        return (f"a comma-separated list of complex numbers with modulus in [{A_MIN_MODULUS:g}, {A_MAX_MODULUS:g}]"
-                f" (e.g. 1+0.5j,0.8,1j)")
-
-    def validate(self, value: Any) -> Any:
-        if isinstance(value, str):
-            items: list[Any] = value.replace(" ", "").split(",")
-            if any(not t for t in items):  # "1,,2" is a typo, not (1, 2)
-                raise ParameterError(f"{self.name} must be {self.range_text()}, got {value[:80]!r} (an empty entry)")
-        elif isinstance(value, list | tuple | np.ndarray):
-            items = list(value)
-        else:
-            raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
-        if not items:
-            raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
-        out = []
-        for item in items:
-            try:
-                c = complex(item.replace("i", "j")) if isinstance(item, str) else complex(item)
-            except (TypeError, ValueError):
-                raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}") from None
-            out.append(_check_a_entry(self.name, c))
-        return tuple(out)
-
-    def parse(self, text: str) -> Any:
-        return self.validate(text)
-
-    def to_json(self) -> dict[str, Any]:
-        out = super().to_json()
-        out["default"] = ",".join(format_complex(c, drop_zero_imag=True) for c in self.default)
-        return out
-
-
 A_PARAM = Param("A", 1j, "complex", "scalar a of A = a·I in the CE estimator (HRF §2.3); a = i gives trig "
                 "(real part), a = 1 the positive RF; any |a| in [1e-3, 1e3]", ui_low=-3.0, ui_high=3.0,
                 label="A = a·I (complex)")
-A_DIAG_PARAM = ComplexListParam("A_diag", (1 + 0.5j, 0.8 + 0j), "complex_list",
-                                "diagonal of A = diag(a_1..a_k, 1, …, 1) (HRF §2.3, App. H): complex entries for the "
-                                "first k input coordinates, comma-separated, |a_k| in [1e-3, 1e3]; later coordinates "
-                                "use a = 1", label="diag(A)")
+A_DIAG_PARAM = Param("A_diag", (1 + 0.5j, 0.8 + 0j), "complex_list",
+                     "diagonal of A = diag(a_1..a_k, 1, …, 1) (HRF §2.3, App. H): complex entries for the first k "
+                     "input coordinates, comma-separated, |a_k| in [1e-3, 1e3] (A must be invertible); later "
+                     "coordinates use a = 1", low=A_MIN_MODULUS, high=A_MAX_MODULUS, label="diag(A)")
 ANTITHETIC_PARAM = Param("antithetic", False, "bool",
                          "use each ω as the pair (ω, −ω): exp → cosh (with A = I this is FAVOR+)")
 VARIANCE_PARAM = Param("variance", "real_part", "choice",
@@ -389,7 +351,7 @@ class ComplexExponentialDiag(ComplexExponential):
     isotropic: ClassVar[bool] = False
 
     def validate(self) -> None:
-        """Entries are checked by ``ComplexListParam``."""
+        """Entries are checked by ``A_DIAG_PARAM`` (a ``complex_list`` Param: modulus in [1e-3, 1e3])."""
 
     def check_dimension(self, d: int) -> None:
         super().check_dimension(d)
@@ -408,13 +370,9 @@ class ComplexExponentialDiag(ComplexExponential):
 
 
 # ---------------------------------------------------------------------------------------- hybrids
-N_PARAM = Param("n", 4, "int", "number of random projections τ that estimate the λ-coefficient", low=1, ui_low=1,
-                ui_high=64, log=True, label="n (λ features)")
 SHARED_PARAM = Param("shared", True, "bool",
                      "trig and ++ share the same m projections ω (variant II, HRF eq. 23); false: independent ω "
                      "(variant I, eq. 22). Only matters when |x| ≠ |y|")
-SIGMA_PARAM = Param("sigma", 1.0, "float", "bandwidth σ of the Gaussian λ-coefficient (HRF App. F)", low=0.0,
-                    low_open=True, ui_low=0.05, ui_high=5.0, log=True, label="σ")
 LAMBDA_RF_PARAM = Param("lambda_rf", "trig", "choice",
                         "random features estimating the Gaussian λ: trig (n cos features, HRF eq. 70) or positive "
                         "(n ++ features, cosh; App. F extension, reference F5 [derived]: same mean, other variance)",
@@ -605,7 +563,6 @@ class HybridGaussian(_BipolarHybrid):
 __all__ = [
     "ComplexExponential",
     "ComplexExponentialDiag",
-    "ComplexListParam",
     "HybridAngular",
     "HybridGaussian",
     "TrigPhase",

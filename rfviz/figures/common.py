@@ -41,7 +41,7 @@ EXACT_COLOR = "#ff00ff"
 PERCENTILES = (1.0, 99.0)
 """Default colour window: these percentiles of the finite values over all panels."""
 
-__all__ = ["EXACT_COLOR", "LAYOUT", "PALETTE", "PERCENTILES", "TEMPLATE", "THETA_TICKS", "ColourRange",
+__all__ = ["EXACT_COLOR", "LAYOUT", "PALETTE", "PERCENTILES", "TEMPLATE", "THETA_TICKS", "ColourRange", "coinciding",
            "columns_to_csv", "finite_or_none", "heatmaps", "lines", "log_axes", "robust_range", "surfaces",
            "traces_csv"]
 
@@ -370,3 +370,39 @@ def bars(x: Sequence, series: Mapping[str, Sequence[float]], *, xlabel: str, yla
         fig.add_trace(go.Bar(x=list(x), y=list(y), name=name, marker={"color": color(i)}))
     fig.update_layout(title=title, xaxis_title=xlabel, yaxis_title=ylabel, height=height, barmode="group", **LAYOUT)
     return log_axes(fig)
+
+
+def coinciding(fig: go.Figure) -> list[tuple[str, str]]:
+    """Pairs of named line traces of ``fig`` drawn exactly on top of each other (same x and y), so the page can
+    say so instead of letting one curve hide the other.
+
+    Parameters
+    ----------
+    fig : plotly.graph_objects.Figure
+        Any figure; traces without a name, x or y (or with non-numeric x/y) are ignored.
+
+    Returns
+    -------
+    list of (str, str)
+        The names of each coinciding pair, in trace order.
+
+    Examples
+    --------
+    >>> fig = go.Figure([go.Scatter(x=[0, 1], y=[1, 2], name="a"), go.Scatter(x=[0, 1], y=[1, 2], name="b")])
+    >>> coinciding(fig)
+    [('a', 'b')]
+    """
+    lines = []
+    for t in fig.data:
+        if getattr(t, "name", None) and getattr(t, "y", None) is not None and getattr(t, "x", None) is not None:
+            try:
+                lines.append((t.name, np.asarray(t.x, dtype=float), np.asarray(t.y, dtype=float)))
+            except (TypeError, ValueError):
+                continue
+    out = []
+    for i, (na, xa, ya) in enumerate(lines):
+        for nb, xb, yb in lines[i + 1:]:
+            if (na != nb and xa.shape == xb.shape and ya.shape == yb.shape and ya.size > 1
+                    and np.allclose(xa, xb, equal_nan=True) and np.allclose(ya, yb, rtol=1e-9, equal_nan=True)):
+                out.append((na, nb))
+    return out

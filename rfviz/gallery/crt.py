@@ -80,7 +80,7 @@ gallery_figure(GalleryFigure(
            "this iid figure (reference §7.1 item 8).",
     build=build_crt_fig1,
     explorer_page="gerf",
-    explorer_params={"view": "OPRF vs PosRF", "d": "64", "z_max": "200", "kernel": "gaussian"},
+    explorer_params={"view": "oprf", "d": "64", "z_max": "200", "kernel": "gaussian"},
     key_numbers=_crt1_keys,
     catalog=_crt1_catalog(),
     params={"d": list(CRT1_DIMS), "Z": "0 … 200", "μ": "natural log"},

@@ -158,7 +158,7 @@ gallery_figure(GalleryFigure(
            "paper's |φ|² recipe is only an upper bound (item 3).",
     build=build_os_vstar,
     explorer_page="optimal_sampling",
-    explorer_params={"view": "V* vs unweighted variance", "inputs": "sphere", "kernel": "softmax", "d": "8",
+    explorer_params={"view": "variance", "inputs": "sphere", "kernel": "softmax", "d": "8",
                      "r": "1"},
     key_numbers=_os_vstar_keys,
     catalog=_os_vstar_catalog(),

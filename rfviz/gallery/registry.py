@@ -26,6 +26,8 @@ class GalleryFigure:
     errata: str = ""
     explorer_page: str = ""
     explorer_params: dict[str, str] = field(default_factory=dict)
+    """Query parameters of the live page; a view by its slug (``"view": "oprf"``, the page's ``Views`` in
+    app_pages/__init__.py), never its label, so renaming a view keeps the link."""
     key_numbers: KeyNumbers | None = None
     """(figure, data) → rfviz's value of every ``catalog`` key (read from the built figure's data where it holds
     them, else computed by the same pure functions the builder uses)."""

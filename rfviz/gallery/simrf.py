@@ -12,12 +12,13 @@ from ..compute import simrf as cs
 from ..figures import simrf as fc
 from ..figures.common import traces_csv
 from ..maths.simrf import density_wij, mse_ratio_vs_iid
+from ..registries import IID, ORTHOGONAL, SIMPLEX
 from .common import catalog_rows, trace_y
 from .registry import Columns, GalleryFigure, gallery_figure
 
 # ============================================================================================ SimRF Figure 5
 SIMRF5_D, SIMRF5_V, SIMRF5_SAMPLES = 6, 1.0, 5000
-SIMRF5_COUPLINGS = ("iid", "orthogonal", "simplex")
+SIMRF5_COUPLINGS = (IID, ORTHOGONAL, SIMPLEX)
 
 
 def density_mode(d: int, coupling: str) -> tuple[float, float]:
@@ -38,11 +39,11 @@ def build_simrf_fig5() -> tuple[go.Figure, str]:
     return fig, traces_csv(fig)
 
 
-SIMRF5_TABLE = {"iid": ("0.012169", "0.183940", "0.400188", "0.293050", "0.094260", "0.014994"),
-                "orthogonal": ("0.000158", "0.072179", "0.512481", "0.366415", "0.047387", "0.001439"),
-                "simplex": ("0.000483", "0.156401", "0.628499", "0.204289", "0.009760", "0.000091")}
-SIMRF5_MODES = {"iid": ("3.1622±0.00025", "0.40559"), "orthogonal": ("3.3167±0.00025", "0.56847"),
-                "simplex": ("2.9943±0.00025", "0.62852")}
+SIMRF5_TABLE = {IID: ("0.012169", "0.183940", "0.400188", "0.293050", "0.094260", "0.014994"),
+                ORTHOGONAL: ("0.000158", "0.072179", "0.512481", "0.366415", "0.047387", "0.001439"),
+                SIMPLEX: ("0.000483", "0.156401", "0.628499", "0.204289", "0.009760", "0.000091")}
+SIMRF5_MODES = {IID: ("3.1622±0.00025", "0.40559"), ORTHOGONAL: ("3.3167±0.00025", "0.56847"),
+                SIMPLEX: ("2.9943±0.00025", "0.62852")}
 """Modes as printed, read off the reference's grid of step 0.0005 (hence ±0.00025; √10 = 3.16228 prints 3.1622)."""
 
 
@@ -107,8 +108,8 @@ def ratio_crossing(d: int, m: int, coupling: str, level: float, bracket: tuple[f
 def build_simrf_fig6() -> tuple[go.Figure, Columns]:
     fig = fc.ratio_vs_v_figure(SIMRF6_D, SIMRF6_M, features="positive", v=SIMRF6_V)
     fig.update_layout(title=f"SimRF Fig. 6: MSE ratio vs iid of positive RFs, d = m = {SIMRF6_D}")
-    cols = {"v": SIMRF6_V, "ratio_orthogonal": trace_y(fig, fc.LABELS["orthogonal"]),
-            "ratio_simplex": trace_y(fig, fc.LABELS["simplex"])}
+    cols = {"v": SIMRF6_V, "ratio_orthogonal": trace_y(fig, fc.LABELS[ORTHOGONAL]),
+            "ratio_simplex": trace_y(fig, fc.LABELS[SIMPLEX])}
     return fig, cols
 
 
@@ -132,12 +133,12 @@ def _simrf6_catalog() -> dict[str, str]:
 def _simrf6_keys(fig: go.Figure, c: Columns) -> dict[str, float]:
     out = {}
     for v in SIMRF6_TABLE:
-        for cp in ("orthogonal", "simplex"):
+        for cp in (ORTHOGONAL, SIMPLEX):
             out[f"ratio_{cp}_v{v}"] = float(mse_ratio_vs_iid("positive", float(v) ** 2, SIMRF6_D, SIMRF6_M, cp))
     out["ratio_orthogonal_v1_golden"] = out["ratio_orthogonal_v1"]
     out["ratio_simplex_v1_golden"] = out["ratio_simplex_v1"]
-    out["orthogonal_argmin_v"], out["orthogonal_min_ratio"] = ratio_minimum(SIMRF6_D, SIMRF6_M, "orthogonal")
-    out["simplex_half_crossing_v"] = ratio_crossing(SIMRF6_D, SIMRF6_M, "simplex", 0.5)
+    out["orthogonal_argmin_v"], out["orthogonal_min_ratio"] = ratio_minimum(SIMRF6_D, SIMRF6_M, ORTHOGONAL)
+    out["simplex_half_crossing_v"] = ratio_crossing(SIMRF6_D, SIMRF6_M, SIMPLEX, 0.5)
     return out
 
 
@@ -157,7 +158,7 @@ gallery_figure(GalleryFigure(
            "precision (a naive evaluation is noise at v = 1e−3 and overflows at v > 18.8).",
     build=build_simrf_fig6,
     explorer_page="coupling",
-    explorer_params={"view": "MSE ratio vs v (+ simplex+)", "d": "64", "m": "64", "features": "positive"},
+    explorer_params={"view": "ratio-vs-v", "d": "64", "m": "64", "features": "positive"},
     key_numbers=_simrf6_keys,
     catalog=_simrf6_catalog(),
     params={"d": SIMRF6_D, "m": SIMRF6_M, "features": "positive", "v": "1e−3 … 1e2 (log)"},

@@ -23,8 +23,10 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
+from ..geometry import check_d
 from ..numerics import LOG2, log_diff_exp, log_expm1
-from ..params import ParameterError, check_int
+from ..params import KERNEL_PARAM, M_PARAM, Param, ParameterError, check
+from ..registries import IID, ORTHOGONAL, SOFTMAX
 
 A_MEAN_BOUND = 0.25
 """GERF is unbiased iff Re A < 1/4 (CRT Thm 3.1)."""
@@ -55,30 +57,11 @@ def check_A(A: Any, bound: float = A_VARIANCE_BOUND) -> np.ndarray:
     return a
 
 
-def check_positive(name: str, value: Any) -> float:
-    """A positive finite number (e.g. the Poisson rate lam)."""
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise ParameterError(f"{name} must be a number in (0, inf), got {value!r}")
-    return v
-
-
-def check_prob(p: Any) -> float:
-    """The geometric success probability, 0 < p < 1 (CRT §3.2.2)."""
-    v = float(p)
-    if not (0.0 < v < 1.0):
-        raise ParameterError(f"prob must be a number in (0, 1), got {p!r}")
-    return v
-
-
-def check_m(m: Any) -> int:
-    """Number of random features m ≥ 1."""
-    return check_int("m", m)
-
-
-def check_dim(d: Any) -> int:
-    """Input dimension d ≥ 1."""
-    return check_int("d", d)
+POISSON_LAM_PARAM = Param("lam", 1.0, "float",
+                          "Poisson rate λ of each ω_l (CRT §3.2.1); the optimum is λ* = √(Σ x_l²y_l²/d)",
+                          low=0.0, low_open=True, ui_low=0.01, ui_high=10.0)
+PROB_PARAM = Param("prob", 0.5, "float", "geometric success probability p, P(ω_l = k) = p(1−p)^k (CRT §3.2.2)",
+                   low=0.0, high=1.0, low_open=True, high_open=True, ui_low=0.01, ui_high=0.99)
 
 
 def admissible_A(s: int = 1) -> dict[str, Any]:
@@ -119,7 +102,7 @@ def gerf_log_R(A: Any, s: int, Zs: Any, d: int) -> np.ndarray:
     Broadcasts over complex A and Z_s = |x + s·y|². Needs Re A < 1/8.
     """
     s = check_s(s)
-    d = check_dim(d)
+    d = check_d(d)
     A = check_A(A)
     Zs = np.asarray(Zs, dtype=float)
     l1r, l1i, l3 = _gerf_log_terms(A, s, Zs, d)
@@ -133,7 +116,7 @@ def gerf_log_rel_var(A: Any, s: int, Zs: Any, d: int) -> np.ndarray:
     keeps full relative precision when R ≈ 1 (small inputs); elsewhere log_expm1(log R).
     """
     s = check_s(s)
-    d = check_dim(d)
+    d = check_d(d)
     A = check_A(A)
     Zs = np.asarray(Zs, dtype=float)
     l1r, l1i, l3 = _gerf_log_terms(A, s, Zs, d)
@@ -159,11 +142,9 @@ def gerf_log_var(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, kernel: str 
 
 def _kernel_log_sq(kernel: str, xy: np.ndarray, W: np.ndarray) -> np.ndarray:
     """log K² for the named kernel: 2x·y (softmax) or −|x−y|² (Gaussian)."""
-    if kernel == "softmax":
+    if check(kernel, KERNEL_PARAM) == SOFTMAX:
         return 2.0 * np.asarray(xy, dtype=float)
-    if kernel == "gaussian":
-        return -np.asarray(W, dtype=float)
-    raise ParameterError(f"kernel must be one of softmax, gaussian, got {kernel!r}")
+    return -np.asarray(W, dtype=float)
 
 
 def r_theta_stats(r: Any, theta: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -198,7 +179,7 @@ def log_var_complex_grid(re_A: Any, im_A: Any, s: int, r: float, theta: float, d
 # --------------------------------------------------------------------------------------------- OPRF (§3.4)
 def rho_star(Z: Any, d: int) -> np.ndarray:
     """ρ* of OPRF, CRT Thm 3.3 eq. 7 rationalised: ρ* = 2d/((2Z+d) + √((2Z+d)² + 8dZ)); ρ*(0) = 1 (reference §3.4)."""
-    d = check_dim(d)
+    d = check_d(d)
     Z = np.asarray(Z, dtype=float)
     if np.any(Z < 0):
         raise ParameterError("Z must be a number in [0, inf) (Z = |x+y|²)")
@@ -263,7 +244,7 @@ def lam_star(x: Any, y: Any) -> np.ndarray:
 
 def poisson_log_R(x: Any, y: Any, lam: float, shift: float = 0.0) -> np.ndarray:
     """log R = λd + Q/λ − 2x̂·ŷ, Q = Σ x̂_l²ŷ_l², of PoisRF on x̂ = x − c, ŷ = y − c (CRT Thm 3.4 eq. 11; §3.2.3)."""
-    lam = check_positive("lam", lam)
+    lam = check(lam, POISSON_LAM_PARAM)
     x, y = _dirf_pair(x, y)
     xs, ys = x - shift, y - shift
     return lam * x.shape[-1] + np.sum(xs * xs * ys * ys, -1) / lam - 2.0 * np.sum(xs * ys, -1)
@@ -274,7 +255,7 @@ def geometric_log_R(x: Any, y: Any, prob: float, shift: float = 0.0) -> np.ndarr
 
     log I0(t) = log(i0e(t)) + t never overflows.
     """
-    p = check_prob(prob)
+    p = check(prob, PROB_PARAM)
     x, y = _dirf_pair(x, y)
     xs, ys = x - shift, y - shift
     t = 2.0 * np.abs(xs * ys) / math.sqrt(1.0 - p)
@@ -314,7 +295,7 @@ def shift_positive(X: Any, Y: Any, eps: float = 1e-8) -> tuple[np.ndarray, np.nd
 # -------------------------------------------------------------------------------- orthogonal coupling (§3.9)
 def ortho_pair_fraction(m: int, d: int) -> float:
     """Σ_b n_b(n_b−1)/m² for m features in independent orthogonal blocks of ≤ d (reference §3.9)."""
-    m, d = check_m(m), check_dim(d)
+    m, d = check(m, M_PARAM), check_d(d)
     full, rest = divmod(m, d)
     return (full * d * (d - 1) + rest * (rest - 1)) / m**2
 
@@ -331,7 +312,7 @@ def ortho_log_neg_relcov_pos(Z: Any, d: int, chunk: int = 2048) -> np.ndarray:
     """log(−Cov_ort/K²) for s = +1 (PosRF, OPRF, any real A): the exact series of reference §3.9,
     −relCov = e^{−Z} Σ_{k≥2} Z^k/k!·(1 − P_k), every term ≥ 0. −inf at Z = 0. Summed over a window of
     ±12√Z around the Poisson(Z) mode, so the cost per point is O(√Z)."""
-    d = check_dim(d)
+    d = check_d(d)
     Z = np.asarray(Z, dtype=float)
     out = np.full(Z.shape, -np.inf)
     pos = Z > 0
@@ -360,7 +341,7 @@ def ortho_cov_trig(W: Any, d: int, chunk: int = 2048) -> np.ndarray:
     """Cov_ort(Re Y1, Re Y2) for s = −1 and any real A, Gaussian kernel (bounded): 1F1(d; d/2; −W/2) − e^{−W}
     (reference §3.9). W < 1: −Σ_{k≥2}(−W)^k/k!(1−P_k); W ≥ 1: Kummer, 1F1(d; d/2; −W/2) = e^{−W/2} 1F1(−d/2; d/2; W/2),
     whose terms times e^{−W/2} are each ≤ 1 in size (no overflow, absolute error ~1e-16)."""
-    d = check_dim(d)
+    d = check_d(d)
     W = np.asarray(W, dtype=float)
     out = np.zeros(W.shape)
     small = (W > 0) & (W < 1)
@@ -415,24 +396,24 @@ def log_minus_covariance(log_var: np.ndarray, log_neg_cov: np.ndarray) -> np.nda
 
 def thm41_bound_rel(Z: Any, d: int) -> np.ndarray:
     """Thm 4.1 lower bound on −Cov_ort/K²: (2/(d+2))(1 − e^{−Z/2})² (CRT Thm 4.1; tight as Z → 0, reference §3.9)."""
-    return 2.0 / (check_dim(d) + 2) * (-np.expm1(-np.asarray(Z, dtype=float) / 2)) ** 2
+    return 2.0 / (check_d(d) + 2) * (-np.expm1(-np.asarray(Z, dtype=float) / 2)) ** 2
 
 
-def gerf_log_mse(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, m: int, coupling: str = "iid",
+def gerf_log_mse(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, m: int, coupling: str = IID,
                  kernel: str = "gaussian") -> np.ndarray:
     """log MSE of the mean of m GERF features, iid (Var/m) or block-orthogonal with real A (reference §3.9):
     MSE_ort = Var1/m + (Σ_b n_b(n_b−1)/m²)·K²·relCov_s(Z_s, d)."""
     s = check_s(s)
-    m = check_m(m)
+    m = check(m, M_PARAM)
     xx, yy, xy = (np.asarray(v, dtype=float) for v in (xx, yy, xy))
     Z = np.maximum(xx + yy + 2 * xy, 0.0)
     W = np.maximum(xx + yy - 2 * xy, 0.0)
     Zs = Z if s == 1 else W
     log_rel = gerf_log_rel_var(A, s, Zs, d) - math.log(m)
     log_k2 = _kernel_log_sq(kernel, xy, W)
-    if coupling == "iid":
+    if coupling == IID:
         return log_k2 + log_rel
-    if coupling != "orthogonal":
+    if coupling != ORTHOGONAL:
         raise ParameterError(f"coupling must be one of iid, orthogonal for the GERF closed form, got {coupling!r}")
     if np.any(np.asarray(A, dtype=complex).imag != 0):
         raise ParameterError("A must be real for the orthogonal closed form (reference §3.9); use Monte Carlo")
@@ -466,13 +447,13 @@ def oprf_log_sup(A: Any, S: Any, Z: Any, d: int) -> np.ndarray:
 def hoeffding_tail_oprf(eps: Any, m: int, A: Any, S: Any, Z: Any, d: int) -> np.ndarray:
     """Corrected Thm 4.2 part 1 (reference §4.5): P(|K̂_m − K| ≥ ε) ≤ min(1, 2 exp(−2mε²/Ymax²)), Gaussian kernel."""
     log_sup = oprf_log_sup(A, S, Z, d)
-    return np.minimum(1.0, 2 * np.exp(-2 * check_m(m) * np.asarray(eps, float) ** 2 * np.exp(-2 * log_sup)))
+    return np.minimum(1.0, 2 * np.exp(-2 * check(m, M_PARAM) * np.asarray(eps, float) ** 2 * np.exp(-2 * log_sup)))
 
 
 def hoeffding_tail_printed(eps: Any, m: int, A: Any, S: Any) -> np.ndarray:
     """Thm 4.2 part 1 as printed: 2 exp(−(mε²/2)e^{S/(2A)}). NOT a valid bound (reference §4.5); kept to show it."""
     rate = np.exp(np.asarray(S, float) / (2 * np.asarray(A, float)))
-    return 2 * np.exp(-check_m(m) * np.asarray(eps, float) ** 2 / 2 * rate)
+    return 2 * np.exp(-check(m, M_PARAM) * np.asarray(eps, float) ** 2 / 2 * rate)
 
 
 # ------------------------------------------------------------------------------- batch statistics (§4.4)

@@ -577,10 +577,6 @@ def reference_unit_pairs(d: int, count: int = 64) -> DotStats:
 
 
 # ----------------------------------------------------------------------------- torch samplers
-def complex_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.complex128 if dtype == torch.float64 else torch.complex64
-
-
 def _signs(shape: tuple[int, ...], generator: torch.Generator, device: torch.device,
            dtype: torch.dtype) -> torch.Tensor:
     return torch.randint(0, 2, shape, generator=generator, device=device).to(dtype) * 2.0 - 1.0

@@ -15,7 +15,7 @@ from scipy.optimize import minimize_scalar
 
 from ..geometry import PairStats, canonical_pair, check_r, check_theta
 from ..numerics import LOG2, log1mexp, log_cosh, log_cosh_m1, log_diff_exp, log_expm1
-from ..params import ParameterError, check_int
+from ..params import M_PARAM, Param, ParameterError, check
 
 PI = np.pi
 
@@ -30,22 +30,10 @@ class LambdaMoments(NamedTuple):
     cross: np.ndarray  # E[λ̂(1 − λ̂)]
 
 
-def check_n(n: int) -> int:
-    """n (number of λ projections τ) must be an integer ≥ 1."""
-    return check_int("n", n)
-
-
-def check_m(m: int) -> int:
-    """m (number of base projections ω) must be an integer ≥ 1."""
-    return check_int("m", m)
-
-
-def check_sigma(sigma: float) -> float:
-    """σ (Gaussian λ bandwidth, HRF App. F) must be a finite number > 0."""
-    s = float(sigma)
-    if not (np.isfinite(s) and s > 0):
-        raise ParameterError(f"sigma must be a number in (0, inf), got {sigma!r}")
-    return s
+N_PARAM = Param("n", 4, "int", "number of random projections τ that estimate the λ-coefficient", low=1, ui_low=1,
+                ui_high=64, label="n (λ features)")
+SIGMA_PARAM = Param("sigma", 1.0, "float", "bandwidth σ of the Gaussian λ-coefficient (HRF App. F)", low=0.0,
+                    low_open=True, ui_low=0.05, ui_high=5.0, label="σ")
 
 
 def angle_between(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -90,7 +78,7 @@ def angular_lambda(theta: np.ndarray | float) -> np.ndarray:
 def angular_lambda_moments(theta: np.ndarray | float, n: int) -> LambdaMoments:
     """Moments of λ̂ = 1/2 − (1/2n)Σ sgn(τ_j·x)sgn(τ_j·y) = Binomial(n, p)/n, p = θ/π (HRF Lemma 3.2 eq. 24;
     reference F2; Var and the Binomial law [derived])."""
-    n = check_n(n)
+    n = check(n, N_PARAM)
     p = angular_lambda(theta)
     second = p * (p - p / n + 1.0 / n)
     return LambdaMoments(p, second, p * (1 - p) / n, (1 - p) * (1 - p + p / n), (1 - 1.0 / n) * p * (1 - p))
@@ -105,7 +93,7 @@ def gaussian_lambda(theta: np.ndarray | float, r: np.ndarray | float, sigma: flo
     theta = check_theta(theta)
     r = check_r(r)
     s2 = np.sin(theta / 2) ** 2
-    t = 2.0 * check_sigma(sigma) ** 2 * r**2
+    t = 2.0 * check(sigma, SIGMA_PARAM) ** 2 * r**2
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.expm1(-t * s2) / np.expm1(-t)
     return np.where(t > 0, lam, s2)
@@ -123,8 +111,8 @@ def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, s
     Ĝ = e^{−σ²(|x|²+|y|²)}(1/n)Σ cosh(σ τ_i·(x + y)) (reference F5, "[derived] λ estimated with ++"): only Var_G
     changes, to e^{σ²(Z² − D²)}(1 − e^{−σ²Z²})²/(2n), Z² = |x + y|².
     """
-    n = check_n(n)
-    s2 = check_sigma(sigma) ** 2
+    n = check(n, N_PARAM)
+    s2 = check(sigma, SIGMA_PARAM) ** 2
     delta2 = np.maximum(np.asarray(delta2, float), 0.0)
     r = check_r(r)
     t = 2.0 * s2 * r**2
@@ -173,7 +161,7 @@ def log_mse_bipolar(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray, moments: 
         if s is None or m is None:
             raise ValueError("the shared-projection correction (HRF eq. 23) needs the pair statistics and m")
         # log[(2/m)·SM²·2 sin²((|x|²−|y|²)/2)]; cross may be negative (Gaussian λ̂ can exceed 1).
-        log_corr = (2 * LOG2 - np.log(check_m(m)) + 2.0 * s.xy + 2.0 * np.log(np.abs(np.sin((s.xx - s.yy) / 2))))
+        log_corr = (2 * LOG2 - np.log(check(m, M_PARAM)) + 2.0 * s.xy + 2.0 * np.log(np.abs(np.sin((s.xx - s.yy) / 2))))
         cross = np.asarray(moments.cross, float)
         log_term = log_corr + np.log(np.abs(cross))
         plus = np.logaddexp(out, log_term)
@@ -256,7 +244,7 @@ def log_relative_error(log_mse: np.ndarray, theta: np.ndarray | float, r: np.nda
 def log_eps_trig_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
     """log ε_trig = log[(2m)^{-1/2} e^{2r² sin²(θ/2)}(1 − e^{−4r² sin²(θ/2)})] (HRF Lemma 3.4 eq. 25)."""
     a = 4.0 * check_r(r) ** 2 * np.sin(check_theta(theta) / 2) ** 2
-    return a / 2 + log1mexp(a) - 0.5 * np.log(2 * check_m(m))
+    return a / 2 + log1mexp(a) - 0.5 * np.log(2 * check(m, M_PARAM))
 
 
 def log_eps_pos_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
@@ -283,7 +271,7 @@ def log_eps_angular_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float, 
             return np.log(second) + 2 * r2 * np.cos(t) + 2 * log1mexp(4 * r2 * np.cos(t / 2) ** 2)
 
     log_h = np.logaddexp(log_a(theta), log_a(PI - theta))
-    return r2 - 0.5 * np.log(2 * check_m(m)) + 0.5 * log_h
+    return r2 - 0.5 * np.log(2 * check(m, M_PARAM)) + 0.5 * log_h
 
 
 def max_log_eps_angular_hybrid(r: float, m: int, n: int, grid: int = 4001) -> tuple[float, float]:
@@ -313,24 +301,24 @@ def log_bound_thm35_printed(r: np.ndarray | float, m: int, n: int) -> np.ndarray
     FALSE for small n and large r (e.g. n = 1, r ≥ 5): reference §4 erratum.
     """
     r = _check_r_thm35(r)
-    n = check_n(n)
+    n = check(n, N_PARAM)
     inner = 1 / PI - 1 / (n * PI) + 1 / (n * np.sqrt(PI))
-    return log_w(r) - np.log(r) - 0.5 * np.log(2 * check_m(m)) + 0.5 * np.log(inner)
+    return log_w(r) - np.log(r) - 0.5 * np.log(2 * check(m, M_PARAM)) + 0.5 * np.log(inner)
 
 
 def log_bound_thm35_corrected(r: np.ndarray | float, m: int, n: int) -> np.ndarray:
     """CORRECTED Thm 3.5 bound: W(r)/√(2m)·√((1 − 1/n)/(π r²) + 1/(n√π r)), r ≥ 1 (reference §4 erratum: the
     b² term of the proof, App. D.3 eq. 64, peaks at e^{2r²}/(2n√π r), not /r²)."""
     r = _check_r_thm35(r)
-    n = check_n(n)
+    n = check(n, N_PARAM)
     inner = (1 - 1 / n) / (PI * r**2) + 1 / (n * np.sqrt(PI) * r)
-    return log_w(r) - 0.5 * np.log(2 * check_m(m)) + 0.5 * np.log(inner)
+    return log_w(r) - 0.5 * np.log(2 * check(m, M_PARAM)) + 0.5 * np.log(inner)
 
 
 def log_endpoint_slope(r: np.ndarray | float, m: int, n: int) -> np.ndarray:
     """log lim_{θ→0} ε/√θ = log lim_{θ→π} ε/√(π − θ) = log[W(r)/√(2π m n)] (HRF Thm 3.5; the paper's √(θ − π)
     should read √(π − θ))."""
-    return log_w(r) - 0.5 * np.log(2 * PI * check_m(m) * check_n(n))
+    return log_w(r) - 0.5 * np.log(2 * PI * check(m, M_PARAM) * check(n, N_PARAM))
 
 
 # --------------------------------------------------------------------------- complex-exponential loss

@@ -27,10 +27,11 @@ from scipy import special
 from ..geometry import canonical_pair, check_d
 from ..numerics import LOG2, exp_or_inf, gauss_legendre, log_diff_exp, log_expm1
 from ..params import ParameterError, require_fits
+from ..registries import SOFTMAX_KERNELS
 
 MECHANISMS = ("positive", "trig")
 INPUT_KINDS = ("sphere", "gaussian", "pair", "two_spheres")
-KERNELS = ("softmax", "gaussian")
+KERNELS = SOFTMAX_KERNELS
 #: The parameters that define each input law.
 INPUT_PARAMS: dict[str, tuple[str, ...]] = {"sphere": ("d", "r"), "gaussian": ("d", "sigma"),
                                             "pair": ("d", "r", "r2", "theta"), "two_spheres": ("d", "r", "r2")}

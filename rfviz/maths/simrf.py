@@ -3,7 +3,7 @@ simplex_random_features.md, cited below as "ref §N").
 
 Three parts:
 
-* **Samplers** (torch, registered with ``register_coupling``; reduced coordinates as in rfviz.sampling):
+* **Samplers** (torch, declared in ``rfviz.registries.COUPLINGS``; reduced coordinates as in rfviz.sampling):
   ``simplex`` (W = D·S·R, SimRF Eq. 8–9, with the O(d) product of Algorithm 1) and ``simplex_plus``
   (W = D·S'·R, S' from the norm-dependent iteration of SimRF Eq. 17). Both use blocks of d vectors with iid
   χ_d norms, stacked independently when m > d and truncated to m rows (ref §1.2).
@@ -30,10 +30,12 @@ from scipy.special import erfcx, gammainc, gammaln, hyp1f1, ive, logsumexp, xlog
 
 from ..numerics import LOG2, gauss_legendre, log1mexp, log_expm1
 from ..params import ParameterError, check_int
-from ..sampling import chi_square, random_frame, register_coupling, sample_omegas
+from ..registries import COUPLED_CLOSED_FORMS, COUPLINGS, COUPLINGS_WITH_DENSITY, IID, ORTHOGONAL, SIMPLEX, SIMPLEX_PLUS
+from ..sampling import chi_square, random_frame, sample_omegas
 
-COUPLINGS_WITH_DENSITY = ("iid", "orthogonal", "simplex")
-"""Couplings with a closed-form law of w_ij (simplex_plus is weight-dependent: no closed form, ref §3)."""
+CLOSED_FORM_MSE_COUPLINGS = (IID, *COUPLED_CLOSED_FORMS)
+"""Couplings whose MSE has a closed form here (``log_relative_mse``); the law of w_ij: ``COUPLINGS_WITH_DENSITY``
+(from rfviz.registries; simplex_plus is weight-dependent: no closed form, ref §3)."""
 FEATURES = ("trig", "positive", "positive_antithetic")
 """Random features whose coupled MSE has a closed form here (``log_relative_mse``)."""
 SIMPLEX_PLUS_PASSES = 5
@@ -45,8 +47,7 @@ SMALL_SERIES_TERMS = 64
 
 
 # ------------------------------------------------------------------------------------------- parameters
-def check_coupling(coupling: str, allowed: tuple[str, ...] = ("iid", "orthogonal", "simplex", "simplex_plus"),
-                   what: str = "") -> str:
+def check_coupling(coupling: str, allowed: tuple[str, ...] = tuple(COUPLINGS), what: str = "") -> str:
     """ParameterError unless ``coupling`` is one of ``allowed``."""
     if coupling not in allowed:
         tail = f" {what}" if what else ""
@@ -55,8 +56,9 @@ def check_coupling(coupling: str, allowed: tuple[str, ...] = ("iid", "orthogonal
 
 
 def check_coupling_dimension(coupling: str, d: int) -> int:
-    """d ≥ 1 for every coupling, d ≥ 2 for simplex and simplex+ (the pair cosine −1/(d−1); ref §1.2, pitfall 10)."""
-    minimum = 2 if coupling in ("simplex", "simplex_plus") else 1
+    """d ≥ the coupling's ``min_d`` (rfviz.registries): 1, or 2 for simplex and simplex+ (the pair cosine −1/(d−1);
+    ref §1.2, pitfall 10)."""
+    minimum = COUPLINGS[check_coupling(coupling)].min_d
     if isinstance(d, bool) or int(d) != d or d < minimum:
         why = " (a simplex of d unit vectors needs d ≥ 2)" if minimum == 2 else ""
         raise ParameterError(f"d must be an integer in [{minimum}, inf) for coupling={coupling}{why}, got {d!r}")
@@ -67,7 +69,7 @@ def pair_cosine(coupling: str, d: int) -> float | None:
     """cos θ_w between two vectors of one block: orthogonal 0, simplex −1/(d−1) (SimRF Eq. 9); None for iid."""
     check_coupling(coupling, COUPLINGS_WITH_DENSITY)
     check_coupling_dimension(coupling, d)
-    return {"iid": None, "orthogonal": 0.0, "simplex": -1.0 / (d - 1) if d > 1 else None}[coupling]
+    return {IID: None, ORTHOGONAL: 0.0, SIMPLEX: -1.0 / (d - 1) if d > 1 else None}[coupling]
 
 
 def pairs_within_blocks(m: int, d: int) -> int:
@@ -79,7 +81,7 @@ def pairs_within_blocks(m: int, d: int) -> int:
 # ------------------------------------------------------------------------------------------- samplers
 def simplex_matrix(d: int) -> np.ndarray:
     """The simplex matrix S of SimRF Eq. 9 (rows unit, s_i·s_j = −1/(d−1), Σ s_i = 0, last column 0)."""
-    check_coupling_dimension("simplex", d)
+    check_coupling_dimension(SIMPLEX, d)
     ones = np.ones(d)
     ones[-1] = 0.0
     s = np.tile(-(math.sqrt(d) + 1.0) / (d - 1) ** 1.5 * ones, (d, 1))
@@ -129,12 +131,11 @@ def _blocks_and_frame(trials: int, m: int, d: int, dim: int, generator: torch.Ge
     return blocks, random_frame(trials * blocks, d, dim, generator, device, dtype)  # (T·B, dim, d)
 
 
-@register_coupling("simplex")
 def sample_simplex(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
                    dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """SimRF blocks W = D S R (SimRF Eq. 8): ω_i = w_i Rᵀs_i, w_i ~ χ_d iid, R Haar. Reduced coordinates of
     Rᵀs_i are frame·s_i with frame the first ``dim`` rows of a Haar matrix: O(d·dim) per block via Algorithm 1."""
-    check_coupling_dimension("simplex", d)
+    check_coupling_dimension(SIMPLEX, d)
     blocks, frame = _blocks_and_frame(trials, m, d, dim, generator, device, dtype)
     dirs = simplex_product(frame).transpose(-1, -2).reshape(trials, blocks * d, dim)[:, :m]
     sq = chi_square((trials, m), d, generator, device, dtype)
@@ -145,7 +146,6 @@ SIMPLEX_PLUS_CHUNK = 2**22
 """Entries of S' (blocks × d × d) built at once by the SimRF+ sampler (bounds its memory at 32 MiB in float64)."""
 
 
-@register_coupling("simplex_plus")
 def sample_simplex_plus(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
                         dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """SimRF+ blocks W = D S' R (SimRF §3.2): the d norms of each block are drawn first (iid χ_d), S' is
@@ -153,7 +153,7 @@ def sample_simplex_plus(trials: int, m: int, d: int, dim: int, generator: torch.
     marginally (unbiased; ref pitfall 12). Weight-dependent but data-independent: it needs only the norms, so it
     fits the sampler protocol. Unlike the authors' code, every block draws its own norms and S' (ref §1.2 quirk).
     Cost O(passes·d²) per block (a python loop over i), so it is the slow coupling at large d."""
-    check_coupling_dimension("simplex_plus", d)
+    check_coupling_dimension(SIMPLEX_PLUS, d)
     blocks, frame = _blocks_and_frame(trials, m, d, dim, generator, device, dtype)
     sq = chi_square((trials * blocks, d), d, generator, device, dtype)
     norms = sq.sqrt()
@@ -203,7 +203,7 @@ def kappa(d: int) -> float:
 
 def small_v_ratio_simplex(d: int) -> float:
     """lim_{v→0} MSE_Sim/MSE_IID for m = d: 1 − κ_d ≈ 1/(2d) (ref §2.10; the paper's 0.0078 at d = 64)."""
-    check_coupling_dimension("simplex", d)
+    check_coupling_dimension(SIMPLEX, d)
     return -math.expm1(math.log(kappa(d)))
 
 
@@ -232,9 +232,9 @@ def log_density_wij(w: np.ndarray | float, d: int, coupling: str) -> np.ndarray:
     if np.any(~np.isfinite(w)) or np.any(w < 0):
         raise ParameterError("w must be finite numbers in [0, inf)")
     c = pair_cosine(coupling, d)
-    if coupling == "iid":
+    if coupling == IID:
         return _log_chi_density(w / math.sqrt(2.0), d) - 0.5 * LOG2
-    if coupling == "orthogonal":
+    if coupling == ORTHOGONAL:
         return _log_chi_density(w, 2 * d)
     if d == 2:
         a = w / 2.0
@@ -261,9 +261,9 @@ def cdf_wij(w: np.ndarray | float, d: int, coupling: str) -> np.ndarray:
     if np.any(~np.isfinite(w)) or np.any(w < 0):
         raise ParameterError("w must be finite numbers in [0, inf)")
     c = pair_cosine(coupling, d)
-    if coupling == "iid":
+    if coupling == IID:
         return gammainc(d / 2, w * w / 4)
-    if coupling == "orthogonal":
+    if coupling == ORTHOGONAL:
         return gammainc(d, w * w / 2)
     if d == 2:
         return -np.expm1(-0.5 * w * w) + np.exp(-0.5 * w * w) * 0.5 * np.sqrt(np.pi) * w * erfcx(w / 2)
@@ -511,7 +511,7 @@ def _log_bracket_trig(z2: np.ndarray, d: int, m: int, coupling: str) -> np.ndarr
     """log[m(1 − e^{−z²})²/2 + P(E[a_i a_j] − e^{−z²})] (App. Eq. 74 generalised to blocks; no e^{−2|x|²} factor)."""
     z2 = np.asarray(z2, dtype=float)
     base = math.log(m) - LOG2 + 2.0 * log1mexp(z2)
-    pairs = pairs_within_blocks(m, d) if coupling != "iid" else 0
+    pairs = pairs_within_blocks(m, d) if coupling != IID else 0
     if pairs == 0:
         return base
     c = pair_cosine(coupling, d)
@@ -587,7 +587,7 @@ def conformity_iterations(norms: np.ndarray, v: float, passes: int = 15, iid_dra
     uniform directions (IIDRF). Norms fixed, directions vary (ref §4 Fig. 4: 1.8098 → 1.7989 after one pass)."""
     norms = np.asarray(norms, dtype=float)
     d = norms.size
-    check_coupling_dimension("simplex_plus", d)
+    check_coupling_dimension(SIMPLEX_PLUS, d)
     gen = torch.Generator().manual_seed(int(seed))
     g = torch.randn((int(iid_draws), d, d), generator=gen, dtype=torch.float64).numpy()
     iid = conformity_of_vectors(norms[:, None] * g / np.linalg.norm(g, axis=-1, keepdims=True), v)
@@ -598,8 +598,8 @@ def conformity_iterations(norms: np.ndarray, v: float, passes: int = 15, iid_dra
         dirs = simplex_plus_pass(t, dirs)
         plus.append(conformity_of_vectors(norms[:, None] * dirs.numpy(), v))
     return {"iid_mean": float(iid.mean()), "iid_sd": float(iid.std(ddof=1)) if iid.size > 1 else 0.0,
-            "orthogonal": float(conformity_of_vectors(np.diag(norms), v)),
-            "simplex": float(plus[0]), "simplex_plus": np.array(plus, dtype=float)}
+            ORTHOGONAL: float(conformity_of_vectors(np.diag(norms), v)),
+            SIMPLEX: float(plus[0]), SIMPLEX_PLUS: np.array(plus, dtype=float)}
 
 
 def simplex_plus_relative_mse(v: float, d: int, m: int | None = None, draws: int = 20000,
@@ -608,7 +608,7 @@ def simplex_plus_relative_mse(v: float, d: int, m: int | None = None, draws: int
     semi-analytic, MSE_Sim + (P/m²)e^{−v²}·E_norms[ρ_{Sim+}(norms) − ρ_Sim(norms)], a Monte Carlo over the χ_d
     norms only with the simplex as control variate (no closed form exists; ref §3 "SimRF+ MSE", checks §12)."""
     m = d if m is None else int(m)
-    check_coupling_dimension("simplex_plus", d)
+    check_coupling_dimension(SIMPLEX_PLUS, d)
     if m < d or m % d:
         raise ParameterError(f"m must be a positive multiple of d = {d} for the SimRF+ semi-analytic MSE, got {m}")
     gen = torch.Generator().manual_seed(int(seed))
@@ -617,7 +617,7 @@ def simplex_plus_relative_mse(v: float, d: int, m: int | None = None, draws: int
     plain = norms.unsqueeze(-1) * torch.as_tensor(simplex_matrix(d))
     diff = conformity_of_vectors(plus.numpy(), v) - conformity_of_vectors(plain.numpy(), v)
     scale = pairs_within_blocks(m, d) / m**2 * math.exp(-v * v)
-    base = float(np.exp(log_relative_mse("positive", v * v, d, m, "simplex")))
+    base = float(np.exp(log_relative_mse("positive", v * v, d, m, SIMPLEX)))
     return base + scale * float(diff.mean()), scale * float(diff.std(ddof=1)) / math.sqrt(len(diff))
 
 
@@ -632,7 +632,7 @@ def log_relative_mse(features: str, arg2: np.ndarray | float, d: int, m: int, co
 
     ``features``: ``positive`` (arg2 = v² = |x+y|²), ``positive_antithetic`` (v²) or ``trig`` (arg2 = z² = |x−y|²;
     relative to K_SM² the trig MSE carries an extra e^{z²}, see ``log_mse_coupled_trig``)."""
-    check_coupling(coupling, COUPLINGS_WITH_DENSITY, "for a closed-form MSE")
+    check_coupling(coupling, CLOSED_FORM_MSE_COUPLINGS, "for a closed-form MSE")
     d = check_coupling_dimension(coupling, d)
     m = check_int("m", m)
     a = np.asarray(arg2, dtype=float)
@@ -650,7 +650,7 @@ def log_relative_mse(features: str, arg2: np.ndarray | float, d: int, m: int, co
 def mse_ratio_vs_iid(features: str, arg2: np.ndarray | float, d: int, m: int, coupling: str) -> np.ndarray:
     """MSE_coupling/MSE_iid at the same pair (SimRF Fig. 6 for positive features; Thm 4.5/Cor. 4.6 for trig)."""
     with np.errstate(invalid="ignore"):
-        return np.exp(log_relative_mse(features, arg2, d, m, coupling) - log_relative_mse(features, arg2, d, m, "iid"))
+        return np.exp(log_relative_mse(features, arg2, d, m, coupling) - log_relative_mse(features, arg2, d, m, IID))
 
 
 def log_mse_coupled_trig(xx: np.ndarray, yy: np.ndarray, delta2: np.ndarray, d: int, m: int,
@@ -659,7 +659,7 @@ def log_mse_coupled_trig(xx: np.ndarray, yy: np.ndarray, delta2: np.ndarray, d: 
     e^{|x|²+|y|²}/m²·[m(1 − e^{−z²})²/2 + P(E[a_i a_j] − e^{−z²})], z = |x − y|, P = Σ_b m_b(m_b − 1)
     ([SimRF] App. Eq. 74, Thm 4.5). Positive and antithetic positive features: ``log_relative_mse`` + 2x·y
     ([SimRF] Thm 3.2, App. Eq. 34). Gaussian kernel: the caller multiplies by e^{−|x|²−|y|²}."""
-    check_coupling(coupling, COUPLINGS_WITH_DENSITY, "for a closed-form MSE")
+    check_coupling(coupling, CLOSED_FORM_MSE_COUPLINGS, "for a closed-form MSE")
     d = check_coupling_dimension(coupling, d)
     m = check_int("m", m)
     return xx + yy + _log_bracket_trig(np.asarray(delta2, float), d, m, coupling) - 2.0 * math.log(m)
@@ -680,6 +680,7 @@ def log_mse_coupled_gerf(log_mse_iid: np.ndarray, xy: np.ndarray, sign: int, arg
 
 
 __all__ = [
+    "CLOSED_FORM_MSE_COUPLINGS",
     "COUPLINGS_WITH_DENSITY",
     "cdf_wij",
     "check_coupling_dimension",

@@ -1,0 +1,55 @@
+"""The page frame: every page is ``with ui.page(url_path, title, intro, formulas) as state: ...``.
+
+The frame draws what every page has (title, explanation, formulas with their sources, the compute device in the
+sidebar), hands the page its ``PageState`` (with the page's views from ``PAGES``), and at the end of a run shows the
+URL errors the page has not shown yet and drops the URL keys no widget wrote (``PageState.finish``). A page that
+stops early (``st.stop``, an exception) keeps its URL as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+
+import streamlit as st
+
+from app_pages import BY_PATH
+
+from ._url import PageState
+
+
+@contextmanager
+def page(url_path: str, title: str, intro: str, formulas: Sequence[tuple[str, str]] = ()) -> Iterator[PageState]:
+    """Frame one run of the page ``url_path`` (its entry in ``app_pages.PAGES``) and yield its ``PageState``."""
+    state = PageState(url_path, BY_PATH[url_path].views)
+    header(title, intro, formulas)
+    sidebar_info()
+    yield state
+    state.show_url_errors()
+    state.finish()
+
+
+def header(title: str, intro: str, formulas: Sequence[tuple[str, str]] = ()) -> None:
+    """Title, a short explanation and each plotted formula (LaTeX) with its source paper and equation."""
+    st.title(title)
+    st.markdown(intro)
+    if formulas:
+        with st.expander("What is plotted: formulas and sources", expanded=False):
+            for latex, source in formulas:
+                st.latex(latex)
+                st.caption(source)
+
+
+@st.cache_resource(show_spinner=False)
+def device_text() -> str:
+    """The compute device Monte-Carlo runs use (``rfviz.engine.device_description``, computed once)."""
+    from rfviz.engine import device_description
+
+    return device_description()
+
+
+def sidebar_info() -> None:
+    """Compute device and version in the sidebar."""
+    from rfviz import __version__
+
+    st.sidebar.caption(f"Compute device: **{device_text()}** · rfviz {__version__}")

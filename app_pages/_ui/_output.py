@@ -1,0 +1,44 @@
+"""What a page shows of a result: figures, notes on them, and their downloads (CSV data, HTML figure)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import streamlit as st
+
+from rfviz.figures.common import coinciding
+from rfviz.figures.export import figure_html, with_header
+
+
+def plot(fig: Any, key: str | None = None) -> None:
+    """Draw a plotly figure at full width."""
+    st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
+
+
+def announce_coinciding(fig: Any) -> None:
+    """A caption naming the curves of ``fig`` that coincide (one hides the other)."""
+    pairs = coinciding(fig)
+    if pairs:
+        st.caption("Coinciding curves (drawn on top of each other): " + "; ".join(f"{a} = {b}" for a, b in pairs)
+                   + ".")
+
+
+def downloads(stem: str, csv: Callable[[], str] | str | None, fig: Any = None, container: Any = st,
+              key: str | None = None) -> None:
+    """CSV (data) and HTML (figure) download buttons; contents are generated when clicked. Both carry the page's
+    settings (its URL parameters): the CSV as a ``# rfviz <version> <stem> key=value ...`` first line, the HTML
+    as its title and a line above the figure (plotly.js from the CDN: ~150 kB instead of ~5 MB)."""
+    cols = container.columns(2)
+    key = key or stem
+    settings = {k: st.query_params[k] for k in st.query_params}
+    if csv is not None:
+        cols[0].download_button("Data (CSV)", lambda: with_header(csv() if callable(csv) else csv, stem, settings),
+                                file_name=f"{stem}.csv", mime="text/csv", icon=":material/download:",
+                                key=f"dl-csv-{key}", on_click="ignore",
+                                help="first line: the settings, commented (pandas: read_csv(path, comment='#'))")
+    if fig is not None:
+        cols[1].download_button("Figure (HTML)", lambda: figure_html(fig, "cdn", title=stem, params=settings),
+                                file_name=f"{stem}.html", mime="text/html", icon=":material/download:",
+                                key=f"dl-html-{key}", on_click="ignore",
+                                help="interactive figure; loads plotly.js from its CDN when opened")
