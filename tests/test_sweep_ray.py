@@ -1,7 +1,7 @@
 """The Ray sweep backend as users meet it (issues 20 and 24): adaptive Ray task sizes, a lazily consumed task stream,
 failing points named, Ray-only options validated and refused on the local backend, unreachable addresses answered
 in one line. A private local Ray (2 CPUs, its own temp dir) serves the tests that need one; the multi-node cluster is
-in tests/test_sweep_ray_cluster.py."""
+in tests/test_sweep_ray_cluster.py. Tests that start Ray or a child process are in the slow tier."""
 
 from __future__ import annotations
 
@@ -90,6 +90,7 @@ def test_sweep_ray_options_refused_in_one_line(capsys, tmp_path, extra, message)
     assert not list(tmp_path.iterdir())  # nothing created
 
 
+@pytest.mark.slow
 def test_a_port_where_no_ray_answers_is_one_line_within_the_timeout() -> None:
     with socket.socket() as server:  # accepts TCP connections (the kernel's backlog) but never speaks Ray
         server.bind(("127.0.0.1", 0))
@@ -112,6 +113,7 @@ def ray_local():
     shutil.rmtree(temp, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_ray_consumes_the_task_stream_lazily(ray_local) -> None:
     """10⁶ tasks offered, a few results taken: only the chunks needed for the Ray tasks in flight were read."""
     est = get_estimator("positive")
@@ -135,6 +137,7 @@ def test_ray_consumes_the_task_stream_lazily(ray_local) -> None:
     assert set(done) <= set(range(4096))
 
 
+@pytest.mark.slow
 def test_ray_rows_equal_local_from_a_chunk_stream(ray_local, tmp_path) -> None:
     spec = small_spec()
     run_sweep(spec, str(tmp_path / "local.csv"), make_backend("local"), progress=False)
@@ -148,6 +151,7 @@ def test_ray_rows_equal_local_from_a_chunk_stream(ray_local, tmp_path) -> None:
     assert report.status == "complete" and rows(tmp_path / "ray.csv") == rows(tmp_path / "local.csv")
 
 
+@pytest.mark.slow
 def test_a_failing_point_is_named_in_one_line_and_the_others_are_kept(ray_local, tmp_path, monkeypatch,
                                                                       capsys) -> None:
     spec = small_spec()
@@ -179,6 +183,7 @@ def test_a_failing_point_is_named_in_one_line_and_the_others_are_kept(ray_local,
     assert rows(tmp_path / "cli.csv") == rows(tmp_path / "local.csv")
 
 
+@pytest.mark.slow
 def test_sigterm_while_waiting_for_a_silent_address_is_honoured(tmp_path) -> None:
     """A blocked ``ray.init`` ignored SIGTERM for over a minute; the probe keeps the command responsive."""
     import os
