@@ -71,8 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, spec: SweepSpec, options: dict) -> int:
-    backend = make_backend(args.backend, address=args.address, workers=args.workers, **options)
-    install_sigterm_as_interrupt()  # again: ray.init installs its own handler
+    backend = make_backend(args.backend, address=args.address, workers=args.workers, **options)  # keeps our SIGTERM
     if getattr(backend, "note", None) and not args.quiet:
         print(backend.note, file=sys.stderr)
     try:

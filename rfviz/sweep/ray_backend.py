@@ -272,6 +272,17 @@ def probe_address(address: str, timeout: float = DEFAULT_CONNECT_TIMEOUT) -> dic
             proc.stdout.close()  # type: ignore[union-attr]
 
 
+def _ray_init(ray: Any, **kwargs: Any) -> None:
+    """``ray.init``; a SIGTERM while it runs (its own handler exits with status 15) becomes KeyboardInterrupt, so
+    the caller stops as on Ctrl-C."""
+    try:
+        ray.init(**kwargs)
+    except SystemExit as exc:
+        if exc.code == signal.SIGTERM:
+            raise KeyboardInterrupt from None
+        raise
+
+
 def _runtime_env() -> dict[str, Any]:
     """The job's runtime_env: rfviz shipped as a py_module (its package directory, caches excluded)."""
     package = Path(__file__).resolve().parents[1]
@@ -429,19 +440,22 @@ class RayBackend:
         self._owns = False
         self.worker_versions: dict[str, str] = {}
         env = _runtime_env() if ship_code and address else None  # a private local Ray imports this very rfviz
+        caller_sigterm = signal.getsignal(signal.SIGTERM)  # ray.init replaces it; an application's own is restored
         if ray.is_initialized():
             how = "using the Ray this process had already started"
         elif address:
             probe_address(address, connect_timeout)
-            ray.init(address=address, logging_level=logging.WARNING, runtime_env=env)
+            _ray_init(ray, address=address, logging_level=logging.WARNING, runtime_env=env)
             self._owns = True
             how = f"joined the Ray cluster at {address}"
         else:
-            ray.init(address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
-                     logging_level=logging.WARNING)
+            _ray_init(ray, address="local", num_cpus=workers or os.cpu_count() or 1, include_dashboard=False,
+                      logging_level=logging.WARNING)
             self._owns = True
             how = ("started a private local Ray (a running `ray start` cluster is joined only with --address auto or "
                    "HOST:PORT)")
+        if callable(caller_sigterm) and threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, caller_sigterm)  # e.g. the CLI's SIGTERM → KeyboardInterrupt (clean stop)
         res = ray.cluster_resources()
         self.cpus = int(res.get("CPU", 0))
         if not address and workers is not None and not self._owns:
