@@ -162,7 +162,7 @@ def _worker_versions() -> dict[str, str]:
     import platform
 
     found = {"python": platform.python_version()}
-    for name in (*WORKER_PACKAGES, "rfviz"):
+    for name in (*WORKER_PACKAGES, __name__.split(".")[0]):  # and this package, as the worker imports it
         try:
             mod = importlib.import_module(name)
             found[name] = getattr(mod, "__version__", None) or str(Path(mod.__file__).parent)
