@@ -10,14 +10,14 @@ The Ray backend (connecting, shipping rfviz to the workers, adaptive Ray task si
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 from ..params import ParameterError
 from .stats import BackendStats
-from .tasks import COL, SweepSpec, run_tasks
+from .tasks import COL, SweepSpec, run_task
 
 
 class LocalBackend:
@@ -36,15 +36,18 @@ class LocalBackend:
 
         return "cuda" if torch.cuda.is_available() else "cpu"
 
-    def run(self, spec: SweepSpec, tasks: np.ndarray) -> Iterator[np.ndarray]:
+    def run(self, spec: SweepSpec, tasks: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+        """Run ``tasks`` (an iterator of (k, 2) int64 (point, block) arrays, consumed lazily) one at a time,
+        yielding each task's row (shape (1, len(TASK_FIELDS)))."""
         started = time.perf_counter()
         try:
-            for t in tasks:
-                rows = run_tasks(spec, np.array([t]))
-                self.stats.batches += 1
-                self.stats.tasks += 1
-                self.stats.compute_s += float(rows[:, COL["seconds"]].sum())
-                yield rows
+            for chunk in tasks:
+                for point, block in np.asarray(chunk, dtype=np.int64).reshape(-1, 2):
+                    rows = run_task(spec, int(point), int(block))[None, :]
+                    self.stats.batches += 1
+                    self.stats.tasks += 1
+                    self.stats.compute_s += float(rows[0, COL["seconds"]])
+                    yield rows
         finally:
             self.stats.wall_s += time.perf_counter() - started
 
