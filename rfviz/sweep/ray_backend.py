@@ -541,7 +541,7 @@ class RayBackend:
                 raise SweepTaskError(self._failure_text(spec, failed))
         finally:
             for ref in pending:
-                ray.cancel(ref, force=True)
+                ray.cancel(ref)  # not force: killing workers makes Ray resubmit lost objects mid-shutdown
             self.stats.wall_s += time.perf_counter() - started
 
     def _collect(self, ref: Any, batch: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, str]], bool]:
