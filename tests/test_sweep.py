@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
@@ -173,9 +175,11 @@ def test_resume_after_interrupt_loses_nothing(tmp_path, suffix) -> None:
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    temp = tempfile.mkdtemp(prefix="rfr")  # a private Ray (never /tmp/ray), even when a `ray start` head runs
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp)
     yield ray
     ray.shutdown()
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.mark.slow
