@@ -25,7 +25,7 @@ with ui.page(
          r"\quad v = |x+y|,\quad P = \sum_{\text{blocks}} m_b(m_b-1)",
          "SimRF Theorem 3.2 (appendix eq. 34; the main text's eq. 11 lost the diagonal term and the 1/m) for "
          "positive features and the Gaussian kernel (softmax: multiply by $e^{|x|^2+|y|^2}$); P counts the ordered "
-         "coupled pairs: m(m − 1) for one block (m ≤ d), 0 for iid. Reference simplex_random_features.md §2.1."),
+         "coupled pairs: m(m − 1) for one block (m ≤ d), 0 for iid. [SimRF]"),
         (r"\rho(v) = \frac{\Gamma(d/2)}{m(m-1)}\sum_{i\ne j}\mathbb{E}\left[\sum_{k\ge 0}"
          r"\frac{v^{2k} w_{ij}^{2k}}{2^{2k}k!\,\Gamma(k+d/2)}\right]",
          "SimRF Definition 3.1, eq. 10 (RF-conformity; iid gives $\\rho = e^{v^2}$)."),

@@ -21,11 +21,20 @@ _LAZY: dict[str, str] = {
     "register": "rfviz.estimators",
     "Param": "rfviz.params",
     "ParameterError": "rfviz.params",
+    # the Python API (one function per command; rfviz.api.gram and rfviz.api.sweep too: rfviz.gram and rfviz.sweep
+    # are the engine's modules)
+    "mse": "rfviz.api",
+    "density": "rfviz.api",
+    "psi": "rfviz.api",
+    "check": "rfviz.api",
+    "mse_curve": "rfviz.api",
 }
 
-__all__ = ["REGISTRY", "Estimator", "Param", "ParameterError", "__version__", "create", "get_estimator", "register"]
+__all__ = ["REGISTRY", "Estimator", "Param", "ParameterError", "__version__", "check", "create", "density",
+           "get_estimator", "mse", "mse_curve", "psi", "register"]
 
 if TYPE_CHECKING:  # static tools see the real names; nothing is imported at run time
+    from .api import check, density, mse, mse_curve, psi
     from .estimators import REGISTRY, Estimator, create, get_estimator, register
     from .params import Param, ParameterError
 

@@ -42,7 +42,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.sampling": "maths",
     "rfviz.estimators": "estimators",
     "rfviz.plugins": "estimators",  # loads user estimator classes; imports only estimators.base and params
-    "rfviz": "estimators",  # the package __init__ re-exports the registry (lazily: module __getattr__)
+    "rfviz": "faces",  # the package __init__: lazily, the registry and the Python API (rfviz.api)
     "rfviz.engine": "engine",
     "rfviz.gram": "engine",  # Gram/attention error of a data set: closed forms summed, features sampled
     "rfviz.clustered": "estimators",  # HRF App. H clustered estimators, fitted to data
@@ -51,6 +51,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.lab": "lab/gallery/sweep",
     "rfviz.gallery": "lab/gallery/sweep",
     "rfviz.sweep": "lab/gallery/sweep",  # distributed sweeps: a thin layer over the engine
+    "rfviz.api": "faces",  # the Python API: one function per command, which the CLI wraps
     "rfviz.cli": "faces",
     "rfviz.__main__": "faces",
     "app_pages": "faces",

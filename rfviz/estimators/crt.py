@@ -1,7 +1,7 @@
 """Estimators of the Chefs' Random Tables paper (Likhosherstov et al. 2022, "CRT"): GERF, OPRF, PoisRF, GeomRF.
 
-The catalog (``shared/reference/chefs_random_tables.md``) writes every mechanism for the Gaussian kernel; these
-classes implement the softmax versions (features times e^{|u|²/2}, variance times e^{|x|²+|y|²}, reference §3.8)
+[CRT] writes every mechanism for the Gaussian kernel; these
+classes implement the softmax versions (features times e^{|u|²/2}, variance times e^{|x|²+|y|²}, tests/test_crt.py)
 and get the Gaussian kernel from SoftmaxFamilyEstimator. The relative MSE is the same for both kernels.
 The maths (closed forms, A*, orthogonal covariance) lives in ``rfviz.maths.crt``.
 """
@@ -102,7 +102,7 @@ class _GerfBase(_ProjectionEstimator):
 
     def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
         """Real features: [f] when f is real, else [Re f1, Im f1] (query) and [Re f2, −Im f2] (key), so that
-        Σ φ_q·φ_k = (1/m) Σ Re(f1 f2) (reference §7.2, 'complex features cost double')."""
+        Σ φ_q·φ_k = (1/m) Σ Re(f1 f2) (tests/test_crt.py, 'complex features cost double')."""
         d = int(samples["d"])
         a, s = self._A_s(d)
         b, c, log_d = crt.gerf_coefficients(a, s, d)
@@ -127,7 +127,8 @@ class Gerf(_GerfBase):
 
     name = "gerf"
     title = "GERF (generalised exponential RF)"
-    reference = "CRT paper (Likhosherstov et al. 2022) Thm 3.1 eq. 5; variance Thm 3.2 eq. 6 (reference §3.3, §3.9)"
+    reference = ("CRT paper (Likhosherstov et al. 2022) Thm 3.1 eq. 5; variance Thm 3.2 eq. 6 ([CRT] Thm 4.1; "
+                 "tests/test_crt.py)")
     description = ("A ∈ ℂ, s = ±1. Contains PosRF (A=0, s=+1), TrigRF (A=0, s=−1) and OPRF (A=A*). Complex features "
                    "cost two real numbers per ω.")
     spec: ClassVar[tuple[Param, ...]] = with_kernel(GERF_A_PARAM, S_PARAM, M_PARAM, COUPLING_PARAM)
@@ -142,13 +143,13 @@ class Gerf(_GerfBase):
         return complex(self.params["A"]).imag != 0
 
     def fourth_moment_finite(self, s: PairStats) -> np.ndarray:
-        """E|Y|⁴ < ∞ iff Re A < 1/16 ([CRT] Thm 3.2 applied to Y², reference §7.2), at every pair."""
+        """E|Y|⁴ < ∞ iff Re A < 1/16 ([CRT] Thm 3.2 applied to Y², tests/test_crt.py), at every pair."""
         a, _ = self._A_s(s.d)
         return np.broadcast_to(np.asarray(complex(a).real < crt.A_FOURTH_MOMENT_BOUND), np.shape(s.xx))
 
     def log_scale(self, s: PairStats) -> np.ndarray:
         """For s = −1 the estimates are O(e^{|x−y|²/2})·K (bounded features, tiny K): scale by the RMS
-        K·√R (reference §3.3) so that float32 Monte Carlo stays finite far from the origin; log|K| for s = +1."""
+        K·√R ([CRT] eq. 6) so that float32 Monte Carlo stays finite far from the origin; log|K| for s = +1."""
         base = super().log_scale(s)
         a, sign = self._A_s(s.d)
         if sign == 1:
@@ -167,7 +168,7 @@ class Oprf(_GerfBase):
 
     name = "oprf"
     title = "OPRF (optimised positive RF, FAVOR++ features)"
-    reference = "CRT paper Thm 3.3 eq. 7 (stable ρ* form, reference §3.4); variance Thm 3.2; orthogonal §3.9"
+    reference = "CRT paper Thm 3.3 eq. 7 (stable ρ* form); variance Thm 3.2; orthogonal §3.9"
     description = ("Positive and bounded. A = A*(|x+y|², d) per pair (optimal), or from a fixed Z (FAVOR++ batch "
                    "heuristic). Equals PosRF at x = −y.")
     spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, COUPLING_PARAM, A_FROM_PARAM, Z_PARAM)
@@ -220,7 +221,7 @@ class Oprf(_GerfBase):
 class _DirfBase(SoftmaxFamilyEstimator):
     """Discretely-induced RF (CRT §3.2, eq. 10): ω ∈ ℕ^d with iid coordinates, f(ω, u) =
     e^{−|û|²/2} Π_l û_l^{ω_l}(ω_l!)^{−1/2} p_{ω_l}^{−1/2}, û = u − c (c = 0 unless the '+' shift is set).
-    Not rotation-invariant: the MSE depends on the coordinates of x and y (reference §4.1)."""
+    Not rotation-invariant: the MSE depends on the coordinates of x and y ([CRT] §3)."""
 
     isotropic: ClassVar[bool] = False
 
@@ -296,7 +297,7 @@ class Poisson(_DirfBase):
 
     name = "poisson"
     title = "PoisRF (Poisson DIRF)"
-    reference = "CRT paper §3.2.1, Thm 3.4 eq. 11 (reference §3.5); '+' variant §3.2.3"
+    reference = "CRT paper §3.2.1, Thm 3.4 eq. 11; '+' variant §3.2.3"
     description = "Real, coordinate-dependent (not rotation-invariant); positive iff all shifted coordinates are."
     spec: ClassVar[tuple[Param, ...]] = with_kernel(POISSON_LAM_PARAM, M_PARAM, SHIFT_PARAM)
 
@@ -320,7 +321,7 @@ class Geometric(_DirfBase):
 
     name = "geometric"
     title = "GeomRF (geometric DIRF)"
-    reference = "CRT paper §3.2.2, Thm 3.5 eq. 13 (reference §3.6); '+' variant §3.2.3"
+    reference = "CRT paper §3.2.2, Thm 3.5 eq. 13; '+' variant §3.2.3"
     description = "Real, coordinate-dependent (not rotation-invariant); heavy-tailed as p → 0."
     spec: ClassVar[tuple[Param, ...]] = with_kernel(PROB_PARAM, M_PARAM, SHIFT_PARAM)
 

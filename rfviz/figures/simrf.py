@@ -79,7 +79,7 @@ def ratio_vs_v_figure(d: int, m: int | None = None, *, features: str = "positive
 def ratio_vs_d_figure(v: float, ds: Sequence[int] = (2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512, 1024), *,
                       features: str = "positive", couplings: Sequence[str] = (ORTHOGONAL, SIMPLEX),
                       blocks: int = 1) -> go.Figure:
-    """MSE_coupling/MSE_iid against d at fixed v (z for trig) with m = blocks·d (ref §4, "MSE vs d")."""
+    """MSE_coupling/MSE_iid against d at fixed v (z for trig) with m = blocks·d ([SimRF] Fig. 4, "MSE vs d")."""
     dd = np.asarray(ds, dtype=int)
     ys = {LABELS.get(c, c): np.array([mse_ratio_vs_iid(features, v * v, int(k), blocks * int(k), c) for k in dd])
           for c in couplings}

@@ -1,6 +1,6 @@
 """λ-coefficient maps, their moments and the hybrid relative errors of the HRF paper, as plain numpy functions.
 
-Hybrid Random Features (Choromanski et al., ICLR 2022; reference: shared/reference/hybrid_random_features.md).
+Hybrid Random Features (Choromanski et al., ICLR 2022; [HRF]); derivations: the docs' derivations pages.
 A bipolar hybrid is K̂ = λ̂·SM_++ + (1 − λ̂)·SM_trig (HRF eq. 12) with λ̂ independent of both base estimators.
 Everything that can overflow is returned as a natural log; the moments of λ̂ are O(1) and returned as values.
 """
@@ -77,7 +77,7 @@ def angular_lambda(theta: np.ndarray | float) -> np.ndarray:
 
 def angular_lambda_moments(theta: np.ndarray | float, n: int) -> LambdaMoments:
     """Moments of λ̂ = 1/2 − (1/2n)Σ sgn(τ_j·x)sgn(τ_j·y) = Binomial(n, p)/n, p = θ/π (HRF Lemma 3.2 eq. 24;
-    reference F2; Var and the Binomial law [derived])."""
+    [HRF] eq. 24; Var and the Binomial law [derived])."""
     n = check(n, N_PARAM)
     p = angular_lambda(theta)
     second = p * (p - p / n + 1.0 / n)
@@ -102,13 +102,15 @@ def gaussian_lambda(theta: np.ndarray | float, r: np.ndarray | float, sigma: flo
 def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, sigma: float, n: int,
                             plus_z2: np.ndarray | float | None = None) -> LambdaMoments:
     """Moments of λ̂ = 1/ρ − (1/(nρ))Σ cos(σ τ_i·(x − y)), the normalised Gaussian λ estimated with n trig RFs
-    (HRF App. F eqs. 69, 72–73; reference F5). ``delta2`` = |x − y|², ``r`` the normalising length of ρ.
+    (HRF App. F eqs. 69, 72–73; docs: derivations/gaussian-lambda). ``delta2`` = |x − y|², ``r`` the normalising
+    length of ρ.
 
     With g = e^{−σ²D²/2} and Var_G = (1 − e^{−σ²D²})²/(2n): E λ̂ = (1 − g)/ρ, E λ̂² = ((1 − g)² + Var_G)/ρ²,
     E(1 − λ̂)² = ((1 − ρ − g)² + Var_G)/ρ². Where ρ = 0 (r = 0) λ̂ := 0 (both base estimators are exact there).
 
     ``plus_z2`` = |x + y|² switches to λ estimated with n ++ (positive, antithetic) features,
-    Ĝ = e^{−σ²(|x|²+|y|²)}(1/n)Σ cosh(σ τ_i·(x + y)) (reference F5, "[derived] λ estimated with ++"): only Var_G
+    Ĝ = e^{−σ²(|x|²+|y|²)}(1/n)Σ cosh(σ τ_i·(x + y)) (docs: derivations/gaussian-lambda, "[derived] λ estimated with
+    ++"): only Var_G
     changes, to e^{σ²(Z² − D²)}(1 − e^{−σ²Z²})²/(2n), Z² = |x + y|².
     """
     n = check(n, N_PARAM)
@@ -187,7 +189,8 @@ def log_mse_pos_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> 
 
 
 def log_mse_angular_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int, n: int) -> np.ndarray:
-    """log MSE of the angular hybrid on S(r): CORRECTED HRF eq. 47 (reference F4 erratum: the trig coefficient
+    """log MSE of the angular hybrid on S(r): CORRECTED HRF eq. 47 (docs: derivations/hrf-angular-hybrid: the trig
+    coefficient
     is E[(1 − λ̂)²] = (1 − p)(1 − p + p/n), not the printed E[λ̂(1 − λ̂)]); shared = independent here."""
     mom = angular_lambda_moments(theta, n)
     return log_mse_bipolar(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m), mom)
@@ -203,21 +206,22 @@ def log_mse_angular_hybrid_tr_as_printed(theta: np.ndarray | float, r: np.ndarra
 
 def log_mse_gaussian_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int, n: int,
                                sigma: float) -> np.ndarray:
-    """log MSE of the normalised Gaussian hybrid on S(r) (HRF Thm F.2, eqs. 77–79; reference F5)."""
+    """log MSE of the normalised Gaussian hybrid on S(r) (HRF Thm F.2, eqs. 77–79; docs:
+    derivations/gaussian-lambda)."""
     mom = gaussian_lambda_moments_tr(theta, r, sigma, n)
     return log_mse_bipolar(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m), mom)
 
 
 # ----------------------------------------------------------------------------------------- oracle λ*
 def oracle_lambda(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndarray:
-    """λ* = MSE_trig/(MSE_trig + MSE_++), the best deterministic λ (reference F7 [derived])."""
+    """λ* = MSE_trig/(MSE_trig + MSE_++), the best deterministic λ (derived; tests/test_hrf.py)."""
     from scipy.special import expit
 
     return expit(np.asarray(log_mse_trig, float) - np.asarray(log_mse_pos, float))
 
 
 def log_oracle_mse(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndarray:
-    """log MSE* = log[MSE_trig·MSE_++/(MSE_trig + MSE_++)] (reference F7 [derived]); −inf if either is exact."""
+    """log MSE* = log[MSE_trig·MSE_++/(MSE_trig + MSE_++)] (derived; tests/test_hrf.py); −inf if either is exact."""
     a = np.asarray(log_mse_pos, float)
     b = np.asarray(log_mse_trig, float)
     with np.errstate(invalid="ignore"):
@@ -226,12 +230,12 @@ def log_oracle_mse(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndar
 
 
 def oracle_lambda_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
-    """λ*(θ, r) on S(r) (reference F7); strongly non-linear in θ, unlike θ/π."""
+    """λ*(θ, r) on S(r) (derived; tests/test_hrf.py); strongly non-linear in θ, unlike θ/π."""
     return oracle_lambda(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m))
 
 
 def log_oracle_mse_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
-    """log MSE* on S(r) (reference F7), a lower envelope of every bipolar hybrid with independent λ̂."""
+    """log MSE* on S(r) (derived; tests/test_hrf.py), a lower envelope of every bipolar hybrid with independent λ̂."""
     return log_oracle_mse(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m))
 
 
@@ -261,7 +265,7 @@ def log_w(r: np.ndarray | float) -> np.ndarray:
 def log_eps_angular_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int, n: int) -> np.ndarray:
     """log ε_{θ,r} of the angular hybrid = log[e^{r²}/√(2m)·√h_r(θ)], h_r(θ) = a_r(θ) + a_r(π − θ),
     a_r(θ) = p(p − p/n + 1/n)·e^{2r² cos θ}(1 − e^{−4r² cos²(θ/2)})² (HRF eqs. 48–50, with the e^{r²} prefactor
-    of eq. 48; eq. 66 prints e^{2r²}, a typo: reference §4)."""
+    of eq. 48; eq. 66 prints e^{2r²}, a typo: docs: errata)."""
     theta = check_theta(theta)
     r2 = check_r(r) ** 2
 
@@ -298,7 +302,7 @@ def _check_r_thm35(r: np.ndarray | float) -> np.ndarray:
 def log_bound_thm35_printed(r: np.ndarray | float, m: int, n: int) -> np.ndarray:
     """HRF Thm 3.5 eq. 27 AS PRINTED: (1/r)·W(r)/√(2m)·√(1/π − 1/(nπ) + 1/(n√π)), r ≥ 1.
 
-    FALSE for small n and large r (e.g. n = 1, r ≥ 5): reference §4 erratum.
+    FALSE for small n and large r (e.g. n = 1, r ≥ 5): docs: errata.
     """
     r = _check_r_thm35(r)
     n = check(n, N_PARAM)
@@ -307,7 +311,7 @@ def log_bound_thm35_printed(r: np.ndarray | float, m: int, n: int) -> np.ndarray
 
 
 def log_bound_thm35_corrected(r: np.ndarray | float, m: int, n: int) -> np.ndarray:
-    """CORRECTED Thm 3.5 bound: W(r)/√(2m)·√((1 − 1/n)/(π r²) + 1/(n√π r)), r ≥ 1 (reference §4 erratum: the
+    """CORRECTED Thm 3.5 bound: W(r)/√(2m)·√((1 − 1/n)/(π r²) + 1/(n√π r)), r ≥ 1 (docs: errata: the
     b² term of the proof, App. D.3 eq. 64, peaks at e^{2r²}/(2n√π r), not /r²)."""
     r = _check_r_thm35(r)
     n = check(n, N_PARAM)
@@ -343,13 +347,14 @@ def ce_w(a: np.ndarray | complex, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def ce_loss(a: np.ndarray | complex, x: np.ndarray, y: np.ndarray) -> float:
-    """l(A) = |Ax + (Aᵀ)^{-1}y|² (HRF eq. 21); for real A the CE MSE is SM²(e^{l(A)} − 1)/m (reference F6)."""
+    """l(A) = |Ax + (Aᵀ)^{-1}y|² (HRF eq. 21); for real A the CE MSE is SM²(e^{l(A)} − 1)/m (docs:
+    derivations/complex-exponential)."""
     w = ce_w(a, x, y)
     return float(np.sum(np.abs(w) ** 2))
 
 
 def ce_loss_min_real_diagonal(xc: np.ndarray, yc: np.ndarray) -> float:
-    """min over real diagonal A of l(A) = 4·Σ_{k: x_k y_k > 0} x_k y_k (reference E9 [derived])."""
+    """min over real diagonal A of l(A) = 4·Σ_{k: x_k y_k > 0} x_k y_k ([HRF] App. H)."""
     return float(4.0 * np.sum(np.clip(np.asarray(xc, float) * np.asarray(yc, float), 0.0, None)))
 
 
@@ -386,13 +391,13 @@ def ce_loss_diagonal(a: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def ce_loss_min_real_diagonal_batch(rq: np.ndarray, rk: np.ndarray) -> np.ndarray:
-    """min over real diagonal A of l(A) = 4 Σ_{k: r_{q,k} r_{k,k} > 0} r_{q,k} r_{k,k} (reference E9), broadcast."""
+    """min over real diagonal A of l(A) = 4 Σ_{k: r_{q,k} r_{k,k} > 0} r_{q,k} r_{k,k} ([HRF] App. H), broadcast."""
     return 4.0 * np.sum(np.clip(np.asarray(rq) * np.asarray(rk), 0.0, None), -1)
 
 
 def log_mse_ce_real_diagonal(xy: np.ndarray, loss: np.ndarray, m: int) -> np.ndarray:
     """log MSE of the m-feature CE estimator with real A: SM²(e^{l(A)} − 1)/m, SM = e^{x·y} (HRF Lemma 2.4;
-    reference F6, real A), from x·y and l(A)."""
+    docs: derivations/complex-exponential, real A), from x·y and l(A)."""
     return 2.0 * np.asarray(xy, float) + log_expm1(np.asarray(loss, float)) - math.log(m)
 
 
@@ -414,7 +419,8 @@ def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antit
                                 variance: str = "real_part") -> np.ndarray:
     """log MSE of the CE estimator with m iid ω, from w = Ax + (Aᵀ)^{-1}y (..., d) complex and log SM = x·y.
 
-    [HRF] §2.3 eqs. 13–18, Lemma 2.4 (closed form derived in reference F6): with a = |w|², w² = Σ w_k² = b + ic,
+    [HRF] §2.3 eqs. 13–18, Lemma 2.4 (closed form derived in docs: derivations/complex-exponential): with a = |w|²,
+    w² = Σ w_k² = b + ic,
     complex:   E|X − SM|² = SM²(e^a − 1)/m            (antithetic: SM²(cosh a − 1)/m);
     real_part: Var Re X  = SM²(e^a + Re e^{w²} − 2)/(2m) (antithetic: cosh in place of exp).
     The real-part bracket is rewritten without cancellation, with |u|² = (a + b)/2, |v|² = (a − b)/2
