@@ -66,6 +66,8 @@ whole budget (bigger kernels amortise launch latency)."""
 MIN_MEMORY_BUDGET = 2**16
 MAX_UNIT_BLOCKS = 64
 """At most this many blocks are estimated together in one unit (``_Plan.unit_blocks``)."""
+MIN_PROGRESS_UNITS = 16
+"""Blocks are grouped into units only as far as a run keeps about this many units (progress and cancel)."""
 _ACCUMULATOR_BYTES_PER_PAIR = 6 * 16 + 2 * TOP_K * 8  # count, means, M2s (complex128); the top-k squared errors
 _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR = 3 * 16  # one block of estimates, squared errors and a temporary
 
@@ -375,8 +377,9 @@ class PreparedRun:
                                      dtype=self.dtype, dim=self.dim)
 
     def block_groups(self) -> list[range]:
-        """The blocks each unit estimates together (``_Plan.unit_blocks`` at a time)."""
-        k = self.plan.unit_blocks
+        """The blocks each unit estimates together: ``_Plan.unit_blocks`` at a time, fewer in short runs so that
+        a run still has about MIN_PROGRESS_UNITS units to report progress and check ``cancel`` between."""
+        k = max(1, min(self.plan.unit_blocks, self.n_blocks // MIN_PROGRESS_UNITS))
         return [range(b, min(self.n_blocks, b + k)) for b in range(0, self.n_blocks, k)]
 
     @property
