@@ -110,8 +110,8 @@ with ui.page(
             if st.button("Run Monte Carlo", key="dot_product.run_mc",
                          help="sample every sketch with the engine at m = 4, 16, 64 (1000 trials each; ±2 SE bars)"):
                 with st.spinner("sampling…"):
-                    st.session_state[mc_key] = cd.sketches_vs_m_mc(r, theta, d, p, (4, 16, 64), embedding,
-                                                                   trials=1000)
+                    st.session_state[mc_key] = ui.memo("dot_product.mc", mc_key, lambda: cd.sketches_vs_m_mc(
+                        r, theta, d, p, (4, 16, 64), embedding, trials=1000))
             if mc_key in st.session_state:
                 fig = cd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding, points=st.session_state[mc_key])
         ui.plot(fig, key="dot-view")

@@ -32,7 +32,7 @@ from .clustered import ClusteredCE
 from .engine import monte_carlo
 from .estimators import REGISTRY, get_estimator
 from .geometry import embed_pair
-from .gram import gram_error
+from .gram import family_agreement, gram_error
 from .maths.optimal import (
     INPUT_KINDS,
     INPUT_PARAMS,
@@ -396,6 +396,9 @@ def gram_report(names: list[str], assignments: dict[str, str], data: Any, ms: li
                 est = get_estimator(name)(**({"m": m} if "m" in specs[name] else {}), **own)
                 est.check_dimension(data.d)
             results.append(gram_error(est, data.queries, data.keys, repeats, seed, device, name).to_json())
+    for row, agrees in zip(results, family_agreement([r["z_vs_closed_form"] for r in results],
+                                                     [r["reliable"] for r in results]), strict=True):
+        row["agreement"] = agrees  # Holm at 1 % over the table's reliable rows
     info = {k: v for k, v in data.describe().items() if not k.endswith("_labels")}
     return {"data": info, "m": ms, "repeats": repeats, "seed": seed, "results": results,
             **({"clusters": fits} if fits else {})}

@@ -15,13 +15,14 @@ rows of ‖Â_i − A_i‖_1 (Monte Carlo only: the normalisation is nonlinear i
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from .diagnostics import Moments, Reliability, assess_mse
+from .diagnostics import Moments, Reliability, assess_mse, family_disagreements
 from .params import ParameterError, check_int
 
 FEATURE_BUDGET = 2**24
@@ -228,6 +229,16 @@ def assess_repeats(values: np.ndarray) -> Reliability:
 def reliable(values: np.ndarray) -> bool:
     """``assess_repeats(values).reliable``."""
     return assess_repeats(values).reliable
+
+
+def family_agreement(z: Sequence[float | None], reliable: Sequence[bool | None]) -> list[bool | None]:
+    """Agreement of Monte Carlo with the closed form over a whole table of Gram errors, family-wise: Holm at 1 %
+    over the rows with a z and a reliable sample (rfviz.diagnostics.family_disagreements); None where a row has no
+    z or an unreliable sample (not tested)."""
+    zz = np.array([np.nan if v is None else float(v) for v in z], float)
+    ok = np.array([r is not False for r in reliable], bool)
+    bad = family_disagreements(zz, ok)
+    return [None if not (np.isfinite(zz[i]) and ok[i]) else not bool(bad[i]) for i in range(len(zz))]
 
 
 def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int = 0, seed: int = 0,
