@@ -26,13 +26,9 @@ their moments) and ``summarise`` (the MCResult).
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import ctypes.util
 import math
-import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -526,38 +522,6 @@ def prepare(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCOptio
     return run
 
 
-_M_MMAP_THRESHOLD = -3  # glibc mallopt parameter
-_GLIBC_DEFAULT_MMAP_THRESHOLD = 128 * 1024
-
-
-@contextlib.contextmanager
-def _heap_allocations() -> Iterator[None]:
-    """While a run draws its blocks, serve large allocations from the heap (glibc: mmap threshold 64 MiB), then
-    restore glibc's default threshold and trim. Every block's samples are fresh 100 KiB–MiB tensors: mapped afresh
-    each time, their page faults cost ~4 ns per float64 number drawn (~30 % of the normals themselves, measured by
-    bench/bench_point.py). No-op off glibc."""
-    libc = _glibc()
-    if libc is None:
-        yield
-        return
-    libc.mallopt(_M_MMAP_THRESHOLD, 64 * 2**20)
-    try:
-        yield
-    finally:
-        libc.mallopt(_M_MMAP_THRESHOLD, _GLIBC_DEFAULT_MMAP_THRESHOLD)
-        libc.malloc_trim(0)
-
-
-def _glibc() -> ctypes.CDLL | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
-    except OSError:
-        return None
-
-
 def run_blocks(run: PreparedRun, progress: Callable[[float], None] | None = None,
                cancel: Callable[[], bool] | None = None) -> BlockTotals:
     """Estimate every block at every pair, unit by unit, and combine the blocks' moments (Chan et al.).
@@ -740,9 +704,7 @@ def monte_carlo(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCO
     500
     """
     run = prepare(estimator, x, y, options, **keywords)
-    with _heap_allocations():
-        totals = run_blocks(run, progress, cancel)
-    return summarise(run, totals)
+    return summarise(run, run_blocks(run, progress, cancel))
 
 
 def _var_mean(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
