@@ -68,6 +68,10 @@ DEFAULT_CHUNK_BYTES = 16 * 2**20
 faster than huge ones, and are still large enough that Python overhead stays small. On a GPU the default is the
 whole budget (bigger kernels amortise launch latency)."""
 MIN_MEMORY_BUDGET = 2**16
+MAX_UNIT_BLOCKS = 64
+"""At most this many blocks are estimated together in one unit (``_Plan.unit_blocks``)."""
+MIN_PROGRESS_UNITS = 16
+"""Blocks are grouped into units only as far as a run keeps about this many units (progress and cancel)."""
 _ACCUMULATOR_BYTES_PER_PAIR = 6 * 16 + 2 * TOP_K * 8  # count, means, M2s (complex128); the top-k squared errors
 _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR = 3 * 16  # one block of estimates, squared errors and a temporary
 
@@ -211,6 +215,21 @@ def _samples_nbytes(samples: Samples) -> int:
     return int(sum(t.numel() * t.element_size() for t in samples.values() if isinstance(t, torch.Tensor)))
 
 
+def _concat_blocks(blocks: list[tuple[Samples, int]]) -> tuple[Samples, int]:
+    """Several blocks' samples as one (tensors with a leading ``trials`` axis concatenated, anything else taken
+    from the first block) and their total number of trials."""
+    if len(blocks) == 1:
+        return blocks[0]
+    first, n0 = blocks[0]
+    out: Samples = {}
+    for k, v in first.items():
+        if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == n0:
+            out[k] = torch.cat([samples[k] for samples, _ in blocks])
+        else:
+            out[k] = v
+    return out, sum(n for _, n in blocks)
+
+
 def _slice_trials(samples: Samples, start: int, stop: int, n: int) -> Samples:
     """Trials [start, stop) of a block: every tensor with a leading ``trials`` axis is sliced (protocol)."""
     if start == 0 and stop == n:
@@ -226,8 +245,12 @@ class _Plan:
     super_pairs: int
     unit_trials: int
     unit_pairs: int
-    fixed_bytes: int  # per super-chunk: inputs, accumulators, one block of estimates
+    fixed_bytes: int  # per super-chunk: inputs, accumulators, the estimates of one unit's blocks
     unit_bytes: int
+    unit_blocks: int = 1
+    """Blocks estimated together in one unit (> 1 only when a unit holds every pair of a super-chunk): each block is
+    still drawn from its own generator, so only the summation order depends on it; it amortises the per-block
+    Python and kernel-launch overheads over several blocks."""
 
 
 def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_bytes: int, budget: int,
@@ -253,7 +276,13 @@ def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_byt
         unit_trials, unit_pairs = block, max(1, min(super_pairs, units // block))
     else:
         unit_trials, unit_pairs = units, 1
-    return _Plan(super_pairs, unit_trials, unit_pairs, fixed, unit_trials * unit_pairs * unit_cost)
+    k = 1
+    if unit_pairs == super_pairs and sample_bytes > 0:  # several whole blocks per unit, within budget and chunk
+        extra = 2 * sample_bytes + block * super_pairs * (unit_cost + _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR)
+        room = budget - 2 * sample_bytes - fixed - block * super_pairs * unit_cost
+        k = int(max(1, min(MAX_UNIT_BLOCKS, units // (block * super_pairs), 1 + room // extra)))
+    fixed += (k - 1) * block * super_pairs * _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR
+    return _Plan(super_pairs, unit_trials * k, unit_pairs, fixed, k * unit_trials * unit_pairs * unit_cost, k)
 
 
 BLOCK_TRIALS_PARAM = Param("block_trials", DEFAULT_BLOCK_TRIALS, "int", "trials per independently seeded block", low=2)
@@ -360,9 +389,17 @@ class PreparedRun:
         return self.estimator.sample(self.block_size(b), self.d, generator=gen, device=self.device,
                                      dtype=self.dtype, dim=self.dim)
 
+    def block_groups(self) -> list[range]:
+        """The blocks each unit estimates together: ``_Plan.unit_blocks`` at a time, fewer in short runs so that
+        a run still has about MIN_PROGRESS_UNITS units to report progress and check ``cancel`` between."""
+        k = max(1, min(self.plan.unit_blocks, self.n_blocks // MIN_PROGRESS_UNITS))
+        return [range(b, min(self.n_blocks, b + k)) for b in range(0, self.n_blocks, k)]
+
     @property
     def total_units(self) -> int:
         plan, P = self.plan, self.pairs
+        if plan.unit_blocks > 1:
+            return len(self.block_groups()) * -(-P // plan.super_pairs)
         per_block = sum(-(-self.block_size(b) // plan.unit_trials) for b in range(self.n_blocks))
         n_super = -(-P // plan.super_pairs)
         return sum(-(-min(plan.super_pairs, P - s * plan.super_pairs) // plan.unit_pairs) * per_block
@@ -508,9 +545,8 @@ def run_blocks(run: PreparedRun, progress: Callable[[float], None] | None = None
         st = torch.as_tensor(run.log_scale[ps], device=dev, dtype=dtype)
         tt = torch.as_tensor(run.target[ps], device=dev, dtype=torch.float64)
         acc = _ChanAccumulator(p_count, dev)
-        for b in range(run.n_blocks):
-            samples = first if b == 0 else run.draw(b)
-            nb = run.block_size(b)
+        for group in run.block_groups():
+            samples, nb = _concat_blocks([(first if b == 0 else run.draw(b), run.block_size(b)) for b in group])
             sample_bytes = _samples_nbytes(samples)
             ratios: torch.Tensor | None = None
             for t0 in range(0, nb, plan.unit_trials):

@@ -99,6 +99,8 @@ class _ProjectionEstimator(SoftmaxFamilyEstimator):
     spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, COUPLING_PARAM)
     coupled_closed_forms: ClassVar[tuple[str, ...]] = ()
     """Couplings besides iid whose MSE has a closed form for this class."""
+    needs_norms: ClassVar[bool] = True
+    """Whether ``estimate``/``features`` read |ω|² (``samples["w_sq"]``); False lets iid ω skip their χ² draw."""
 
     def closed_form_available(self) -> bool:
         return self.params["coupling"] in (IID, *self.coupled_closed_forms)
@@ -107,8 +109,8 @@ class _ProjectionEstimator(SoftmaxFamilyEstimator):
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
         self.check_dimension(d)
         w, w_sq = sample_omegas(self.params["coupling"], trials, self.params["m"], d, d if dim is None else dim,
-                                generator, device, dtype)
-        return {"w": w, "w_sq": w_sq}
+                                generator, device, dtype, norms=self.needs_norms)
+        return {"w": w} if w_sq is None else {"w": w, "w_sq": w_sq}
 
     def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
         coupling = self.params["coupling"]
@@ -141,6 +143,7 @@ class Trig(_ProjectionEstimator):
         where scaling by K would need e^{|x−y|²/2}."""
         return 0.5 * (s.xx + s.yy) if self.kernel == "softmax" else np.zeros_like(s.xy)
 
+    needs_norms: ClassVar[bool] = False
     coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
@@ -172,6 +175,7 @@ class Positive(_ProjectionEstimator):
     reference = "HRF paper §2.1 (E2′) and Performers; MSE = SM²(e^{|x+y|²} − 1)/m (HRF F6 with A = I)"
     description = "Strictly positive, unbounded; m features."
 
+    needs_norms: ClassVar[bool] = False
     coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
@@ -201,6 +205,7 @@ class PositiveAntithetic(_ProjectionEstimator):
     reference = "HRF paper eq. 3; MSE Lemma 2.2 eq. 7"
     description = "Strictly positive, unbounded; exact at θ = π (x = −y); 2m features."
 
+    needs_norms: ClassVar[bool] = False
     coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
