@@ -12,7 +12,7 @@ import numpy as np
 
 from ..engine import monte_carlo
 from ..estimators import get_estimator
-from ..geometry import embed_pair
+from ..geometry import embed_pair, parse_real, snap_theta
 from ..numerics import LOG10
 from ..params import MAX_DIMENSION, MAX_TRIALS, Param, ParameterError, check, require_fits
 from ..textio import parse_assignments, parse_vector
@@ -83,10 +83,8 @@ def _count(v: float) -> int | None:
 
 
 def _number(name: str, text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise ParameterError(f"{name} must be a number, got {text!r}") from None
+    value = parse_real(name, text)
+    return snap_theta(value) if name == "theta" else value
 
 
 def count(text: str) -> int:
