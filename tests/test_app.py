@@ -735,3 +735,15 @@ def test_gerf_complex_map_colour_range():
     assert any("must be below" in e.value for e in at.error)
     lo, hi = _colour_window(_specs(at)[0])
     assert lo < hi and (lo, hi) != (1.0, 0.5)
+
+
+def test_every_figure_download_has_an_offline_twin_with_its_size():
+    from rfviz.figures.export import plotlyjs_size
+    from rfviz.params import format_bytes
+    at = AppTest.from_file(page_path("hybrid"), default_timeout=TIMEOUT).run()
+    _no_exception(at, "hybrid")
+    labels = [b.proto.label for b in at.get("download_button")]
+    light = [x for x in labels if x == "Figure (HTML)"]
+    offline = [x for x in labels if x.startswith("Figure (HTML, offline")]
+    assert light and len(light) == len(offline), labels
+    assert all(format_bytes(plotlyjs_size()) in x for x in offline)

@@ -242,7 +242,7 @@ def _mc_colours_match(fig: go.Figure) -> None:
         base = t.name.split(" (sampled")[0]
         assert base in lines, f"no curve for {t.name!r}"
         assert t.marker.color == lines[base], f"{t.name!r}: {t.marker.color} vs its curve {lines[base]}"
-        assert t.error_y.color == lines[base]
+        assert t.meta == "edge" or t.error_y.color == lines[base]  # edge markers: no bars, value on hover
 
 
 def test_sampled_points_match_their_curve():
@@ -303,3 +303,38 @@ def test_heatmap_panel_titles_wrap_when_many_panels_share_the_width():
     assert texts[3] == "P" and all(len(line) <= 25 for t in texts for line in t.split("<br>"))
     one = heatmaps(np.arange(3.0), np.arange(2.0), {names[1]: z}, xlabel="θ", ylabel="r", zlabel="z")
     assert one.layout.annotations[0].text == names[1]  # one panel: the full width, no break
+
+
+# ------------------------------------------------------------------ Monte-Carlo overlays keep the closed forms' axes
+def test_an_outlying_sampled_point_is_drawn_at_the_edge_and_keeps_the_axes():
+    theta = np.linspace(0.0, np.pi, 50)
+    curve = -1.0 - np.sin(theta)  # spans [-2, -1]
+    sampled = (np.array([0.5, np.pi]), np.array([-1.5, -34.0]), np.array([0.05, 0.1]))
+    fig = common.lines(theta, {"hybrid": curve}, xlabel="θ", ylabel="log₁₀ MSE", theta_axis=True,
+                       points={"hybrid": sampled})
+    lo, hi = fig.layout.yaxis.range
+    assert -2.2 < lo < -2.0 and -1.0 < hi < -0.8, (lo, hi)  # the curve's span plus a small margin, not −34
+    edge = [t for t in fig.data if t.meta == "edge"]
+    assert len(edge) == 1 and list(edge[0].y) == [lo] and list(edge[0].marker.symbol) == ["triangle-down"]
+    assert edge[0].customdata[0][1] == -34.0 and common.EDGE_NOTE in edge[0].name
+    inside = [t for t in fig.data if t.mode == "markers" and t.meta != "edge"]
+    assert [list(t.y) for t in inside] == [[-1.5]]
+    rows = pd.read_csv(io.StringIO(common.traces_csv(fig)), comment="#")
+    assert -34.0 in rows["y"].to_numpy()  # the CSV keeps the true value
+
+
+def test_points_beyond_the_curves_x_range_are_pinned_to_its_end_and_log_axes_work():
+    m = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    fig = common.lines(m, {"sketch": 1.0 / m}, xlabel="m", ylabel="MSE", log_y=True,
+                       points={"sketch": (np.array([4.0, 64.0]), np.array([0.25, 0.1]), np.array([0.01, 0.001]))})
+    edge = [t for t in fig.data if t.meta == "edge"]
+    assert len(edge) == 1 and list(edge[0].x) == [16.0] and list(edge[0].marker.symbol) == ["triangle-right"]
+    lo, hi = fig.layout.yaxis.range
+    assert lo < np.log10(1 / 16) < np.log10(1.0) < hi < 0.2
+
+
+def test_every_overlay_goes_through_the_edge_helper():
+    v = np.array([0.5, 1.0, 2.0])
+    fake = {"simplex": (v, np.array([0.9, 50.0, 0.9]), np.full(3, 0.01))}
+    fig = fs.add_sampled_ratios(fs.ratio_vs_v_figure(8), fake)
+    assert [t for t in fig.data if t.meta == "edge"] and fig.layout.yaxis.range[1] < 50

@@ -8,7 +8,8 @@ from typing import Any
 import streamlit as st
 
 from rfviz.figures.common import coinciding
-from rfviz.figures.export import figure_html, with_header
+from rfviz.figures.export import figure_html, plotlyjs_size, with_header
+from rfviz.params import format_bytes
 
 
 def plot(fig: Any, key: str | None = None) -> None:
@@ -28,8 +29,9 @@ def downloads(stem: str, csv: Callable[[], str] | str | None, fig: Any = None, c
               key: str | None = None) -> None:
     """CSV (data) and HTML (figure) download buttons; contents are generated when clicked. Both carry the page's
     settings (its URL parameters): the CSV as a ``# rfviz <version> <stem> key=value ...`` first line, the HTML
-    as its title and a line above the figure (plotly.js from the CDN: ~150 kB instead of ~5 MB)."""
-    cols = container.columns(2)
+    as its title and a line above the figure. The figure comes twice: light (plotly.js from its CDN, needs the
+    network when opened) and offline (plotly.js inlined, its size on the button)."""
+    cols = container.columns(3)
     key = key or stem
     settings = {k: st.query_params[k] for k in st.query_params}
     if csv is not None:
@@ -41,4 +43,11 @@ def downloads(stem: str, csv: Callable[[], str] | str | None, fig: Any = None, c
         cols[1].download_button("Figure (HTML)", lambda: figure_html(fig, "cdn", title=stem, params=settings),
                                 file_name=f"{stem}.html", mime="text/html", icon=":material/download:",
                                 key=f"dl-html-{key}", on_click="ignore",
-                                help="interactive figure; loads plotly.js from its CDN when opened")
+                                help="interactive figure, small file; loads plotly.js from its CDN when opened "
+                                     "(needs the network)")
+        size = format_bytes(plotlyjs_size())
+        cols[2].download_button(f"Figure (HTML, offline, ~{size})",
+                                lambda: figure_html(fig, True, title=stem, params=settings),
+                                file_name=f"{stem}-offline.html", mime="text/html", icon=":material/download:",
+                                key=f"dl-html-offline-{key}", on_click="ignore",
+                                help="interactive figure that opens without a network: plotly.js is inside the file")

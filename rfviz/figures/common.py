@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -41,9 +42,9 @@ EXACT_COLOR = "#ff00ff"
 PERCENTILES = (1.0, 99.0)
 """Default colour window: these percentiles of the finite values over all panels."""
 
-__all__ = ["EXACT_COLOR", "LAYOUT", "PALETTE", "PERCENTILES", "TEMPLATE", "THETA_TICKS", "ColourRange", "coinciding",
-           "columns_to_csv", "finite_or_none", "heatmaps", "lines", "log_axes", "robust_range", "surfaces",
-           "traces_csv"]
+__all__ = ["EDGE_NOTE", "EXACT_COLOR", "LAYOUT", "PALETTE", "PERCENTILES", "TEMPLATE", "THETA_TICKS", "ColourRange",
+           "Window", "coinciding", "columns_to_csv", "curve_window", "figure_window", "finite_or_none", "heatmaps",
+           "lines", "log_axes", "overlay_points", "robust_range", "surfaces", "traces_csv"]
 
 
 def color(i: int) -> str:
@@ -279,22 +280,137 @@ def lines(x: np.ndarray, ys: Mapping[str, np.ndarray], *, xlabel: str, ylabel: s
     for i, name in enumerate(names):
         fig.add_trace(go.Scatter(x=x, y=finite_or_none(ys[name]), mode="lines", name=name, legendgroup=name,
                                  line={"color": color(i), "width": 2.5, "dash": (dash or {}).get(name, "solid")}))
+    window = curve_window(x, ys.values(), log_y=log_y) if points else None
     for k, (name, pt) in enumerate((points or {}).items()):
         i = names.index(name) if name in names else len(names) + k
-        px, py, pe = (np.asarray(v) for v in pt[:3])
-        ok = np.ones(px.shape, bool) if len(pt) < 4 or pt[3] is None else np.asarray(pt[3], bool).reshape(px.shape)
-        for mask, symbol, label in ((ok, "circle", f"{name} (sampled ±2 SE)"),
-                                    (~ok, "circle-open", f"{name} (sampled, heavy-tailed: unreliable)")):
-            if mask.any():
-                fig.add_trace(go.Scatter(x=px[mask], y=finite_or_none(py[mask]), mode="markers", name=label,
-                                         legendgroup=name,
-                                         marker={"color": color(i), "size": 7, "symbol": symbol, "line": {"width": 2}},
-                                         error_y={"type": "data", "array": 2 * finite_or_none(pe[mask]),
-                                                  "visible": True, "color": color(i)}))
+        overlay_points(fig, name, pt, color(i), window)
     fig.update_xaxes(title_text=xlabel, **(THETA_TICKS if theta_axis else {}))
     fig.update_yaxes(title_text=ylabel, type="log" if log_y else "linear")
     fig.update_layout(title=title, height=height, hovermode="x unified", **LAYOUT)
     return log_axes(fig)
+
+
+EDGE_NOTE = "outside the axes: drawn at the edge"
+"""Legend text of sampled points that lie outside the closed forms' axes (their true value is on hover)."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """The axes' window set by the closed-form curves: x and y ranges in axis units (log10 for a log y-axis)."""
+
+    x: tuple[float, float]
+    y: tuple[float, float]
+    log_y: bool = False
+
+
+def curve_window(x: np.ndarray, ys: Iterable[np.ndarray], *, log_y: bool = False, pad: float = 0.06) -> Window:
+    """The window the closed-form curves ``ys`` against ``x`` set: their finite span plus ``pad`` of it each side.
+
+    Parameters
+    ----------
+    x : array
+        The curves' abscissae.
+    ys : iterable of arrays
+        The curves' ordinates (non-finite values ignored).
+    log_y : bool
+        The y-axis is logarithmic (the window is then in log10 units, as plotly's ``range``).
+    pad : float
+        Margin, as a fraction of the span, added above and below.
+
+    Returns
+    -------
+    Window
+
+    Examples
+    --------
+    >>> curve_window(np.array([0.0, 1.0]), [np.array([1.0, 2.0])], pad=0.0).y
+    (1.0, 2.0)
+    """
+    vals = [np.asarray(y, float).ravel() for y in ys]
+    v = np.concatenate(vals) if vals else np.array([])
+    v = v[np.isfinite(v) & ((v > 0) if log_y else True)]
+    v = np.log10(v) if log_y else v
+    lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
+    margin = pad * (hi - lo) if hi > lo else max(abs(hi) * 0.1, 0.5)
+    xs = np.asarray(x, float)
+    xs = xs[np.isfinite(xs)]
+    return Window((float(xs.min()), float(xs.max())) if xs.size else (0.0, 1.0), (lo - margin, hi + margin), log_y)
+
+
+def figure_window(fig: go.Figure, *, log_y: bool = False) -> Window:
+    """``curve_window`` of the line traces (closed-form curves) already in ``fig``."""
+    curves = [t for t in fig.data if t.type == "scatter" and t.mode == "lines" and t.x is not None]
+    x = np.concatenate([np.asarray(t.x, float) for t in curves]) if curves else np.array([])
+    return curve_window(x, [np.asarray(t.y, float) for t in curves], log_y=log_y)
+
+
+def overlay_points(fig: go.Figure, name: str, pt: tuple[np.ndarray, ...], colour: str, window: Window | None,
+                   symbol: str = "circle", **where: Any) -> go.Figure:
+    """Draw sampled (x, y, standard error[, reliable]) points over closed-form curves without rescaling their axes.
+
+    Points inside ``window`` get ±2 SE bars, filled where reliable and hollow where heavy-tailed (MCResult.reliable
+    False). Points outside are drawn ON the window's edge as triangles pointing outwards, their true value on hover
+    (and in ``traces_csv``); the y-axis range is fixed to the window. Every Monte-Carlo overlay of a 2-D chart goes
+    through this function.
+
+    Parameters
+    ----------
+    fig : plotly Figure
+        The figure holding the curves.
+    name : str
+        The curve's name (legend group).
+    pt : tuple
+        ``(x, y, se)`` or ``(x, y, se, reliable)``; ``reliable`` may be None (all reliable).
+    colour : str
+        The curve's colour.
+    window : Window or None
+        ``curve_window`` (or ``figure_window``) of the curves; None draws every point and lets plotly scale.
+    symbol : str
+        Marker of reliable points (``symbol-open`` for heavy-tailed ones).
+    **where
+        ``row``/``col`` of a subplot, passed to ``add_trace``.
+
+    Returns
+    -------
+    plotly Figure
+        ``fig``, for chaining.
+    """
+    px, py, pe = (np.asarray(v, float).ravel() for v in pt[:3])
+    ok = np.ones(px.shape, bool) if len(pt) < 4 or pt[3] is None else np.asarray(pt[3], bool).reshape(px.shape)
+    inside = np.ones(px.shape, bool)
+    ay = py
+    if window is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ay = np.log10(py) if window.log_y else py
+        (x0, x1), (y0, y1) = window.x, window.y
+        tol = 1e-9 * max(abs(x0), abs(x1), 1.0)
+        inside = np.isfinite(ay) & (ay >= y0) & (ay <= y1) & (px >= x0 - tol) & (px <= x1 + tol)
+    for mask, sym, label in ((ok & inside, symbol, f"{name} (sampled ±2 SE)"),
+                             (~ok & inside, f"{symbol}-open", f"{name} (sampled, heavy-tailed: unreliable)")):
+        if mask.any():
+            fig.add_trace(go.Scatter(x=px[mask], y=finite_or_none(py[mask]), mode="markers", name=label,
+                                     legendgroup=name,
+                                     marker={"color": colour, "size": 7, "symbol": sym, "line": {"width": 2}},
+                                     error_y={"type": "data", "array": 2 * finite_or_none(pe[mask]),
+                                              "visible": True, "color": colour}), **where)
+    if window is None:
+        return fig
+    out = ~inside & (np.isfinite(ay) | np.isneginf(ay))
+    if out.any():
+        (x0, x1), (y0, y1) = window.x, window.y
+        ey = np.clip(np.where(np.isneginf(ay[out]), y0, ay[out]), y0, y1)
+        ex = np.clip(px[out], x0, x1)
+        symbols = np.where(ay[out] > y1, "triangle-up", np.where(ay[out] < y0, "triangle-down",
+                           np.where(px[out] > x1, "triangle-right", "triangle-left")))
+        fig.add_trace(go.Scatter(x=ex, y=10 ** ey if window.log_y else ey, mode="markers", legendgroup=name,
+                                 name=f"{name} (sampled, {EDGE_NOTE})", meta="edge", cliponaxis=False,
+                                 customdata=np.column_stack([px[out], py[out], pe[out]]),
+                                 hovertemplate="sampled at x = %{customdata[0]:.4g}: %{customdata[1]:.4g} "
+                                               f"± %{{customdata[2]:.2g}} (SE), {EDGE_NOTE}<extra>{name}</extra>",
+                                 marker={"color": colour, "size": 11, "symbol": list(symbols),
+                                         "line": {"width": 1.5, "color": "black"}}), **where)
+    fig.update_yaxes(range=list(window.y), autorange=False, **{k: v for k, v in where.items() if k in ("row", "col")})
+    return fig
 
 
 def _axis_values(fig: go.Figure, axis: str) -> np.ndarray:
@@ -345,6 +461,8 @@ def traces_csv(fig: go.Figure) -> str:
             continue
         x = getattr(t, "x", None)
         y = getattr(t, "y", None)
+        if t.meta == "edge":  # sampled points drawn at the axes' edge: their true values
+            x, y = (list(np.asarray(t.customdata, float)[:, j]) for j in (0, 1))
         z = getattr(t, "z", None) if has_z else None
         if z is not None and np.ndim(z) == 2 and x is not None and y is not None:
             xx, yy = np.meshgrid(np.asarray(x, float), np.asarray(y, float))
