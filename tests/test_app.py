@@ -719,7 +719,8 @@ def test_explorer_shows_human_names():
     at.query_params.update({"res": "12"})
     at.run()
     assert at.sidebar.selectbox(key="mse_explorer.quantity").options == list(ex.QUANTITIES.values())
-    assert ex.title_of("trig") in at.sidebar.multiselect(key="mse_explorer.est").options
+    chips = at.sidebar.multiselect(key="mse_explorer.est").options
+    assert ex.short_of("trig") in chips and all(len(c) <= 20 for c in chips), chips  # short: chips not truncated
     labels = [e.label for e in at.expander]
     assert ex.title_of("trig") in " ".join(labels) and not any("positive_antithetic" in lb for lb in labels)
 
@@ -747,3 +748,30 @@ def test_every_figure_download_has_an_offline_twin_with_its_size():
     offline = [x for x in labels if x.startswith("Figure (HTML, offline")]
     assert light and len(light) == len(offline), labels
     assert all(format_bytes(plotlyjs_size()) in x for x in offline)
+
+
+def test_lab_lists_the_bundled_examples_without_plugins_configured(monkeypatch):
+    monkeypatch.delenv("RFVIZ_PLUGINS", raising=False)
+    at = AppTest.from_file(page_path("estimator_lab"), default_timeout=TIMEOUT).run()
+    _no_exception(at, "estimator_lab")
+    picker = next(s for s in at.selectbox if s.label == "Estimator to check")
+    shipped = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
+    assert shipped and [o for o in picker.options if o.endswith("(example)")] == [f"{n} (example)" for n in shipped]
+    picker.set_value("tempered_positive").run()
+    _no_exception(at, "estimator_lab with an example")
+
+
+def test_data_page_speaks_human_names_and_shows_no_empty_cells_before_a_run():
+    from rfviz.compute import catalog
+    from rfviz.figures import data as fdata
+    at = AppTest.from_file(page_path("data"), default_timeout=TIMEOUT).run()
+    _no_exception(at, "data")
+    names = next(m for m in at.multiselect if m.label == "Estimators").value
+    answer = next(m.value for m in at.markdown if m.value.startswith("**Answer:**")).replace("\\", "")
+    assert any(catalog.title_of(n) in answer for n in names) and not any(f" {n} " in answer for n in names)
+    table = at.dataframe[0].value
+    assert list(table["estimator"]) == [catalog.title_of(n) for n in names]
+    assert not table.isna().any().any() and "MC" not in table.columns
+    assert any(fdata.CONTOUR_NOTE in c.value for c in at.caption)
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels.count("Data (CSV)") == 3 and labels.count("Figure (HTML)") == 2
