@@ -775,3 +775,23 @@ def test_data_page_speaks_human_names_and_shows_no_empty_cells_before_a_run():
     assert any(fdata.CONTOUR_NOTE in c.value for c in at.caption)
     labels = [b.proto.label for b in at.get("download_button")]
     assert labels.count("Data (CSV)") == 3 and labels.count("Figure (HTML)") == 2
+
+
+def test_home_story_texts_say_what_their_charts_show():
+    from rfviz.figures import simrf as fc
+    v = np.geomspace(1e-2, 1e1, 81)
+    ratio = {t.name.split(" ")[0]: np.asarray(t.y, float)
+             for t in fc.ratio_vs_v_figure(16, 16, features="positive", v=v).data}
+    assert 1 / 45 < ratio["simplex"][v <= 0.2].max() < 1 / 20  # "about 30-fold for v ≲ 0.2"
+    orf_min = int(np.argmin(ratio["orthogonal"]))
+    assert 0.7 < ratio["orthogonal"][orf_min] < 0.8 and 1.0 < v[orf_min] < 1.6  # "at most a quarter, v ≈ 1.3"
+    assert all(r[v >= 3].min() > 0.97 for r in ratio.values())  # "for v ≳ 3 both ratios are back at 1"
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    text = " ".join(m.value for m in at.markdown)
+    assert "v ≲ 0.2" in text and "v ≈ 1.3" in text and "v ≳ 3" in text and "most where v = |x + y| is large" not in text
+    story3 = next(s.value for s in at.subheader if s.value.startswith("3"))
+    assert "m = 16" in story3 and "D = " not in story3
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert "m = 16" in charts[2]["layout"]["title"]["text"] and "D = " not in charts[2]["layout"]["title"]["text"]
+    names = [t.get("name") for t in charts[0]["data"] if t.get("mode") == "lines"]
+    assert names[-1].startswith("oracle λ*"), names  # the dotted oracle is drawn over the curves it follows

@@ -4,6 +4,7 @@ Monte-Carlo points in their curve's colour, downloads that carry their parameter
 from __future__ import annotations
 
 import io
+import pathlib
 import re
 
 import numpy as np
@@ -338,3 +339,33 @@ def test_every_overlay_goes_through_the_edge_helper():
     fake = {"simplex": (v, np.array([0.9, 50.0, 0.9]), np.full(3, 0.01))}
     fig = fs.add_sampled_ratios(fs.ratio_vs_v_figure(8), fake)
     assert [t for t in fig.data if t.meta == "edge"] and fig.layout.yaxis.range[1] < 50
+
+
+# ------------------------------------------------------------------ dot-product titles and ranges
+def test_dot_product_titles_are_words_not_carets_and_say_m():
+    figs = [cd.variance_vs_q(1.0, 0.79, 8, 3, 16, "flat"), cd.sketches_vs_m(m_max=16),
+            cd.variance_vs_d(p=3, m=16), cd.maclaurin_allocation("exponential", 32)]
+    for fig in figs:
+        texts = [fig.layout.title.text, fig.layout.yaxis.title.text or "", fig.layout.xaxis.title.text or ""]
+        assert not any("^" in t or "D = " in t or "(= m)" in t for t in texts), texts
+
+
+def test_sampled_sketches_never_lie_beyond_the_curves():
+    m_mc = np.array([4, 16, 64])
+    fake = {label: (m_mc, 1.0 / m_mc, 0.01 / m_mc) for label in cd.SKETCH_SET}
+    fig = cd.sketches_vs_m(m_max=max(16, *m_mc), points=fake)  # the page extends the curves to the sampled m
+    curve_m = max(max(t.x) for t in fig.data if t.mode == "lines")
+    sampled_m = max(max(t.x) for t in fig.data if t.mode == "markers")
+    assert sampled_m <= curve_m == 64
+    pinned = cd.sketches_vs_m(m_max=16, points=fake)  # and were they not: pinned at the edge, not beyond
+    assert max(max(t.x) for t in pinned.data if t.mode == "markers") <= 16
+
+
+def test_maclaurin_default_allocation_shows_a_difference():
+    import ast
+    source = (pathlib.Path(__file__).resolve().parents[1] / "app_pages" / "dot_product.py").read_text()
+    default = next(n.value.body.value for n in ast.walk(ast.parse(source))
+                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "M_DEFAULT")
+    fig = cd.maclaurin_allocation("exponential", default)
+    bars = {tuple(t.y) for t in fig.data}
+    assert len(bars) > 1 and max(len([b for b in t.y if b]) for t in fig.data) > 1, bars
