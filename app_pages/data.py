@@ -40,7 +40,8 @@ with ui.page(
     upload = None
     if source == UPLOAD:
         upload = side.file_uploader(f"CSV or .npy (≤ {rd.MAX_FILE_BYTES // 2**20} MiB, ≤ {rd.MAX_ROWS} rows, ≤ "
-                                    f"{rd.MAX_DIM} columns)", type=["csv", "npy", "txt"], key="data.upload")
+                                    f"{rd.MAX_DIM} columns)", type=["csv", "npy", "txt"], key="data.upload",
+                                    max_upload_size=rd.MAX_FILE_BYTES // 2**20)
     cluster_d = state.number("clusters: d", "cluster_d", 16, int, container=side) if source == "clusters" else None
     points = state.param(POINTS_PARAM, container=side)
     steps = state.multiselect("Preprocessing (in order)", "steps", list(rd.PREPROCESS_STEPS), ["standardize", "scale"],

@@ -795,3 +795,28 @@ def test_home_story_texts_say_what_their_charts_show():
     assert "m = 16" in charts[2]["layout"]["title"]["text"] and "D = " not in charts[2]["layout"]["title"]["text"]
     names = [t.get("name") for t in charts[0]["data"] if t.get("mode") == "lines"]
     assert names[-1].startswith("oracle λ*"), names  # the dotted oracle is drawn over the curves it follows
+
+
+@pytest.mark.parametrize("view", ["density", "variance", "equivalence"])
+def test_optimal_sampling_notes_have_no_stray_markdown(view):
+    import re
+    at = AppTest.from_file(page_path("optimal_sampling"), default_timeout=TIMEOUT)
+    at.query_params["view"] = view
+    at.run()
+    _no_exception(at, view)
+    for text in [c.value for c in at.caption] + [c.value for c in at.sidebar.caption]:
+        stray = re.findall(r"(?<![\\*])\*(?!\*)", text.replace("**", ""))
+        assert not stray, f"unescaped * (Ψ*, V*) would italicise the note: {text!r}"
+
+
+def test_upload_limits_shown_are_the_real_ones():
+    from rfviz import data as rd
+    from rfviz.compute import sweep_files as sf
+    for page, limit in (("sweeps", sf.MAX_BYTES), ("data", rd.MAX_FILE_BYTES)):
+        at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
+        if page == "data":
+            at.query_params["source"] = "upload a file"
+        at.run()
+        uploader = at.get("file_uploader")[0].proto
+        assert uploader.max_upload_size_mb == limit // 2**20, page  # Streamlit's "Limit … per file" text
+        assert f"{limit // 2**20} MiB" in uploader.help + uploader.label, page

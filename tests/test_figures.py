@@ -369,3 +369,11 @@ def test_maclaurin_default_allocation_shows_a_difference():
     fig = cd.maclaurin_allocation("exponential", default)
     bars = {tuple(t.y) for t in fig.data}
     assert len(bars) > 1 and max(len([b for b in t.y if b]) for t in fig.data) > 1, bars
+
+
+def test_sweep_rows_have_human_headers_and_top_share_is_explained():
+    from rfviz.figures import sweep as fsw
+    rows = {"theta": np.array([0.1]), "mse": np.array([1.0]), "mc_mse": np.array([1.1]), "top_share": np.array([0.2])}
+    human = fsw.human_rows(rows)
+    assert list(human) == ["θ", "MSE (closed form)", "MSE (Monte Carlo)", fsw.COLUMN_NAMES["top_share"]]
+    assert "top_share" in fsw.COLUMNS_NOTE and fsw.COLUMN_NAMES["top_share"].split()[0].lower() in fsw.COLUMNS_NOTE.lower()

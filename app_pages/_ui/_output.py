@@ -11,6 +11,8 @@ from rfviz.figures.common import coinciding
 from rfviz.figures.export import figure_html, plotlyjs_size, with_header
 from rfviz.params import format_bytes
 
+from ._text import plain
+
 
 def plot(fig: Any, key: str | None = None) -> None:
     """Draw a plotly figure at full width."""
@@ -18,11 +20,12 @@ def plot(fig: Any, key: str | None = None) -> None:
 
 
 def announce_coinciding(fig: Any) -> None:
-    """A caption naming the curves of ``fig`` that coincide (one hides the other)."""
+    """A caption naming the curves of ``fig`` that coincide (one hides the other); the names are Markdown-escaped
+    (``Ψ*`` twice would otherwise turn the text between into italics)."""
     pairs = coinciding(fig)
     if pairs:
-        st.caption("Coinciding curves (drawn on top of each other): " + "; ".join(f"{a} = {b}" for a, b in pairs)
-                   + ".")
+        st.caption("Coinciding curves (drawn on top of each other): "
+                   + "; ".join(f"{plain(a)} = {plain(b)}" for a, b in pairs) + ".")
 
 
 def downloads(stem: str, csv: Callable[[], str] | str | None, fig: Any = None, container: Any = st,
