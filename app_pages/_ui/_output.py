@@ -7,16 +7,37 @@ from typing import Any
 
 import streamlit as st
 
-from rfviz.figures.common import coinciding
+from rfviz.figures.common import coinciding, compact_layout
 from rfviz.figures.export import figure_html, plotlyjs_size, with_header
 from rfviz.params import format_bytes
 
 from ._text import plain
 
+PHONE_KEY = "rfviz.phone_layout"
+"""Session key of the sidebar's "Phone layout" switch (``_frame.sidebar_info``)."""
+_PHONE_AGENTS = ("Mobile", "Android", "iPhone")
+
+
+def phone_browser() -> bool:
+    """Whether the browser's User-Agent says it is a phone (the server cannot see the screen's width)."""
+    try:
+        agent = st.context.headers.get("User-Agent", "") or ""
+    except Exception:  # no request context (AppTest, bare mode)
+        return False
+    return any(word in agent for word in _PHONE_AGENTS)
+
+
+def phone_layout() -> bool:
+    """The phone layout is on: the sidebar switch, which starts from ``phone_browser()``."""
+    return bool(st.session_state.get(PHONE_KEY, phone_browser()))
+
 
 def plot(fig: Any, key: str | None = None) -> None:
-    """Draw a plotly figure at full width."""
-    st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False})
+    """Draw a plotly figure at full width; with the phone layout, panels stacked and legends under the plot
+    (``rfviz.figures.common.compact_layout``)."""
+    if phone_layout() and getattr(fig, "layout", None) is not None:
+        fig = compact_layout(fig)
+    st.plotly_chart(fig, width="stretch", key=key, config={"displaylogo": False, "responsive": True})
 
 
 def announce_coinciding(fig: Any) -> None:

@@ -43,8 +43,9 @@ PERCENTILES = (1.0, 99.0)
 """Default colour window: these percentiles of the finite values over all panels."""
 
 __all__ = ["EDGE_NOTE", "EXACT_COLOR", "LAYOUT", "PALETTE", "PERCENTILES", "TEMPLATE", "THETA_TICKS", "ColourRange",
-           "Window", "coinciding", "columns_to_csv", "curve_window", "figure_window", "finite_or_none", "heatmaps",
-           "lines", "log_axes", "overlay_points", "robust_range", "surfaces", "traces_csv"]
+           "Window", "coinciding", "columns_to_csv", "compact_layout", "curve_window", "figure_window",
+           "finite_or_none", "heatmaps", "lines", "log_axes", "overlay_points", "robust_range", "surfaces",
+           "traces_csv"]
 
 
 def color(i: int) -> str:
@@ -150,6 +151,24 @@ class HeatmapStyle:
     zrange: tuple[float, float] | None = None
     percentiles: tuple[float, float] = PERCENTILES
     exact_label: str = "exact (MSE = 0)"
+    symlog: bool = False
+    """Colours follow sign(z)·log₁₀(1 + |z|), so a panel of values near 0 stays readable beside one reaching ±30;
+    colour-bar ticks and hover show z itself."""
+
+
+def _symlog(z: np.ndarray) -> np.ndarray:
+    return np.sign(z) * np.log10(1.0 + np.abs(z))
+
+
+def _symlog_ticks(rng: ColourRange) -> dict:
+    """Colour-bar ticks of a symlog window at z = 0, ±1, ±3, ±10, ±30, … (labelled with z)."""
+    top = 10.0 ** max(abs(rng.lo), abs(rng.hi)) - 1.0
+    mags = [1.0]
+    while mags[-1] * 3 <= top * 1.01:
+        mags.append(mags[-1] * (3.0 if len(mags) % 2 == 1 else 10.0 / 3.0))
+    vals = sorted({0.0, *(s * v for v in mags for s in (-1.0, 1.0))})
+    shown = [(float(_symlog(np.array(v))), v) for v in vals if rng.lo - 1e-9 <= _symlog(np.array(v)) <= rng.hi + 1e-9]
+    return {"tickvals": [a for a, _ in shown], "ticktext": [f"{v:.2g}" for _, v in shown]}
 
 
 def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlabel: str, ylabel: str, zlabel: str,
@@ -176,7 +195,7 @@ def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
     titles = [_wrapped(k, n) for k in names]
     fig = make_subplots(rows=1, cols=n, subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.04)
     raw = [np.asarray(zs[k], dtype=float) for k in names]
-    arrays = [finite_or_none(z) for z in raw]
+    arrays = [finite_or_none(_symlog(z) if style.symlog else z) for z in raw]
     rng = robust_range(arrays, user=zrange, diverging=diverging, percentiles=style.percentiles)
     if rng is not None and floor_span is not None and zrange is None and rng.hi - rng.lo > floor_span:
         rng = ColourRange(rng.hi - floor_span, rng.hi, True, rng.clipped_hi)
@@ -184,11 +203,13 @@ def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
                        "colorbar": {"title": {"text": zlabel, "side": "right"}}}
     if rng is not None:
         coloraxis.update(cmin=rng.lo, cmax=rng.hi)
-        coloraxis["colorbar"].update(rng.ticks())
+        coloraxis["colorbar"].update(_symlog_ticks(rng) if style.symlog else rng.ticks())
     any_exact = False
     for i, (name, z, zr) in enumerate(zip(names, arrays, raw, strict=True)):
+        value = "%{customdata:.4g}" if style.symlog else "%{z:.4g}"
         fig.add_trace(go.Heatmap(x=x, y=y, z=z, coloraxis="coloraxis", name=name,
-                                 hovertemplate=f"{xlabel}=%{{x:.3g}}<br>{ylabel}=%{{y:.3g}}<br>{zlabel}=%{{z:.4g}}"
+                                 customdata=finite_or_none(zr) if style.symlog else None,
+                                 hovertemplate=f"{xlabel}=%{{x:.3g}}<br>{ylabel}=%{{y:.3g}}<br>{zlabel}={value}"
                                                "<extra>" + name + "</extra>"),
                       row=1, col=i + 1)
         exact = np.isneginf(zr)
@@ -213,6 +234,85 @@ def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
     if any("<br>" in t for t in titles):  # room for two-line panel titles under the figure's title
         fig.update_layout(margin={"t": LAYOUT["margin"]["t"] + 25})
     return fig
+
+
+PHONE_TITLE_CHARS = 38
+"""Characters per line of a chart title in the compact (phone) layout."""
+
+
+def _panels_in_a_row(fig: go.Figure) -> list[tuple[str, str]]:
+    """(x-axis, y-axis) layout names of side-by-side 2-D panels (one row, two or more), left to right; else []."""
+    pairs = []
+    for name in fig.layout:
+        if name.startswith("xaxis") and fig.layout[name].domain is not None:
+            ax = fig.layout[name]
+            anchor = ax.anchor or "y"
+            pairs.append((name, "yaxis" + anchor[1:], tuple(ax.domain)))
+    if len(pairs) < 2 or len({tuple(fig.layout[y].domain or (0, 1)) for _, y, _ in pairs}) != 1:
+        return []
+    return [(x, y) for x, y, _ in sorted(pairs, key=lambda p: p[2][0])]
+
+
+def compact_layout(fig: go.Figure, panel_height: int = 260) -> go.Figure:
+    """A copy of ``fig`` laid out for a phone (about 390 px wide): side-by-side panels stacked one per row with their
+    titles above them, the chart title wrapped, the legend under the plot instead of beside it, slim margins.
+
+    Parameters
+    ----------
+    fig : plotly Figure
+        Any rfviz figure (3-D scenes are left in place; only 2-D panels in one row are stacked).
+    panel_height : int
+        Height in pixels of each stacked panel.
+
+    Returns
+    -------
+    plotly Figure
+        The re-laid-out copy; the data are unchanged.
+
+    Examples
+    --------
+    >>> f = heatmaps(np.arange(3.0), np.arange(2.0), {"a": np.zeros((2, 3)), "b": np.ones((2, 3))}, xlabel="x",
+    ...              ylabel="y", zlabel="z")
+    >>> compact_layout(f).layout.yaxis2.domain[1] < compact_layout(f).layout.yaxis.domain[0]
+    True
+    """
+    out = go.Figure(fig)
+    title = out.layout.title.text or ""
+    lines_ = textwrap.wrap(title.replace("<br>", " "), PHONE_TITLE_CHARS) if title else []
+    panels = _panels_in_a_row(out)
+    n = len(panels)
+    top = 30 + 18 * len(lines_)  # the wrapped chart title
+    bottom = 60 if not out.layout.showlegend and not any(t.showlegend for t in out.data) else 110
+    if n:
+        gap_px = 95  # under a panel: its tick labels and x-axis title, then the next panel's title
+        plot_px = panel_height * n + gap_px * (n - 1)
+        titles = [(a, a.x) for a in out.layout.annotations
+                  if a.yref == "paper" and a.xref == "paper" and a.yanchor == "bottom"]
+        y_title = fig.layout[panels[0][1]].title.text
+        for i, (xa, ya) in enumerate(panels):
+            old = tuple(fig.layout[xa].domain)
+            y1 = 1.0 - i * (panel_height + gap_px) / plot_px
+            y0 = y1 - panel_height / plot_px
+            for a, x0 in titles:  # the subplot title, on one line, centred over this panel's old column
+                if old[0] - 1e-6 <= x0 <= old[1] + 1e-6:
+                    text = a.text.replace("<br>", " ")
+                    a.update(x=0.5, y=y1, xanchor="center", yshift=4,
+                             text=text if len(text) <= 2 * PHONE_TITLE_CHARS else a.text)
+            out.layout[xa].update(domain=[0.0, 1.0])
+            out.layout[ya].update(domain=[max(0.0, y0), y1], showticklabels=True, title_text=y_title)
+        top += 28  # the first panel's title
+        out.update_layout(height=plot_px + top + bottom)
+    else:
+        plot_px = max(150, (out.layout.height or 450) - top - bottom)
+        out.update_layout(height=plot_px + top + bottom)
+    out.update_layout(title={"text": "<br>".join(lines_), "font": {"size": 14}, "y": 1.0, "yanchor": "top",
+                             "pad": {"t": 14}},
+                      margin={"l": 45, "r": 10, "t": top, "b": bottom, "autoexpand": True},
+                      legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -62 / plot_px,
+                              "yanchor": "top"})
+    if out.layout.coloraxis.colorbar is not None:
+        out.layout.coloraxis.colorbar.update(thickness=12)
+    return out
 
 
 def surfaces(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlabel: str, ylabel: str, zlabel: str,

@@ -63,9 +63,10 @@ def _on_top(fig: go.Figure, name: str) -> go.Figure:
 
 
 def winner_figure(r: np.ndarray, theta: np.ndarray, panels: dict[str, np.ndarray]) -> go.Figure:
-    """Diverging heatmaps: blue where the first estimator is better (ratio < 1), red where worse."""
+    """Diverging heatmaps: blue where the first estimator is better (ratio < 1), red where worse; a symlog colour
+    scale keeps the hybrid's ratios (within ±1 over most of the plane) visible beside trig vs ++ (±30 at large r)."""
     return heatmaps(theta, r, panels, xlabel="θ", ylabel="r", zlabel="log₁₀ ratio",
-                    style=HeatmapStyle(diverging=True),
+                    style=HeatmapStyle(diverging=True, symlog=True),
                     title="Where each estimator is better (blue: numerator smaller)")
 
 
