@@ -231,8 +231,9 @@ def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
     fig.update_yaxes(title_text=ylabel, row=1, col=1, **(THETA_TICKS if theta_axis == "y" else {}))
     fig.update_layout(coloraxis=coloraxis, title=title, height=450, **LAYOUT,
                       legend={"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"})
-    if any("<br>" in t for t in titles):  # room for two-line panel titles under the figure's title
-        fig.update_layout(margin={"t": LAYOUT["margin"]["t"] + 25})
+    if any("<br>" in t for t in titles):  # room for two-line panel titles under the figure's title (at the top)
+        fig.update_layout(margin={"t": LAYOUT["margin"]["t"] + 40},
+                          title={"y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 14}})
     return fig
 
 
