@@ -302,7 +302,8 @@ def test_monte_carlo_overlay_keeps_the_closed_forms_axes(server, browser, size):
         span = page.evaluate("""() => {
           const gd = [...document.querySelectorAll('.js-plotly-plot')]
             .find(g => g.data.some(t => t.mode === 'markers'));
-          const ys = gd.data.filter(t => t.mode === 'lines').flatMap(t => t.y).filter(v => v !== null && isFinite(v));
+          const ys = gd._fullData.filter(t => t.mode === 'lines').flatMap(t => Array.from(t.y))
+            .filter(v => v !== null && isFinite(v));
           return {range: gd._fullLayout.yaxis.range, lo: Math.min(...ys), hi: Math.max(...ys),
                   edge: gd.data.filter(t => t.meta === 'edge').length};
         }""")
