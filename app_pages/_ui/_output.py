@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import streamlit as st
@@ -50,14 +50,15 @@ def announce_coinciding(fig: Any) -> None:
 
 
 def downloads(stem: str, csv: Callable[[], str] | str | None, fig: Any = None, container: Any = st,
-              key: str | None = None) -> None:
+              key: str | None = None, params: Mapping[str, Any] | None = None) -> None:
     """CSV (data) and HTML (figure) download buttons; contents are generated when clicked. Both carry the page's
     settings (its URL parameters): the CSV as a ``# rfviz <version> <stem> key=value ...`` first line, the HTML
     as its title and a line above the figure. The figure comes twice: light (plotly.js from its CDN, needs the
-    network when opened) and offline (plotly.js inlined, its size on the button)."""
+    network when opened) and offline (plotly.js inlined, its size on the button). ``params`` (e.g. a gallery
+    figure's own parameters) come first in both headers, then the URL's."""
     cols = container.columns(3)
     key = key or stem
-    settings = {k: st.query_params[k] for k in st.query_params}
+    settings = {**(params or {}), **{k: st.query_params[k] for k in st.query_params}}
     if csv is not None:
         cols[0].download_button("Data (CSV)", lambda: with_header(csv() if callable(csv) else csv, stem, settings),
                                 file_name=f"{stem}.csv", mime="text/csv", icon=":material/download:",
