@@ -7,6 +7,7 @@ MSE = 0) are drawn in their own colour with a legend entry rather than hidden in
 
 from __future__ import annotations
 
+import base64
 import math
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
@@ -438,15 +439,25 @@ def curve_window(x: np.ndarray, ys: Iterable[np.ndarray], *, log_y: bool = False
     return Window((float(xs.min()), float(xs.max())) if xs.size else (0.0, 1.0), (lo - margin, hi + margin), log_y)
 
 
+def _numbers(v: Any) -> np.ndarray:
+    """A trace's x or y as floats: a sequence, or plotly's typed-array form ``{"dtype", "bdata"}`` (figures that went
+    through JSON, e.g. a cache); None entries become NaN."""
+    if isinstance(v, Mapping) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).astype(float)
+    return np.array([np.nan if e is None else e for e in v], dtype=float)
+
+
 def figure_window(fig: go.Figure, *, log_y: bool = False) -> Window:
     """``curve_window`` of the line traces (closed-form curves) already in ``fig``."""
-    curves = [t for t in fig.data if t.type == "scatter" and t.mode == "lines" and t.x is not None]
-    x = np.concatenate([np.asarray(t.x, float) for t in curves]) if curves else np.array([])
-    return curve_window(x, [np.asarray(t.y, float) for t in curves], log_y=log_y)
+    curves = [t for t in fig.data if t.type == "scatter" and (t.mode is None or "lines" in t.mode)
+              and t.x is not None and t.y is not None]
+    x = np.concatenate([_numbers(t.x) for t in curves]) if curves else np.array([])
+    return curve_window(x, [_numbers(t.y) for t in curves], log_y=log_y)
 
 
 def overlay_points(fig: go.Figure, name: str, pt: tuple[np.ndarray, ...], colour: str, window: Window | None,
-                   symbol: str = "circle", **where: Any) -> go.Figure:
+                   symbol: str = "circle", bars: tuple[np.ndarray, np.ndarray] | None = None,
+                   **where: Any) -> go.Figure:
     """Draw sampled (x, y, standard error[, reliable]) points over closed-form curves without rescaling their axes.
 
     Points inside ``window`` get ±2 SE bars, filled where reliable and hollow where heavy-tailed (MCResult.reliable
@@ -468,6 +479,8 @@ def overlay_points(fig: go.Figure, name: str, pt: tuple[np.ndarray, ...], colour
         ``curve_window`` (or ``figure_window``) of the curves; None draws every point and lets plotly scale.
     symbol : str
         Marker of reliable points (``symbol-open`` for heavy-tailed ones).
+    bars : (lower, upper) arrays, optional
+        Asymmetric error-bar ends (e.g. ±2 SE of a variance mapped through a log), instead of ±2 ``se``.
     **where
         ``row``/``col`` of a subplot, passed to ``add_trace``.
 
@@ -489,11 +502,15 @@ def overlay_points(fig: go.Figure, name: str, pt: tuple[np.ndarray, ...], colour
     for mask, sym, label in ((ok & inside, symbol, f"{name} (sampled ±2 SE)"),
                              (~ok & inside, f"{symbol}-open", f"{name} (sampled, heavy-tailed: unreliable)")):
         if mask.any():
+            err = {"type": "data", "array": 2 * finite_or_none(pe[mask]), "visible": True, "color": colour}
+            if bars is not None:
+                lo, hi = (np.asarray(b, float).ravel()[mask] for b in bars)
+                err.update(symmetric=False, array=np.nan_to_num(hi - py[mask]),
+                           arrayminus=np.nan_to_num(py[mask] - lo, nan=0.0))
             fig.add_trace(go.Scatter(x=px[mask], y=finite_or_none(py[mask]), mode="markers", name=label,
                                      legendgroup=name,
                                      marker={"color": colour, "size": 7, "symbol": sym, "line": {"width": 2}},
-                                     error_y={"type": "data", "array": 2 * finite_or_none(pe[mask]),
-                                              "visible": True, "color": colour}), **where)
+                                     error_y=err), **where)
     if window is None:
         return fig
     out = ~inside & (np.isfinite(ay) | np.isneginf(ay))
