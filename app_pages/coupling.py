@@ -10,6 +10,7 @@ from rfviz.compute import simrf as cs
 from rfviz.figures import simrf as fc
 from rfviz.figures.common import traces_csv
 from rfviz.params import COUPLED_D_PARAM, M_PARAM, SAMPLES_PARAM, SEED_PARAM, TRIALS_PARAM, require_fits
+from rfviz.registries import COUPLED_CLOSED_FORMS
 
 with ui.page(
     "coupling",
@@ -24,7 +25,7 @@ with ui.page(
          r"\quad v = |x+y|,\quad P = \sum_{\text{blocks}} m_b(m_b-1)",
          "SimRF Theorem 3.2 (appendix eq. 34; the main text's eq. 11 lost the diagonal term and the 1/m) for "
          "positive features and the Gaussian kernel (softmax: multiply by $e^{|x|^2+|y|^2}$); P counts the ordered "
-         "coupled pairs: m(m − 1) for one block (m ≤ d), 0 for iid. Reference simplex_random_features.md §2.1."),
+         "coupled pairs: m(m − 1) for one block (m ≤ d), 0 for iid. [SimRF]"),
         (r"\rho(v) = \frac{\Gamma(d/2)}{m(m-1)}\sum_{i\ne j}\mathbb{E}\left[\sum_{k\ge 0}"
          r"\frac{v^{2k} w_{ij}^{2k}}{2^{2k}k!\,\Gamma(k+d/2)}\right]",
          "SimRF Definition 3.1, eq. 10 (RF-conformity; iid gives $\\rho = e^{v^2}$)."),
@@ -49,7 +50,7 @@ with ui.page(
     v = state.slider("v = |x + y| (z = |x − y| for trig)", "v", 0.05, 5.0, 1.0, step=0.05, container=side,
                      **(ui.unused(v_off) if v_off else {}))
     coupling_options = (list(fc.COUPLINGS_WITH_DENSITY) if view in ("density", "conformity")
-                        else ["orthogonal", "simplex"])
+                        else list(COUPLED_CLOSED_FORMS))
     couplings = tuple(state.multiselect("Couplings", "couplings", coupling_options, coupling_options, container=side,
                                         **({} if view != "simplex-plus" else ui.unused("this view compares simplex+ "
                                                                                  "iterations with iid draws"))))

@@ -26,14 +26,14 @@ with ui.page(
         (r"\mathrm{Var}\,\hat k = \frac{1}{m}\left[\left(|x|^2|y|^2 + \kappa (x\cdot y)^2 + (\mu_4 - 1 - \kappa)"
          r"S\right)^p - (x\cdot y)^{2p}\right]\ \text{(per the basis)},\quad \kappa = 1 + (2q-1)^2,\ "
          r"S = \textstyle\sum_k x_k^2 y_k^2",
-         "Improved Random Features for Dot Product Kernels, Theorem 2 family (reference dot_product_features.md "
+         "Improved Random Features for Dot Product Kernels, Theorem 2 family ([DP] "
          "§3, exact forms per basis and variance type)."),
         (r"\mathrm{Var}_{\mathrm{TensorSRHT}}:\ \text{Thm 5 / 10, within-block pairs } c(m,d) = "
          r"\lfloor m/d\rfloor d(d-1) + (m \bmod d)(m \bmod d - 1)",
          "Reference §3 (one permutation per degree; the shared reading is wrong)."),
         (r"k(x,y) = \sum_n a_n (x\cdot y)^n:\ \ \min_{p,\,m_1+\dots+m_p = m}\ \sum_{n\le p} a_n^2\,"
          r"\mathrm{Var}_n(m_n) + \mathrm{bias}_p^2",
-         "Optimised Maclaurin features, §5.3 Algorithms 2–3 (reference F6)."),
+         "Optimised Maclaurin features, §5.3 Algorithms 2–3 ([DP] eqs. 45–51)."),
     ],
 ) as state:
     side = st.sidebar

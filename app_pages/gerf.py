@@ -22,14 +22,14 @@ with ui.page(
     [
         (r"\frac{\mathrm{Var}}{K^2} = \tfrac12\left(\mathrm{Re}\,e^{L_1} + e^{L_3}\right) - 1,\quad "
          r"L_1 = d\left(\log(1-4A) - \tfrac12\log(1-8A)\right) + \frac{s Z_s}{1-8A},\quad Z_s = |x + s y|^2",
-         "CRT Theorem 3.2, eq. 6 (relative form; reference chefs_random_tables.md §3.3, with L₃ as there)."),
+         "CRT Theorem 3.2, eq. 6 (relative form; [CRT], with L₃ as there)."),
         (r"A^* = \frac{1 - 1/\rho^*}{8},\quad \rho^* = \frac{2d}{(2Z+d) + \sqrt{(2Z+d)^2 + 8dZ}},\quad Z = |x+y|^2",
-         "CRT Theorem 3.3, eq. 7 (OPRF), rationalised (reference §3.4)."),
+         "CRT Theorem 3.3, eq. 7 (OPRF), rationalised."),
         (r"\text{PoisRF: } \log R = \lambda d + \frac{\sum_l x_l^2 y_l^2}{\lambda} - 2x\cdot y,\ \ "
          r"\lambda^* = \sqrt{\textstyle\sum_l x_l^2y_l^2 / d};\qquad "
          r"\text{GeomRF: } \log R = -d\log p - 2x\cdot y + "
          r"\sum_l \log I_0\!\left(\tfrac{2|x_l y_l|}{\sqrt{1-p}}\right)",
-         "CRT Theorems 3.4 (eq. 11) and 3.5 (eq. 13); reference §3.5–3.6. Var/K² = R − 1."),
+         "CRT Theorems 3.4 (eq. 11) and 3.5 (eq. 13). Var/K² = R − 1."),
     ],
 ) as state:
     side = st.sidebar
@@ -116,7 +116,7 @@ with ui.page(
             fig3 = fg.oprf_figure(c3, int(d))
             ui.plot(fig3, key="gerf-oprf")
             st.caption("Both relative variances are kernel-independent. OPRF's gain grows with ‖x + y‖²: at d = 64, "
-                       "Z = 100 the ratio is $e^{-61.2}$ (CRT Fig. 1; reference §4.3).")
+                       "Z = 100 the ratio is $e^{-61.2}$ (CRT Fig. 1).")
             ui.downloads("rfviz-oprf-vs-posrf", lambda: fg.columns_to_csv(c3), fig3, key="oprf")
     else:
         dc = st.columns(2)

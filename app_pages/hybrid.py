@@ -28,13 +28,13 @@ with ui.page(
         (r"\text{angular: } \hat\lambda = \mathrm{Bin}(n, \theta/\pi)/n,\quad \mathbb{E}[\hat\lambda^2] = "
          r"p\,(p - p/n + 1/n),\ \ \mathbb{E}[(1-\hat\lambda)^2] = (1-p)(1-p+p/n),\ p = \theta/\pi",
          "HRF Lemma 3.2 eq. 24; eq. 47 corrected (the paper prints E[λ̂(1−λ̂)] as the trig coefficient: "
-         "reference hybrid_random_features.md F4 erratum)."),
+         "docs: derivations/hrf-angular-hybrid)."),
         (r"\text{Gaussian: } \lambda(\theta,r) = \frac{1-e^{-2\sigma^2 r^2 \sin^2(\theta/2)}}{1-e^{-2\sigma^2 r^2}}",
          "HRF App. F eqs. 67–76 (σ inside sin/cos of eq. 70)."),
         (r"\max_\theta \varepsilon_{\theta,r} \le \frac{W(r)}{\sqrt{2m}}\sqrt{\frac{1-1/n}{\pi r^2} + "
          r"\frac{1}{n\sqrt{\pi}\,r}},\quad W(r) = e^{2r^2}(1-e^{-4r^2})",
          "HRF Theorem 3.5 corrected (the printed eq. 27 has 1/(n√π r²) and fails for small n, large r; "
-         "reference §4 erratum)."),
+         "docs: errata)."),
     ],
 ) as state:
     side = st.sidebar
@@ -108,7 +108,8 @@ with ui.page(
                            "converges slowly and usually falls below the closed form.")
             fig2 = fh.mse_figure(c2, kind, r, sampled)
             ui.plot(fig2, key="hyb-mse")
-            st.caption("The oracle curve uses the best deterministic λ* = MSE_trig/(MSE_trig + MSE_++) (reference F7), "
+            st.caption("The oracle curve uses the best deterministic λ* = MSE_trig/(MSE_trig + MSE_++) (derived; "
+                "tests/test_hrf.py), "
                        "a lower envelope for every bipolar hybrid with independent λ̂.")
             ui.downloads("rfviz-hybrid-mse", lambda: fh.columns_to_csv(c2), fig2, key="mse")
         elif view == "winner":

@@ -26,10 +26,10 @@ with ui.page(
         (r"\Psi^*(\omega) \propto p_\Omega(\omega)\,q_\phi(\omega),\quad q_\phi(\omega) = "
          r"\sqrt{\mathbb{E}_{x_1,x_2}\,\phi(x_1,\omega)^2\,\phi(x_2,\omega)^2},\quad "
          r"V^* = \left(\mathbb{E}_\Omega\, q_\phi\right)^2 - \mathbb{E}\,K^2",
-         "Optimal-sampling paper, Theorem 1 (reference optimal_sampling.md §2)."),
+         "Optimal-sampling paper, Theorem 1 ([OS])."),
         (r"X_1 = X_2:\ \ V^*_{\mathrm{trig}} = V^*_{\mathrm{pos}} = "
          r"\left(\mathbb{E}\,K(x,x)\right)^2 - \mathbb{E}\,K^2",
-         "Corollaries 1–2; the equality fails for X₁ ≠ X₂ (reference §3.4–3.5 counterexample)."),
+         "Corollaries 1–2; the equality fails for X₁ ≠ X₂ (tests/test_optimal_sampling.py)."),
     ],
 ) as state:
     side = st.sidebar

@@ -1,12 +1,12 @@
 """A subtly BIASED estimator, kept as a warning: an angular hybrid whose λ̂ reuses the base estimators' ω.
 
-The angular hybrid of the HRF paper (eq. 19; reference E6) mixes the antithetic positive RF (exact at θ = π)
+The angular hybrid of the HRF paper (eq. 19) mixes the antithetic positive RF (exact at θ = π)
 and the trigonometric RF (exact at θ = 0):
 
     SM̂ = λ̂·SM̂_++ + (1 - λ̂)·SM̂_trig,   λ̂ = 1/2 - (1/(2n)) Σ_j sgn(τ_j·x)·sgn(τ_j·y),   E[λ̂] = θ/π.
 
 It is unbiased only when the hyperplanes τ are drawn independently of the projections ω of the base estimators
-(HRF eq. 8 condition (ii); reference §8 "Independence requirements"). This version saves n random vectors by
+(HRF eq. 8 condition (ii); tests/test_hrf.py). This version saves n random vectors by
 setting τ_j = ω_j. Every ingredient is individually unbiased and the code looks right, but λ̂ is now correlated
 with SM̂_++ - SM̂_trig, so E[SM̂] ≠ SM. The bias shrinks like 1/m, which is why it is easy to miss by eye and why
 `python -m rfviz check examples/shared_omega_hybrid.py:SharedOmegaHybrid` flags it.
@@ -25,7 +25,7 @@ from rfviz.sampling import sample_omegas
 
 
 def _sign(t: torch.Tensor) -> torch.Tensor:
-    """sgn with sgn(0) = +1, so that λ̂ stays in {k/n} (reference §8 "Sign function")."""
+    """sgn with sgn(0) = +1, so that λ̂ stays in {k/n} (tests/test_hrf.py)."""
     return torch.where(t >= 0, 1.0, -1.0).to(t.dtype)
 
 
@@ -34,7 +34,7 @@ class SharedOmegaHybrid(SoftmaxFamilyEstimator):
 
     name = "shared_omega_hybrid"
     title = "Angular hybrid with λ̂ sharing ω (biased)"
-    reference = "examples/shared_omega_hybrid.py (HRF eq. 19 with τ = ω; see reference E4 condition (ii))"
+    reference = "examples/shared_omega_hybrid.py (HRF eq. 19 with τ = ω; see [HRF] eq. 8 condition (ii))"
     description = "Looks like the angular hybrid but reuses ω for λ̂: biased by O(1/m)."
     has_closed_form = False
     spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM)
@@ -58,7 +58,7 @@ class SharedOmegaHybrid(SoftmaxFamilyEstimator):
         return lam * positive + (1.0 - lam) * trig
 
     def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
-        """Real asymmetric hybrid feature map (reference E6) with s(u) = sgn(ω·u): 4m(m + 1) features."""
+        """Real asymmetric hybrid feature map ([HRF] eq. 19) with s(u) = sgn(ω·u): 4m(m + 1) features."""
         w = samples["w"]
         m = w.shape[1]
         p = projections(w, u)

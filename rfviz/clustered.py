@@ -5,14 +5,15 @@ module fits it to data):
 
 * ``lam=zero_one`` (Def. H.2, eqs. 101–104): λ^{ij}(x, y) = 1[x ∈ X_i]·1[y ∈ Y_j], so K̂(x, y) = SM̂^{ij}(x, y) for
   the clusters (i, j) of x and y. The paper's experiments (Fig. 6, Table 3) use this one. Closed-form MSE: the
-  CE variance with real A, SM²(e^{‖w‖²} − 1)/m, w = A^{ij}x + (A^{ij})^{-1}y (HRF Lemma 2.4; reference F6).
+  CE variance with real A, SM²(e^{‖w‖²} − 1)/m, w = A^{ij}x + (A^{ij})^{-1}y (HRF Lemma 2.4; docs:
+  derivations/complex-exponential).
 * ``lam=gaussian`` (Def. H.1, eqs. 93–99): λ^{ij}(x, y) = exp(−‖A^{ij}x + (A^{ij})^{-1}y‖²/(2τ²)), estimated with
   n positive random features (eqs. 94–96) independent of the base estimators, plus a default base estimator
   SM̂^0 (``base``) weighted by λ̂^0 = 1 − Σ λ̂^{ij} (eq. 98). Unbiased; Monte Carlo only (no closed form here).
 
 Clusters come from k-means (scikit-learn ``KMeans``) on the queries and on the keys; every CE block shares the same
 m projections ω (the Gram identity E‖K̂ − K‖²_F = Σ MSE holds for any sharing). The eq. 93 split needs real
-symmetric A, which the real diagonal A is (reference E9, erratum 11).
+symmetric A, which the real diagonal A is ([HRF] App. H, erratum 11).
 
 These estimators depend on a data set, so they are not in the registry: build one with
 ``ClusteredCE(**params).fit(queries, keys, seed)``. They implement the estimator protocol (``log_mse``,
@@ -28,13 +29,15 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from .estimators.base import PairStats, Samples, SoftmaxFamilyEstimator, create, projections, sq_norm, with_kernel
+from .estimators import create  # the package: `base` names a catalog estimator
+from .estimators.base import PairStats, Samples, SoftmaxFamilyEstimator, projections, sq_norm, with_kernel
 from .maths import hrf as hy
 from .params import M_PARAM, Param, ParameterError
+from .registries import IID
 from .sampling import sample_omegas
 
 NAME = "hrf_clustered"
-LAM_PARAM = Param("lam", "zero_one", "choice", "λ-coefficients: zero_one (cluster indicators, HRF Def. H.2) or "
+CLUSTER_LAM_PARAM = Param("lam", "zero_one", "choice", "λ-coefficients: zero_one (cluster indicators, HRF Def. H.2) or "
                   "gaussian (Gaussian mixture with a default base estimator, Def. H.1)",
                   choices=("zero_one", "gaussian"))
 QUERY_CLUSTERS_PARAM = Param("query_clusters", 2, "int", "k-means clusters of the queries (n_q)", low=1, high=32)
@@ -86,10 +89,11 @@ class ClusteredCE(SoftmaxFamilyEstimator):
 
     name = NAME
     title = "HRF clustered CE estimators (real diagonal A per cluster pair)"
-    reference = "HRF paper §2.4, App. H eqs. 88, 91–104; MSE (zero-one λ) reference F6 with real A"
+    reference = ("HRF paper §2.4, App. H eqs. 88, 91–104; MSE (zero-one λ) docs: derivations/complex-exponential with "
+                 "real A")
     description = "Data-adapted: k-means clusters, one CE estimator per cluster pair, zero-one or Gaussian λ."
-    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, LAM_PARAM, QUERY_CLUSTERS_PARAM, KEY_CLUSTERS_PARAM,
-                                                    LAM_N_PARAM, TAU_PARAM, BASE_PARAM)
+    spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, CLUSTER_LAM_PARAM, QUERY_CLUSTERS_PARAM,
+                                                    KEY_CLUSTERS_PARAM, LAM_N_PARAM, TAU_PARAM, BASE_PARAM)
     isotropic: ClassVar[bool] = False
 
     def __init__(self, **params: object) -> None:
@@ -118,7 +122,8 @@ class ClusteredCE(SoftmaxFamilyEstimator):
     # --------------------------------------------------------------------------------- closed form
     def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
         """Zero-one λ: K̂ = SM̂^{ij} with (i, j) the clusters of (x, y); real A makes the CE estimator real, so
-        MSE = SM²(e^{‖w‖²} − 1)/m, w = A^{ij}x + (A^{ij})^{-1}y (HRF Lemma 2.4 / reference F6, real A)."""
+        MSE = SM²(e^{‖w‖²} − 1)/m, w = A^{ij}x + (A^{ij})^{-1}y (HRF Lemma 2.4 / docs:
+        derivations/complex-exponential, real A)."""
         model = self._fitted()
         i = model.assign(s.x, "query")
         j = model.assign(s.y, "key")
@@ -130,9 +135,9 @@ class ClusteredCE(SoftmaxFamilyEstimator):
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
         self.check_dimension(d)
         self._fitted()
-        out = {"w": sample_omegas("iid", trials, self.params["m"], d, d, generator, device, dtype)[0]}
+        out = {"w": sample_omegas(IID, trials, self.params["m"], d, d, generator, device, dtype)[0]}
         if self.params["lam"] == "gaussian":
-            out["t"] = sample_omegas("iid", trials, self.params["n"], d, d, generator, device, dtype)[0]
+            out["t"] = sample_omegas(IID, trials, self.params["n"], d, d, generator, device, dtype)[0]
             for key, value in self._base.sample(trials, d, generator=generator, device=device, dtype=dtype).items():
                 out["base/" + key] = value
         return out

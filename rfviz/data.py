@@ -180,7 +180,7 @@ def sign_matched_centres(d: int, same_sign: int, rng: np.random.Generator,
     vectors by random orthogonal matrices ([HRF] App. H.3), then signs set so that every query centre has the
     sign pattern s and every key centre −s except on the first ``same_sign`` coordinates, where it is +s.
 
-    With real diagonal A the minimal l(A) of eq. 21 is 4 Σ_{k: x_k y_k > 0} x_k y_k (reference E9 [derived]), so
+    With real diagonal A the minimal l(A) of eq. 21 is 4 Σ_{k: x_k y_k > 0} x_k y_k ([HRF] App. H), so
     ``same_sign`` = 0 makes it 0 at every centre pair and larger values push it up (the paper's s lists).
     X_0, Y_0 ~ N(0, centre_scale²·I): the centres' spread against the noise σ is the clusters' separation."""
     from scipy.stats import ortho_group

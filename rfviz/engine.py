@@ -29,24 +29,27 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 import torch
 
 from .diagnostics import TOP_K, TailReport, assess_trials
-from .estimators.base import Estimator, PairStats, Samples, get_estimator
+from .estimators import get_estimator  # the package: looking up a name needs the catalog loaded
+from .estimators.base import Estimator, PairStats, Samples
 from .geometry import check_r, check_theta, project_to_span
 from .numerics import LOG10
 from .params import (
     DEFAULT_MEMORY_BUDGET,
-    MAX_TRIALS,
+    ENGINE_SEED_PARAM,
+    ENGINE_TRIALS_PARAM,
     Param,
     ParameterError,
+    check,
     current_memory_budget,
     format_bytes,
-    validated,
+    require_fits,
 )
 from .sampling import resolve_device
 
@@ -210,13 +213,6 @@ class _Plan:
     unit_bytes: int
 
 
-def _require_budget(what: str, nbytes: int, budget: int) -> None:
-    if nbytes > budget:
-        raise ParameterError(f"{what} need {format_bytes(nbytes)}, more than the memory budget of "
-                             f"{format_bytes(budget)}: use fewer or smaller inputs, or raise the budget "
-                             f"(--memory-budget)")
-
-
 def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_bytes: int, budget: int,
           chunk_bytes: int) -> _Plan:
     """Chunk sizes with fixed + 2·samples + unit work ≤ budget (samples counted twice: drawing them needs
@@ -243,10 +239,61 @@ def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_byt
     return _Plan(super_pairs, unit_trials, unit_pairs, fixed, unit_trials * unit_pairs * unit_cost)
 
 
-TRIALS_PARAM = Param("trials", 2000, "int", "independent Monte-Carlo estimates per pair", low=2, high=MAX_TRIALS)
 BLOCK_TRIALS_PARAM = Param("block_trials", DEFAULT_BLOCK_TRIALS, "int", "trials per independently seeded block", low=2)
 CHUNK_BYTES_PARAM = Param("chunk_bytes", DEFAULT_CHUNK_BYTES, "int", "largest unit of work (bytes)", low=1)
-SEED_PARAM = Param("seed", 0, "int", "random seed of the Monte-Carlo run")
+
+
+@dataclass(frozen=True)
+class MCOptions:
+    """The settings of one Monte-Carlo run, validated once (``prepare`` and ``monte_carlo`` take them, or the same
+    names as keywords).
+
+    Parameters
+    ----------
+    d : the true dimension when pairs are given in reduced coordinates (isotropic estimators); None: x's width.
+    trials : independent estimates per pair (ENGINE_TRIALS_PARAM).
+    seed : the run's seed; block b is drawn from its own generator seeded with (seed, b) (ENGINE_SEED_PARAM).
+    device : auto (CUDA when available), cpu or cuda.
+    dtype : None: float64 on the CPU, float32 on a GPU.
+    memory_budget : bytes the accounted working set may use; None: the current budget
+        (``rfviz.params.memory_budget_scope``), read when the run is prepared.
+    block_trials : trials per independently seeded block (BLOCK_TRIALS_PARAM); results depend on seed and
+        block_trials, not on the budget or the chunking.
+    chunk_bytes : cap of one unit of work, for speed (CHUNK_BYTES_PARAM); None: 16 MiB on the CPU, the budget on
+        a GPU.
+
+    Examples
+    --------
+    >>> MCOptions(trials=500, seed=3).with_keywords(seed=4).seed
+    4
+    """
+
+    d: int | None = None
+    trials: int = 2000
+    seed: int = 0
+    device: str | torch.device = "auto"
+    dtype: torch.dtype | None = None
+    memory_budget: int | None = None
+    block_trials: int = DEFAULT_BLOCK_TRIALS
+    chunk_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        for spec in (ENGINE_TRIALS_PARAM, ENGINE_SEED_PARAM, BLOCK_TRIALS_PARAM, CHUNK_BYTES_PARAM):
+            value = getattr(self, spec.name)
+            if value is not None or spec.name != "chunk_bytes":  # None chunk_bytes: automatic
+                object.__setattr__(self, spec.name, check(value, spec))
+
+    def with_keywords(self, **keywords: Any) -> MCOptions:
+        """A copy with ``keywords`` replaced (validated again); an unknown name raises TypeError."""
+        unknown = sorted(set(keywords) - {f.name for f in fields(self)})
+        if unknown:
+            raise TypeError(f"unexpected Monte-Carlo option(s) {', '.join(map(repr, unknown))}; the options are "
+                            + ", ".join(f.name for f in fields(self)))
+        return replace(self, **keywords) if keywords else self
+
+
+def _options(options: MCOptions | None, keywords: dict[str, Any]) -> MCOptions:
+    return (MCOptions() if options is None else options).with_keywords(**keywords)
 
 
 @dataclass
@@ -322,36 +369,45 @@ class BlockTotals:
     """(pairs,) largest |K̂·e^{-s}| over the trials (0: every estimate underflowed)."""
 
 
-@validated(TRIALS_PARAM, SEED_PARAM, BLOCK_TRIALS_PARAM, CHUNK_BYTES_PARAM)
-def prepare(
-    estimator: Estimator,
-    x: np.ndarray,
-    y: np.ndarray,
-    *,
-    d: int | None = None,
-    trials: int = 2000,
-    seed: int = 0,
-    device: str | torch.device = "auto",
-    dtype: torch.dtype | None = None,
-    memory_budget: int | None = None,
-    block_trials: int = DEFAULT_BLOCK_TRIALS,
-    chunk_bytes: int | None = None,
-) -> PreparedRun:
-    """Validate the arguments, reduce the pairs, compute targets and log-scales and plan the work (see
-    ``monte_carlo`` for the arguments). The budget is checked before anything large is drawn: the inputs and one
-    trial's work first, then the block's samples estimated from one trial's draw; block 0 is drawn only then."""
+def prepare(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCOptions | None = None,
+            **keywords: Any) -> PreparedRun:
+    """Validate the arguments, reduce the pairs, compute targets and log-scales and plan the work.
+
+    Parameters
+    ----------
+    estimator : the estimator to sample.
+    x, y : arrays (..., dim) of pairs, broadcast against each other (see ``monte_carlo``).
+    options : the run's settings (``MCOptions``); None: the defaults.
+    **keywords : any ``MCOptions`` field, overriding ``options`` (``prepare(est, x, y, trials=500, seed=1)``).
+
+    Returns
+    -------
+    PreparedRun
+        Ready for ``run_blocks``. The budget is checked before anything large is drawn: the inputs and one
+        trial's work first, then the block's samples estimated from one trial's draw; block 0 is drawn only then.
+
+    Examples
+    --------
+    >>> import rfviz
+    >>> run = prepare(rfviz.create("trig"), [[1.0, 0.0]], [[0.0, 1.0]], trials=256, device="cpu")
+    >>> run.n_blocks
+    2
+    """
+    opts = _options(options, keywords)
+    d, trials, seed, dtype, block_trials = opts.d, opts.trials, opts.seed, opts.dtype, opts.block_trials
+    memory_budget, chunk_bytes = opts.memory_budget, opts.chunk_bytes
     memory_budget = current_memory_budget() if memory_budget is None else int(memory_budget)
     if memory_budget < MIN_MEMORY_BUDGET:
         raise ParameterError(f"memory_budget must be at least {MIN_MEMORY_BUDGET} bytes, got {memory_budget}")
     started = time.perf_counter()
-    dev = resolve_device(device)
+    dev = resolve_device(opts.device)
     if chunk_bytes is None:
         chunk_bytes = DEFAULT_CHUNK_BYTES if dev.type == "cpu" else memory_budget
     dtype = dtype or _default_dtype(dev)
     x = np.atleast_2d(np.asarray(x, dtype=float))
     y = np.atleast_2d(np.asarray(y, dtype=float))
     x, y = np.broadcast_arrays(x, y)
-    _require_budget("the input pairs", 4 * x.size * 8, memory_budget)
+    require_fits("storing the input pairs", 4 * x.size * 8, "use fewer or smaller inputs", memory_budget)
     batch_shape = x.shape[:-1]
     x = x.reshape(-1, x.shape[-1])
     y = y.reshape(-1, y.shape[-1])
@@ -500,36 +556,36 @@ def _assess(run: PreparedRun, totals: BlockTotals) -> TailReport | None:
                          fourth_moment_finite=fourth, exact_below=exact_below)
 
 
-def monte_carlo(
-    estimator: Estimator,
-    x: np.ndarray,
-    y: np.ndarray,
-    *,
-    d: int | None = None,
-    trials: int = 2000,
-    seed: int = 0,
-    device: str | torch.device = "auto",
-    dtype: torch.dtype | None = None,
-    memory_budget: int | None = None,
-    block_trials: int = DEFAULT_BLOCK_TRIALS,
-    chunk_bytes: int | None = None,
-    progress: Callable[[float], None] | None = None,
-    cancel: Callable[[], bool] | None = None,
-) -> MCResult:
+def monte_carlo(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCOptions | None = None, *,
+                progress: Callable[[float], None] | None = None, cancel: Callable[[], bool] | None = None,
+                **keywords: Any) -> MCResult:
     """Sample ``trials`` independent estimates of K̂ at each pair (x[i], y[i]) and summarise them:
     ``summarise(run_blocks(prepare(...)))``.
 
-    x, y: arrays (..., dim), broadcast against each other (a single pair may be 1-D); ``d`` is the true
-    dimension when pairs are given in reduced coordinates (isotropic estimators). The result's arrays have the
-    broadcast batch shape (a single pair gives shape (1,)). ``device``: auto (CUDA when available), cpu or
-    cuda; ``dtype`` defaults to float64 on the CPU and float32 on a GPU. ``memory_budget`` (bytes) bounds the
-    engine's accounted working set (reported as ``peak_bytes``); ``chunk_bytes`` caps one unit of work for speed
-    (default: 16 MiB on the CPU, the budget on a GPU); ``block_trials`` is the size of the independently seeded
-    blocks (results depend on seed and block_trials, not on the budget or chunking). ``progress(fraction)`` is
-    called after every unit of work; ``cancel()`` returning True raises ``Cancelled`` (checked before each unit).
+    Parameters
+    ----------
+    estimator : the estimator to sample.
+    x, y : arrays (..., dim), broadcast against each other (a single pair may be 1-D).
+    options : the run's settings (``MCOptions``: d, trials, seed, device, dtype, memory_budget, block_trials,
+        chunk_bytes); None: the defaults.
+    progress : called with the fraction done after every unit of work.
+    cancel : returning True raises ``Cancelled`` (checked before each unit).
+    **keywords : any ``MCOptions`` field, overriding ``options``.
+
+    Returns
+    -------
+    MCResult
+        Arrays with the broadcast batch shape (a single pair gives shape (1,)); ``peak_bytes`` is the engine's
+        accounted working set, bounded by ``memory_budget``.
+
+    Examples
+    --------
+    >>> import rfviz
+    >>> res = monte_carlo(rfviz.create("trig", m=4), [[1.0, 0.0]], [[0.0, 1.0]], trials=500, seed=1, device="cpu")
+    >>> res.trials
+    500
     """
-    run = prepare(estimator, x, y, d=d, trials=trials, seed=seed, device=device, dtype=dtype,
-                  memory_budget=memory_budget, block_trials=block_trials, chunk_bytes=chunk_bytes)
+    run = prepare(estimator, x, y, options, **keywords)
     return summarise(run, run_blocks(run, progress, cancel))
 
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .params import ParameterError, check_int
+from .params import DIM_PARAM, R_PARAM, ParameterError, check
 
 THETA_ROUNDING = 1e-4
 """θ written up to this much above π (``3.1416``) is π rounded for display, and is read as π."""
 _PI_TEXT = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)?)\s*\*?\s*(?:pi|π)\s*(?:/\s*(\d+\.?\d*))?\s*$", re.I)
 
 
-def parse_real(name: str, text: str) -> float:
+def parse_real(name: str, text: str | float) -> float:
     """A real number as typed: ``1.5``, ``pi``, ``π``, ``pi/2``, ``2pi/3`` or ``0.5*pi``.
 
     Parameters
@@ -35,6 +35,11 @@ def parse_real(name: str, text: str) -> float:
     >>> parse_real("theta", "pi/2") == math.pi / 2
     True
     """
+    if not isinstance(text, str):
+        try:
+            return float(text)
+        except (TypeError, ValueError):
+            raise ParameterError(f"{name} must be a number, got {text!r}") from None
     match = _PI_TEXT.match(text)
     if match:
         sign = match.group(1) or ""
@@ -67,17 +72,13 @@ def check_theta(theta: np.ndarray | float) -> np.ndarray:
 
 
 def check_r(r: np.ndarray | float) -> np.ndarray:
-    """r (input norm) must be finite and ≥ 0."""
-    a = np.asarray(r, dtype=float)
-    if not np.all(np.isfinite(a)) or np.any(a < 0):
-        bad = a[~(np.isfinite(a) & (a >= 0))].ravel()
-        raise ParameterError(f"r must be a number in [0, inf), got {bad[0]:g}")
-    return a
+    """r (input norm) as a float array, validated against ``R_PARAM`` (finite, ≥ 0)."""
+    return np.asarray(check(r, R_PARAM), dtype=float)
 
 
 def check_d(d: int, minimum: int = 1) -> int:
-    """d (input dimension) must be an integer ≥ minimum."""
-    return check_int("d", d, minimum)
+    """d (input dimension) validated against ``DIM_PARAM``, with ``minimum`` as its lower bound."""
+    return check(d, DIM_PARAM if minimum == DIM_PARAM.low else replace(DIM_PARAM, low=minimum))
 
 
 def canonical_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int) -> tuple[np.ndarray, np.ndarray]:

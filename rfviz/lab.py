@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -31,16 +31,17 @@ import torch
 from scipy.special import erfc, ndtri
 
 from .engine import MCResult, monte_carlo
-from .estimators.base import REGISTRY, Estimator, PairStats
+from .estimators import REGISTRY, Estimator, PairStats  # the package: REGISTRY needs the catalog loaded
 from .geometry import check_r, check_theta, embed_pair
 from .numerics import LOG10
-from .params import Param, ParameterError, validated
+from .params import CHECK_TRIALS_PARAM, LAB_D_PARAM, Param, ParameterError, validated
+from .params import check as check_param
 from .plugins import call_guarded, instantiate, protocol_guard
 
 DEFAULT_R: tuple[float, ...] = (0.5, 1.0, 1.5)
 DEFAULT_THETA: tuple[float, ...] = (0.0, math.pi / 4, math.pi / 2, 3 * math.pi / 4, math.pi)
-DEFAULT_D = 8
-DEFAULT_TRIALS = 4000
+DEFAULT_D = LAB_D_PARAM.default
+DEFAULT_TRIALS = CHECK_TRIALS_PARAM.default
 DEFAULT_ALPHA = 0.01
 DEFAULT_COMPARE: tuple[str, ...] = ("trig", "positive", "positive_antithetic")
 BIAS_KURTOSIS_FRACTION = 1 / 100
@@ -81,8 +82,6 @@ UNEQUAL_RATIO = 0.5
 SHARED_PARAMS = ("m", "kernel", "coupling")
 """Parameters copied from the candidate to each comparator (a like-for-like comparison)."""
 
-D_PARAM = Param("d", DEFAULT_D, "int", "input dimension of the grid's pairs", low=1)
-TRIALS_PARAM = Param("trials", DEFAULT_TRIALS, "int", "Monte-Carlo trials per grid point", low=100)
 ALPHA_PARAM = Param("alpha", DEFAULT_ALPHA, help="family-wise error rate of the bias test (Holm)", low=0.0, high=1.0,
                     low_open=True, high_open=True)
 
@@ -453,81 +452,180 @@ def check_features(est: Estimator, x: np.ndarray, y: np.ndarray, log_scale: np.n
             "consistent": bool(finite and max_rel < 1e-6), "max_rel_diff": max_rel}
 
 
-@validated(TRIALS_PARAM, ALPHA_PARAM)
-def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Sequence[float] = DEFAULT_THETA,
-                    d: int = DEFAULT_D, trials: int = DEFAULT_TRIALS, seed: int = 0, alpha: float = DEFAULT_ALPHA,
-                    compare: Sequence[str] = DEFAULT_COMPARE, device: str = "cpu",
-                    check_feature_maps: bool = True, pairs: Sequence[str] = PAIR_KINDS,
-                    progress: Callable[[float], None] | None = None) -> LabReport:
-    """Run the lab's checks on ``est`` over the (r, θ) grid in R^d; see the module docstring."""
-    r_arr, t_arr = _grid(r, theta)
-    owner = f"{type(est).__name__} ({est.name})"
-    rr, tt = np.meshgrid(r_arr, t_arr, indexing="ij")
-    with protocol_guard(owner, "grid_pairs"):
-        x, y = est.grid_pairs(rr, tt, d)
-    shape = rr.shape
-    x2, y2 = x.reshape(-1, x.shape[-1]), y.reshape(-1, y.shape[-1])
-    compare = [c for c in compare if c != est.name]
-    # Progress: the candidate's MC run is most of the work; each MC comparator another share.
-    stages = 1 + len(compare) + (1 if check_feature_maps else 0)
+@dataclass(frozen=True)
+class LabOptions:
+    """The lab's settings (``check_estimator``'s keywords, validated once), shared by every step of the pipeline.
 
-    def stage(i: int) -> Callable[[float], None] | None:
+    Parameters
+    ----------
+    r, theta : the grid's norms |x| = |y| and angles (rows r, columns θ).
+    d : input dimension of the grid's pairs.
+    trials, seed : Monte-Carlo trials per point and the seed (extra pairs use seed + 1).
+    alpha : family-wise error rate of the bias test (Holm); the closed-form test runs at α·CLOSED_FORM_ALPHA_FACTOR.
+    compare : built-in estimators to compare the MSE with (the candidate's own name is dropped).
+    device : torch device of the Monte-Carlo runs.
+    check_feature_maps : whether to check ``features`` (finite, positive, bounded, consistent with ``estimate``).
+    pairs : which pair kinds enter the bias test (subset of PAIR_KINDS).
+    progress : called with the fraction done in [0, 1], or None.
+
+    Examples
+    --------
+    >>> LabOptions(trials=2000, compare=()).stages
+    2
+    """
+
+    r: Sequence[float] = DEFAULT_R
+    theta: Sequence[float] = DEFAULT_THETA
+    d: int = DEFAULT_D
+    trials: int = DEFAULT_TRIALS
+    seed: int = 0
+    alpha: float = DEFAULT_ALPHA
+    compare: Sequence[str] = DEFAULT_COMPARE
+    device: str = "cpu"
+    check_feature_maps: bool = True
+    pairs: Sequence[str] = PAIR_KINDS
+    progress: Callable[[float], None] | None = None
+
+    def __post_init__(self) -> None:
+        for spec in (CHECK_TRIALS_PARAM, ALPHA_PARAM):
+            object.__setattr__(self, spec.name, check_param(getattr(self, spec.name), spec))
+
+    @property
+    def stages(self) -> int:
+        """Progress shares: the candidate's MC run, one per comparator, one for the feature check."""
+        return 1 + len(self.compare) + (1 if self.check_feature_maps else 0)
+
+    def stage(self, i: int) -> Callable[[float], None] | None:
+        """The progress callback of stage ``i`` (its fraction mapped into the whole run), or None."""
+        progress = self.progress
         if progress is None:
             return None
-        return lambda f: progress(min(1.0, (i + f) / stages))
+        return lambda f: progress(min(1.0, (i + f) / self.stages))
 
-    pairs = _check_pairs(pairs)
-    res = _run_mc(est, x2, y2, d, trials, seed, device, stage(0))
-    if "canonical" not in pairs:  # the grid still drives the closed form and the MSE map, not the bias verdict
-        res_tested_mask = np.zeros(res.shape, bool)
-    else:
-        res_tested_mask = np.ones(res.shape, bool)
-    extra = _extra_pairs(est, pairs, r_arr, t_arr, d, seed)
-    exact = exact_points(res)
-    # Where K̂ is exact up to round-off, |mean − K|/|K| ≤ √EXACT_REL_MSE = 1e-12 while the spread is ~1e-16:
-    # the engine's z-score then measures round-off, not bias.
-    # Complex estimates: the imaginary part must average to 0 (the kernel is real); both parts are tested.
-    bias_z, tested, informative, deterministic_wrong = _bias_test(res, trials)
+
+@dataclass
+class _Grid:
+    """The (r, θ) grid in R^d: its axes, meshes and flattened pairs (one row per point, r-major)."""
+
+    r: np.ndarray
+    theta: np.ndarray
+    rr: np.ndarray
+    tt: np.ndarray
+    x: np.ndarray
+    y: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.rr.shape
+
+
+@dataclass
+class _Bias:
+    """Step 3's findings: per grid point z, p, κ, tested/informative/rejected masks; the extra pairs' rows."""
+
+    z: np.ndarray
+    p: np.ndarray
+    kappa: np.ndarray
+    reliable: np.ndarray
+    tested: np.ndarray
+    informative: np.ndarray
+    deterministic_wrong: np.ndarray
+    rejected: np.ndarray
+    extra_rows: list[dict[str, Any]]
+    warnings: list[str]
+
+
+@dataclass
+class _ClosedForm:
+    """Step 4's findings: the candidate's MSE (closed form if it agrees, else Monte Carlo) and the z-test."""
+
+    log_mse: np.ndarray
+    source: str
+    z: np.ndarray | None = None
+    tested: np.ndarray | None = None
+    rejected: np.ndarray | None = None
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def _owner(est: Estimator) -> str:
+    return f"{type(est).__name__} ({est.name})"
+
+
+def _p_values(res: MCResult, z: np.ndarray) -> np.ndarray:
+    """Two-sided p of the bias z; doubled (Bonferroni over the two parts) for complex estimates."""
+    return np.minimum(1.0, two_sided_p(z) * (2.0 if np.iscomplexobj(res.mean_ratio) else 1.0))
+
+
+def build_grid(est: Estimator, opts: LabOptions) -> _Grid:
+    """Step 1: the (r, θ) grid's pairs in R^d, as the estimator embeds them (``grid_pairs``)."""
+    r_arr, t_arr = _grid(opts.r, opts.theta)
+    rr, tt = np.meshgrid(r_arr, t_arr, indexing="ij")
+    with protocol_guard(_owner(est), "grid_pairs"):
+        x, y = est.grid_pairs(rr, tt, opts.d)
+    return _Grid(r_arr, t_arr, rr, tt, x.reshape(-1, x.shape[-1]), y.reshape(-1, y.shape[-1]))
+
+
+def sample_grid(est: Estimator, grid: _Grid, opts: LabOptions) -> MCResult:
+    """Step 2: the candidate's Monte Carlo over the grid (the first progress stage)."""
+    return _run_mc(est, grid.x, grid.y, opts.d, opts.trials, opts.seed, opts.device, opts.stage(0))
+
+
+def _usable_extra_pairs(est: Estimator, opts: LabOptions, grid: _Grid, warnings: list[str]
+                        ) -> tuple[np.ndarray, np.ndarray, list[tuple[str, float, float, float]]] | None:
+    """The extra pairs (random / unequal) of the kinds the estimator accepts; a rejected kind adds a warning."""
+    extra = _extra_pairs(est, opts.pairs, grid.r, grid.theta, opts.d, opts.seed)
+    if not extra:
+        return None
+    ex_x, ex_y, meta = extra
+    keep = np.ones(len(meta), bool)
+    for kind in dict.fromkeys(k for k, *_ in meta):  # an estimator may reject a kind (e.g. needs |x| = |y|)
+        rows = np.array([k == kind for k, *_ in meta])
+        try:
+            est.log_abs_kernel(PairStats.of(ex_x[rows], ex_y[rows], opts.d))
+            if est.closed_form_available():
+                est.log_mse(ex_x[rows], ex_y[rows], opts.d)
+        except ParameterError as exc:
+            keep &= ~rows
+            warnings.append(f"{kind} pairs not tested: {exc}")
+        except NotImplementedError:
+            pass
+    meta = [m for m, k in zip(meta, keep, strict=True) if k]
+    return (ex_x[keep], ex_y[keep], meta) if meta else None
+
+
+def _holm_with_extra_pairs(est: Estimator, opts: LabOptions, grid: _Grid, p: np.ndarray, tested: np.ndarray,
+                           warnings: list[str]) -> tuple[np.ndarray, list[dict[str, Any]]]:
+    """Holm over the tested grid points and the extra pairs together: (grid rejections, extra pairs' rows)."""
+    extra = _usable_extra_pairs(est, opts, grid, warnings)
+    if not extra:
+        return holm_reject(p, opts.alpha, tested), []
+    ex_x, ex_y, meta = extra
+    ex = _run_mc(est, ex_x, ex_y, opts.d, opts.trials, opts.seed + 1, opts.device, None)
+    ez, e_tested, e_inf, e_det = _bias_test(ex, opts.trials)
+    both = holm_reject(np.concatenate([p, _p_values(ex, ez)]), opts.alpha, np.concatenate([tested, e_tested]))
+    rows = [{"kind": kind, "norm_x": nx, "norm_y": ny, "theta": th, "z": float(ez[i]), "tested": bool(e_tested[i]),
+             "informative": bool(e_inf[i]), "rejected": bool(both[p.size + i]),
+             "reliable": bool(ex.reliable[i]) if ex.reliable is not None else True,
+             "deterministic_wrong": bool(e_det[i])} for i, (kind, nx, ny, th) in enumerate(meta)]
+    return both[: p.size], rows
+
+
+def bias_step(est: Estimator, grid: _Grid, res: MCResult, opts: LabOptions) -> _Bias:
+    """Step 3: the bias test. Per point the z of the sampled mean against the kernel (exact points count as 0:
+    the engine's z would measure round-off there; complex estimates test both parts), points too heavy-tailed for
+    the CLT left out, then Holm's step-down test over the grid and the extra pairs together at level α."""
+    bias_z, tested, informative, deterministic_wrong = _bias_test(res, opts.trials)
     kappa = kurtosis(res)
     reliable = np.ones(tested.shape, bool) if res.reliable is None else np.asarray(res.reliable, bool).ravel()
-    p = np.minimum(1.0, two_sided_p(bias_z) * (2.0 if np.iscomplexobj(res.mean_ratio) else 1.0))
+    p = _p_values(res, bias_z)
     heavy = ~tested
-    tested &= res_tested_mask
-    informative &= res_tested_mask
-    extra_rows: list[dict[str, Any]] = []
-    skipped_pairs: list[str] = []
-    if extra:
-        ex_x, ex_y, meta = extra
-        keep = np.ones(len(meta), bool)
-        for kind in dict.fromkeys(k for k, *_ in meta):  # an estimator may reject a kind (e.g. needs |x| = |y|)
-            rows = np.array([k == kind for k, *_ in meta])
-            try:
-                est.log_abs_kernel(PairStats.of(ex_x[rows], ex_y[rows], d))
-                if est.closed_form_available():
-                    est.log_mse(ex_x[rows], ex_y[rows], d)
-            except ParameterError as exc:
-                keep &= ~rows
-                skipped_pairs.append(f"{kind} pairs not tested: {exc}")
-            except NotImplementedError:
-                pass
-        meta = [m for m, k in zip(meta, keep, strict=True) if k]
-        extra = (ex_x[keep], ex_y[keep], meta) if meta else None
-    if extra:
-        ex_x, ex_y, meta = extra
-        ex = _run_mc(est, ex_x, ex_y, d, trials, seed + 1, device, None)
-        ez, e_tested, e_inf, e_det = _bias_test(ex, trials)
-        ep = np.minimum(1.0, two_sided_p(ez) * (2.0 if np.iscomplexobj(ex.mean_ratio) else 1.0))
-        both = holm_reject(np.concatenate([p, ep]), alpha, np.concatenate([tested, e_tested]))
-        rejected, e_rej = both[: p.size], both[p.size:]
-        for i, (kind, nx, ny, th) in enumerate(meta):
-            extra_rows.append({"kind": kind, "norm_x": nx, "norm_y": ny, "theta": th, "z": float(ez[i]),
-                               "tested": bool(e_tested[i]), "informative": bool(e_inf[i]), "rejected": bool(e_rej[i]),
-                               "reliable": bool(ex.reliable[i]) if ex.reliable is not None else True,
-                               "deterministic_wrong": bool(e_det[i])})
-    else:
-        rejected = holm_reject(p, alpha, tested)
-    warnings: list[str] = list(skipped_pairs)
-    if "canonical" not in pairs:
+    if "canonical" not in opts.pairs:  # the grid still drives the closed form and the MSE map, not the verdict
+        tested &= np.zeros(res.shape, bool)
+        informative &= np.zeros(res.shape, bool)
+    warnings: list[str] = []
+    rejected, extra_rows = _holm_with_extra_pairs(est, opts, grid, p, tested, warnings)
+    if "canonical" not in opts.pairs:
         warnings.append("the (r, θ) grid is not part of the bias test (pairs without canonical); it still gives "
                         "the closed-form check and the MSE maps")
     left_out = int(heavy.sum())
@@ -537,39 +635,68 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
                         "trials or a smaller r would include them")
     if heavy.all():
         warnings.append("no grid point could be tested: every point is heavy-tailed at this trial count")
+    return _Bias(bias_z, p, kappa, reliable, tested, informative, deterministic_wrong, rejected, extra_rows, warnings)
 
-    log_mse_mc = np.where(exact, -np.inf, np.asarray(res.log_mse, float))  # round-off is not an MSE
-    cf_z = cf_tested = cf_rejected = None
-    log_mse_cand, mse_source = log_mse_mc, "monte carlo"
-    has_cf = call_guarded(owner, "closed_form_available", est.closed_form_available)
-    log_mse_cf = None
-    cf_error = None
-    if has_cf:
-        try:
-            log_mse_cf = np.asarray(call_guarded(owner, "log_mse", est.log_mse, x2, y2, d), float).ravel()
-        except NotImplementedError as exc:
-            warnings.append(f"closed_form_available() is True but log_mse is not implemented ({exc}); set "
+
+def _closed_form_values(est: Estimator, grid: _Grid, opts: LabOptions, out: _ClosedForm) -> np.ndarray | None:
+    """The estimator's closed-form log MSE on the grid, or None (none given, not implemented, or it failed)."""
+    owner = _owner(est)
+    if not call_guarded(owner, "closed_form_available", est.closed_form_available):
+        return None
+    try:
+        return np.asarray(call_guarded(owner, "log_mse", est.log_mse, grid.x, grid.y, opts.d), float).ravel()
+    except NotImplementedError as exc:
+        out.warnings.append(f"closed_form_available() is True but log_mse is not implemented ({exc}); set "
                             "has_closed_form = False or implement _log_mse")
-        except ParameterError as exc:
-            cf_error = str(exc)
-            warnings.append(f"the closed-form MSE could not be evaluated on this grid: {exc}")
-    if log_mse_cf is not None:
-        cf_z = np.asarray(res.z_against(log_mse_cf), float)
-        with np.errstate(over="ignore", invalid="ignore"):
-            expected_rel = np.exp(log_mse_cf - 2.0 * res.log_scale)
-            cf_exact = expected_rel <= exact_threshold(res)
-            # A deterministic K̂ (no spread, e.g. a truncated series at θ = 0) has an MSE error bar of 0: the
-            # engine's z is then ±inf for a round-off difference, so compare the values themselves there.
-            deterministic = res.rel_mse_stderr <= DETERMINISTIC_REL * res.rel_mse
-            same = np.abs(res.rel_mse - expected_rel) <= DETERMINISTIC_REL * 1e4 * expected_rel
-        cf_z = np.where((exact & cf_exact) | (deterministic & same), 0.0, cf_z)
-        cf_tested = exact | ((kappa <= trials * CLOSED_FORM_KURTOSIS_FRACTION) & reliable)
-        cf_rejected = holm_reject(two_sided_p(cf_z), alpha * CLOSED_FORM_ALPHA_FACTOR, cf_tested | np.isinf(cf_z))
-        if cf_rejected.any():
-            warnings.append(f"the closed-form MSE disagrees with Monte Carlo at {int(cf_rejected.sum())} grid points")
-        else:
-            log_mse_cand, mse_source = log_mse_cf, "closed form"
+    except ParameterError as exc:
+        out.error = str(exc)
+        out.warnings.append(f"the closed-form MSE could not be evaluated on this grid: {exc}")
+    return None
 
+
+def closed_form_step(est: Estimator, grid: _Grid, res: MCResult, bias: _Bias, opts: LabOptions) -> _ClosedForm:
+    """Step 4: closed-form agreement. The z of the sampled MSE against the estimator's closed form at the points
+    light-tailed enough (κ ≤ trials·CLOSED_FORM_KURTOSIS_FRACTION) and reliable, Holm at α·CLOSED_FORM_ALPHA_FACTOR;
+    the candidate's MSE map is the closed form if it agrees, the Monte Carlo otherwise."""
+    exact = exact_points(res)
+    out = _ClosedForm(np.where(exact, -np.inf, np.asarray(res.log_mse, float)), "monte carlo")  # round-off ≠ MSE
+    log_mse_cf = _closed_form_values(est, grid, opts, out)
+    if log_mse_cf is None:
+        return out
+    cf_z = np.asarray(res.z_against(log_mse_cf), float)
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected_rel = np.exp(log_mse_cf - 2.0 * res.log_scale)
+        cf_exact = expected_rel <= exact_threshold(res)
+        # A deterministic K̂ (no spread, e.g. a truncated series at θ = 0) has an MSE error bar of 0: the
+        # engine's z is then ±inf for a round-off difference, so compare the values themselves there.
+        deterministic = res.rel_mse_stderr <= DETERMINISTIC_REL * res.rel_mse
+        same = np.abs(res.rel_mse - expected_rel) <= DETERMINISTIC_REL * 1e4 * expected_rel
+    out.z = np.where((exact & cf_exact) | (deterministic & same), 0.0, cf_z)
+    out.tested = exact | ((bias.kappa <= opts.trials * CLOSED_FORM_KURTOSIS_FRACTION) & bias.reliable)
+    out.rejected = holm_reject(two_sided_p(out.z), opts.alpha * CLOSED_FORM_ALPHA_FACTOR,
+                               out.tested | np.isinf(out.z))
+    if out.rejected.any():
+        out.warnings.append(f"the closed-form MSE disagrees with Monte Carlo at {int(out.rejected.sum())} grid points")
+    else:
+        out.log_mse, out.source = log_mse_cf, "closed form"
+    return out
+
+
+def _comparator_log_mse(other: Estimator, grid: _Grid, opts: LabOptions, stage: int) -> tuple[np.ndarray, str]:
+    """A comparator's log MSE on the grid: its closed form, or its Monte Carlo (same trials and seed)."""
+    ox, oy = other.grid_pairs(grid.rr, grid.tt, opts.d)
+    ox, oy = ox.reshape(-1, ox.shape[-1]), oy.reshape(-1, oy.shape[-1])
+    if other.closed_form_available():
+        return other.log_mse(ox, oy, opts.d).ravel(), "closed form"
+    mc = monte_carlo(other, ox, oy, d=opts.d, trials=opts.trials, seed=opts.seed, device=opts.device,
+                     progress=opts.stage(stage))
+    return np.where(exact_points(mc), -np.inf, np.asarray(mc.log_mse, float)), "monte carlo"
+
+
+def comparisons_step(est: Estimator, grid: _Grid, log_mse: np.ndarray, compare: Sequence[str], opts: LabOptions
+                     ) -> tuple[list[Comparison], dict[str, str]]:
+    """Step 5: log10(MSE_candidate / MSE_builtin) per point against each built-in in ``compare`` (same m, kernel
+    and coupling); a built-in that cannot be compared is skipped with the reason."""
     comparisons: list[Comparison] = []
     skipped: dict[str, str] = {}
     for i, name in enumerate(compare, start=1):
@@ -579,50 +706,109 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
             skipped[name] = str(exc)
             continue
         try:
-            if other.closed_form_available():
-                ox, oy = other.grid_pairs(rr, tt, d)
-                log_other = other.log_mse(ox.reshape(-1, ox.shape[-1]), oy.reshape(-1, oy.shape[-1]), d).ravel()
-                source = "closed form"
-            else:
-                ox, oy = other.grid_pairs(rr, tt, d)
-                mc = monte_carlo(other, ox.reshape(-1, ox.shape[-1]), oy.reshape(-1, oy.shape[-1]), d=d,
-                                 trials=trials, seed=seed, device=device, progress=stage(i))
-                log_other = np.where(exact_points(mc), -np.inf, np.asarray(mc.log_mse, float))
-                source = "monte carlo"
+            log_other, source = _comparator_log_mse(other, grid, opts, i)
         except (ParameterError, NotImplementedError, FloatingPointError) as exc:
             skipped[name] = str(exc)
             continue
         with np.errstate(invalid="ignore"):
-            ratio = (log_mse_cand - log_other) / LOG10
-        ratio = np.where((log_mse_cand == -np.inf) & (log_other == -np.inf), 0.0, ratio)
-        comparisons.append(Comparison(name, dict(other.params), source, ratio.reshape(shape),
+            ratio = (log_mse - log_other) / LOG10
+        ratio = np.where((log_mse == -np.inf) & (log_other == -np.inf), 0.0, ratio)
+        comparisons.append(Comparison(name, dict(other.params), source, ratio.reshape(grid.shape),
                                       wins=int(np.sum(ratio < -TIE_LOG10)), losses=int(np.sum(ratio > TIE_LOG10)),
                                       ties=int(np.sum(np.abs(ratio) <= TIE_LOG10))))
+    return comparisons, skipped
 
-    features: dict[str, Any] = {"available": False, "reason": "not checked"}
-    if check_feature_maps:
-        features = check_features(est, x2, y2, res.log_scale, d, seed, rr.ravel())
-        if features.get("available"):
-            if not features["finite"]:
-                warnings.append("the feature map returned NaN or inf on this grid")
-            elif not features["consistent"]:
-                warnings.append(f"Σ φ_query(x)·φ_key(y) differs from estimate() (max relative difference "
-                                f"{features['max_rel_diff']:.2g})")
-        if progress is not None:
-            progress(1.0)
+
+def features_step(est: Estimator, grid: _Grid, res: MCResult, opts: LabOptions, warnings: list[str]
+                  ) -> dict[str, Any]:
+    """Step 6 (optional): ``check_features`` on the grid's pairs; NaN/inf or inconsistent features add a warning."""
+    if not opts.check_feature_maps:
+        return {"available": False, "reason": "not checked"}
+    features = check_features(est, grid.x, grid.y, res.log_scale, opts.d, opts.seed, grid.rr.ravel())
+    if features.get("available"):
+        if not features["finite"]:
+            warnings.append("the feature map returned NaN or inf on this grid")
+        elif not features["consistent"]:
+            warnings.append(f"Σ φ_query(x)·φ_key(y) differs from estimate() (max relative difference "
+                            f"{features['max_rel_diff']:.2g})")
+    if opts.progress is not None:
+        opts.progress(1.0)
+    return features
+
+
+def run_lab(est: Estimator, opts: LabOptions) -> LabReport:
+    """The lab as a pipeline of named steps: build the grid → sample → bias test (Holm) → closed-form agreement →
+    comparisons → features → the report (whose ``verdict`` and ``exit_code`` follow from the steps' findings).
+
+    Parameters
+    ----------
+    est : the estimator instance to check.
+    opts : the settings (``LabOptions``); ``check_estimator`` validates them from keywords.
+
+    Returns
+    -------
+    LabReport
+
+    Examples
+    --------
+    >>> import rfviz
+    >>> rep = run_lab(rfviz.create("positive"), LabOptions(trials=400, compare=()))  # doctest: +SKIP
+    >>> rep.verdict  # doctest: +SKIP
+    'unbiased'
+    """
+    grid = build_grid(est, opts)
+    opts = replace(opts, pairs=_check_pairs(opts.pairs), compare=[c for c in opts.compare if c != est.name])
+    res = sample_grid(est, grid, opts)
+    bias = bias_step(est, grid, res, opts)
+    cf = closed_form_step(est, grid, res, bias, opts)
+    warnings = bias.warnings + cf.warnings
+    comparisons, skipped = comparisons_step(est, grid, cf.log_mse, opts.compare, opts)
+    features = features_step(est, grid, res, opts, warnings)
+    shape = grid.shape
+
+    def grid_of(a: np.ndarray | None) -> np.ndarray | None:
+        return None if a is None else a.reshape(shape)
 
     return LabReport(
-        estimator=est.name, title=type(est).title, params=dict(est.params), kernel=est.kernel, d=d,
-        trials=res.trials, seed=seed, alpha=alpha, r=r_arr, theta=t_arr,
-        bias_z=bias_z.reshape(shape), bias_p=p.reshape(shape), kurtosis=kappa.reshape(shape),
-        bias_tested=tested.reshape(shape), bias_rejected=rejected.reshape(shape),
-        log10_mse=(log_mse_cand / LOG10).reshape(shape), mse_source=mse_source,
-        closed_form_z=None if cf_z is None else cf_z.reshape(shape),
-        closed_form_tested=None if cf_tested is None else cf_tested.reshape(shape),
-        closed_form_rejected=None if cf_rejected is None else cf_rejected.reshape(shape),
-        closed_form_error=cf_error, comparisons=comparisons, skipped_comparisons=skipped, features=features,
-        warnings=warnings, declared_biased=declares_bias(type(est)), informative=informative.reshape(shape),
-        deterministic_wrong=deterministic_wrong.reshape(shape), extra_pairs=extra_rows)
+        estimator=est.name, title=type(est).title, params=dict(est.params), kernel=est.kernel, d=opts.d,
+        trials=res.trials, seed=opts.seed, alpha=opts.alpha, r=grid.r, theta=grid.theta,
+        bias_z=bias.z.reshape(shape), bias_p=bias.p.reshape(shape), kurtosis=bias.kappa.reshape(shape),
+        bias_tested=bias.tested.reshape(shape), bias_rejected=bias.rejected.reshape(shape),
+        log10_mse=(cf.log_mse / LOG10).reshape(shape), mse_source=cf.source, closed_form_z=grid_of(cf.z),
+        closed_form_tested=grid_of(cf.tested), closed_form_rejected=grid_of(cf.rejected), closed_form_error=cf.error,
+        comparisons=comparisons, skipped_comparisons=skipped, features=features, warnings=warnings,
+        declared_biased=declares_bias(type(est)), informative=bias.informative.reshape(shape),
+        deterministic_wrong=bias.deterministic_wrong.reshape(shape), extra_pairs=bias.extra_rows)
+
+
+@validated(CHECK_TRIALS_PARAM, ALPHA_PARAM)
+def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Sequence[float] = DEFAULT_THETA,
+                    d: int = DEFAULT_D, trials: int = DEFAULT_TRIALS, seed: int = 0, alpha: float = DEFAULT_ALPHA,
+                    compare: Sequence[str] = DEFAULT_COMPARE, device: str = "cpu",
+                    check_feature_maps: bool = True, pairs: Sequence[str] = PAIR_KINDS,
+                    progress: Callable[[float], None] | None = None) -> LabReport:
+    """Run the lab's checks on ``est`` over the (r, θ) grid in R^d; see the module docstring and ``run_lab``.
+
+    Parameters
+    ----------
+    est : the estimator instance to check.
+    r, theta, d, trials, seed, alpha, compare, device, check_feature_maps, pairs, progress
+        The settings; see ``LabOptions`` (``trials`` and ``alpha`` are validated against CHECK_TRIALS_PARAM and
+        ALPHA_PARAM).
+
+    Returns
+    -------
+    LabReport
+
+    Examples
+    --------
+    >>> import rfviz
+    >>> check_estimator(rfviz.create("trig"), trials=400, compare=()).exit_code  # doctest: +SKIP
+    0
+    """
+    return run_lab(est, LabOptions(r=r, theta=theta, d=d, trials=trials, seed=seed, alpha=alpha, compare=compare,
+                                   device=device, check_feature_maps=check_feature_maps, pairs=pairs,
+                                   progress=progress))
 
 
 def _check_pairs(pairs: Sequence[str] | str) -> tuple[str, ...]:

@@ -8,10 +8,12 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeVar
 
 import numpy as np
+
+from .registries import COUPLING_NAMES, IID, SOFTMAX, SOFTMAX_KERNELS
 
 Kind = Literal["float", "int", "bool", "choice", "complex", "complex_list"]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -35,9 +37,9 @@ class Param:
     """One parameter: name, type, valid range, default and the help text shown in the UI and CLI.
 
     ``low``/``high`` bound the valid range (``low_open``/``high_open`` make a bound strict);
-    ``ui_low``/``ui_high`` are the slider's range when the valid range is unbounded;
-    ``log`` suggests a log-scaled slider. For ``complex`` the bounds apply to the real part; for ``complex_list``
-    (a tuple of complex numbers, written ``"1+0.5j, 0.8, 1j"``) to the modulus of every entry.
+    ``ui_low``/``ui_high`` are the slider's range when the valid range is unbounded. For ``complex`` the bounds apply
+    to the real part; for ``complex_list`` (a tuple of complex numbers, written ``"1+0.5j, 0.8, 1j"``) to the modulus
+    of every entry.
     """
 
     name: str
@@ -51,9 +53,7 @@ class Param:
     choices: tuple[str, ...] = ()
     ui_low: float | None = None
     ui_high: float | None = None
-    log: bool = False
     label: str = ""
-    extra: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     # ------------------------------------------------------------------ ranges
     def range_text(self) -> str:
@@ -201,14 +201,9 @@ class Param:
 
 
 def check_int(name: str, value: Any, minimum: int = 1) -> int:
-    """An integer parameter ≥ ``minimum`` (m, n, d, …); ParameterError naming it and its range otherwise."""
-    try:
-        ok = not isinstance(value, bool) and int(value) == value and value >= minimum
-    except (TypeError, ValueError, OverflowError):
-        ok = False
-    if not ok:
-        raise ParameterError(f"{name} must be an integer in [{minimum}, inf), got {value!r}")
-    return int(value)
+    """An integer parameter ≥ ``minimum`` with no declared ``Param`` (a count inside a formula); ParameterError
+    naming it and its range otherwise. Same as ``check(value, Param(name, minimum, "int", low=minimum))``."""
+    return Param(name, minimum, "int", low=minimum).validate(value)
 
 
 def validate_params(specs: tuple[Param, ...], values: dict[str, Any], owner: str) -> dict[str, Any]:
@@ -272,34 +267,6 @@ def validated(*specs: Param) -> Callable[[F], F]:
     return deco
 
 
-# Parameters shared by many estimators: declared once here.
-M_PARAM = Param("m", 10, "int", "number of random projections ω (trig and antithetic features are 2m numbers)", low=1,
-                high=10_000_000, ui_low=1, ui_high=256, log=True, label="m (random features)")
-KERNEL_PARAM = Param("kernel", "softmax", "choice", "target kernel: softmax exp(x·y) or Gaussian exp(-|x-y|²/2)",
-                     choices=("softmax", "gaussian"))
-COUPLING_PARAM = Param("coupling", "iid", "choice",
-                       "how the m projections ω are drawn jointly (Simplex RF paper §3): iid Gaussian, orthogonal "
-                       "blocks, simplex blocks, or simplex+ (data-dependent)",
-                       choices=("iid", "orthogonal", "simplex", "simplex_plus"))
-
-
-# Page-level parameters of the app (inputs and sampling settings, not estimator parameters): declared once here so
-# that every page's widgets, URL parsing and error messages use the same valid range.
-D_PARAM = Param("d", 16, "int", "input dimension of x and y", low=1, high=4096, label="d (input dimension)")
-COUPLED_D_PARAM = Param("d", 16, "int", "dimension: coupled (orthogonal / simplex) projections need d ≥ 2", low=2,
-                        high=4096, label="d (dimension)")
-DEGREE_PARAM = Param("p", 3, "int", "degree of the polynomial kernel (x·y)ᵖ", low=1, high=64, label="p (degree)")
-TRIALS_PARAM = Param("trials", 2000, "int", "Monte-Carlo trials (independent draws of the features) per point",
-                     low=2, high=1_000_000, label="trials")
-LAB_TRIALS_PARAM = Param("trials", 4000, "int", "per grid point; the bias test's power grows like √trials", low=100,
-                         high=200_000, label="Monte-Carlo trials")
-SAMPLES_PARAM = Param("samples", 3000, "int", "draws of |ω_i + ω_j| per coupling for the histograms", low=10,
-                      high=200_000, label="samples")
-SEED_PARAM = Param("seed", 0, "int", "random seed (same seed, same draws)", low=0, high=2**32 - 1, label="seed")
-R_MAX_PARAM = Param("r_max", 2.0, "float", "largest input length r = |x| = |y| of the grid", low=0.0, low_open=True,
-                    label="r max")
-
-
 # ---------------------------------------------------------------------------------------------- size budgets
 # Every size parameter has a declared upper bound (the Param specs above and below) and a cost estimate checked
 # against a memory budget before anything is allocated. The budget is one context-local value, so the CLI's
@@ -317,6 +284,88 @@ MAX_TRIALS = 100_000_000
 _BUDGET: ContextVar[int] = ContextVar("rfviz_memory_budget", default=DEFAULT_MEMORY_BUDGET)
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "kib": 2**10, "m": 10**6, "mb": 10**6, "mib": 2**20,
           "g": 10**9, "gb": 10**9, "gib": 2**30, "t": 10**12, "tb": 10**12, "tib": 2**40}
+
+
+# ------------------------------------------------------------------------------------------ shared parameters
+# One definition per parameter name: every Param used by more than one module is declared here; where a face needs
+# other bounds (app vs CLI vs lab vs engine) the variant is derived visibly from the base with ``replace``.
+M_PARAM = Param("m", 10, "int", "number of random projections ω (trig and antithetic features are 2m numbers)", low=1,
+                high=10_000_000, ui_low=1, ui_high=256, label="m (random features)")
+KERNEL_PARAM = Param("kernel", SOFTMAX, "choice", "target kernel: softmax exp(x·y) or Gaussian exp(-|x-y|²/2)",
+                     choices=SOFTMAX_KERNELS)
+COUPLING_PARAM = Param("coupling", IID, "choice",
+                       "how the m projections ω are drawn jointly (Simplex RF paper §3): iid Gaussian, orthogonal "
+                       "blocks, simplex blocks, or simplex+ (data-dependent)",
+                       choices=COUPLING_NAMES)
+
+# Page-level parameters of the app (inputs and sampling settings, not estimator parameters), and their variants for
+# the CLI, the estimator lab and the engine: every page's widgets, URL parsing and error messages use the same range.
+DIM_PARAM = Param("d", 16, "int", "input dimension of x and y", low=1)
+"""d wherever a formula needs it (no upper bound: the memory budget decides); ``geometry.check_d``."""
+D_PARAM = replace(DIM_PARAM, high=4096, label="d (input dimension)")
+"""The app pages' d."""
+COUPLED_D_PARAM = replace(D_PARAM, help="dimension: coupled (orthogonal / simplex) projections need d ≥ 2", low=2,
+                          label="d (dimension)")
+CLI_D_PARAM = replace(D_PARAM, default=2, help="input dimension", high=MAX_DIMENSION, label="")
+"""``python -m rfviz mse``'s d (bounded by the memory budget, not by the app's slider)."""
+LAB_D_PARAM = replace(DIM_PARAM, default=8, help="input dimension of the grid's pairs")
+"""The estimator lab's d (``lab.check_estimator``, ``python -m rfviz check --d``)."""
+DEGREE_PARAM = Param("p", 3, "int", "degree of the polynomial kernel (x·y)ᵖ", low=1, high=64, label="p (degree)")
+"""The app's degree p of the dot-product pages (the estimators' own p stops at 30: ``ESTIMATOR_DEGREE_PARAM``)."""
+ESTIMATOR_DEGREE_PARAM = replace(DEGREE_PARAM, help="degree p of the homogeneous polynomial kernel (x·y)^p", high=30,
+                                 ui_low=1, ui_high=10, label="p (degree)")
+TRIALS_PARAM = Param("trials", 2000, "int", "Monte-Carlo trials (independent draws of the features) per point",
+                     low=2, high=1_000_000, label="trials")
+ENGINE_TRIALS_PARAM = replace(TRIALS_PARAM, help="independent Monte-Carlo estimates per pair", high=MAX_TRIALS,
+                              label="")
+"""``engine.monte_carlo``'s trials (larger studies: the ``sweep`` command, resumable)."""
+CLI_TRIALS_PARAM = replace(TRIALS_PARAM, default=0, help="Monte-Carlo trials (0: closed form only)", low=0,
+                           high=MAX_TRIALS, label="")
+"""``python -m rfviz mse --trials`` (0: closed form only)."""
+LAB_TRIALS_PARAM = replace(TRIALS_PARAM, default=4000, help="per grid point; the bias test's power grows like √trials",
+                           low=100, high=200_000, label="Monte-Carlo trials")
+"""The estimator lab page's trials."""
+CHECK_TRIALS_PARAM = replace(LAB_TRIALS_PARAM, help="Monte-Carlo trials per grid point", high=None, label="")
+"""``lab.check_estimator``'s trials (no upper bound: the memory budget decides)."""
+SAMPLES_PARAM = Param("samples", 3000, "int", "draws of |ω_i + ω_j| per coupling for the histograms", low=10,
+                      high=200_000, label="samples")
+SEED_PARAM = Param("seed", 0, "int", "random seed (same seed, same draws)", low=0, high=2**32 - 1, label="seed")
+ENGINE_SEED_PARAM = replace(SEED_PARAM, help="random seed of the Monte-Carlo run", low=None, high=None, label="")
+"""The engine's seed: any integer (torch folds it into its seed range)."""
+R_PARAM = Param("r", 1.0, "float", "input length r = |x| = |y|", low=0.0)
+"""r wherever a formula needs it; ``geometry.check_r``."""
+R_MAX_PARAM = Param("r_max", 2.0, "float", "largest input length r = |x| = |y| of the grid", low=0.0, low_open=True,
+                    label="r max")
+
+APP_INT_CAPS: dict[str, int] = {"m": 100_000, "n": 10_000, "trials": 200_000, "samples": 200_000, "p": 30,
+                                "D": 100_000}
+"""Upper bounds of integer parameters in the app (the CLI may go further under --memory-budget), by parameter name:
+the same cap for every estimator's ``m``, ``n``, … (``app_param``)."""
+
+
+def app_param(p: Param) -> Param:
+    """``p`` with the app's cap (``APP_INT_CAPS``) as its upper bound, so that a URL cannot ask for more.
+
+    Parameters
+    ----------
+    p : Param
+        Any parameter spec.
+
+    Returns
+    -------
+    Param
+        ``p`` itself, or a copy with ``high`` lowered to the app's cap.
+
+    Examples
+    --------
+    >>> app_param(M_PARAM).high
+    100000.0
+    """
+    cap = APP_INT_CAPS.get(p.name)
+    if p.kind != "int" or cap is None or (p.high is not None and p.high <= cap):
+        return p
+    return replace(p, high=float(cap), high_open=False)
+
 
 
 def format_bytes(n: float) -> str:
@@ -365,9 +414,3 @@ def require_fits(what: str, nbytes: float, hint: str = "", budget: int | None = 
         raise ParameterError(f"{what} needs about {size} of memory, more than the budget of {format_bytes(budget)}; "
                              f"{hint or 'use smaller sizes'} or raise the budget (--memory-budget)")
 
-
-def check_length(name: str, n: int, limit: int = MAX_LIST_LENGTH) -> None:
-    """Refuse lists longer than ``limit`` values (ParameterError)."""
-    if n > limit:
-        raise ParameterError(f"{name} may hold at most {limit} values, got {n}; split the study with the sweep "
-                             f"command")

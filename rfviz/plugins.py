@@ -38,7 +38,8 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 
-from .estimators.base import REGISTRY, Estimator, PairStats, validate_estimator_class
+from .estimators import REGISTRY  # the package: the built-in catalog must be loaded before names are compared
+from .estimators.base import Estimator, PairStats, validate_estimator_class
 from .params import ParameterError
 
 ENV_VAR = "RFVIZ_PLUGINS"

@@ -2,8 +2,8 @@
 names the paper's modules in every layer (rfviz.maths.<key>, rfviz.estimators.<key>, rfviz.figures.<key>,
 rfviz.gallery.<key>; ``optimal`` for [OS]).
 
-The formulas re-derived and checked by Monte Carlo, cited as "reference §N", are in the project's shared
-reference notes (one file per paper, e.g. ``reference/hybrid_random_features.md``).
+Where a paper prints a result incorrectly or not at all, the documentation's derivations pages
+(``docs/derivations/``) derive what rfviz uses; docstrings cite those pages as "docs: derivations/<page>".
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ and inputs x, y that live in the first ``dim`` coordinates, ω·x and ω·y then
 have in R^d; with ``dim = 2`` this needs two numbers per ω instead of d (the engine's fast path).
 With ``dim = d`` the samples are full vectors.
 
-Couplings (Simplex Random Features paper, §3; CRT §4 / App. 9.1): ``iid`` (ω_i ~ N(0, I_d)),
-``orthogonal`` (blocks of d orthogonal directions with iid χ_d lengths). Further couplings register
-themselves in ``COUPLINGS``.
+Couplings (Simplex Random Features paper, §3; CRT §4 / App. 9.1): iid (ω_i ~ N(0, I_d)) and orthogonal
+(blocks of d orthogonal directions with iid χ_d lengths) are sampled here; every coupling, with its sampler, is
+declared in ``rfviz.registries.COUPLINGS``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from .params import ParameterError
+from .params import COUPLING_PARAM, ParameterError, check
+from .registries import COUPLINGS
 
 OmegaSampler = Callable[..., tuple[torch.Tensor, torch.Tensor]]
-COUPLINGS: dict[str, OmegaSampler] = {}
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -35,16 +35,6 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     if device not in ("cpu", "cuda"):
         raise ParameterError(f"device must be one of auto, cpu, cuda, got {device!r}")
     return torch.device(device)
-
-
-def register_coupling(name: str) -> Callable[[OmegaSampler], OmegaSampler]:
-    """Decorator: make a sampler available as ``coupling=name``."""
-
-    def deco(fn: OmegaSampler) -> OmegaSampler:
-        COUPLINGS[name] = fn
-        return fn
-
-    return deco
 
 
 EXACT_SUM_MAX_DOF = 4
@@ -128,7 +118,6 @@ def random_frame(trials: int, d: int, dim: int, generator: torch.Generator, devi
     return out
 
 
-@register_coupling("iid")
 def sample_iid(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """ω_i iid N(0, I_d). Returns (reduced coordinates (trials, m, dim), |ω|² (trials, m))."""
@@ -137,7 +126,6 @@ def sample_iid(trials: int, m: int, d: int, dim: int, generator: torch.Generator
     return w, sq
 
 
-@register_coupling("orthogonal")
 def sample_orthogonal(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
                       dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """Block-orthogonal ω: per block of d, orthonormal Haar directions times iid χ_d lengths (SimRF §3, ORF)."""
@@ -150,9 +138,10 @@ def sample_orthogonal(trials: int, m: int, d: int, dim: int, generator: torch.Ge
 
 def sample_omegas(coupling: str, trials: int, m: int, d: int, dim: int, generator: torch.Generator,
                   device: torch.device, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """Dispatch to the registered coupling sampler; see the module docstring for the reduced coordinates."""
-    if coupling not in COUPLINGS:
-        raise ParameterError(f"coupling must be one of {', '.join(COUPLINGS)}, got {coupling!r}")
+    """Dispatch to the coupling's sampler (``rfviz.registries.COUPLINGS``); see the module docstring for the reduced
+    coordinates."""
+    check(coupling, COUPLING_PARAM)
     if dim > d:
         raise ParameterError(f"d must be ≥ {dim} (the dimension of the inputs), got {d}")
-    return COUPLINGS[coupling](trials, m, d, dim, generator, device, dtype)
+    sampler: OmegaSampler = COUPLINGS[coupling].sampler()
+    return sampler(trials, m, d, dim, generator, device, dtype)

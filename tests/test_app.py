@@ -17,6 +17,8 @@ from app_pages._ui import to_text
 from rfviz.compute import explorer as ex
 from rfviz.figures import explorer as fx
 
+pytestmark = pytest.mark.slow  # every page run through Streamlit's AppTest (python -m pytest -m "not slow" skips them)
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = 60
 WIDGET_KINDS = ("slider", "number_input", "selectbox", "multiselect", "toggle", "radio", "checkbox", "select_slider")

@@ -14,6 +14,8 @@ from rfviz.compute import data as cdata
 from rfviz.estimators import create
 from rfviz.figures import data as fdata
 
+pytestmark = pytest.mark.slow  # Streamlit AppTest page runs (python -m pytest -m "not slow" skips them)
+
 TIMEOUT = 120
 
 

@@ -17,6 +17,8 @@ from rfviz.compute import sweep_files as sf
 from rfviz.figures import sweep as fs
 from rfviz.sweep import SweepSpec, make_backend, parse_grid, run_sweep
 
+pytestmark = pytest.mark.slow  # Streamlit AppTest page runs and sweeps (python -m pytest -m "not slow" skips them)
+
 TIMEOUT = 60
 PAGE = BY_PATH["sweeps"]
 

@@ -3,14 +3,22 @@
 Imports are read with ``ast`` (no module is executed): ``import``/``from`` statements anywhere in a module (inside
 functions too) and, in a module that calls ``importlib.import_module``, every string literal that names a module
 of the repository (a list of modules to import by name hides an import just as well). An edge goes to the module
-named (``from pkg import sub`` names the submodule ``pkg.sub``, ``from pkg import attr`` the package ``pkg``);
-importing a package's submodule also runs the package's ``__init__``, which is not counted as an edge.
+named (``from pkg import sub`` names the submodule ``pkg.sub``, ``from pkg import attr`` the package ``pkg``).
+
+Importing a module also runs the ``__init__`` of every package above it (``import rfviz.params`` runs
+``rfviz/__init__.py``). Those runs are not edges of the cycle and layer checks (a package's own submodules import
+each other through it), but what a package ``__init__`` imports *eagerly* (at module level, outside
+``if TYPE_CHECKING:``) is loaded by every module below it, so it must sit in the importer's layer or below
+(``test_package_inits_load_nothing_above_their_users``); a package that re-exports a higher layer does it lazily
+with a module ``__getattr__`` (PEP 562), as ``rfviz/__init__.py`` does.
 """
 
 from __future__ import annotations
 
 import ast
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
@@ -22,6 +30,7 @@ LAYERS: tuple[str, ...] = ("numerics/params", "maths", "figures", "estimators", 
                            "lab/gallery/sweep", "faces")
 LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.params": "numerics/params",
+    "rfviz.registries": "numerics/params",  # couplings and kernels; samplers named as "module:function", resolved late
     "rfviz.numerics": "numerics/params",
     "rfviz.textio": "numerics/params",
     "rfviz.geometry": "numerics/params",
@@ -33,7 +42,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.sampling": "maths",
     "rfviz.estimators": "estimators",
     "rfviz.plugins": "estimators",  # loads user estimator classes; imports only estimators.base and params
-    "rfviz": "estimators",  # the package __init__ re-exports the registry
+    "rfviz": "faces",  # the package __init__: lazily, the registry and the Python API (rfviz.api)
     "rfviz.engine": "engine",
     "rfviz.gram": "engine",  # Gram/attention error of a data set: closed forms summed, features sampled
     "rfviz.clustered": "estimators",  # HRF App. H clustered estimators, fitted to data
@@ -42,6 +51,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.lab": "lab/gallery/sweep",
     "rfviz.gallery": "lab/gallery/sweep",
     "rfviz.sweep": "lab/gallery/sweep",  # distributed sweeps: a thin layer over the engine
+    "rfviz.api": "faces",  # the Python API: one function per command, which the CLI wraps
     "rfviz.cli": "faces",
     "rfviz.__main__": "faces",
     "app_pages": "faces",
@@ -104,14 +114,54 @@ def imports(module: str) -> set[str]:
     return out | literals if dynamic else out
 
 
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return getattr(test, "id", getattr(test, "attr", "")) == "TYPE_CHECKING"
+
+
+def eager_imports(module: str) -> set[str]:
+    """Full names of what ``module`` imports when it is loaded: module-level statements (also inside module-level
+    ``if``/``try``/``with``), not function or class bodies, not ``if TYPE_CHECKING:`` blocks."""
+    path = MODULES[module]
+    out: set[str] = set()
+    todo = list(ast.parse(path.read_text(encoding="utf-8"), str(path)).body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            target = _resolve(module, path, node.level, node.module)
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                out.add(sub if sub in MODULES else target)
+        elif isinstance(node, ast.If):
+            todo += node.orelse if _is_type_checking(node) else [*node.body, *node.orelse]
+        elif isinstance(node, ast.Try):
+            todo += [*node.body, *node.orelse, *node.finalbody, *(s for h in node.handlers for s in h.body)]
+        elif isinstance(node, ast.With):
+            todo += node.body
+    return out
+
+
+def _internal(name: str) -> str:
+    """The repository module that an imported name belongs to ('' if none)."""
+    while name and name not in MODULES:  # `import rfviz.a.b` where b is an attribute
+        name = name.rpartition(".")[0]
+    return name
+
+
+def packages_run(name: str) -> list[str]:
+    """The package ``__init__`` modules that importing ``name`` runs (outermost first, ``name`` excluded)."""
+    parts = name.split(".")
+    return [p for p in (".".join(parts[:n]) for n in range(1, len(parts))) if p in MODULES]
+
+
 def internal_edges() -> dict[str, set[str]]:
     """module → the rfviz/app_pages modules it imports (itself excluded)."""
     edges: dict[str, set[str]] = {}
     for module in MODULES:
         targets = set()
-        for name in imports(module):
-            while name and name not in MODULES:  # `import rfviz.a.b` where b is an attribute
-                name = name.rpartition(".")[0]
+        for name in map(_internal, imports(module)):
             if name and name != module:
                 targets.add(name)
         edges[module] = targets
@@ -190,8 +240,75 @@ def test_package_imports_neither_streamlit_nor_the_app():
     assert not bad, "\n".join(bad)
 
 
+def test_package_inits_load_nothing_above_their_users():
+    """Loading a module runs its packages' ``__init__``s (and those of every module it imports): what they import
+    eagerly must not be above the module's layer (``import rfviz.params`` must not load the estimator catalog)."""
+    bad = []
+    for module in MODULES:
+        if module in KNOWN:
+            continue
+        own = LAYERS.index(layer(module))
+        targets = {module} | {t for t in map(_internal, imports(module)) if t}
+        for package in sorted({p for t in targets for p in packages_run(t)} - {module}):
+            for t in sorted({_internal(n) for n in eager_imports(package)} - {"", package}):
+                if LAYERS.index(layer(t)) > own:
+                    bad.append(f"{module} ({layer(module)}) runs {package}/__init__, which imports {t} ({layer(t)})")
+    assert not bad, "package __init__ imports above their users (make them lazy):\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("module", ["rfviz.params", "rfviz.numerics", "rfviz.textio", "rfviz.geometry"])
+def test_low_layers_import_neither_torch_nor_the_catalog(module):
+    """The issue's own command, in a fresh interpreter: the lowest layer loads without torch or the estimators."""
+    code = f"import sys, {module}; print('torch' in sys.modules, 'rfviz.estimators' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         check=True)
+    assert out.stdout.split() == ["False", "False"], out.stdout + out.stderr
+
+
+def test_package_exposes_its_public_names_lazily():
+    code = ("import sys, rfviz; assert 'torch' not in sys.modules; assert set(rfviz.__all__) <= set(dir(rfviz)); "
+            "from rfviz import REGISTRY, ParameterError, create; assert 'torch' in sys.modules; "
+            "assert rfviz.REGISTRY is REGISTRY and 'gerf' in REGISTRY and rfviz.__version__; "
+            "import rfviz.estimators.base as b; assert b.create is create and b.ParameterError is ParameterError; "
+            "print(hasattr(rfviz, 'no_such_name'))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         check=True)
+    assert out.stdout.split() == ["False"], out.stdout + out.stderr
+
+
+MAX_FUNCTION_LINES = 120
+
+
+def long_functions(limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """Every function or method in rfviz/ (nested ones included) longer than ``limit`` lines, decorators and
+    docstring included, as "module.qualname: N lines"; classes may be longer."""
+    found = []
+    for module, path in MODULES.items():
+        if not module.startswith("rfviz"):
+            continue
+        stack: list[tuple[ast.AST, str]] = [(ast.parse(path.read_text(encoding="utf-8"), str(path)), "")]
+        while stack:
+            node, prefix = stack.pop()
+            for child in ast.iter_child_nodes(node):
+                name = prefix
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    name = f"{prefix}{child.name}."
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                    n = child.end_lineno - first + 1
+                    if n > limit:
+                        found.append(f"{module}.{name[:-1]}: {n} lines")
+                stack.append((child, name))
+    return sorted(found)
+
+
+def test_no_function_longer_than_the_limit():
+    """No function or method in rfviz/ over MAX_FUNCTION_LINES lines (split it into named steps)."""
+    assert not long_functions(), "functions too long:\n" + "\n".join(long_functions())
+
 # ----------------------------------------------------------------------------- figures only draw
-FIGURES_MAY_IMPORT = ("rfviz.figures", "rfviz.params", "rfviz.numerics", "rfviz.geometry", "rfviz.references",
+FIGURES_MAY_IMPORT = ("rfviz.figures", "rfviz.params", "rfviz.registries", "rfviz.numerics", "rfviz.geometry",
+                      "rfviz.references",
                       "rfviz.diagnostics", "rfviz._version", "rfviz.maths")
 """What rfviz/figures/ may import from the package: itself, the bottom layer and the closed forms of rfviz.maths
 (never the engine, the estimators, gram, lab, data, sweep, compute or gallery)."""
@@ -260,3 +377,35 @@ def test_cycle_finder_finds_a_cycle_and_only_a_real_one():
                                                   ("rfviz.engine", "engine"), ("rfviz.params", "numerics/params")])
 def test_layers_by_prefix(module, expected):
     assert layer(module) == expected
+
+
+def test_eager_imports_skip_functions_and_type_checking(tmp_path, monkeypatch):
+    src = tmp_path / "m.py"
+    src.write_text("import a\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import b\nelse:\n    import c\n"
+                   "try:\n    import d\nexcept ImportError:\n    import e\ndef f():\n    import g\n")
+    monkeypatch.setitem(MODULES, "m", src)
+    assert eager_imports("m") == {"a", "typing", "c", "d", "e"}
+    assert {"b", "g"} <= imports("m")
+
+
+def test_packages_run():
+    assert packages_run("rfviz.maths.simrf") == ["rfviz", "rfviz.maths"]
+    assert packages_run("rfviz") == []
+
+
+def test_long_function_finder_sees_methods_and_nested_functions(tmp_path, monkeypatch):
+    src = tmp_path / "m.py"
+    src.write_text("class C:\n"
+                   "    @property\n"
+                   "    def f(self):\n"          # 3 lines with its decorator: over a limit of 2
+                   "        return 1\n"
+                   "    def g(self):\n"          # 5 lines
+                   "        def h():\n"          # 3 lines
+                   "            x = 1\n"
+                   "            return x\n"
+                   "        return h\n"
+                   "def short():\n"
+                   "    return 0\n")
+    monkeypatch.setattr(sys.modules[__name__], "MODULES", {"rfviz.m": src})
+    assert long_functions(2) == ["rfviz.m.C.f: 3 lines", "rfviz.m.C.g.h: 3 lines", "rfviz.m.C.g: 5 lines"]
+    assert long_functions(4) == ["rfviz.m.C.g: 5 lines"]

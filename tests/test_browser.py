@@ -2,7 +2,8 @@
 
 Starts ``streamlit run app.py`` on a free port, opens every page by its URL path (a deep link on a fresh server: no
 "Page not found"), waits for its Plotly chart, moves one slider with the keyboard, checks that no exception is shown,
-and saves a screenshot per page under pytest's tmp dir. Old URL paths redirect to their page.
+and saves a screenshot per page into docs/_screenshots/ (ignored by git), which the docs'
+app tour shows. Old URL paths redirect to their page.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from app_pages import BY_PATH, LEGACY_PATHS, PAGES
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = ROOT / "docs" / "_screenshots"  # generated files: the app tour page includes them when present
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.slow,
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"Chromium is not installed at {CHROMIUM}"),
 ]
 
@@ -102,7 +105,7 @@ URLS = [p.url_path for p in PAGES]
 
 
 @pytest.mark.parametrize("url_path", URLS)
-def test_page_in_browser(server, browser, url_path, tmp_path):
+def test_page_in_browser(server, browser, url_path):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -147,7 +150,8 @@ def test_page_in_browser(server, browser, url_path, tmp_path):
             _assert_no_exception(page, f"{url_path} after moving a slider")
         elif any(sw.kind == "slider" for sw in BY_PATH[url_path].sweeps):  # views the benchmark times by a slider
             pytest.fail(f"{url_path} has no slider to move")
-        shot = tmp_path / f"{url_path}.png"
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shot = SCREENSHOTS / f"{url_path}.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
         assert not [e for e in errors if "plotly" in e.lower() or "TypeError" in e], errors

@@ -36,6 +36,7 @@ def test_real_diagonal_a_minimises_l() -> None:
     assert np.all(real_diagonal_a(np.array([0.0, 0.0, 1.0]), np.array([0.0, 2.0, 0.0])) == [1.0, 1e3, 1e-3])
 
 
+@pytest.mark.slow
 def test_zero_one_closed_form_matches_pairwise_monte_carlo() -> None:
     ds = _clusters(n=12)
     est = ClusteredCE(m=5).fit(ds.queries, ds.keys, seed=0)
@@ -44,6 +45,7 @@ def test_zero_one_closed_form_matches_pairwise_monte_carlo() -> None:
     assert_mc_matches_closed_form(gauss, ds.queries[:3], ds.keys[-3:], trials=6000, seed=2)
 
 
+@pytest.mark.slow
 def test_zero_one_gram_error_matches_its_monte_carlo() -> None:
     ds = _clusters(n=20)
     est = ClusteredCE(m=8).fit(ds.queries, ds.keys, seed=0)
@@ -51,6 +53,7 @@ def test_zero_one_gram_error_matches_its_monte_carlo() -> None:
     assert abs(res.z) < Z_TOL and res.reliable
 
 
+@pytest.mark.slow
 def test_zero_one_uses_the_estimator_of_each_points_clusters() -> None:
     """At the fitted centres themselves the MSE is SM²(e^{s} − 1)/m with s = l(A^{ij}) (HRF eq. 21, F6)."""
     ds = _clusters(n=20)
@@ -61,6 +64,7 @@ def test_zero_one_uses_the_estimator_of_each_points_clusters() -> None:
     np.testing.assert_allclose(mse, expected, rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_gaussian_lambda_features_estimate_the_mixture_weight() -> None:
     """Eqs. 94–96: E Ψ^{τ}_A(x)·Ψ^{τ}_{A^{-1}}(−y) = exp(−‖Ax + A^{-1}y‖²/(2τ²))."""
     ds = _clusters(n=6)
@@ -75,6 +79,7 @@ def test_gaussian_lambda_features_estimate_the_mixture_weight() -> None:
     assert np.all(np.abs(mean - target) < Z_TOL * se), (mean, target, se)
 
 
+@pytest.mark.slow
 def test_gaussian_mixture_estimator_is_unbiased() -> None:
     ds = _clusters(n=8)
     est = ClusteredCE(m=4, lam="gaussian", n=2).fit(ds.queries, ds.keys)
@@ -85,6 +90,7 @@ def test_gaussian_mixture_estimator_is_unbiased() -> None:
     assert g.frobenius_sq_closed_form is None and g.frobenius_sq_mc > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma,centre_scale", [(1.0, 1.0), (math.sqrt(10), 5.0)])
 def test_clustered_beats_favor_plus_and_trig_on_hrf_clusters(sigma: float, centre_scale: float) -> None:
     """[HRF] Fig. 6 / Table 3: on the App. H.3 clusters (separated: centre spread ≥ noise) the zero-one clustered

@@ -136,6 +136,7 @@ def test_reduced_coordinates_preserve_pair_statistics():
     np.testing.assert_allclose((x2 * y2).sum(-1), (x * y).sum(-1), rtol=1e-10, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["trig", "positive", "positive_antithetic"])
 @pytest.mark.parametrize("kernel", ["softmax", "gaussian"])
 def test_closed_form_matches_monte_carlo(name, kernel):
@@ -164,6 +165,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
+@pytest.mark.slow
 def test_cli_estimators_json_lists_registry():
     out = _cli("estimators", "--json")
     assert out.returncode == 0, out.stderr
@@ -171,6 +173,7 @@ def test_cli_estimators_json_lists_registry():
     assert names == set(rfviz.REGISTRY)
 
 
+@pytest.mark.slow
 def test_cli_mse_json_shape_and_bad_input():
     out = _cli("mse", "trig", "r=1", "theta=1", "d=3", "m=10", "--trials", "200", "--json")
     assert out.returncode == 0, out.stderr

@@ -27,7 +27,8 @@ from rfviz.engine import monte_carlo
 from rfviz.geometry import canonical_pair
 from rfviz.maths import simrf as C
 from rfviz.params import ParameterError
-from rfviz.sampling import COUPLINGS, chi_square, sample_omegas
+from rfviz.registries import COUPLINGS
+from rfviz.sampling import chi_square, sample_omegas
 
 CPU = torch.device("cpu")
 
@@ -195,6 +196,7 @@ def test_samplers_registered_full_vectors_and_reduced_norms(coupling):
     assert w2.shape == (4, 14, 2) and torch.all(sq2 >= (w2 * w2).sum(-1) - 1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("coupling", ["simplex", "simplex_plus"])
 def test_simplex_needs_d_at_least_2(coupling):
     gen = torch.Generator().manual_seed(0)
@@ -219,6 +221,7 @@ def test_simplex_plus_has_no_closed_form_and_errors_name_the_range():
 
 
 # ------------------------------------------------------------------------------------- densities vs samples
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [2, 3, 6, 16])
 @pytest.mark.parametrize("coupling", ["iid", "orthogonal", "simplex"])
 def test_sampled_wij_match_density_ks(coupling, d):
@@ -232,6 +235,7 @@ def test_sampled_wij_match_density_ks(coupling, d):
     assert p > 1e-3, (coupling, d, p)
 
 
+@pytest.mark.slow
 def test_densities_are_stable_and_normalised_at_d_1024():
     d = 1024
     w = np.linspace(0.0, 120.0, 24001)
@@ -266,6 +270,7 @@ MC_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "coupling", "d", "m", "r", "theta", "kernel"), MC_CASES)
 def test_coupled_mse_matches_monte_carlo(name, coupling, d, m, r, theta, kernel):
     est = rfviz.create(name, m=m, coupling=coupling, kernel=kernel)
@@ -284,6 +289,7 @@ GERF_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "params", "d", "m", "r", "theta"), GERF_CASES)
 def test_gerf_family_simplex_mse_matches_monte_carlo(name, params, d, m, r, theta):
     """Extension (derived in rfviz.maths.simrf.log_abs_relative_pair_covariance): the A-independent pair covariance."""
@@ -315,6 +321,7 @@ def test_pair_covariance_agrees_with_gerf_orthogonal_and_reductions():
     assert not rfviz.create("gerf", A=complex(-0.1, 0.05), coupling="simplex").closed_form_available()
 
 
+@pytest.mark.slow
 def test_simplex_plus_mc_matches_reference_semi_analytic_value():
     """ref §5 table: SimRF+ semi-analytic MSE 4.4327e-3 (d = m = 6, r = 0.25, θ_in = 0, Gaussian kernel; its own
     relative SE < 1e-3) and it lies below the exact SimRF MSE (ref §2.10: SimRF+ removes the v² term)."""
@@ -341,6 +348,7 @@ def test_fig4_conformity_iterations_reproduce_reference():
     assert abs(res["iid_mean"] - 2.1229) < 4 * 0.1547 / math.sqrt(100)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("r", "golden", "golden_rel_se"), [(0.25, 4.4327e-3, 1e-3), (0.05, 6.015e-6, 0.03)])
 def test_simplex_plus_semi_analytic_mse_matches_reference(r, golden, golden_rel_se):
     """ref §5: SimRF+ semi-analytic Gaussian MSE at d = m = 6, θ_in = 0 (K = 1), with the reference's own SE."""
@@ -351,6 +359,7 @@ def test_simplex_plus_semi_analytic_mse_matches_reference(r, golden, golden_rel_
 
 
 # ----------------------------------------------------------------------------------- ordering and stability
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(v=st.floats(1e-6, 6.0), d=st.integers(2, 300), blocks=st.integers(1, 3), extra=st.integers(0, 5))
 def test_positive_feature_ordering_iid_orthogonal_simplex(v, d, blocks, extra):

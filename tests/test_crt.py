@@ -287,6 +287,7 @@ def test_app_views_variance_against_A_and_complex_grid():
     assert gerf.admissible_A(1)["finite_variance"] == 0.125
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("regime, sigma, golden", [
     ("normal", 1.0, {"trig": -0.69, "gerf": -83.29, "poisson": -0.71, "positive": -0.76, "oprf": -83.98,
                      "poisson+": 30.28, "geometric+": -60.89}),
@@ -312,6 +313,7 @@ PTS = _pair(np.array([0.5, 0.7, 0.4]), np.array([0.8, 1.6, 2.5]), 8)
 
 
 # Re A < 1/16 everywhere: the 4th moment, hence the MC standard error of the MSE, is finite only there (§7.2).
+@pytest.mark.slow
 @pytest.mark.parametrize("kw", [dict(A=-0.1 + 0.05j, s=1), dict(A=0.03 - 0.1j, s=-1), dict(A=-0.2 + 0.15j, s=-1),
                                 dict(A=0.05 + 0.02j, s=1)])
 @pytest.mark.parametrize("kernel", ["softmax", "gaussian"])
@@ -319,6 +321,7 @@ def test_gerf_iid_closed_form_matches_monte_carlo(kw, kernel):
     assert_mc_matches_closed_form(rfviz.create("gerf", m=6, kernel=kernel, **kw), *PTS, d=8, trials=12000, seed=3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kw, d", [(dict(A=-0.2, s=1, m=5), 8), (dict(A=-0.3, s=1, m=12), 8),
                                    (dict(A=0.04, s=-1, m=8), 8), (dict(A=-0.2, s=-1, m=11), 4)])
 def test_gerf_orthogonal_closed_form_matches_monte_carlo(kw, d):
@@ -332,6 +335,7 @@ def test_gerf_orthogonal_closed_form_matches_monte_carlo(kw, d):
     assert np.max(np.abs(res.z_against(iid))) > 4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kw", [dict(), dict(coupling="orthogonal"), dict(A_from="fixed", Z=2.0),
                                 dict(A_from="fixed", Z=0.5, coupling="orthogonal", m=11)])
 def test_oprf_closed_form_matches_monte_carlo(kw):
@@ -346,6 +350,7 @@ DIRF_PAIRS = (np.array([[0.5, -0.3, 0.2, 0.4], [0.3, 0.0, 0.2, -0.4], [-0.6, 0.1
 
 
 # Small λ and small p are left out: their kurtosis is enormous and the sampled MSE is unreliable (reference §7.2).
+@pytest.mark.slow
 @pytest.mark.parametrize("name, kw", [("poisson", dict(lam=0.5)), ("poisson", dict(lam=1.5)),
                                       ("poisson", dict(lam=1.0, shift=-1.0)), ("geometric", dict(prob=0.6)),
                                       ("geometric", dict(prob=0.85)), ("geometric", dict(prob=0.7, shift=-1.0))])
@@ -355,6 +360,7 @@ def test_dirf_closed_form_matches_monte_carlo(name, kw, kernel):
     assert_mc_matches_closed_form(est, *DIRF_PAIRS, trials=12000, seed=6)
 
 
+@pytest.mark.slow
 def test_complex_A_orthogonal_is_unbiased_without_closed_form():
     """Complex A under orthogonal coupling has no closed form (reference §7.2); MC must still be unbiased."""
     from rfviz.engine import monte_carlo
@@ -365,6 +371,7 @@ def test_complex_A_orthogonal_is_unbiased_without_closed_form():
     assert np.all(np.abs(res.bias_z) < 4)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (float32 path)")
 @pytest.mark.parametrize("name, kw", [("gerf", dict(A=-0.1 + 0.05j, s=1)), ("oprf", dict(coupling="orthogonal")),
                                       ("poisson", dict(lam=1.0)), ("geometric", dict(prob=0.7))])
@@ -525,6 +532,7 @@ def test_invalid_dimension_and_function_inputs():
         rfviz.create("poisson").log_mse(np.ones(2), np.ones(2), d=4)
 
 
+@pytest.mark.slow
 def test_cli_gerf_complex_A_golden():
     out = subprocess.run([sys.executable, "-m", "rfviz", "mse", "gerf", "A=-0.1+0.05i", "s=1", "m=1", "kernel=gaussian",
                           "r=0.5", f"theta={math.pi / 4!r}", "d=8", "--trials", "0", "--json"],

@@ -189,6 +189,7 @@ def _mc_check(est, x, y, trials=20000, seed=0, unbiased=True):
     return res, z
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", [
     {"p": 2, "q": 1.0, "m": 1},
     {"p": 3, "q": 0.5, "m": 1},
@@ -205,6 +206,7 @@ def test_poly_sketch_closed_form_matches_monte_carlo(params):
     _mc_check(rfviz.create("poly_sketch", **params), X4, Y4, seed=3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", [
     {"p": 2, "q": 1.0, "m": 4},
     {"p": 2, "q": 0.5, "m": 4},
@@ -218,6 +220,7 @@ def test_tensor_srht_closed_form_matches_monte_carlo(params):
     _mc_check(rfviz.create("tensor_srht", **params), X4, Y4, seed=5)
 
 
+@pytest.mark.slow
 def test_tensor_srht_pads_to_power_of_two():
     # d = 6 is padded to 8 (c(D, 8) and 1/(8 − 1) in Theorem 10); d = 3 to 4.
     x3, y3 = np.array([[0.6, 0.5, 0.4], [0.9, -0.3, 0.2]]), np.array([[0.2, 0.7, 0.5], [0.4, 0.6, -0.5]])
@@ -226,6 +229,7 @@ def test_tensor_srht_pads_to_power_of_two():
     assert [dp.padded_dim(d) for d in (1, 2, 3, 6, 8, 9)] == [2, 2, 4, 8, 8, 16]
 
 
+@pytest.mark.slow
 def test_tensor_srht_sawtooth_in_number_of_features():
     """Fig. 12 pair (d = 2, x = y = (√½, √½)), p = 1, real: Var = 1, 0, 1/9, 0, 1/25 for D = 1..5. The sampled
     MSE is zero (to round-off) at D = 2, 4 and rises again at D = 3, 5, matching Theorem 5."""
@@ -245,6 +249,7 @@ def test_tensor_srht_sawtooth_in_number_of_features():
         _mc_check(rfviz.create("tensor_srht", p=2, q=0.5, m=m), x, x, seed=9)
 
 
+@pytest.mark.slow
 def test_shared_permutation_breaks_theorem_10():
     """Reference P2: sharing one permutation across degrees (literal Eq. 25) keeps K̂ unbiased but changes the
     variance (+22 % at the "pos" pair, d = 4, p = 2, real, D = 4); per-degree permutations match Theorem 5."""
@@ -271,6 +276,7 @@ def _expected_maclaurin(est, x, y):
     return mean
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", [
     {"q": 0.5, "m": 8, "p": 3},
     {"q": 1.0, "m": 10, "p": 4, "kernel": "gaussian", "variance": "real_part"},
@@ -364,6 +370,7 @@ def test_grid_closed_form_equals_pair_closed_form(name, embedding):
     np.testing.assert_allclose(grid, direct, rtol=1e-10)
 
 
+@pytest.mark.slow
 def test_rotation_average_cli_matches_monte_carlo():
     rep = mse_report("poly_sketch", {"p": "2", "q": "0.5", "m": "8", "embedding": "rotation_average", "d": "8",
                                      "r": "1", "theta": "0.7"}, trials=20000, seed=1, device="cpu")

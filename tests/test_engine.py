@@ -50,6 +50,7 @@ def _supported_d(est: rfviz.Estimator) -> int:
     pytest.fail(f"{est} accepts none of the dimensions 1-8, 16")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(rfviz.REGISTRY))
 def test_engine_matches_every_registered_closed_form(name):
     est = rfviz.create(name)
@@ -65,6 +66,7 @@ def test_engine_matches_every_registered_closed_form(name):
     # includes the bias²; unbiasedness of the classic estimators is checked below.
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["trig", "positive", "positive_antithetic"])
 def test_engine_mean_is_unbiased_for_classic_estimators(name):
     est = rfviz.create(name, m=8, kernel="gaussian")
@@ -82,6 +84,7 @@ class _PositiveFullVectors(Positive):
     isotropic = False
 
 
+@pytest.mark.slow
 def test_generic_full_vector_path_matches_closed_form():
     est = _PositiveFullVectors(m=8)
     x, y = canonical_pair(R_POINTS, THETA_POINTS, 5)
@@ -91,6 +94,7 @@ def test_generic_full_vector_path_matches_closed_form():
     assert np.all(np.abs(z) < Z_TOL), z
 
 
+@pytest.mark.slow
 def test_generic_path_rejects_reduced_coordinates():
     est = _PositiveFullVectors(m=8)
     x, y = canonical_pair(0.5, 1.0, 2)
@@ -98,6 +102,7 @@ def test_generic_path_rejects_reduced_coordinates():
         monte_carlo(est, x, y, d=5, trials=10, device="cpu")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["trig", "positive_antithetic"])
 def test_orthogonal_two_frame_fast_path_matches_full_vectors(name):
     """The reduced-coordinate sampler of coupled blocks (a random orthonormal 2-frame per block) must give the
@@ -116,6 +121,7 @@ def test_orthogonal_two_frame_fast_path_matches_full_vectors(name):
     assert np.all(fast.rel_mse < iid.rel_mse)
 
 
+@pytest.mark.slow
 def test_same_seed_identical_different_seed_different():
     est = rfviz.create("positive_antithetic", m=16)
     x, y = _pairs(est, 8)
@@ -127,6 +133,7 @@ def test_same_seed_identical_different_seed_different():
     assert not np.array_equal(a.rel_mse, c.rel_mse)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["trig", "positive"])
 def test_memory_budget_and_chunking_do_not_change_estimates(name):
     est = rfviz.create(name, m=32, coupling="orthogonal")
@@ -145,6 +152,7 @@ def test_memory_budget_and_chunking_do_not_change_estimates(name):
     assert small.units > ref.units
 
 
+@pytest.mark.slow
 def test_reliability_diagnostics_do_not_depend_on_budget_or_chunking():
     # The top-32 squared errors merge exactly across blocks, units and super-chunks: the Hill index, the top share
     # and the verdict are the same whatever the memory budget (issue 12 item 1).
@@ -166,6 +174,7 @@ def test_reliability_diagnostics_do_not_depend_on_budget_or_chunking():
     assert few.top_share[0] == pytest.approx(1.0, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_grid_larger_than_budget_runs_in_chunks_within_budget():
     est = rfviz.create("positive", m=64)
     r, th = np.linspace(0.05, 1.0, 64), np.linspace(0.01, math.pi - 0.01, 64)  # θ = π would be exact (x + y = 0)
@@ -179,6 +188,7 @@ def test_grid_larger_than_budget_runs_in_chunks_within_budget():
     assert np.all(np.isfinite(res.log_mse))
 
 
+@pytest.mark.slow
 def test_budget_too_small_for_one_block_names_the_parameter():
     est = _PositiveFullVectors(m=256)
     x, y = canonical_pair(0.5, 1.0, 512)
@@ -186,6 +196,7 @@ def test_budget_too_small_for_one_block_names_the_parameter():
         monte_carlo(est, x, y, trials=256, device="cpu", memory_budget=2**20)
 
 
+@pytest.mark.slow
 def test_progress_reaches_one_and_cancel_raises():
     est = rfviz.create("trig", m=16)
     seen: list[float] = []
@@ -203,6 +214,7 @@ def test_progress_reaches_one_and_cancel_raises():
                          block_trials=100, cancel=cancel)
 
 
+@pytest.mark.slow
 def test_sweep_over_m_has_axes_and_matches_closed_forms():
     x, y = canonical_pair(0.7, 1.2, 8)
     ms = [2, 8, 32]
@@ -219,6 +231,7 @@ def test_sweep_over_m_has_axes_and_matches_closed_forms():
         sweep("trig", "nope", [1], None, x, y, trials=10)
 
 
+@pytest.mark.slow
 def test_log10_error_band_brackets_the_estimate():
     est = rfviz.create("trig", m=4)
     res = monte_carlo_grid(est, [0.5, 1.0], [0.8, 2.0], d=3, trials=500, seed=0, device="cpu")
@@ -228,6 +241,7 @@ def test_log10_error_band_brackets_the_estimate():
     np.testing.assert_allclose(hi - res.log10_mse, 1.96 * res.log10_mse_stderr, rtol=0.2)
 
 
+@pytest.mark.slow
 def test_sweep_from_instance_over_pairs_and_stack():
     est = rfviz.create("positive", m=4)
     x, y = _pairs(est, 4)
@@ -236,6 +250,7 @@ def test_sweep_from_instance_over_pairs_and_stack():
     assert isinstance(stack_results([res, res], "rep", [0, 1]), MCResult)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["positive", "positive_antithetic"])
 def test_float32_log_space_matches_closed_form_far_outside_float32_range(name):
     """r = 20 near θ = π: SM(x, y) ≈ e^{-399} and the MSE ≈ e^{-800} (float32 ends at e^{±88}); |x + y|² ≤ 1.3
@@ -249,6 +264,7 @@ def test_float32_log_space_matches_closed_form_far_outside_float32_range(name):
     assert np.all(np.abs(res.z_against(log_mse)) < Z_TOL), res.z_against(log_mse)
 
 
+@pytest.mark.slow
 def test_monte_carlo_is_prepare_run_blocks_summarise():
     est = rfviz.create("positive", m=8)
     x, y = _pairs(est, 5)
@@ -261,6 +277,7 @@ def test_monte_carlo_is_prepare_run_blocks_summarise():
     assert (parts.peak_bytes, parts.units) == (whole.peak_bytes, whole.units)
 
 
+@pytest.mark.slow
 def test_input_validation():
     est = rfviz.create("trig")
     x, y = canonical_pair(0.5, 1.0, 3)
@@ -306,6 +323,7 @@ def test_random_frame_orthonormal_and_uniform(dim):
 
 
 # ------------------------------------------------------------------ devices
+@pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU on this machine; the CPU path is tested above")
 def test_cuda_path_matches_closed_form_and_reports_gpu_memory():
     est = rfviz.create("positive_antithetic", m=16)
@@ -318,8 +336,37 @@ def test_cuda_path_matches_closed_form_and_reports_gpu_memory():
     np.testing.assert_array_equal(res.rel_mse, again.rel_mse)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a CUDA GPU is present, so device='cuda' is valid here")
 def test_cuda_request_without_gpu_is_a_parameter_error():
     x, y = canonical_pair(0.5, 1.0, 3)
     with pytest.raises(ParameterError, match="device must be one of auto, cpu"):
         monte_carlo(rfviz.create("trig"), x, y, trials=10, device="cuda")
+
+
+# ----------------------------------------------------------------------------- one options object (MCOptions)
+@pytest.mark.slow
+def test_options_object_and_keywords_give_the_same_run():
+    from rfviz.engine import MCOptions
+    est = rfviz.create("trig", m=4)
+    x, y = canonical_pair(1.0, 0.7, 3)
+    by_keywords = monte_carlo(est, x, y, trials=300, seed=5, device="cpu", block_trials=64)
+    opts = MCOptions(trials=300, seed=5, device="cpu", block_trials=64)
+    by_options = monte_carlo(est, x, y, opts)
+    overridden = monte_carlo(est, x, y, MCOptions(trials=300, seed=9, device="cpu", block_trials=64), seed=5)
+    for res in (by_options, overridden):
+        assert np.array_equal(res.rel_mse, by_keywords.rel_mse)
+        assert np.array_equal(res.mean_ratio, by_keywords.mean_ratio)
+    assert by_options.extras["block_trials"] == 64
+
+
+@pytest.mark.slow
+def test_options_are_validated_once_and_unknown_names_refused():
+    from rfviz.engine import MCOptions
+    with pytest.raises(ParameterError, match="trials"):
+        MCOptions(trials=1)
+    with pytest.raises(ParameterError, match="block_trials"):
+        monte_carlo(rfviz.create("trig"), [1.0, 0.0], [0.0, 1.0], block_trials=1)
+    with pytest.raises(TypeError, match="trails"):
+        monte_carlo(rfviz.create("trig"), [1.0, 0.0], [0.0, 1.0], trails=100)
+    assert MCOptions(trials=500.0).trials == 500 and isinstance(MCOptions(trials=500.0).trials, int)

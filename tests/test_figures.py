@@ -117,6 +117,7 @@ def maps() -> dict[str, go.Figure]:
     return {k: build() for k, build in MAPS.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(MAPS))
 def test_colour_window_shows_the_data(maps, name):
     fractions = outside_fractions(maps[name])
@@ -216,6 +217,7 @@ def _label_figures() -> dict[str, go.Figure]:
     return figs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(_label_figures()))
 def test_labels_are_human(name):
     fig = _label_figures()[name]
@@ -246,6 +248,7 @@ def _mc_colours_match(fig: go.Figure) -> None:
         assert t.meta == "edge" or t.error_y.color == lines[base]  # edge markers: no bars, value on hover
 
 
+@pytest.mark.slow
 def test_sampled_points_match_their_curve():
     coord = np.linspace(0.0, np.pi, 30)
     surfs = [ex.analytic_surface(n, {}, "softmax", 16, np.array([1.0]), coord) for n in EXPLORER_DEFAULT]

@@ -101,6 +101,7 @@ def test_key_check_fails_outside_the_printed_precision():
 
 
 # ------------------------------------------------------------------------------------ builds and key numbers
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_figure_builds_headless_and_its_key_numbers_match_the_catalog(name):
     fig, data = gallery.build_figure(name)
@@ -113,6 +114,7 @@ def test_figure_builds_headless_and_its_key_numbers_match_the_catalog(name):
     assert not bad, "key numbers off the catalog:\n" + "\n".join(bad)
 
 
+@pytest.mark.slow
 def test_catalog_numbers_are_not_copied_from_rfviz():
     """The printed catalog values must differ from rfviz's full-precision values (they are rounded), except for
     exact ones; a catalog filled from rfviz's output would reproduce its digits."""
@@ -187,6 +189,7 @@ LIGHT_TAILED = {  # (r, estimator key) → θ indices on the 17-point grid where
 }
 
 
+@pytest.mark.slow
 def test_quantile_band_monte_carlo_matches_closed_form():
     _fig, c = gallery.build_figure("hrf-fig2-quantile-bands")
     zs = []
@@ -203,6 +206,7 @@ def test_quantile_band_monte_carlo_matches_closed_form():
     assert len(zs) >= 30
 
 
+@pytest.mark.slow
 def test_quantile_bands_bracket_the_kernel_and_are_reproducible():
     c = quantile_band_columns(1.0, trials=400, seed=3)
     again = quantile_band_columns(1.0, trials=400, seed=3)
@@ -262,6 +266,7 @@ def test_cli_csv_of_a_trace_figure_parses_back(tmp_path):
     assert [float(r["y"]) for r in tsrht[6:]] == pytest.approx([3, 1, 7 / 9, 0.5, 0.44, 1 / 3], abs=1e-9)
 
 
+@pytest.mark.slow
 def test_cli_bad_name_exits_2_with_one_stderr_line():
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run([sys.executable, "-m", "rfviz", "figure", "no-such-figure", "--out", "x.html"],
@@ -280,6 +285,7 @@ def test_cli_usage_errors_exit_2(argv, capsys):
     assert len(err) == 1 and err[0].startswith("error: ")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not pathlib.Path("/usr/bin/chromium").exists(),
                     reason="PNG export needs kaleido and a Chromium; /usr/bin/chromium is not installed here")
 def test_png_export(tmp_path):
@@ -299,6 +305,7 @@ def _widget_values(at: AppTest) -> dict[str, object]:
     return out
 
 
+@pytest.mark.slow
 def test_gallery_page_runs_and_shows_every_entry():
     at = AppTest.from_file(str(ROOT / "app_pages" / "gallery.py"), default_timeout=PAGE_TIMEOUT).run()
     assert not at.exception, [e.message for e in at.exception]
@@ -314,6 +321,7 @@ def test_gallery_page_runs_and_shows_every_entry():
         assert len(at.get("download_button")) == 2
 
 
+@pytest.mark.slow
 def test_gallery_page_reads_the_figure_from_the_url():
     at = AppTest.from_file(str(ROOT / "app_pages" / "gallery.py"), default_timeout=PAGE_TIMEOUT)
     at.query_params["fig"] = "simrf-fig6-mse-ratio"
@@ -322,6 +330,7 @@ def test_gallery_page_reads_the_figure_from_the_url():
     assert at.header[0].value == GALLERY["simrf-fig6-mse-ratio"].title
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_open_in_explorer_link_restores_the_parameters_on_the_live_page(name):
     """Every query parameter of the link is one the live page reads (a widget ``<page>.<name>``) and the widget

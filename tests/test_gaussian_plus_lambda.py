@@ -21,6 +21,7 @@ def test_second_moment_matches_the_reference_golden_value() -> None:
     assert float(mom.mean) == pytest.approx(float(trig.mean)) and float(mom.variance) != float(trig.variance)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("r", "theta", "shared"), [(0.7, 0.8, True), (1.0, 2.5, False), (0.4, 0.3, True)])
 def test_closed_form_matches_monte_carlo(r: float, theta: float, shared: bool) -> None:
     x, y = canonical_pair(r, theta, 2)
@@ -28,11 +29,13 @@ def test_closed_form_matches_monte_carlo(r: float, theta: float, shared: bool) -
     assert_mc_matches_closed_form(est, x, y, trials=30000, seed=3)
 
 
+@pytest.mark.slow
 def test_unequal_norms_with_fixed_r_norm() -> None:
     est = create("hybrid_gaussian", m=8, n=2, sigma=0.7, lambda_rf="positive", r_norm=1.0)
     assert_mc_matches_closed_form(est, np.array([1.1, 0.2, 0.0]), np.array([0.3, -0.5, 0.4]), trials=30000, seed=4)
 
 
+@pytest.mark.slow
 def test_feature_map_gives_the_same_gram_error() -> None:
     rng = np.random.default_rng(0)
     q = rng.normal(size=(4, 3))

@@ -38,6 +38,7 @@ def _estimators() -> list[str]:
     return [n for n, cls in REGISTRY.items() if cls.has_closed_form]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data_name", SETS)
 @pytest.mark.parametrize("name", _estimators())
 def test_closed_form_sum_matches_shared_feature_monte_carlo(name: str, data_name: str) -> None:
@@ -77,6 +78,7 @@ def test_kernel_matrix_and_relative_frobenius() -> None:
     assert math.isclose(res.relative_frobenius, math.sqrt(res.frobenius_sq_closed_form / np.sum(kmat**2)))
 
 
+@pytest.mark.slow
 def test_attention_error_of_one_repeat_recomputed_from_features() -> None:
     """The attention error is mean_i ‖Â_i − A_i‖₁ with rows normalised to sum 1 (recomputed here by hand)."""
     ds = _small("iris")

@@ -127,6 +127,7 @@ def test_extreme_one_line_errors_elsewhere(capsys):
             assert len(err.strip().splitlines()) == 1, err
 
 
+@pytest.mark.slow
 def test_traceback_free_in_a_subprocess():
     """The real entry point (python -m rfviz) on a few hostile inputs: exit 2, one line, no traceback."""
     for argv in (["mse", "trig", "d=1e308"], ["check", "trig", "--compare", "foo"], ["mse", "--trials"]):
@@ -136,6 +137,7 @@ def test_traceback_free_in_a_subprocess():
         assert len(p.stderr.strip().splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_with_exit_130():
     """A long --trials run shows progress on stderr (never stdout) and Ctrl-C ends it with one line, exit 130."""
     p = subprocess.Popen([sys.executable, "-m", "rfviz", "mse", "trig", "m=256", "--trials", "1e8", "--json"],
@@ -173,6 +175,7 @@ def test_memory_budget_parsing_and_scope():
     assert current_memory_budget() == default
 
 
+@pytest.mark.slow
 def test_engine_refuses_before_drawing_the_samples():
     """The budget is checked before any large draw: a request for 10⁶ features is refused at once."""
     from rfviz.engine import monte_carlo
@@ -207,6 +210,7 @@ def test_fwht_is_the_sylvester_hadamard_transform():
     assert torch.allclose(dp.fwht(x), x @ dp.hadamard(16, x.device, x.dtype))
 
 
+@pytest.mark.slow
 def test_every_estimator_at_large_d_and_m_under_an_address_space_limit(tmp_path):
     """Each registered estimator at d = 512, m = 4096 under RLIMIT_AS = 3 GiB (torch itself needs ~1.5 GiB of
     address space): it finishes (exit 0) or refuses cleanly (exit 2, one line); never a MemoryError traceback."""
@@ -327,6 +331,7 @@ def test_markdown_in_a_url_value_is_shown_as_plain_text():
     assert len(plain("x" * 100_000)) <= 400
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", [
     {"d": "![x](https://example.invalid/p.png) [click](https://example.invalid)"},
     {"d": "9" * 100_000},
@@ -343,6 +348,7 @@ def test_hostile_urls_on_the_explorer(query):
         assert "![x](" not in e.value and "[click](" not in e.value and len(e.value) < 1200
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("query", [{"d": "150", "view": "Simplex+ iterations"},  # ≈100·d³ floats: refused
                                    {"norm_seed": "-1", "view": "Simplex+ iterations"}, {"m": "1e300"}])
 def test_hostile_urls_on_the_coupling_page(query):

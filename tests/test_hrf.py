@@ -194,6 +194,7 @@ def test_angle_between_is_accurate_near_zero_and_pi():
     assert H.angle_between(x, np.zeros(2)) == pytest.approx(PI / 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("theta", "n"), [(0.7, 1), (2.0, 3), (1.3, 8)])
 def test_angular_lambda_hat_moments_match_monte_carlo(theta, n):
     """F2 at the reference's three (θ, n): E λ̂, E λ̂², E(1 − λ̂)², E λ̂(1 − λ̂) from the estimator's own λ̂."""
@@ -204,6 +205,7 @@ def test_angular_lambda_hat_moments_match_monte_carlo(theta, n):
     _assert_moments_match(lam, H.angular_lambda_moments(theta, n))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("r", "theta", "n", "sigma"), [(0.7, PI / 3, 1, 1.0), (1.0, 2.5, 4, 1.0), (0.8, 1.5, 2, 0.7)])
 def test_gaussian_lambda_hat_moments_match_monte_carlo(r, theta, n, sigma):
     """F5 eqs. 72–73 at the reference's three settings."""
@@ -225,6 +227,7 @@ def _assert_moments_match(lam: np.ndarray, mom: H.LambdaMoments) -> None:
 
 
 # ========================================================================================= Monte Carlo
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["softmax", "gaussian"])
 def test_trig_phase_derived_mse_matches_monte_carlo(kernel):
     """[derived] MSE = e^{|x|²+|y|²}[(1 − e^{−|x−y|²})² + 1]/(2m) at 3 points (incl. x = y, where trig is exact)."""
@@ -236,6 +239,7 @@ CE_CASES = [dict(A=0.8 + 0.6j), dict(A=1.3), dict(A=0.4 + 1.1j, antithetic=True)
             dict(A=0.8 + 0.6j, variance="complex"), dict(A=1.2 - 0.5j, antithetic=True, variance="complex")]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", CE_CASES, ids=[str(c) for c in CE_CASES])
 def test_complex_exponential_matches_monte_carlo(params):
     """F6 at 3 points per A: |w|² ≤ ~2.5 (larger |w|² makes e^{ω·w} heavy-tailed, left out on purpose)."""
@@ -246,6 +250,7 @@ def test_complex_exponential_matches_monte_carlo(params):
     assert_mc_matches_closed_form(est, np.stack([x, x2, x3]), np.stack([y, y2, y3]), trials=20000, seed=22)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("antithetic", [False, True])
 @pytest.mark.parametrize("variance", ["real_part", "complex"])
 def test_complex_exponential_diag_matches_monte_carlo(antithetic, variance):
@@ -256,6 +261,7 @@ def test_complex_exponential_diag_matches_monte_carlo(antithetic, variance):
     assert_mc_matches_closed_form(est, xs, ys, trials=20000, seed=23)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shared", [True, False])
 def test_hybrid_angular_matches_monte_carlo(shared):
     """Eqs. 45/46 at 3 points, two with |x| ≠ |y| (reference F3 settings)."""
@@ -264,6 +270,7 @@ def test_hybrid_angular_matches_monte_carlo(shared):
     assert_mc_matches_closed_form(est, np.stack(xs), np.stack(ys), trials=20000, seed=24, d=6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "params", "trials"), [
     ("hybrid_angular", dict(m=10, n=4), 40000),  # reference F3: 0.0361396 (shared) vs 0.0459024 (independent)
     ("hybrid_gaussian", dict(m=10, n=2, sigma=1.0, r_norm=1.0), 100000),  # F5 caveat: 0.101651 / 0.094158 (8 % apart)
@@ -287,6 +294,7 @@ def test_shared_projection_correction_is_needed_at_unequal_lengths(name, params,
         log_mse_at(rfviz.create("hybrid_angular", m=10, n=4, shared=False), x_eq, y_eq), rel=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shared", [True, False])
 def test_hybrid_gaussian_matches_monte_carlo(shared):
     """Thm F.2 at the reference's three same-length settings (σ = 1, 1, 0.7 folded into one σ per call)."""
@@ -295,6 +303,7 @@ def test_hybrid_gaussian_matches_monte_carlo(shared):
     assert_mc_matches_closed_form(est, x, y, trials=20000, seed=26, d=6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", ["softmax", "gaussian"])
 def test_hybrid_gaussian_fixed_normaliser_matches_monte_carlo(kernel):
     """r_norm > 0: any lengths, shared projections (eq. 23 correction), both kernels."""
@@ -303,6 +312,7 @@ def test_hybrid_gaussian_fixed_normaliser_matches_monte_carlo(kernel):
     assert_mc_matches_closed_form(est, np.stack(xs), np.stack(ys), trials=20000, seed=27)
 
 
+@pytest.mark.slow
 def test_eq47_corrected_matches_monte_carlo_and_printed_does_not():
     """Reference F4 erratum table (m = 10): the printed eq. 47 is off by 7–94 SE there, the corrected one is not."""
     for (r, th, n), seed in zip([(0.8, PI / 2, 1), (0.8, 2.0, 4), (0.6, 1.0, 2)], (31, 32, 33), strict=True):
@@ -332,6 +342,7 @@ class _OracleHybrid(HybridAngular):
         return H.LambdaMoments(lam, lam**2, 0 * lam, (1 - lam) ** 2, lam * (1 - lam))
 
 
+@pytest.mark.slow
 def test_oracle_lambda_mse_matches_monte_carlo():
     """F7 [derived]: MSE* = MSE_trig·MSE_++/(MSE_trig + MSE_++) at 3 same-length points (incl. the reference's)."""
     est = _OracleHybrid(m=10, n=1, shared=False)
@@ -458,6 +469,7 @@ def test_invalid_parameters_raise_named_errors(name, params, match):
         rfviz.create(name, **params)
 
 
+@pytest.mark.slow
 def test_invalid_inputs_raise_named_errors():
     with pytest.raises(ParameterError, match=r"x and y must have the same length .*\|x\| = 1.2, \|y\| = 0.5"):
         rfviz.create("hybrid_gaussian").log_mse(X10, Y10)

@@ -47,6 +47,7 @@ def test_holm_step_down_rejects_exactly_the_textbook_set():
 
 
 # --------------------------------------------------------------------------- built-ins
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(rfviz.REGISTRY))
 def test_every_builtin_passes_the_check(name):
     # Modest settings: 2 r × 5 θ, 2000 trials. Heavy-tailed points (kurtosis > trials/20: positive RFs at large
@@ -64,6 +65,7 @@ def test_every_builtin_passes_the_check(name):
         assert report.features["finite"] and report.features["consistent"], report.features
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(n for n, c in rfviz.REGISTRY.items() if lab.declares_bias(c)) or
                          [pytest.param(None, marks=pytest.mark.skip(reason="no built-in declares itself biased"))])
 def test_lab_flags_declared_bias(name):
@@ -76,6 +78,7 @@ def test_lab_flags_declared_bias(name):
 
 
 # --------------------------------------------------------------------------- the examples
+@pytest.mark.slow
 def test_biased_example_is_flagged_at_the_default_trial_count():
     report = lab.check(_load(BIASED))
     assert report.trials == lab.DEFAULT_TRIALS
@@ -85,6 +88,7 @@ def test_biased_example_is_flagged_at_the_default_trial_count():
     assert not report.bias_rejected[:, [0, -1]].any()
 
 
+@pytest.mark.slow
 def test_correct_example_passes_and_trades_off_against_positive():
     report = lab.check(_load(CORRECT))
     assert not report.biased and report.exit_code == 0, report.to_text()
@@ -95,6 +99,7 @@ def test_correct_example_passes_and_trades_off_against_positive():
     assert vs_pos[-1, 0] < -1.0 and vs_pos[0, 3] > 0.5
 
 
+@pytest.mark.slow
 def test_correct_example_closed_form_matches_monte_carlo_and_reduces_to_positive():
     cls = _load(CORRECT)
     est = cls(sigma=1.25, m=4)
@@ -108,6 +113,7 @@ def test_correct_example_closed_form_matches_monte_carlo_and_reduces_to_positive
     np.testing.assert_allclose(same.log_mse(xs, ys, d=5), positive.log_mse(xs, ys, d=5), rtol=1e-12)
 
 
+@pytest.mark.slow
 def test_readme_example_class_loads_and_passes(tmp_path):
     # The class shown in examples/README.md is what users copy: it must work as written.
     readme = (EXAMPLES / "README.md").read_text()
@@ -121,6 +127,7 @@ def test_readme_example_class_loads_and_passes(tmp_path):
     assert np.nanmax(np.abs(ratio[0])) < 0.1, ratio
 
 
+@pytest.mark.slow
 def test_a_wrong_closed_form_is_caught(tmp_path):
     # The tempered example with its MSE off by a factor 2 (a classic m vs 2m slip): unbiased, but the closed form
     # must disagree with Monte Carlo, and the ratio map must then fall back to the sampled MSE.
@@ -144,6 +151,7 @@ def _plugin(tmp_path, name: str, body: str) -> type[rfviz.Estimator]:
     return _load(f"{path}")
 
 
+@pytest.mark.slow
 def test_infinite_fourth_moment_is_inconclusive_not_unbiased():
     # σ² = 0.64 ∈ (1/2, 3/4): E_q[(p/q)²e^{2ω·z}] < ∞ but E_q[(p/q)⁴e^{4ω·z}] = ∞ (p⁴/q³ ∝ e^{-(2 − 3/(2σ²))|ω|²}),
     # so no z-score or standard error means anything: exit 3 with a reason, never 0.
@@ -152,6 +160,7 @@ def test_infinite_fourth_moment_is_inconclusive_not_unbiased():
     assert "INCONCLUSIVE" in report.summary() and "--trials" in report.summary()
 
 
+@pytest.mark.slow
 def test_complex_estimate_with_biased_imaginary_part_is_caught(tmp_path):
     cls = _plugin(tmp_path, "imag_bias", """
         class ImagBias(TemperedPositive):
@@ -175,6 +184,7 @@ def test_complex_estimate_with_biased_imaginary_part_is_caught(tmp_path):
     assert lab.check(fine, {"sigma": 1.0}, compare=(), check_feature_maps=False).exit_code == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("factor", [2.0, 0.5])
 def test_closed_form_wrong_by_two_is_never_unbiased(tmp_path, factor):
     cls = _plugin(tmp_path, f"scaled_{int(factor * 10)}", f"""
@@ -189,6 +199,7 @@ def test_closed_form_wrong_by_two_is_never_unbiased(tmp_path, factor):
     assert report.exit_code == 1 and report.verdict == "closed form disagrees", report.to_text()
 
 
+@pytest.mark.slow
 def test_deterministic_wrong_estimate_is_said_in_words(tmp_path):
     cls = _plugin(tmp_path, "twice", """
         class Twice(TemperedPositive):
@@ -202,6 +213,7 @@ def test_deterministic_wrong_estimate_is_said_in_words(tmp_path):
     assert "deterministic" in report.summary() and "e+1" not in report.summary(), report.summary()
 
 
+@pytest.mark.slow
 def test_extra_pairs_are_reported_and_selectable(capsys):
     report = lab.check(_load(CORRECT), r=(0.5, 1.0), compare=(), check_feature_maps=False)
     kinds = {p["kind"] for p in report.extra_pairs}
@@ -213,6 +225,7 @@ def test_extra_pairs_are_reported_and_selectable(capsys):
 
 
 # --------------------------------------------------------------------------- CLI
+@pytest.mark.slow
 def test_cli_exit_codes_and_json(capsys):
     assert cli_main(["check", BIASED, "--compare", "", "--no-features"]) == 1
     out = capsys.readouterr().out
@@ -316,6 +329,7 @@ def test_loading_by_path_module_env_and_entry_points(tmp_path, monkeypatch):
     assert "tempered_positive" not in rfviz.REGISTRY  # plugins never enter the built-in catalog
 
 
+@pytest.mark.slow
 def test_env_plugin_is_resolved_by_name(monkeypatch, capsys):
     monkeypatch.setenv(plugins.ENV_VAR, BIASED)
     plugins.PLUGINS.pop("shared_omega_hybrid", None)
@@ -324,6 +338,7 @@ def test_env_plugin_is_resolved_by_name(monkeypatch, capsys):
 
 
 # --------------------------------------------------------------------------- figures
+@pytest.mark.slow
 def test_figures_mark_rejected_and_heavy_tailed_points():
     report = lab.check(_load(BIASED), compare=("trig", "positive"), check_feature_maps=False)
     fig = lab_figures.bias_z_map(report)
@@ -337,6 +352,7 @@ def test_figures_mark_rejected_and_heavy_tailed_points():
 
 
 # --------------------------------------------------------------------------- page
+@pytest.mark.slow
 def test_page_runs_the_check_on_plugins_from_the_environment(monkeypatch, tmp_path):
     from streamlit.testing.v1 import AppTest
 
@@ -377,3 +393,17 @@ def _forget_plugins():
     sys.path[:] = path_before
     for name in [m for m in sys.modules if m in ("shared_omega_hybrid", "tempered_positive")]:
         del sys.modules[name]
+
+
+@pytest.mark.slow
+def test_pipeline_with_options_equals_the_keyword_call():
+    """run_lab(est, LabOptions(...)) is what check_estimator(est, **keywords) runs: same report, same verdict."""
+    est = rfviz.create("positive")
+    kw = dict(r=(0.5, 1.0), trials=300, seed=2, compare=("trig",), check_feature_maps=False)
+    a = lab.check_estimator(est, **kw).to_json()
+    b = lab.run_lab(est, lab.LabOptions(**kw)).to_json()
+    assert json.dumps(a, default=repr, sort_keys=True) == json.dumps(b, default=repr, sort_keys=True)
+    with pytest.raises(rfviz.ParameterError, match="trials"):
+        lab.check_estimator(est, trials=10)
+    with pytest.raises(rfviz.ParameterError, match="alpha"):
+        lab.LabOptions(alpha=1.5)

@@ -4,6 +4,7 @@ closed forms (light-tailed settings) and the pages draw them only after "Run Mon
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from mc_helpers import Z_TOL
 from streamlit.testing.v1 import AppTest
 
@@ -11,6 +12,8 @@ from app_pages import BY_PATH
 from rfviz.compute import dp as cd
 from rfviz.compute import optimal as co
 from rfviz.maths.optimal import InputLaw, OptimalSampling
+
+pytestmark = pytest.mark.slow  # Monte-Carlo overlays drawn through AppTest (python -m pytest -m "not slow" skips them)
 
 TIMEOUT = 180
 

@@ -139,6 +139,7 @@ MC_CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech,law,kernel", MC_CASES, ids=[f"{m}-{law.kind}-d{law.d}-{k}" for m, law, k in MC_CASES])
 def test_importance_weighted_estimates_are_unbiased_and_reach_v_opt(mech, law, kernel):
     """MC over (x1, x2, ω ~ Ψ*) of Def. 2: the mean of Y − K is 0 and mean((Y − K)²) = V* within 4 s.e.
@@ -155,6 +156,7 @@ def test_importance_weighted_estimates_are_unbiased_and_reach_v_opt(mech, law, k
 PLAIN_CASES = [c for c in MC_CASES if not OptimalSampling(*c).divergence()["heavy_tail"]["plain"]]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech,law,kernel", PLAIN_CASES,
                          ids=[f"{m}-{law.kind}-d{law.d}-{k}" for m, law, k in PLAIN_CASES])
 def test_unweighted_variance_matches_monte_carlo(mech, law, kernel):
@@ -184,6 +186,7 @@ def test_flagged_plain_cases_are_the_heavy_tailed_ones():
                         ("positive", "gaussian", 4, "gaussian")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech,d,r", [("positive", 8, 0.8), ("positive", 64, 1.0), ("trig", 8, 0.8),
                                       ("trig", 64, 1.0)])
 def test_optimal_sampler_is_unbiased_at_every_fixed_pair(mech, d, r):
@@ -229,6 +232,7 @@ def test_equivalence_fails_when_x1_differs_from_x2():
     assert v["positive"] == 0.0 and v["trig"] == pytest.approx(0.7575347789, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_counterexample_is_seen_by_monte_carlo():
     """The two optimal estimators of the two-sphere counterexample differ by many standard errors."""
     res = {m: monte_carlo_psi(OptimalSampling(m, TWO), 60_000, seed=5) for m in ("positive", "trig")}
@@ -258,6 +262,7 @@ def _radial_grid_pdf(prob: OptimalSampling) -> tuple[np.ndarray, np.ndarray]:
     return rho, np.exp(prob.psi_radial_log_pdf(rho))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mech,law,kernel", [
     ("positive", InputLaw("two_spheres", 6, r=0.4, r2=1.5), "softmax"),
     ("trig", InputLaw("two_spheres", 3, r=0.5, r2=1.4), "softmax"),
@@ -319,6 +324,7 @@ def test_gaussian_input_thresholds_match_reference_table():
     assert ("optimal", "variance_infinite") not in starts  # σ = 0.7 < √½
 
 
+@pytest.mark.slow
 def test_flags_mark_where_monte_carlo_lies():
     """Where the flag says E Y⁴ = ∞ (σ² = 0.2 > 0.0687, pos optimal), MC under-estimates V* (reference §5.3:
     46.3 ± 3.1 vs 57.5); the s.e.-based z-test is not trustworthy there, which is why MC tests avoid it."""
@@ -388,6 +394,7 @@ def test_cli_bad_input_exits_2_with_one_line(capsys, argv, needle):
     assert needle in err and "\n" not in err
 
 
+@pytest.mark.slow
 def test_cli_subprocess_exit_code():
     bad = subprocess.run([sys.executable, "-m", "rfviz", "psi", "inputs=gaussian", "sigma=0.9", "--json"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)

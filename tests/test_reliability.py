@@ -38,6 +38,7 @@ def _closed_form_names() -> list[str]:
     return names
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", _closed_form_names())
 def test_reliable_implies_agreement_with_the_closed_form(name):
     est = create(name)
@@ -59,6 +60,7 @@ def test_reliable_implies_agreement_with_the_closed_form(name):
         assert n_reliable > 0, f"{name}: no reliable benign point at 1000 trials"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_issue_gerf_example_is_unreliable_not_a_disagreement(seed, capsys):
     assert cli_main(["mse", "gerf", "r=2", "theta=0", "d=16", "m=10", "--trials", "2000", "--seed", str(seed),
@@ -69,6 +71,7 @@ def test_issue_gerf_example_is_unreliable_not_a_disagreement(seed, capsys):
     assert abs(mc["z_vs_closed_form"]) > 4  # the number is kept; it is just not called a disagreement
 
 
+@pytest.mark.slow
 def test_readme_simplex_example_is_a_real_heavy_tail_not_a_confident_disagreement(capsys):
     # Measured: at 100 000 trials (seeds 5, 6) the sampled MSE agrees with the closed form (z = 0.47, -2.2), so
     # the 5000-trial shortfall is a heavy tail (Hill index ≈ 1.1-1.5), not a wrong formula.
@@ -113,6 +116,7 @@ def test_gerf_fourth_moment_hook_follows_crt():
     assert create("trig").fourth_moment_finite(stats) is None
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alpha", [1.0, 3.0])
 def test_hill_tail_index_recovers_a_pareto_tail(alpha):
     rng = np.random.default_rng(1)
@@ -136,6 +140,7 @@ def test_assess_mse_api_is_unchanged():
     assert not assess_mse(Moments(1, 1.0, 0.0)).reliable
 
 
+@pytest.mark.slow
 def test_results_keep_reliability_through_reshape_and_stack():
     from rfviz.engine import monte_carlo_grid, sweep
     res = monte_carlo_grid(create("trig", m=4), [0.5, 1.0], [0.5, 1.0, 1.5], 4, trials=200, device="cpu")
@@ -145,6 +150,7 @@ def test_results_keep_reliability_through_reshape_and_stack():
     assert sw.reliable.shape == (2,)
 
 
+@pytest.mark.slow
 def test_figures_draw_heavy_tailed_points_hollow_not_as_disagreements():
     from rfviz.compute import explorer as ex
     from rfviz.figures import explorer as fx
@@ -166,6 +172,7 @@ def test_figures_draw_heavy_tailed_points_hollow_not_as_disagreements():
     assert "a (sampled ±2 SE)" in names and "a (sampled, heavy-tailed: unreliable)" in names
 
 
+@pytest.mark.slow
 def test_engine_flags_estimates_that_all_underflow():
     import torch
 

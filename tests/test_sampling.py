@@ -60,6 +60,7 @@ def test_chi_square_zero_dof_and_generator_device():
     assert s.device == CPU and s.dtype == torch.float32
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dim", [2, 6])
 def test_random_frame_chunking_is_bounded_orthonormal_and_haar(monkeypatch, dim):
     d = 9

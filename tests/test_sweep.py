@@ -116,6 +116,7 @@ def test_diagnostics_flag_heavy_tails() -> None:
 
 
 # ----------------------------------------------------------------------------- local backend, resume
+@pytest.mark.slow
 def test_local_sweep_matches_closed_form(tmp_path) -> None:
     report = run_sweep(small_spec(), str(tmp_path / "a.csv"), make_backend("local"), progress=False)
     assert report.status == "complete" and report.points_done == 4
@@ -132,6 +133,7 @@ def test_local_sweep_matches_closed_form(tmp_path) -> None:
     assert manifest["status"] == "complete" and manifest["spec"]["trials"] == 2048
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", ["csv", "parquet"])
 def test_resume_after_interrupt_loses_nothing(tmp_path, suffix) -> None:
     spec = small_spec()
@@ -173,6 +175,7 @@ def ray_cluster():
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_ray_equals_local_with_1_or_2_workers_and_a_lost_worker(ray_cluster, tmp_path, monkeypatch) -> None:
     spec = small_spec()
     run_sweep(spec, str(tmp_path / "local.csv"), make_backend("local"), progress=False)
@@ -192,6 +195,7 @@ def test_ray_equals_local_with_1_or_2_workers_and_a_lost_worker(ray_cluster, tmp
     assert rows(tmp_path / "crash.csv") == expected
 
 
+@pytest.mark.slow
 def test_ray_resumes_a_local_sweep(ray_cluster, tmp_path) -> None:
     spec = small_spec()
     run_sweep(spec, str(tmp_path / "full.csv"), make_backend("local"), progress=False)
@@ -207,6 +211,7 @@ def test_ray_resumes_a_local_sweep(ray_cluster, tmp_path) -> None:
 
 
 # ----------------------------------------------------------------------------- the command line
+@pytest.mark.slow
 def test_cli_sweep_and_refusals(tmp_path, capsys, monkeypatch) -> None:
     out = tmp_path / "c.csv"
     args = ["sweep", "positive", "d=8", "theta=1.0", "--grid", "r=0.3:0.6:2", "m=4,8", "--trials", "2048",
@@ -230,6 +235,7 @@ def test_cli_sweep_and_refusals(tmp_path, capsys, monkeypatch) -> None:
 
 
 # ----------------------------------------------------------------------------- Ctrl-C on the real CLI
+@pytest.mark.slow
 def test_cli_sigint_exits_130_keeps_points_and_resumes(tmp_path) -> None:
     """A `python -m rfviz sweep` subprocess sent SIGINT after k stored points: exit 130, the k points kept (their rows
     unchanged by the resumed run), the progress line printed, and `--resume` completes the sweep."""

@@ -29,6 +29,7 @@ def _pair(x: np.ndarray, y: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
     return x, y
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("p", "m", "x", "y"), POINTS)
 def test_exact_variance_matches_monte_carlo(p: int, m: int, x: np.ndarray, y: np.ndarray | None) -> None:
     x, y = _pair(x, y)
@@ -56,6 +57,7 @@ def test_variance_exceeds_the_naive_countsketch_formula_at_p2() -> None:
     assert exact > naive
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("p", "m"), [(2, 8), (3, 7)])
 def test_matches_scikit_learn_polynomial_count_sketch(p: int, m: int) -> None:
     kernel_approximation = pytest.importorskip("sklearn.kernel_approximation")

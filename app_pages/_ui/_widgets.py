@@ -5,19 +5,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import streamlit as st
 
 from rfviz.compute import catalog
-from rfviz.params import Param
+from rfviz.params import Param, app_param
 
 from ._url import PageState, to_text
-
-APP_INT_CAPS: dict[str, int] = {"m": 100_000, "n": 10_000, "trials": 200_000, "samples": 200_000, "p": 30,
-                                "D": 100_000}
-"""Upper bounds of integer estimator parameters in the app (the CLI may go further under --memory-budget)."""
 
 
 def slider_range(p: Param) -> tuple[float, float] | None:
@@ -49,7 +44,7 @@ def param_widget(state: PageState, p: Param, prefix: str = "", container: Any = 
         return state.text(label, name, to_text(tuple(default)), container=container, spec=p,
                           help=help_text + "; write e.g. 1+0.5j, 0.8, 1j")
     if p.kind == "int":
-        return state.number(label, name, int(default), int, container=container, help=help_text, spec=app_spec(p))
+        return state.number(label, name, int(default), int, container=container, help=help_text, spec=app_param(p))
     rng = slider_range(p)
     if rng is not None and rng[0] <= float(default) <= rng[1]:
         lo, hi = rng
@@ -57,14 +52,6 @@ def param_widget(state: PageState, p: Param, prefix: str = "", container: Any = 
         return state.slider(label, name, lo, hi, float(default), step=step, container=container, help=help_text)
     return state.number(label, name, float(default), float, container=container, help=help_text, format="%g",
                         spec=p)
-
-
-def app_spec(p: Param) -> Param:
-    """``p`` with the app's cap (``APP_INT_CAPS``) as its upper bound, so a URL cannot ask for more."""
-    cap = APP_INT_CAPS.get(p.name)
-    if p.kind != "int" or cap is None or (p.high is not None and p.high <= cap):
-        return p
-    return replace(p, high=float(cap), high_open=False)
 
 
 def estimator_params(state: PageState, spec: Sequence[Param], prefix: str = "", skip: Sequence[str] = (),

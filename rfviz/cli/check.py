@@ -11,9 +11,8 @@ import argparse
 import json
 import math
 
-from ..estimators.base import REGISTRY
+from ..estimators import REGISTRY  # the package: REGISTRY needs the catalog loaded
 from ..lab import (
-    D_PARAM,
     DEFAULT_ALPHA,
     DEFAULT_COMPARE,
     DEFAULT_D,
@@ -23,7 +22,7 @@ from ..lab import (
     PAIR_KINDS,
     check,
 )
-from ..params import MAX_LIST_LENGTH, ParameterError
+from ..params import LAB_D_PARAM, MAX_LIST_LENGTH, ParameterError
 from ..params import check as check_value
 from ..plugins import PLUGINS, PluginError, plugin_timeout_scope, resolve_estimator
 from ..textio import UsageError, jsonable, parse_assignments, parse_vector
@@ -61,7 +60,7 @@ def _run_check(args: argparse.Namespace) -> int:
     if unknown:
         raise ParameterError(f"--compare must name built-in estimators ({', '.join(sorted(REGISTRY))}), got "
                              f"{unknown[0][:80]!r}")
-    check_value(args.d, D_PARAM)
+    check_value(args.d, LAB_D_PARAM)
     report = check(cls, params, r=parse_vector("r", args.r).tolist(), theta=_angles(args.theta), d=args.d,
                    trials=args.trials, seed=args.seed, alpha=args.alpha, compare=compare, device=args.device,
                    check_feature_maps=not args.no_features, pairs=args.pairs)

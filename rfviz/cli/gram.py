@@ -12,11 +12,8 @@ import json
 from typing import Any
 
 from .. import data as datasets
+from ..api import gram
 from ..clustered import NAME as CLUSTERED
-from ..clustered import ClusteredCE
-from ..estimators import REGISTRY, get_estimator
-from ..gram import gram_error
-from ..params import ParameterError, check_int
 from ..textio import UsageError, jsonable, parse_assignments, parse_vector
 
 NAME = "gram"
@@ -58,52 +55,12 @@ def _split_items(items: list[str]) -> tuple[list[str], dict[str, str]]:
     return names, assignments
 
 
-def _spec_names(name: str) -> set[str]:
-    cls = ClusteredCE if name == CLUSTERED else get_estimator(name)
-    return {p.name for p in cls.spec}
-
-
-def gram_report(names: list[str], assignments: dict[str, str], data: Any, ms: list[int], repeats: int, seed: int,
-                device: str = "cpu") -> dict[str, Any]:
-    """The JSON object of ``python -m rfviz gram`` for a loaded data set."""
-    if "m" in assignments:
-        raise ParameterError("m is set by --m (a comma-separated list), not by m=")
-    specs = {name: _spec_names(name) for name in names}
-    for key in assignments:
-        if not any(key in s for s in specs.values()):
-            raise ParameterError(f"no named estimator has a parameter {key!r} ({', '.join(names)})")
-    results: list[dict[str, Any]] = []
-    fits: dict[str, Any] = {}
-    for name in names:
-        own = {k: v for k, v in assignments.items() if k in specs[name]}
-        for m in ms:
-            if name == CLUSTERED:
-                est: Any = ClusteredCE(m=m, **own).fit(data.queries, data.keys, seed)
-                fits[name] = est.describe_fit()
-            else:
-                est = get_estimator(name)(**({"m": m} if "m" in specs[name] else {}), **own)
-                est.check_dimension(data.d)
-            results.append(gram_error(est, data.queries, data.keys, repeats, seed, device, name).to_json())
-    info = {k: v for k, v in data.describe().items() if not k.endswith("_labels")}
-    return {"data": info, "m": ms, "repeats": repeats, "seed": seed, "results": results,
-            **({"clusters": fits} if fits else {})}
-
-
 def run(args: argparse.Namespace) -> int:
     names, assignments = _split_items(args.items)
-    for name in names:
-        if name != CLUSTERED and name not in REGISTRY:
-            raise ParameterError(f"estimator must be one of {', '.join(sorted([*REGISTRY, CLUSTERED]))}, got "
-                                 f"{name!r}")
-    ms = [check_int("m", v, 1) for v in parse_vector("m", args.m)]
-    repeats = check_int("repeats", args.repeats, 0)
-    if repeats == 1:
-        raise ParameterError("repeats must be 0 (closed form only) or an integer in [2, inf), got 1")
-    steps = datasets.parse_preprocess(args.preprocess if args.preprocess is not None else
-                                      ("none" if args.data == "clusters" else "center,scale"))
-    ds = datasets.load(args.data, args.keys_data, queries=args.queries, keys=args.keys, steps=steps,
-                       scale=args.scale, seed=args.seed, options=parse_assignments(args.data_param))
-    report = gram_report(names, assignments, ds, ms, repeats, args.seed, args.device)
+    report = gram(names, args.data, keys_data=args.keys_data, data_params=parse_assignments(args.data_param),
+                  queries=args.queries, keys=args.keys, preprocess=args.preprocess, scale=args.scale,
+                  m=parse_vector("m", args.m).tolist(), repeats=args.repeats, seed=args.seed, device=args.device,
+                  params=assignments).to_dict()
     if args.json:
         print(json.dumps(jsonable(report), indent=2))
         return 0

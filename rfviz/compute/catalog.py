@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..estimators import REGISTRY, Estimator, create, get_estimator
+from ..registries import SOFTMAX_KERNELS, kernel_spellings
 
 
 def title_of(name: str, short: bool = False) -> str:
@@ -40,17 +41,12 @@ def short_of(name: str) -> str:
     return title_of(name, short=True)
 
 
-SOFTMAX_KERNELS = ("softmax", "gaussian")
-KERNEL_ALIASES = {"softmax": ("softmax", "exponential"), "gaussian": ("gaussian",)}
-"""Names estimators use for the same kernel: exp(x·y) is 'exponential' for the Maclaurin features."""
-
-
 def _kernel_choice(cls: type[Estimator], kernel: str) -> str | None:
     """The value of ``cls``'s own kernel parameter that means ``kernel`` (None if it has none)."""
     param = next((p for p in cls.spec if p.name == "kernel"), None)
     if param is None:
         return None
-    return next((k for k in KERNEL_ALIASES.get(kernel, (kernel,)) if k in param.choices), None)
+    return next((k for k in kernel_spellings(kernel) if k in param.choices), None)
 
 
 def kernel_options() -> list[str]:

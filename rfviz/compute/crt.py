@@ -8,9 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..engine import sweep
-from ..geometry import canonical_pair, embed_pair
+from ..geometry import canonical_pair, check_d, embed_pair
 from ..maths import crt as g
 from ..numerics import LOG10, log_expm1
+from ..params import M_PARAM, check
 
 Columns = dict[str, np.ndarray]
 
@@ -23,8 +24,8 @@ def a_star(r: float, theta: float, d: int) -> float:
 def real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, a_min: float = -1.0,
                    points: int = 400) -> Columns:
     """log₁₀ MSE of GERF with m iid features along real A ∈ [a_min, 1/8) for s = +1 and s = −1 (CRT Thm 3.2 eq. 6;
-    reference §3.3). A = 0, s = +1 is PosRF; A = A* is OPRF."""
-    m = g.check_m(m)
+    [CRT] eq. 6). A = 0, s = +1 is PosRF; A = A* is OPRF."""
+    m = check(m, M_PARAM)
     if not a_min < g.A_VARIANCE_BOUND:
         raise g.ParameterError(f"A min must be a number in (-inf, 0.125), got {a_min:g}")
     a = np.linspace(a_min, g.A_VARIANCE_BOUND, points, endpoint=False)
@@ -39,7 +40,7 @@ def sampled_real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, 
                            seed: int, points: int = 9) -> Columns:
     """Monte-Carlo twins of ``real_A_columns`` (the registered ``gerf`` estimator, sampled by rfviz.engine.sweep)
     at ``points`` values of A in [a_min, 1/16): beyond 1/16 the fourth moment is infinite, so the standard error of
-    the sampled MSE is meaningless (reference §7.2)."""
+    the sampled MSE is meaningless (tests/test_crt.py)."""
     if not a_min < g.A_FOURTH_MOMENT_BOUND:
         raise g.ParameterError(f"A min must be a number in (-inf, 0.0625) for Monte Carlo, got {a_min:g}")
     a = np.linspace(a_min, g.A_FOURTH_MOMENT_BOUND, points, endpoint=False)
@@ -58,7 +59,7 @@ def sampled_real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, 
 def complex_A_data(r: float, theta: float, d: int, m: int, kernel: str, s: int, re_min: float = -0.5,
                    im_max: float = 0.5, points: int = 121) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(Re A, Im A, log₁₀ MSE) over complex A; +inf (drawn blank) where Re A ≥ 1/8 (CRT Thm 3.2)."""
-    m = g.check_m(m)
+    m = check(m, M_PARAM)
     if not im_max > 0:
         raise g.ParameterError(f"Im A max must be a number in (0, inf), got {im_max:g}")
     re = np.linspace(re_min, 0.2, points)
@@ -69,8 +70,8 @@ def complex_A_data(r: float, theta: float, d: int, m: int, kernel: str, s: int, 
 
 def oprf_columns(d: int, z_max: float, points: int = 300) -> Columns:
     """Relative variance Var/K² of PosRF (e^Z − 1) and OPRF (R* − 1) against Z = |x + y|², and the Figure-1
-    utility μ = log(Var_OPRF/Var_PosRF) (CRT Thm 3.3, Fig. 1; reference §3.4, §4.3). Kernel-independent."""
-    d = g.check_dim(d)
+    utility μ = log(Var_OPRF/Var_PosRF) (CRT Thm 3.3, Fig. 1; [CRT] eq. 7). Kernel-independent."""
+    d = check_d(d)
     if not (np.isfinite(z_max) and z_max > 0):
         raise g.ParameterError(f"Z max must be a number in (0, inf), got {z_max:g}")
     z = np.linspace(z_max / points, z_max, points)
@@ -82,9 +83,9 @@ def oprf_columns(d: int, z_max: float, points: int = 300) -> Columns:
 def dirf_columns(r: float, theta: float, d: int, m: int, kernel: str, embedding: str, shifted: bool,
                  points: int = 300) -> tuple[Columns, Columns, dict[str, float]]:
     """log₁₀ MSE of PoisRF against its rate λ and of GeomRF against its probability p at the pair (r, θ) placed in
-    ℝᵈ by ``embedding`` (CRT Thms 3.4, 3.5; reference §3.5–3.7), plus the optima λ* and p*."""
-    m = g.check_m(m)
-    x, y = embed_pair(r, theta, g.check_dim(d), embedding)
+    ℝᵈ by ``embedding`` (CRT Thms 3.4, 3.5; [CRT] eq. 11), plus the optima λ* and p*."""
+    m = check(m, M_PARAM)
+    x, y = embed_pair(r, theta, check_d(d), embedding)
     shift = g.shift_positive(x, y)[2] if shifted else np.zeros_like(x)
     lam_star = float(g.lam_star(x - shift, y - shift))
     lam_lo = max(lam_star, 1e-3) / 30

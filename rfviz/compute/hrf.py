@@ -29,7 +29,7 @@ def _moments(kind: str, theta: np.ndarray, r: float, n: int, sigma: float) -> hy
 
 def lambda_columns(kind: str, r: float, n: int, sigma: float, m: int, points: int = 181) -> Columns:
     """λ(θ) = E λ̂, E[λ̂²], Var λ̂ and the oracle λ*(θ) on S(r) (HRF Lemma 3.2 eq. 24; App. F eqs. 72–73;
-    reference F2, F5, F7)."""
+    [HRF] eq. 24; docs: derivations/gaussian-lambda; derived; tests/test_hrf.py)."""
     theta = np.linspace(0.0, np.pi, points)
     mom = _moments(kind, theta, r, n, sigma)
     return {"theta": theta, "lambda": np.asarray(mom.mean), "E_lambda2": np.asarray(mom.second),
@@ -38,7 +38,8 @@ def lambda_columns(kind: str, r: float, n: int, sigma: float, m: int, points: in
 
 def mse_columns(kind: str, r: float, n: int, sigma: float, m: int, points: int = 181) -> Columns:
     """log₁₀ MSE on S(r) of trig, ++ (HRF Lemma 2.2), the hybrid (corrected eq. 47 / Thm F.2) and the oracle
-    (reference F7); for the angular λ also eq. 47 as printed (wrong, reference F4 erratum)."""
+    (derived; tests/test_hrf.py); for the angular λ also eq. 47 as printed (wrong, docs:
+    derivations/hrf-angular-hybrid)."""
     theta = np.linspace(0.0, np.pi, points)
     lt = hy.log_mse_trig_tr(theta, r, m)
     lp = hy.log_mse_pos_tr(theta, r, m)
@@ -93,7 +94,7 @@ def winner_columns(kind: str, r_max: float, n: int, sigma: float, m: int, n_r: i
 def max_error_columns(r_max: float, n: int, m: int, points: int = 40) -> Columns:
     """Max-relative-error max_θ ε_{θ,r} of the angular hybrid for r ∈ [1, r_max], normalised by W(r)/√(2m) (the
     common worst case of trig and ++, HRF eq. 26), against the Thm 3.5 bound as printed (eq. 27) and corrected
-    (reference §4 erratum)."""
+    (docs: errata)."""
     r = np.linspace(1.0, max(r_max, 1.0 + 1e-9), points)
     log_norm = hy.log_w(r) - 0.5 * np.log(2 * m)
     true_max = np.array([hy.max_log_eps_angular_hybrid(float(v), m, n, grid=801)[1] for v in r])

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..engine import monte_carlo
 from ..estimators import create
-from ..maths.simrf import COUPLINGS_WITH_DENSITY, sample_pair_sums
+from ..maths.simrf import sample_pair_sums
+from ..registries import COUPLINGS_WITH_DENSITY, IID, SAMPLED_COUPLINGS
 
 HISTOGRAM_MAX_D = 256
 """Sampled histograms use full d×d blocks (O(d³) each): above this d they are not drawn."""
@@ -21,7 +22,6 @@ SAMPLED_V: tuple[float, ...] = (0.05, 0.2, 0.5, 0.8, 1.0, 1.3)
 the sample MSE is biased low."""
 
 
-SAMPLED_COUPLINGS: tuple[str, ...] = ("orthogonal", "simplex", "simplex_plus")
 
 
 def sampled_ratio_columns(d: int, m: int, features: str = "positive", v: Sequence[float] = SAMPLED_V,
@@ -37,7 +37,7 @@ def sampled_ratio_columns(d: int, m: int, features: str = "positive", v: Sequenc
     x = np.zeros((vs.size, 2))
     x[:, 0] = vs / 2
     y = -x if features == "trig" else x.copy()
-    iid = create(features, m=m, coupling="iid")
+    iid = create(features, m=m, coupling=IID)
     out: dict[str, tuple[np.ndarray, ...]] = {}
     for i, coupling in enumerate(SAMPLED_COUPLINGS):
         est = create(features, m=m, coupling=coupling)

@@ -1,7 +1,7 @@
 """Estimators of the Chefs' Random Tables paper (Likhosherstov et al. 2022, "CRT"): GERF, OPRF, PoisRF, GeomRF.
 
-The catalog (``shared/reference/chefs_random_tables.md``) writes every mechanism for the Gaussian kernel; these
-classes implement the softmax versions (features times e^{|u|²/2}, variance times e^{|x|²+|y|²}, reference §3.8)
+[CRT] writes every mechanism for the Gaussian kernel; these
+classes implement the softmax versions (features times e^{|u|²/2}, variance times e^{|x|²+|y|²}, tests/test_crt.py)
 and get the Gaussian kernel from SoftmaxFamilyEstimator. The relative MSE is the same for both kernels.
 The maths (closed forms, A*, orthogonal covariance) lives in ``rfviz.maths.crt``.
 """
@@ -15,26 +15,24 @@ import numpy as np
 import torch
 
 from ..maths import crt, simrf
+from ..maths.crt import POISSON_LAM_PARAM, PROB_PARAM
 from ..numerics import log_expm1
 from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
+from ..registries import COUPLED_CLOSED_FORMS, IID, ORTHOGONAL
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
 from .hrf import _ProjectionEstimator
 
-A_PARAM = Param("A", complex(-0.1, 0.0), "complex",
+GERF_A_PARAM = Param("A", complex(-0.1, 0.0), "complex",
                 "GERF parameter A ∈ ℂ (CRT Thm 3.1); finite variance needs Re A < 1/8; A = 0 gives PosRF (s=+1) or "
                 "TrigRF (s=−1); a real A < 0 with s = +1 gives bounded positive features",
                 high=crt.A_VARIANCE_BOUND, high_open=True, ui_low=-1.0, ui_high=0.12)
 S_PARAM = Param("s", 1, "int", "GERF sign s: +1 (positive family, variance via |x+y|²) or −1 (trigonometric family, "
-                "via |x−y|²)", low=-1, high=1, extra={"values": (-1, 1)})
+                "via |x−y|²)", low=-1, high=1)
 A_FROM_PARAM = Param("A_from", "pair", "choice",
                      "OPRF's A = A*(Z, d): Z = |x+y|² of each pair (optimal, Thm 3.3) or a fixed Z (the FAVOR++ "
                      "batch heuristic, eq. 8; also gives a feature map)", choices=("pair", "fixed"))
 Z_PARAM = Param("Z", 1.0, "float", "Z used for A* when A_from=fixed (e.g. a batch average of |x+y|², CRT eq. 8)",
                 low=0.0, ui_low=0.0, ui_high=100.0)
-LAM_PARAM = Param("lam", 1.0, "float", "Poisson rate λ of each ω_l (CRT §3.2.1); the optimum is λ* = √(Σ x_l²y_l²/d)",
-                  low=0.0, low_open=True, ui_low=0.01, ui_high=10.0, log=True)
-PROB_PARAM = Param("prob", 0.5, "float", "geometric success probability p, P(ω_l = k) = p(1−p)^k (CRT §3.2.2)",
-                   low=0.0, high=1.0, low_open=True, high_open=True, ui_low=0.01, ui_high=0.99)
 SHIFT_PARAM = Param("shift", 0.0, "float",
                     "c of the '+' variants (PoisRF+/GeomRF+, CRT §3.2.3): features use x − c·1 and y − c·1; c below "
                     "every coordinate makes them positive. The kernel is unchanged", ui_low=-5.0, ui_high=5.0)
@@ -54,24 +52,24 @@ class _GerfBase(_ProjectionEstimator):
         """Whether f1, f2 are real (s = +1 and real A)."""
         return not self._complex_A() and self._A_s(1)[1] == 1
 
-    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def closed_form_available(self) -> bool:
         """iid: always; orthogonal ([CRT] §3.9) and simplex ([SimRF] pair covariance): real A only."""
-        return super().closed_form_available() and (self.params["coupling"] == "iid" or not self._complex_A())
+        return super().closed_form_available() and (self.params["coupling"] == IID or not self._complex_A())
 
     def _log_mse_crt(self, s: PairStats, coupling: str) -> np.ndarray:
         """log MSE (softmax kernel) with iid or orthogonal ω ([CRT] Thm 3.2 eq. 6, §3.9)."""
         raise NotImplementedError
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
-        return self._log_mse_crt(s, "iid")
+        return self._log_mse_crt(s, IID)
 
     def _log_mse_coupled(self, s: PairStats, coupling: str) -> np.ndarray:
-        if coupling == "orthogonal":
+        if coupling == ORTHOGONAL:
             return self._log_mse_crt(s, coupling)
         sign = int(self.params.get("s", 1))
-        return simrf.log_mse_coupled_gerf(self._log_mse_crt(s, "iid"), s.xy, sign, s.z2 if sign == 1 else s.delta2,
+        return simrf.log_mse_coupled_gerf(self._log_mse_crt(s, IID), s.xy, sign, s.z2 if sign == 1 else s.delta2,
                                           s.d, self.params["m"], coupling)
 
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
@@ -104,7 +102,7 @@ class _GerfBase(_ProjectionEstimator):
 
     def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
         """Real features: [f] when f is real, else [Re f1, Im f1] (query) and [Re f2, −Im f2] (key), so that
-        Σ φ_q·φ_k = (1/m) Σ Re(f1 f2) (reference §7.2, 'complex features cost double')."""
+        Σ φ_q·φ_k = (1/m) Σ Re(f1 f2) (tests/test_crt.py, 'complex features cost double')."""
         d = int(samples["d"])
         a, s = self._A_s(d)
         b, c, log_d = crt.gerf_coefficients(a, s, d)
@@ -130,10 +128,11 @@ class Gerf(_GerfBase):
     name = "gerf"
     title = "GERF (generalised exponential RF)"
     short_title = "GERF"
-    reference = "CRT paper (Likhosherstov et al. 2022) Thm 3.1 eq. 5; variance Thm 3.2 eq. 6 (reference §3.3, §3.9)"
+    reference = ("CRT paper (Likhosherstov et al. 2022) Thm 3.1 eq. 5; variance Thm 3.2 eq. 6 ([CRT] Thm 4.1; "
+                 "tests/test_crt.py)")
     description = ("A ∈ ℂ, s = ±1. Contains PosRF (A=0, s=+1), TrigRF (A=0, s=−1) and OPRF (A=A*). Complex features "
                    "cost two real numbers per ω.")
-    spec: ClassVar[tuple[Param, ...]] = with_kernel(A_PARAM, S_PARAM, M_PARAM, COUPLING_PARAM)
+    spec: ClassVar[tuple[Param, ...]] = with_kernel(GERF_A_PARAM, S_PARAM, M_PARAM, COUPLING_PARAM)
 
     def validate(self) -> None:
         crt.check_s(self.params["s"])
@@ -145,13 +144,13 @@ class Gerf(_GerfBase):
         return complex(self.params["A"]).imag != 0
 
     def fourth_moment_finite(self, s: PairStats) -> np.ndarray:
-        """E|Y|⁴ < ∞ iff Re A < 1/16 ([CRT] Thm 3.2 applied to Y², reference §7.2), at every pair."""
+        """E|Y|⁴ < ∞ iff Re A < 1/16 ([CRT] Thm 3.2 applied to Y², tests/test_crt.py), at every pair."""
         a, _ = self._A_s(s.d)
         return np.broadcast_to(np.asarray(complex(a).real < crt.A_FOURTH_MOMENT_BOUND), np.shape(s.xx))
 
     def log_scale(self, s: PairStats) -> np.ndarray:
         """For s = −1 the estimates are O(e^{|x−y|²/2})·K (bounded features, tiny K): scale by the RMS
-        K·√R (reference §3.3) so that float32 Monte Carlo stays finite far from the origin; log|K| for s = +1."""
+        K·√R ([CRT] eq. 6) so that float32 Monte Carlo stays finite far from the origin; log|K| for s = +1."""
         base = super().log_scale(s)
         a, sign = self._A_s(s.d)
         if sign == 1:
@@ -171,7 +170,7 @@ class Oprf(_GerfBase):
     name = "oprf"
     title = "OPRF (optimised positive RF, FAVOR++ features)"
     short_title = "OPRF (FAVOR++)"
-    reference = "CRT paper Thm 3.3 eq. 7 (stable ρ* form, reference §3.4); variance Thm 3.2; orthogonal §3.9"
+    reference = "CRT paper Thm 3.3 eq. 7 (stable ρ* form); variance Thm 3.2; orthogonal §3.9"
     description = ("Positive and bounded. A = A*(|x+y|², d) per pair (optimal), or from a fixed Z (FAVOR++ batch "
                    "heuristic). Equals PosRF at x = −y.")
     spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, COUPLING_PARAM, A_FROM_PARAM, Z_PARAM)
@@ -193,7 +192,7 @@ class Oprf(_GerfBase):
         m = self.params["m"]
         z2 = s.z2
         log_rel = log_expm1(crt.oprf_log_R(z2, s.d, self._rho(z2, s.d))) - math.log(m)
-        frac = crt.ortho_pair_fraction(m, s.d) if coupling == "orthogonal" else 0.0
+        frac = crt.ortho_pair_fraction(m, s.d) if coupling == ORTHOGONAL else 0.0
         if frac > 0:
             log_rel = crt.log_minus_covariance(log_rel, math.log(frac) + crt.ortho_log_neg_relcov_pos(z2, s.d))
         return 2.0 * s.xy + log_rel
@@ -224,7 +223,7 @@ class Oprf(_GerfBase):
 class _DirfBase(SoftmaxFamilyEstimator):
     """Discretely-induced RF (CRT §3.2, eq. 10): ω ∈ ℕ^d with iid coordinates, f(ω, u) =
     e^{−|û|²/2} Π_l û_l^{ω_l}(ω_l!)^{−1/2} p_{ω_l}^{−1/2}, û = u − c (c = 0 unless the '+' shift is set).
-    Not rotation-invariant: the MSE depends on the coordinates of x and y (reference §4.1)."""
+    Not rotation-invariant: the MSE depends on the coordinates of x and y ([CRT] §3)."""
 
     isotropic: ClassVar[bool] = False
 
@@ -301,9 +300,9 @@ class Poisson(_DirfBase):
     name = "poisson"
     title = "PoisRF (Poisson DIRF)"
     short_title = "PoisRF"
-    reference = "CRT paper §3.2.1, Thm 3.4 eq. 11 (reference §3.5); '+' variant §3.2.3"
+    reference = "CRT paper §3.2.1, Thm 3.4 eq. 11; '+' variant §3.2.3"
     description = "Real, coordinate-dependent (not rotation-invariant); positive iff all shifted coordinates are."
-    spec: ClassVar[tuple[Param, ...]] = with_kernel(LAM_PARAM, M_PARAM, SHIFT_PARAM)
+    spec: ClassVar[tuple[Param, ...]] = with_kernel(POISSON_LAM_PARAM, M_PARAM, SHIFT_PARAM)
 
     def _law(self, d: int) -> tuple[float, float, bool]:
         lam = self.params["lam"]
@@ -326,7 +325,7 @@ class Geometric(_DirfBase):
     name = "geometric"
     title = "GeomRF (geometric DIRF)"
     short_title = "GeomRF"
-    reference = "CRT paper §3.2.2, Thm 3.5 eq. 13 (reference §3.6); '+' variant §3.2.3"
+    reference = "CRT paper §3.2.2, Thm 3.5 eq. 13; '+' variant §3.2.3"
     description = "Real, coordinate-dependent (not rotation-invariant); heavy-tailed as p → 0."
     spec: ClassVar[tuple[Param, ...]] = with_kernel(PROB_PARAM, M_PARAM, SHIFT_PARAM)
 

@@ -1,8 +1,8 @@
 """Random features of dot-product kernels: polynomial sketches (real/complex, parameter q), TensorSRHT and
-Maclaurin features (Wacker, Kanagawa, Filippone; reference dot_product_features.md). The maths lives in
+Maclaurin features (Wacker, Kanagawa, Filippone; [DP]). The maths lives in
 rfviz.maths.dp; these classes wire it into the estimator protocol.
 
-Their variances depend on the coordinates of x and y through S = Σ_k x_k² y_k² (reference P6), so they are
+Their variances depend on the coordinates of x and y through S = Σ_k x_k² y_k² (tests/test_dot_product.py), so they are
 not isotropic: the engine gives them full d-vectors, and grids need an embedding (canonical, flat or
 rotation_average; see rfviz.maths.dp).
 """
@@ -10,6 +10,7 @@ rotation_average; see rfviz.maths.dp).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -17,18 +18,15 @@ import torch
 
 from ..maths import dp
 from ..numerics import to_log10
-from ..params import Param, ParameterError
+from ..params import ESTIMATOR_DEGREE_PARAM, M_PARAM, Param, ParameterError
 from .base import Estimator, PairStats, Samples, register
 
-DEGREE_PARAM = Param("p", 3, "int", "degree p of the homogeneous polynomial kernel (x·y)^p", low=1, high=30,
-                     ui_low=1, ui_high=10, label="p (degree)")
 Q_PARAM = Param("q", 0.5, "float", "realness of each weight entry z = a + ib: E a² = q, E b² = 1 − q (1 real, "
                 "½ complex, 0 purely imaginary ≡ 1; only (2q−1)² matters)", low=0.0, high=1.0, label="q (realness)")
 MAX_OPTIMIZED_FEATURES = 10_000
 """Largest m of Maclaurin's optimized allocation (Algorithm 3), whose cost grows like m·p."""
-FEATURES_PARAM = Param("m", 16, "int", "number of random features D (a complex feature counts once)", low=1,
-                       high=10_000_000,
-                       ui_low=1, ui_high=256, log=True, label="m (features D)")
+FEATURES_PARAM = replace(M_PARAM, default=16, help="number of random features D (a complex feature counts once)",
+                         label="m (features D)")
 BASIS_PARAM = Param("basis", "rademacher", "choice",
                     "law of each weight entry, with q setting its real/imaginary split: rademacher √q·v + i√(1−q)·w "
                     "(v, w = ±1), gaussian (a ~ N(0, q), b ~ N(0, 1−q)), plus_minus_i ({±1} w.p. q, else {±i}), "
@@ -36,7 +34,7 @@ BASIS_PARAM = Param("basis", "rademacher", "choice",
 UNIT_BASIS_PARAM = Param("basis", "rademacher", "choice",
                          "law of each entry of z (|z| = 1, Theorem 10), q setting its real/imaginary split: "
                          "rademacher, plus_minus_i or unit_circle", choices=dp.UNIT_MODULUS_BASES)
-VARIANCE_PARAM = Param("variance", "complex", "choice",
+DP_VARIANCE_PARAM = Param("variance", "complex", "choice",
                        "which error of complex features is measured: complex = E|k̂ − k|² (the paper's, default) or "
                        "real_part = E(Re k̂ − k)² (what a real-valued use of the features sees)",
                        choices=dp.VARIANCES)
@@ -139,10 +137,11 @@ class PolySketch(_HomogeneousPolynomial):
     title = "Polynomial sketch, real/complex (q)"
     short_title = "Poly sketch"
     reference = ("Wacker et al., Improved RF for dot-product kernels: Eqs. 10–11, variance Theorem 2 Eq. 16 "
-                 "(Eqs. 18–21); Re-part variance reference F2")
+                 "(Eqs. 18–21); Re-part variance derived, tests/test_dot_product.py")
     description = ("Unbiased for (x·y)^p; q = 1 real (Kar & Karnick, Hamid et al.), q = ½ complex. Variance depends "
                    "on the coordinates through S = Σ x_k²y_k²; complex beats real iff (x·y)² > S.")
-    spec: ClassVar[tuple[Param, ...]] = (DEGREE_PARAM, Q_PARAM, FEATURES_PARAM, BASIS_PARAM, VARIANCE_PARAM)
+    spec: ClassVar[tuple[Param, ...]] = (ESTIMATOR_DEGREE_PARAM, Q_PARAM, FEATURES_PARAM, BASIS_PARAM,
+                                         DP_VARIANCE_PARAM)
 
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
@@ -158,7 +157,7 @@ class PolySketch(_HomogeneousPolynomial):
         return 4 * self.params["m"] * (self.params["p"] + 2) + 16
 
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
-        """Theorem 2 (Eq. 16) / reference F2, μ4 of the basis (reference §3)."""
+        """Theorem 2 (Eq. 16) / tests/test_dot_product.py, μ4 of the basis ([DP] eq. 16)."""
         q = self.params["q"]
         return dp.log_var_poly(st, self.params["p"], q, dp.fourth_moment(self.params["basis"], q),
                                self.params["m"], self.params["variance"])
@@ -173,11 +172,11 @@ class TensorSRHT(_HomogeneousPolynomial):
     title = "TensorSRHT, real/complex"
     short_title = "TensorSRHT"
     reference = ("Wacker et al.: Algorithm 1, Eqs. 27/32; variance Theorem 5 Eq. 28 and Theorem 10 Eq. 33; Re-part "
-                 "variance reference F4; per-degree permutations reference P2")
+                 "variance derived, tests/test_dot_product.py; per-degree permutations docs: errata")
     description = ("Unbiased for (x·y)^p; variance is a sawtooth in D (it rises when a new block of d starts). "
                    "Theorem 10 needs an independent permutation per degree: permutation=shared has no closed form.")
-    spec: ClassVar[tuple[Param, ...]] = (DEGREE_PARAM, Q_PARAM, FEATURES_PARAM, UNIT_BASIS_PARAM, VARIANCE_PARAM,
-                                         PERMUTATION_PARAM)
+    spec: ClassVar[tuple[Param, ...]] = (ESTIMATOR_DEGREE_PARAM, Q_PARAM, FEATURES_PARAM, UNIT_BASIS_PARAM,
+                                         DP_VARIANCE_PARAM, PERMUTATION_PARAM)
 
     def closed_form_available(self) -> bool:
         return self.params["permutation"] == "per_degree"
@@ -198,7 +197,7 @@ class TensorSRHT(_HomogeneousPolynomial):
         return 4 * width * (self.params["p"] + 2) + 16
 
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
-        """Theorem 10 (Eq. 33) with the padded d, or reference F4 for variance=real_part."""
+        """Theorem 10 (Eq. 33) with the padded d, or tests/test_dot_product.py for variance=real_part."""
         return dp.log_var_tsrht(st, self.params["p"], self.params["q"], self.params["m"], self.params["variance"])
 
 
@@ -214,7 +213,7 @@ class TensorSketch(_HomogeneousPolynomial):
                  "rfviz.maths.dp (var_tensor_sketch_normalised), compared in [DP] §6")
     description = ("Unbiased for (x·y)^p with m buckets, O(p(d + m log m)) per input. Exact for x ∥ y along one "
                    "axis; its variance does not shrink with the input's spread the way complex TensorSRHT's does.")
-    spec: ClassVar[tuple[Param, ...]] = (DEGREE_PARAM, FEATURES_PARAM)
+    spec: ClassVar[tuple[Param, ...]] = (ESTIMATOR_DEGREE_PARAM, FEATURES_PARAM)
 
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
@@ -243,7 +242,8 @@ class Maclaurin(_DotProductEstimator):
     name = "maclaurin"
     title = "Maclaurin features (random / optimised)"
     short_title = "Maclaurin"
-    reference = ("Wacker et al. §5: random Maclaurin Eqs. 40–43 (variance reference F7, derived), optimised "
+    reference = ("Wacker et al. §5: random Maclaurin Eqs. 40–43 (variance tests/test_dot_product.py, derived), "
+        "optimised "
                  "Maclaurin Eq. 44 with Algorithms 2–3, MSE Eqs. 47/48, Gaussian kernel Eq. 55")
     description = ("Biased: drops degrees above p. method=optimized allocates the m features over degrees 1..p* "
                    "by Algorithm 3, tuned once on 64 fixed pairs of uniform unit vectors in R^d.")
@@ -259,7 +259,7 @@ class Maclaurin(_DotProductEstimator):
               choices=("poly", "tensor_srht")),
         BASIS_PARAM,
         Q_PARAM,
-        VARIANCE_PARAM,
+        DP_VARIANCE_PARAM,
         Param("c", 2.0, "float", "base of the random degree measure μ(n) ∝ c^{−(n+1)}", low=1.0, low_open=True,
               ui_low=1.1, ui_high=5.0),
         Param("kernel_degree", 3, "int", "degree P of the polynomial kernel (x·y + nu)^P", low=1, high=30),
@@ -420,7 +420,7 @@ class Maclaurin(_DotProductEstimator):
 
     # ------------------------------------------------------------------ closed form
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
-        """Optimised: Eqs. 47/48 (+ Eq. 55); random: reference F7 plus the truncation bias² (P14)."""
+        """Optimised: Eqs. 47/48 (+ Eq. 55); random: tests/test_dot_product.py plus the truncation bias² (P14)."""
         p = self.params
         la = self.log_coefficients
         if p["method"] == "optimized":

@@ -23,6 +23,8 @@ import torch
 
 from ..maths import hrf, simrf
 from ..maths.hrf import (
+    N_PARAM,
+    SIGMA_PARAM,
     LambdaMoments,
     angle_between,
     angular_lambda_moments,
@@ -32,6 +34,7 @@ from ..maths.hrf import (
 )
 from ..numerics import log1mexp
 from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
+from ..registries import COUPLED_CLOSED_FORMS, IID
 from ..sampling import sample_omegas
 from ..textio import format_complex
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
@@ -47,7 +50,7 @@ def _complex_dtype(dtype: torch.dtype) -> torch.dtype:
 def _sample_iid(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
                 dtype: torch.dtype) -> torch.Tensor:
     """m iid N(0, I_d) projections in reduced coordinates (rfviz.sampling), shape (trials, m, dim)."""
-    return sample_omegas("iid", trials, m, d, dim, generator, device, dtype)[0]
+    return sample_omegas(IID, trials, m, d, dim, generator, device, dtype)[0]
 
 
 # ------------------------------------------------------------------ trig and positive ([HRF] §2.1)
@@ -94,7 +97,7 @@ class _ProjectionEstimator(SoftmaxFamilyEstimator):
     """Couplings besides iid whose MSE has a closed form for this class."""
 
     def closed_form_available(self) -> bool:
-        return self.params["coupling"] in ("iid", *self.coupled_closed_forms)
+        return self.params["coupling"] in (IID, *self.coupled_closed_forms)
 
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
@@ -105,7 +108,7 @@ class _ProjectionEstimator(SoftmaxFamilyEstimator):
 
     def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
         coupling = self.params["coupling"]
-        return self._log_mse_iid(s) if coupling == "iid" else self._log_mse_coupled(s, coupling)
+        return self._log_mse_iid(s) if coupling == IID else self._log_mse_coupled(s, coupling)
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
         """log MSE (softmax kernel) with m iid projections."""
@@ -131,7 +134,7 @@ class Trig(_ProjectionEstimator):
         where scaling by K would need e^{|x−y|²/2}."""
         return 0.5 * (s.xx + s.yy) if self.kernel == "softmax" else np.zeros_like(s.xy)
 
-    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
         return hrf.log_mse_trig(s.xx, s.yy, s.delta2, self.params["m"])
@@ -160,7 +163,7 @@ class Positive(_ProjectionEstimator):
     reference = "HRF paper §2.1 (E2′) and Performers; MSE = SM²(e^{|x+y|²} − 1)/m (HRF F6 with A = I)"
     description = "Strictly positive, unbounded; m features."
 
-    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
         return hrf.log_mse_positive(s.xy, s.z2, self.params["m"])
@@ -187,7 +190,7 @@ class PositiveAntithetic(_ProjectionEstimator):
     reference = "HRF paper eq. 3; MSE Lemma 2.2 eq. 7"
     description = "Strictly positive, unbounded; exact at θ = π (x = −y); 2m features."
 
-    coupled_closed_forms: ClassVar[tuple[str, ...]] = ("orthogonal", "simplex")
+    coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
     def _log_mse_iid(self, s: PairStats) -> np.ndarray:
         return hrf.log_mse_positive_antithetic(s.xx, s.yy, s.xy, s.z2, self.params["m"])
@@ -276,13 +279,13 @@ class ComplexExponential(SoftmaxFamilyEstimator):
     """Complex exponential (CE) estimator with A = a·I: Ψ_A(x)ᵀΨ_B(y), B = (Aᵀ)^{-1},
     Ψ_M(u) = m^{-1/2}e^{−(Mu)²/2}[e^{ω_i·Mu}] with the complex square (Mu)² = Σ(Mu)_k², no conjugate
     (HRF §2.3 eqs. 13–16, Lemma 2.4). Exact iff w = Ax + (Aᵀ)^{-1}y = 0 (eq. 17). A = iI: real part = trig;
-    A = I: ``positive``; A = I antithetic: ``positive_antithetic`` (reference E3, F6).
+    A = I: ``positive``; A = I antithetic: ``positive_antithetic`` ([HRF] §2.3; docs: derivations/complex-exponential).
     """
 
     name = "complex_exponential"
     title = "Complex exponential RF, A = a·I"
     short_title = "Complex RF (a·I)"
-    reference = "HRF paper §2.3 eqs. 13–18; MSE reference F6 [derived]"
+    reference = "HRF paper §2.3 eqs. 13–18; MSE docs: derivations/complex-exponential"
     description = "Unbiased; real part can be negative; exact where Ax + (Aᵀ)⁻¹y = 0."
     spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, A_PARAM, ANTITHETIC_PARAM, VARIANCE_PARAM)
 
@@ -348,7 +351,7 @@ class ComplexExponentialDiag(ComplexExponential):
     name = "complex_exponential_diag"
     title = "Complex exponential RF, A = diag(a_k)"
     short_title = "Complex RF (diag)"
-    reference = "HRF paper §2.3 eqs. 13–18, App. H eqs. 85–88; MSE reference F6 [derived]"
+    reference = "HRF paper §2.3 eqs. 13–18, App. H eqs. 85–88; MSE docs: derivations/complex-exponential"
     description = "Coordinate-dependent; exact where a_k x_k + y_k/a_k = 0 for every k."
     spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, A_DIAG_PARAM, ANTITHETIC_PARAM, VARIANCE_PARAM)
     isotropic: ClassVar[bool] = False
@@ -373,16 +376,13 @@ class ComplexExponentialDiag(ComplexExponential):
 
 
 # ---------------------------------------------------------------------------------------- hybrids
-N_PARAM = Param("n", 4, "int", "number of random projections τ that estimate the λ-coefficient", low=1, ui_low=1,
-                ui_high=64, log=True, label="n (λ features)")
 SHARED_PARAM = Param("shared", True, "bool",
                      "trig and ++ share the same m projections ω (variant II, HRF eq. 23); false: independent ω "
                      "(variant I, eq. 22). Only matters when |x| ≠ |y|")
-SIGMA_PARAM = Param("sigma", 1.0, "float", "bandwidth σ of the Gaussian λ-coefficient (HRF App. F)", low=0.0,
-                    low_open=True, ui_low=0.05, ui_high=5.0, log=True, label="σ")
 LAMBDA_RF_PARAM = Param("lambda_rf", "trig", "choice",
                         "random features estimating the Gaussian λ: trig (n cos features, HRF eq. 70) or positive "
-                        "(n ++ features, cosh; App. F extension, reference F5 [derived]: same mean, other variance)",
+                        "(n ++ features, cosh; App. F extension, docs: derivations/gaussian-lambda: same mean, other "
+                         "variance)",
                         choices=("trig", "positive"))
 R_NORM_PARAM = Param("r_norm", 0.0, "float",
                      "length r in ρ = 1 − e^{−2σ²r²} (HRF eq. 68). 0: the inputs' common length, which then must "
@@ -394,7 +394,7 @@ class _BipolarHybrid(SoftmaxFamilyEstimator):
     """λ̂·SM_++ + (1 − λ̂)·SM_trig (HRF eq. 12), λ̂ = a − q(x)·q(y) from n projections τ independent of ω.
 
     Subclasses give λ̂ (``_lambda_hat``), its linearisation (``_lambda_features`` → a(u), q(u)) and its moments.
-    Feature map (Lemma 2.3 made real and asymmetric, reference E6): query [√|a|φ_++, √|1−a|φ_trig, q⊗φ_++,
+    Feature map (Lemma 2.3 made real and asymmetric, [HRF] eq. 19): query [√|a|φ_++, √|1−a|φ_trig, q⊗φ_++,
     q⊗φ_trig], key [sgn(a)√|a|φ_++, sgn(1−a)√|1−a|φ_trig, −q⊗φ_++, q⊗φ_trig]; dimension 4m(k + 1), k = dim q.
     """
 
@@ -458,7 +458,7 @@ class _BipolarHybrid(SoftmaxFamilyEstimator):
 
 
 def _signs(tau: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """sgn(τ_j·u) with sgn(0) := +1 (reference §8: np.sign(0) = 0 would break λ̂ ∈ {k/n}), (trials, P, n)."""
+    """sgn(τ_j·u) with sgn(0) := +1 (tests/test_hrf.py: np.sign(0) = 0 would break λ̂ ∈ {k/n}), (trials, P, n)."""
     p = projections(tau, u)
     return torch.where(p >= 0, torch.ones_like(p), -torch.ones_like(p))
 
@@ -466,7 +466,8 @@ def _signs(tau: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 @register
 class HybridAngular(_BipolarHybrid):
     """Angular hybrid: λ̂ = K/n, K = #{j : τ_j separates x and y} ~ Binomial(n, θ/π) (HRF eq. 19, App. D,
-    Goemans–Williamson). MSE: HRF Thm D.1 eqs. 45/46 for any x, y; on S(r) the CORRECTED eq. 47 (reference F4).
+    Goemans–Williamson). MSE: HRF Thm D.1 eqs. 45/46 for any x, y; on S(r) the CORRECTED eq. 47 (docs:
+    derivations/hrf-angular-hybrid).
     λ̂ ≡ 0 at θ = 0 (equals trig) and ≡ 1 at θ = π (equals positive_antithetic)."""
 
     name = "hybrid_angular"
@@ -480,7 +481,7 @@ class HybridAngular(_BipolarHybrid):
         return split.mean(-1)
 
     def _lambda_features(self, samples: Samples, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """λ̂ = 1/2 − (1/2n)Σ s_j(x)s_j(y): a = 1/2, q = s/√(2n) (reference E6)."""
+        """λ̂ = 1/2 − (1/2n)Σ s_j(x)s_j(y): a = 1/2, q = s/√(2n) ([HRF] eq. 19)."""
         s = _signs(samples["tau"], u)
         return torch.full((u.shape[0],), 0.5, dtype=u.dtype, device=u.device), s / math.sqrt(2 * self.params["n"])
 
@@ -493,8 +494,10 @@ class HybridAngular(_BipolarHybrid):
 class HybridGaussian(_BipolarHybrid):
     """Normalised bipolar Gaussian hybrid: λ(x, y) = (1 − e^{−σ²|x−y|²/2})/ρ, ρ = 1 − e^{−2σ²r²}, estimated with
     n trig RFs, λ̂ = (1 − (1/n)Σcos(σ τ_i·(x − y)))/ρ ∈ [0, 2/ρ] (HRF App. F eqs. 67–70, with the σ that the
-    printed eq. 70 omits). MSE: Thm F.2 (eqs. 71–79; reference F5), plus the variant-II correction (eq. 23) for
-    shared ω when |x| ≠ |y| (reference F5 caveat: Thm F.1's "same with shared projections" needs |x| = |y|).
+    printed eq. 70 omits). MSE: Thm F.2 (eqs. 71–79; docs: derivations/gaussian-lambda), plus the variant-II
+    correction (eq. 23) for
+    shared ω when |x| ≠ |y| (docs: derivations/gaussian-lambda: Thm F.1's "same with shared projections"
+    needs |x| = |y|).
 
     r: with ``r_norm = 0`` (default, the paper's setting) r = |x| = |y| and unequal lengths raise ParameterError;
     with ``r_norm > 0`` ρ uses that fixed r for every pair (λ̂ stays unbiased for its λ; λ(π) = 1 only if |x| = r).
@@ -503,7 +506,7 @@ class HybridGaussian(_BipolarHybrid):
     name = "hybrid_gaussian"
     title = "Gaussian hybrid RF (normalised, App. F)"
     short_title = "Gaussian hybrid"
-    reference = "HRF paper App. F, Thms F.1–F.2 eqs. 67–79; reference F5"
+    reference = "HRF paper App. F, Thms F.1–F.2 eqs. 67–79; docs: derivations/gaussian-lambda"
     description = "Zero variance at θ = 0 but not at θ = π; λ̂ may exceed 1; needs |x| = |y| unless r_norm > 0."
     spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, N_PARAM, SIGMA_PARAM, R_NORM_PARAM, SHARED_PARAM,
                                                     LAMBDA_RF_PARAM)
@@ -535,7 +538,8 @@ class HybridGaussian(_BipolarHybrid):
         log_rho = self._log_rho(0.5 * (xx + yy))
         sigma = self.params["sigma"]
         if self.params["lambda_rf"] == "positive":
-            # Ĝ = e^{−σ²(|x|²+|y|²)}(1/n)Σ cosh(σ τ·(x + y)), cosh in log space (reference F5, ++ extension).
+            # Ĝ = e^{−σ²(|x|²+|y|²)}(1/n)Σ cosh(σ τ·(x + y)), cosh in log space (docs: derivations/gaussian-lambda,
+            # ++ extension).
             t = sigma * projections(samples["tau"], x + y)
             log_cosh = torch.logaddexp(t, -t) - math.log(2.0)
             g = torch.exp(log_cosh - (sigma**2 * (xx + yy))[None, :, None]).mean(-1)

@@ -12,7 +12,6 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..maths.simrf import (
-    COUPLINGS_WITH_DENSITY,
     conformity_iterations,
     density_wij,
     f_penalty,
@@ -20,9 +19,10 @@ from ..maths.simrf import (
     mse_ratio_vs_iid,
 )
 from ..numerics import LOG10
+from ..registries import COUPLING_TITLES, COUPLINGS_WITH_DENSITY, ORTHOGONAL, SIMPLEX, SIMPLEX_PLUS
 from .common import LAYOUT, color, figure_window, finite_or_none, lines, log_axes, overlay_points
 
-LABELS = {"iid": "iid", "orthogonal": "orthogonal (ORF)", "simplex": "simplex (SimRF)"}
+LABELS = COUPLING_TITLES
 FEATURE_LABELS = {"positive": "positive RF", "positive_antithetic": "antithetic positive RF", "trig": "trig RF"}
 
 
@@ -62,7 +62,7 @@ def density_figure(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, *,
 
 
 def ratio_vs_v_figure(d: int, m: int | None = None, *, features: str = "positive",
-                      couplings: Sequence[str] = ("orthogonal", "simplex"), v: np.ndarray | None = None) -> go.Figure:
+                      couplings: Sequence[str] = (ORTHOGONAL, SIMPLEX), v: np.ndarray | None = None) -> go.Figure:
     """MSE_coupling/MSE_iid against v = |x+y| (z = |x−y| for trig) on a log axis (SimRF Fig. 6: d = m = 64).
     The ratio depends only on v, d, m and the coupling, not on the kernel (softmax or Gaussian)."""
     m = d if m is None else m
@@ -77,9 +77,9 @@ def ratio_vs_v_figure(d: int, m: int | None = None, *, features: str = "positive
 
 
 def ratio_vs_d_figure(v: float, ds: Sequence[int] = (2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512, 1024), *,
-                      features: str = "positive", couplings: Sequence[str] = ("orthogonal", "simplex"),
+                      features: str = "positive", couplings: Sequence[str] = (ORTHOGONAL, SIMPLEX),
                       blocks: int = 1) -> go.Figure:
-    """MSE_coupling/MSE_iid against d at fixed v (z for trig) with m = blocks·d (ref §4, "MSE vs d")."""
+    """MSE_coupling/MSE_iid against d at fixed v (z for trig) with m = blocks·d ([SimRF] Fig. 4, "MSE vs d")."""
     dd = np.asarray(ds, dtype=int)
     ys = {LABELS.get(c, c): np.array([mse_ratio_vs_iid(features, v * v, int(k), blocks * int(k), c) for k in dd])
           for c in couplings}
@@ -116,11 +116,11 @@ def simplex_plus_iterations_figure(norms: np.ndarray, v: float = 1.0, passes: in
     fig.add_trace(go.Scatter(x=np.r_[it, it[::-1]], y=np.r_[np.full(it.size, mean + sd), np.full(it.size, mean - sd)],
                              fill="toself", fillcolor="rgba(31,119,180,0.15)", line={"width": 0}, hoverinfo="skip",
                              name="iid ± 1 sd"))
-    for i, (name, value) in enumerate([("iid (mean)", mean), (LABELS["orthogonal"], res["orthogonal"]),
-                                       (LABELS["simplex"], res["simplex"])]):
+    for i, (name, value) in enumerate([("iid (mean)", mean), (LABELS[ORTHOGONAL], res[ORTHOGONAL]),
+                                       (LABELS[SIMPLEX], res[SIMPLEX])]):
         fig.add_trace(go.Scatter(x=it, y=np.full(it.size, value), mode="lines", name=name,
                                  line={"color": color(i), "dash": "dash" if i else "dot"}))
-    fig.add_trace(go.Scatter(x=it, y=res["simplex_plus"], mode="lines+markers", name="simplex+ (SimRF+)",
+    fig.add_trace(go.Scatter(x=it, y=res[SIMPLEX_PLUS], mode="lines+markers", name=LABELS[SIMPLEX_PLUS],
                              line={"color": color(3), "width": 2.5}))
     fig.update_xaxes(title_text="SimRF+ passes (Eq. 17)")
     fig.update_yaxes(title_text=f"RF-conformity ρ at v = {v:g}")

@@ -77,14 +77,14 @@ gallery_figure(GalleryFigure(
     errata="The paper gives neither the d values nor the x-range (only Z = 100 on the axis); rfviz draws d ∈ {1, 16, "
            "64, 256}, Z ∈ [0, 200], the exact ratio (caption: 'ratio of the variance'). The orthogonal-features "
            "theorem (Thm 9.1) has typos (C(‖x‖²+‖y‖²), not 2C(…); F's first argument is ω·z) that do not affect "
-           "this iid figure (reference §7.1 item 8).",
+           "this iid figure (docs: errata).",
     build=build_crt_fig1,
     explorer_page="gerf",
     explorer_params={"view": "oprf", "d": "64", "z_max": "200", "kernel": "gaussian"},
     key_numbers=_crt1_keys,
     catalog=_crt1_catalog(),
     params={"d": list(CRT1_DIMS), "Z": "0 … 200", "μ": "natural log"},
-    source="chefs_random_tables.md §5 Figure 1 (table of μ_exact), §4.3",
+    source="[CRT] Fig. 1 (table of μ_exact)",
 ))
 
 
@@ -154,7 +154,7 @@ def fig2_log_variances(regime: str, sigmas: Any, d: int = 64, L: int = 256, reps
                        mechanisms: tuple[str, ...] = FIG2_MECHANISMS) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Figure 2: mean and std of log Var over all pairs and ``reps`` draws, per mechanism and σ (CRT §5.1).
 
-    Real-valued mechanisms have their variance halved (log − log 2), as in the paper (reference §7.2).
+    Real-valued mechanisms have their variance halved (log − log 2), as in the paper (tests/test_crt.py).
     Draw ``rep`` at σ uses numpy's default_rng(seed + 1000·rep + int(100σ)); with seed = 0, L = 512, reps = 2 this
     is exactly the reference's reproduction (checks section E). Returns {mechanism: (means, stds)} over ``sigmas``.
     GeomRF and GeomRF+ dominate the cost (L²·d Bessel evaluations); leave them out of ``mechanisms`` for speed.
@@ -237,7 +237,7 @@ def build_crt_fig2() -> tuple[go.Figure, Columns]:
     return fig, cols
 
 
-CRT2_TABLE = {  # reference §5 Figure 2, σ = 1 (L = 512, 2 draws): mechanism → (normal, sphere, heterogen)
+CRT2_TABLE = {  # [CRT] Fig. 2, σ = 1 (L = 512, 2 draws): mechanism → (normal, sphere, heterogen)
     "trig": ("-0.69", "-1.00", "-0.69"), "gerf": ("-83.29", "-1.00", "-135.34"),
     "poisson": ("-0.71", "-0.85", "-11.44"), "positive": ("-0.76", "-0.85", "2.25"),
     "oprf": ("-83.98", "-0.98", "-136.03"), "poisson+": ("30.28", "-0.47", "-29.14"),
@@ -285,9 +285,9 @@ gallery_figure(GalleryFigure(
             "diamonds at σ = 1 use the reference's L = 512 and two draws and reproduce its table.",
     errata="Real-valued mechanisms have their variance halved ('M = 2', complex ones use two reals per sample), as "
            "in the paper. The paper's claim that GeomRF+ beats PosRF by > e^75 (normal) and > e^125 (heterogen) is "
-           "not reproduced: the reference (and rfviz) get about e^60 and e^122 (reference §5 Figure 2, §7.1 item "
+           "not reproduced: the reference (and rfviz) get about e^60 and e^122 ([CRT] Fig. 2; docs: errata item "
            "13). The MNIST column needs the MNIST data and is left out. Printed Thm 4.2 / eq. 35 lacks the factor "
-           "(1 − 4A)^{d/2} (reference §7.1 item 9; not used here).",
+           "(1 − 4A)^{d/2} (docs: errata; not used here).",
     build=build_crt_fig2,
     explorer_page="gerf",
     explorer_params={"kernel": "gaussian", "d": "64"},
@@ -295,5 +295,5 @@ gallery_figure(GalleryFigure(
     catalog=_crt2_catalog(),
     params={"kernel": "gaussian", "d": 64, "σ": "0.1 … 1.0", "lines: L, draws": (CRT2_L, CRT2_REPS),
             "diamonds: L, draws": (CRT2_REF_L, CRT2_REF_REPS), "regimes": list(FIG2_REGIMES)},
-    source="chefs_random_tables.md §5 Figure 2 (means of log-variance, gaps at σ = 1)",
+    source="[CRT] Fig. 2 (means of log-variance, gaps at σ = 1)",
 ))

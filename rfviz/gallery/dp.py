@@ -108,8 +108,9 @@ gallery_figure(GalleryFigure(
             "complex/real. Complex features win, and the more so the higher the degree (ratio 0.68 → 0.05 for the "
             "Gaussian sketch at d = 8); Rademacher improves on Gaussian slightly more for small d.",
     errata="The paper does not state D; the authors' CSVs imply D = 1024, and rfviz's analytic means match them "
-           "(reference §6, Fig. 2 reproduction), which also shows that the plotted quantity is the full complex "
-           "E|k̂ − k|², not the error of Re k̂ (reference P1). The Ahle et al. tree sketch has no closed form and "
+           "(tests/test_dot_product.py, Fig. 2 reproduction), which also shows that the plotted quantity is the full "
+           "complex E|k̂ − k|², not the error of Re k̂ (tests/test_dot_product.py). The Ahle et al. tree sketch has no "
+           "closed form and "
            "is left out. The data are drawn with the reference's seed, so the averages equal its values.",
     build=build_dp_fig2,
     explorer_page="dot_product",
@@ -119,7 +120,7 @@ gallery_figure(GalleryFigure(
     catalog=_dp2_catalog(),
     params={"d": list(DP2_DIMS), "D": DP2_D_FEATURES, "pairs": DP2_PAIRS, "p": f"1 … {DP2_P_MAX}",
             "data seed": DP2_SEED, "variance": "complex E|k̂−k|²"},
-    source="dot_product_features.md §5 Fig. 2 (ratios), §6 Fig. 2 reproduction (d = 8 means)",
+    source="[DP] Fig. 2 (ratios and the d = 8 means)",
 ))
 
 
@@ -179,8 +180,8 @@ gallery_figure(GalleryFigure(
             "convex surrogate (Eq. 72, dotted) smooths it, and both lie below the unstructured Rademacher sketch "
             "(dashed, ∝ 1/D). Complex (q = ½) features halve the real ones' variance or better.",
     errata="Thm 10 holds only when every degree draws its own permutation (as Algorithm 1 and the authors' code do); "
-           "eqs. 25/31 read literally share it and then the variance formula fails (reference P2). The padded "
-           "dimension must be used in c(D, d) (reference P3). No printed value differs here.",
+           "eqs. 25/31 read literally share it and then the variance formula fails (docs: errata). The padded "
+           "dimension must be used in c(D, d) (tests/test_dot_product.py). No printed value differs here.",
     build=build_dp_fig12,
     explorer_page="dot_product",
     explorer_params={"view": "vs-m", "d": "2", "m": "6", "p": "2", "q": "0.5", "r": "1",
@@ -188,7 +189,7 @@ gallery_figure(GalleryFigure(
     key_numbers=_dp12_keys,
     catalog=_dp12_catalog(),
     params={"d": 2, "x = y": "(√½, √½)", "n": [1, 2], "D": f"1 … {DP12_D_MAX}", "q": [1.0, 0.5]},
-    source="dot_product_features.md §6 (Fig. 12 exact values), §9 G8–G9",
+    source="[DP] Fig. 12 (exact values; golden values in tests/test_dot_product.py)",
 ))
 
 
@@ -234,7 +235,7 @@ def build_dp_tsrht_vs_tensorsketch() -> tuple[go.Figure, Columns]:
 
 
 TS_CATALOG_ROWS = {
-    # reference §6, Fig. 12 exact values (n = 2, q = ½), as in DP12_TABLE
+    # tests/test_dot_product.py, Fig. 12 exact values (n = 2, q = ½), as in DP12_TABLE
     "TensorSRHT complex": DP12_TABLE[(2, "TensorSRHT q = 0.5")],
     # hand evaluation of the derived TensorSketch variance at x = y = (√½, √½): N = t² = 1, S = ½ give
     # g1 = 1, g2 = g3 = ½ and m²·Var = c0(2² − 1) + 2(m − c0)(1.5² − 1) = 2.5m + c0/2 (c0 = 1 + [m even])
@@ -280,5 +281,5 @@ gallery_figure(GalleryFigure(
     catalog=_ts_catalog(),
     params={"pair": "x = y = (√½, √½), p = 2, D = 1 … 6", "data": f"{DP2_PAIRS} |N(0, I_{TS_DATA_D})| unit pairs",
             "p (data)": TS_DATA_P, "D (data)": list(TS_DATA_M)},
-    source="dot_product_features.md §6 (Fig. 12 exact TensorSRHT values); TensorSketch: derived formula by hand",
+    source="[DP] Fig. 12 (exact TensorSRHT values); TensorSketch: derived formula by hand",
 ))

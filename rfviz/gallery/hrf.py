@@ -62,7 +62,7 @@ def build_hrf_fig1() -> tuple[go.Figure, Columns]:
     return fig, cols
 
 
-HRF1_TABLE = {  # reference §5 Figure 1: θ → (r=1 trig, pos, anghyb, r=5 trig, pos, anghyb)
+HRF1_TABLE = {  # [HRF] Fig. 1: θ → (r=1 trig, pos, anghyb, r=5 trig, pos, anghyb)
     "0": ("-inf", "1.289", "-inf", "-inf", "63.843", "-inf"),
     "pi/4": ("-1.139", "0.767", "0.181", "20.414", "51.123", "50.521"),
     "pi/2": ("-0.559", "-0.559", "-0.559", "20.414", "20.414", "20.414"),
@@ -107,7 +107,7 @@ gallery_figure(GalleryFigure(
             "better (r = 1, θ = π/4: worse than trig): its gain is in relative error and at the two ends. Values "
             "span 10^−84 … 10^64 at r = 5, hence the log scale.",
     errata="The hybrid surface uses the corrected Theorem D.1, eq. 47: the second coefficient is (1 − p)(1 − p + "
-           "p/n), not the printed one (reference §7 item 1, Monte-Carlo confirmed). The reference table's θ = π "
+           "p/n), not the printed one (docs: errata, Monte-Carlo confirmed). The reference table's θ = π "
            "values for ++ and the hybrid (−65.818 at r = 1, −83.868 at r = 5) are round-off: y = −x there, the "
            "estimates are exact and log₁₀ MSE = −∞. The paper's 'inputs of length r = 5' is ambiguous (axis range "
            "or slice); rfviz draws r ∈ [−5, 5] (symmetrised, |r|) with the slice at r = 5. Shared and independent "
@@ -122,7 +122,7 @@ gallery_figure(GalleryFigure(
     catalog=_hrf1_catalog(),
     corrections={f"r{r}_{est}_theta_pi": ("-inf", HRF1_PI_WHY) for r in (1, 5) for est in ("pos", "anghyb")},
     params={"kernel": "softmax", "m": HRF1_M, "n": HRF1_N, "r": "−5 … 5 (|r|)", "θ": "0 … π", "z": "log₁₀ MSE"},
-    source="hybrid_random_features.md §5 Figure 1 (table of reference slices)",
+    source="[HRF] Fig. 1 (table of slices)",
 ))
 
 
@@ -211,7 +211,7 @@ def build_hrf_fig2() -> tuple[go.Figure, Columns]:
     return fig, cols
 
 
-HRF2_EPS = {  # reference §5 Figure 2 analytic expectations, θ = 0, π/8, …, π
+HRF2_EPS = {  # [HRF] Fig. 2 analytic expectations, θ = 0, π/8, …, π
     (1.0, "trig"): ("0", ".0095", ".0371", ".0822", ".1469", ".2334", ".3332", ".4188", ".4534"),
     (1.0, "anghyb"): ("0", ".204", ".288", ".311", ".312", ".311", ".288", ".204", "0"),
     (1.5, "anghyb"): ("0", "2.295", "2.420", "1.688", "1.244", "1.688", "2.420", "2.295", "0"),
@@ -264,12 +264,12 @@ gallery_figure(GalleryFigure(
             "large errors were not drawn); where the tails are light (trig, and everything near θ = π) the two "
             "agree within the bars.",
     errata="The paper does not state the hybrid's (m, n) nor the θ grid; (16, 8) is the reference's inference from "
-           "the paper's other FLOP-matched experiments (reference §5 Figure 2). The maxima quoted (0.31 vs 0.45, "
+           "the paper's other FLOP-matched experiments ([HRF] Fig. 2). The maxima quoted (0.31 vs 0.45, "
            "2.42 vs 5.63) are over the grid θ = kπ/8: the continuous maximum of the hybrid at r = 1.5 is 2.54 at "
            "θ ≈ 0.61 (still well below 5.63; rfviz.maths.hrf.max_log_eps_angular_hybrid). The relative error is "
            "√(mean sq. err.)/SM as in Def. 3.3 (the paper's definition is not stated). The hybrid's MSE uses the "
-           "corrected eq. 47 (reference §7 item 1). λ̂ is applied as in the paper (λ̂·SM_++ + (1 − λ̂)·SM_trig), "
-           "not as in the public notebook, which swaps the two (reference §7 item 13).",
+           "corrected eq. 47 (docs: errata). λ̂ is applied as in the paper (λ̂·SM_++ + (1 − λ̂)·SM_trig), "
+           "not as in the public notebook, which swaps the two (docs: errata).",
     build=build_hrf_fig2,
     explorer_page="hybrid",
     explorer_params={"view": "mse-vs-base", "lam": "angular", "m": "16", "n": "8", "r": "1"},
@@ -277,7 +277,7 @@ gallery_figure(GalleryFigure(
     catalog=_hrf2_catalog(),
     params={"d": HRF2_D, "r": list(HRF2_RADII), "trig m": HRF2_M, "FAVOR+ m": HRF2_M, "hybrid (m, n)": HRF2_HYB,
             "estimates per point": HRF2_TRIALS, "seed": HRF2_SEED},
-    source="hybrid_random_features.md §5 Figure 2 (analytic expectations)",
+    source="[HRF] Fig. 2 (analytic expectations)",
 ))
 
 
@@ -345,10 +345,10 @@ def build_hrf_fig6() -> tuple[go.Figure, Columns]:
 
 HRF6_GOLDEN_X, HRF6_GOLDEN_Y = np.array([1.0, -2.0, 0.5]), np.array([0.5, 1.0, 0.5])
 HRF6_CATALOG = {
-    "lmin_golden14": "3.0",  # reference §9 row 14: real-diagonal l_min (E9)
+    "lmin_golden14": "3.0",  # tests/test_hrf.py: real-diagonal l_min (E9)
     "l_at_eq88_golden14": "3.0",  # the same, as l(A) at eq. 88's A (what the clustered estimator uses)
-    "mse_trig_golden1": "0.276219569108",  # reference §9 row 1: trig, θ = π/2, r = 1, m = 10
-    "eps_trig_golden6": "1.62198128337",  # reference §9 row 6: ε_trig at θ = π, r = 1, m = 10
+    "mse_trig_golden1": "0.276219569108",  # tests/test_hrf.py: trig, θ = π/2, r = 1, m = 10
+    "eps_trig_golden6": "1.62198128337",  # tests/test_hrf.py: ε_trig at θ = π, r = 1, m = 10
     # Table 3, s1 / σ = 1, m = 20: [min, max] over the paper's 20 repetitions, as centre ± half-width; rfviz's mean
     # over its trials must fall inside
     "table3_s1_m20_cluster": "0.00995±0.00835",
@@ -405,5 +405,5 @@ gallery_figure(GalleryFigure(
     catalog=HRF6_CATALOG,
     params={"points per cluster": HRF6_POINTS, "d": HRF6_D, "σ": ["1", "√10"], "same_sign": HRF6_SAME_SIGN,
             "m": list(HRF6_M), "trials": HRF6_TRIALS, "norms": "queries 0.1, keys 1", "seed": HRF6_SEED},
-    source="hybrid_random_features.md §9 rows 1, 6, 14 (golden values) and §5 Figure 6 + Table 3 (s1 ranges)",
+    source="golden values (tests/test_hrf.py) and [HRF] Fig. 6 + Table 3 (s1 ranges)",
 ))

@@ -66,9 +66,9 @@ gallery_figure(GalleryFigure(
             "noncentral-χ radius (d dof, noncentrality 2r): it shifts mass outwards (mean radius 2.27 vs 1.25 at "
             "d = 2, r = 1); for trig features with a random phase the ω-marginal stays Ω and only the phase is "
             "re-weighted, so its curve lies on $\\chi_d$.",
-    errata="The paper has no figures or numbers; this is the reference's suggested view 1 (optimal_sampling.md §4). "
+    errata="The paper has no figures or numbers; this is the reference's suggested view 1 ([OS]). "
            "Theorem 1 needs x1 and x2 independent, and its 'lowest possible' variance is the lowest among iid "
-           "importance samplers of a scalar φ (reference §2.4 items 2 and 4).",
+           "importance samplers of a scalar φ (tests/test_optimal_sampling.py).",
     build=build_os_radial,
     explorer_page="optimal_sampling",
     explorer_params={"inputs": "sphere", "kernel": "softmax", "d": "2", "r": "1"},
@@ -76,7 +76,7 @@ gallery_figure(GalleryFigure(
     catalog=_os_radial_catalog(),
     params={"inputs": "Unif(r·S<sup>d−1</sup>)", "kernel": "softmax", "(d, r)": list(OS_RADIAL_CASES),
             "mechanisms": ["positive", "trig (random phase)"]},
-    source="optimal_sampling.md §3.1 (mean radius, Ω vs Ψ)",
+    source="[OS] (mean radius, Ω vs Ψ)",
 ))
 
 
@@ -150,11 +150,12 @@ gallery_figure(GalleryFigure(
             "(random-phase) features. Left: inputs uniform on the sphere of radius r in d = 8: positive features "
             "gain hugely from Ψ* (7895× at r = 2), trig features barely (1.0004×). Right: Gaussian inputs "
             "N(0, σ²I) in d = 16: plain positive features diverge at σ² = 1/6, everything at σ² = 1/2.",
-    errata="The paper has no figures or numbers; these are the reference's views 3 and 4 (optimal_sampling.md §4). "
+    errata="The paper has no figures or numbers; these are the reference's views 3 and 4 ([OS]). "
            "Two entries of the reference's tables are double-rounded (d = 128, r = 1.5: V* = 88.93, printed 88.94; "
            "d = 16, σ² = 0.01: positive plain 0.3969, printed 0.3970); rfviz checks the exact values. "
            "'Lowest possible' holds only among iid importance samplers of a scalar φ: the (cos, sin) pair at equal "
-           "budget and orthogonal directions go below V* (reference §2.4 item 4). For vector-valued features the "
+           "budget and orthogonal directions go below V* (tests/test_optimal_sampling.py). For vector-valued "
+            "features the "
            "paper's |φ|² recipe is only an upper bound (item 3).",
     build=build_os_vstar,
     explorer_page="optimal_sampling",
@@ -168,5 +169,5 @@ gallery_figure(GalleryFigure(
                                                            "value ((1.02)(0.94))^{−8} − (0.9996)^{−8} is 0.396948)")},
     params={"kernel": "softmax", "sphere": f"d = {OS_SPHERE_D}, r = 0.05 … 2",
             "gaussian": f"d = {OS_GAUSS_D}, σ = 0.02 … 0.7", "mechanisms": ["positive", "trig (random phase)"]},
-    source="optimal_sampling.md §3.1 and §3.2 (tables)",
+    source="[OS] closed forms for sphere and Gaussian inputs (tables; tests/test_optimal_sampling.py)",
 ))

@@ -12,16 +12,17 @@ from ..compute import simrf as cs
 from ..figures import simrf as fc
 from ..figures.common import traces_csv
 from ..maths.simrf import density_wij, mse_ratio_vs_iid
+from ..registries import IID, ORTHOGONAL, SIMPLEX
 from .common import catalog_rows, trace_y
 from .registry import Columns, GalleryFigure, gallery_figure
 
 # ============================================================================================ SimRF Figure 5
 SIMRF5_D, SIMRF5_V, SIMRF5_SAMPLES = 6, 1.0, 5000
-SIMRF5_COUPLINGS = ("iid", "orthogonal", "simplex")
+SIMRF5_COUPLINGS = (IID, ORTHOGONAL, SIMPLEX)
 
 
 def density_mode(d: int, coupling: str) -> tuple[float, float]:
-    """(w*, p(w*)): the mode of the density of w_ij = ‖ω_i + ω_j‖ (SimRF Fig. 5; reference §3 landmarks)."""
+    """(w*, p(w*)): the mode of the density of w_ij = ‖ω_i + ω_j‖ (SimRF Fig. 5; tests/test_coupling.py)."""
     grid = np.linspace(0.01, 4.0 * math.sqrt(d) + 4.0, 801)
     i = int(np.argmax(density_wij(grid, d, coupling)))
     res = optimize.minimize_scalar(lambda w: -float(density_wij(w, d, coupling)), bounds=(grid[max(i - 1, 0)],
@@ -38,11 +39,11 @@ def build_simrf_fig5() -> tuple[go.Figure, str]:
     return fig, traces_csv(fig)
 
 
-SIMRF5_TABLE = {"iid": ("0.012169", "0.183940", "0.400188", "0.293050", "0.094260", "0.014994"),
-                "orthogonal": ("0.000158", "0.072179", "0.512481", "0.366415", "0.047387", "0.001439"),
-                "simplex": ("0.000483", "0.156401", "0.628499", "0.204289", "0.009760", "0.000091")}
-SIMRF5_MODES = {"iid": ("3.1622±0.00025", "0.40559"), "orthogonal": ("3.3167±0.00025", "0.56847"),
-                "simplex": ("2.9943±0.00025", "0.62852")}
+SIMRF5_TABLE = {IID: ("0.012169", "0.183940", "0.400188", "0.293050", "0.094260", "0.014994"),
+                ORTHOGONAL: ("0.000158", "0.072179", "0.512481", "0.366415", "0.047387", "0.001439"),
+                SIMPLEX: ("0.000483", "0.156401", "0.628499", "0.204289", "0.009760", "0.000091")}
+SIMRF5_MODES = {IID: ("3.1622±0.00025", "0.40559"), ORTHOGONAL: ("3.3167±0.00025", "0.56847"),
+                SIMPLEX: ("2.9943±0.00025", "0.62852")}
 """Modes as printed, read off the reference's grid of step 0.0005 (hence ±0.00025; √10 = 3.16228 prints 3.1622)."""
 
 
@@ -74,7 +75,7 @@ gallery_figure(GalleryFigure(
             "f(w, v) = 0F1(; d/2; v²w²/4) (dotted, right axis) is what the MSE averages, so a thinner right tail "
             "means a lower MSE.",
     errata="The paper does not state the v used for f(w, v); rfviz draws v = 1. The paper's θ in Lemma 4.2 is the "
-           "angle between random vectors, not between inputs (reference §6 item 1).",
+           "angle between random vectors, not between inputs (tests/test_coupling.py).",
     build=build_simrf_fig5,
     explorer_page="coupling",
     explorer_params={"d": "6", "hist": "true", "samples": "5000", "penalty": "true", "v": "1"},
@@ -82,7 +83,7 @@ gallery_figure(GalleryFigure(
     catalog=_simrf5_catalog(),
     params={"d": SIMRF5_D, "couplings": list(SIMRF5_COUPLINGS), "samples per coupling": SIMRF5_SAMPLES,
             "v (penalty)": SIMRF5_V},
-    source="simplex_random_features.md §3 (density landmarks for d = 6)",
+    source="[SimRF] (density landmarks for d = 6)",
 ))
 
 
@@ -107,8 +108,8 @@ def ratio_crossing(d: int, m: int, coupling: str, level: float, bracket: tuple[f
 def build_simrf_fig6() -> tuple[go.Figure, Columns]:
     fig = fc.ratio_vs_v_figure(SIMRF6_D, SIMRF6_M, features="positive", v=SIMRF6_V)
     fig.update_layout(title=f"SimRF Fig. 6: MSE ratio vs iid of positive RFs, d = m = {SIMRF6_D}")
-    cols = {"v": SIMRF6_V, "ratio_orthogonal": trace_y(fig, fc.LABELS["orthogonal"]),
-            "ratio_simplex": trace_y(fig, fc.LABELS["simplex"])}
+    cols = {"v": SIMRF6_V, "ratio_orthogonal": trace_y(fig, fc.LABELS[ORTHOGONAL]),
+            "ratio_simplex": trace_y(fig, fc.LABELS[SIMPLEX])}
     return fig, cols
 
 
@@ -132,12 +133,12 @@ def _simrf6_catalog() -> dict[str, str]:
 def _simrf6_keys(fig: go.Figure, c: Columns) -> dict[str, float]:
     out = {}
     for v in SIMRF6_TABLE:
-        for cp in ("orthogonal", "simplex"):
+        for cp in (ORTHOGONAL, SIMPLEX):
             out[f"ratio_{cp}_v{v}"] = float(mse_ratio_vs_iid("positive", float(v) ** 2, SIMRF6_D, SIMRF6_M, cp))
     out["ratio_orthogonal_v1_golden"] = out["ratio_orthogonal_v1"]
     out["ratio_simplex_v1_golden"] = out["ratio_simplex_v1"]
-    out["orthogonal_argmin_v"], out["orthogonal_min_ratio"] = ratio_minimum(SIMRF6_D, SIMRF6_M, "orthogonal")
-    out["simplex_half_crossing_v"] = ratio_crossing(SIMRF6_D, SIMRF6_M, "simplex", 0.5)
+    out["orthogonal_argmin_v"], out["orthogonal_min_ratio"] = ratio_minimum(SIMRF6_D, SIMRF6_M, ORTHOGONAL)
+    out["simplex_half_crossing_v"] = ratio_crossing(SIMRF6_D, SIMRF6_M, SIMPLEX, 0.5)
     return out
 
 
@@ -151,7 +152,7 @@ gallery_figure(GalleryFigure(
             "best, 0.707, near v ≈ 1.24; SimRF crosses ½ at v ≈ 1.5; both return to 1 for v ≳ 5 where the MSE is "
             "dominated by e^{2v²}.",
     errata="The paper implies m = d = 64 through its quoted 0.0078; rfviz uses it. Eqs. 11/25–27 assume all m "
-           "vectors coupled (m ≤ d); with blocks the factor (m − 1) becomes (d − 1) (reference §6 item 3). The "
+           "vectors coupled (m ≤ d); with blocks the factor (m − 1) becomes (d − 1) (tests/test_coupling.py). The "
            "small-v expansion in §5.1 has a typo, fixed in the reference (§2.10). rfviz evaluates the ratio after "
            "dividing by e^{2v²} and with cancellation-free series, so v from 1e−3 to 1e2 is exact to plotting "
            "precision (a naive evaluation is noise at v = 1e−3 and overflows at v > 18.8).",
@@ -161,5 +162,5 @@ gallery_figure(GalleryFigure(
     key_numbers=_simrf6_keys,
     catalog=_simrf6_catalog(),
     params={"d": SIMRF6_D, "m": SIMRF6_M, "features": "positive", "v": "1e−3 … 1e2 (log)"},
-    source="simplex_random_features.md §4 Fig. 6 (table), §7 G7",
+    source="[SimRF] Fig. 6 (table)",
 ))

@@ -1,13 +1,13 @@
 """Maths of the Chefs' Random Tables paper (Likhosherstov et al. 2022, "CRT"), as pure numpy functions.
 
-Everything here follows the verified catalog ``shared/reference/chefs_random_tables.md`` (cited as "reference
-§n"), not the printed paper, which has errors (reference §7.1). Conventions:
+Everything here follows the paper's formulas re-derived and checked by Monte Carlo (tests/test_crt.py), not
+the printed paper, which has errors (docs: errata). Conventions:
 
 * Variances are per feature (M = 1) of the **Gaussian**-kernel estimator unless a function says otherwise;
-  the softmax version multiplies them by e^{S}, S = |x|² + |y|² (reference §3.8), and the *relative* variance
+  the softmax version multiplies them by e^{S}, S = |x|² + |y|² (tests/test_crt.py), and the *relative* variance
   Var/K² is the same for both kernels.
 * Everything is returned as a natural log: R = E[(Re Y)²]/K² (relative second moment) and ``log_rel_var`` =
-  log(R − 1) = log(Var/K²). Var/K² of every GERF depends only on (A, s, d, Z_s), Z_s = |x + s·y|² (reference §0).
+  log(R − 1) = log(Var/K²). Var/K² of every GERF depends only on (A, s, d, Z_s), Z_s = |x + s·y|² (tests/test_crt.py).
 * Invalid input raises ParameterError naming the parameter and its valid range.
 
 Used by the estimators in ``rfviz.estimators.crt`` and directly by the app's CRT views (variance against A,
@@ -23,15 +23,17 @@ from typing import Any
 import numpy as np
 from scipy import optimize, special
 
+from ..geometry import check_d
 from ..numerics import LOG2, log_diff_exp, log_expm1
-from ..params import ParameterError, check_int
+from ..params import KERNEL_PARAM, M_PARAM, Param, ParameterError, check
+from ..registries import IID, ORTHOGONAL, SOFTMAX
 
 A_MEAN_BOUND = 0.25
 """GERF is unbiased iff Re A < 1/4 (CRT Thm 3.1)."""
 A_VARIANCE_BOUND = 0.125
-"""GERF has finite variance iff Re A < 1/8 (CRT Thm 3.2; reference §2.1)."""
+"""GERF has finite variance iff Re A < 1/8 (CRT Thm 3.2)."""
 A_FOURTH_MOMENT_BOUND = 0.0625
-"""E|Y|^4 < ∞ iff Re A < 1/16: needed for a Monte-Carlo standard error of the variance (reference §7.2)."""
+"""E|Y|^4 < ∞ iff Re A < 1/16: needed for a Monte-Carlo standard error of the variance (tests/test_crt.py)."""
 
 
 # ----------------------------------------------------------------------------------------------- validation
@@ -55,34 +57,15 @@ def check_A(A: Any, bound: float = A_VARIANCE_BOUND) -> np.ndarray:
     return a
 
 
-def check_positive(name: str, value: Any) -> float:
-    """A positive finite number (e.g. the Poisson rate lam)."""
-    v = float(value)
-    if not (math.isfinite(v) and v > 0):
-        raise ParameterError(f"{name} must be a number in (0, inf), got {value!r}")
-    return v
-
-
-def check_prob(p: Any) -> float:
-    """The geometric success probability, 0 < p < 1 (CRT §3.2.2)."""
-    v = float(p)
-    if not (0.0 < v < 1.0):
-        raise ParameterError(f"prob must be a number in (0, 1), got {p!r}")
-    return v
-
-
-def check_m(m: Any) -> int:
-    """Number of random features m ≥ 1."""
-    return check_int("m", m)
-
-
-def check_dim(d: Any) -> int:
-    """Input dimension d ≥ 1."""
-    return check_int("d", d)
+POISSON_LAM_PARAM = Param("lam", 1.0, "float",
+                          "Poisson rate λ of each ω_l (CRT §3.2.1); the optimum is λ* = √(Σ x_l²y_l²/d)",
+                          low=0.0, low_open=True, ui_low=0.01, ui_high=10.0)
+PROB_PARAM = Param("prob", 0.5, "float", "geometric success probability p, P(ω_l = k) = p(1−p)^k (CRT §3.2.2)",
+                   low=0.0, high=1.0, low_open=True, high_open=True, ui_low=0.01, ui_high=0.99)
 
 
 def admissible_A(s: int = 1) -> dict[str, Any]:
-    """Admissible ranges of A for the app (reference §2.1, §7.2): Re A below each bound.
+    """Admissible ranges of A for the app ([CRT] Thm 3.2; tests/test_crt.py): Re A below each bound.
 
     In general E|Y|^k < ∞ iff Re A < 1/(4k)."""
     check_s(s)
@@ -98,14 +81,14 @@ def admissible_A(s: int = 1) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------- GERF (§3.3)
 def gerf_coefficients(A: complex, s: int, d: int) -> tuple[complex, float, complex]:
     """(B, C, log D) of GERF, CRT Thm 3.1 eq. 5 with principal branches: B = √(s(1−4A)), C = −(s+1)/2,
-    log D = (d/4)·Log(1 − 4A) (reference §2.1, §7.2 'Branches')."""
+    log D = (d/4)·Log(1 − 4A) ([CRT] Thm 3.2; tests/test_crt.py)."""
     s = check_s(s)
     a = complex(check_A(A, A_MEAN_BOUND))
     return complex(np.sqrt(complex(s * (1 - 4 * a)))), -(s + 1) / 2.0, d * complex(np.log(1 - 4 * a)) / 4.0
 
 
 def _gerf_log_terms(A: np.ndarray, s: int, Zs: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Re L1, Im L1, L3): R = ½(Re e^{L1} + e^{L3}) (CRT Thm 3.2 eq. 6, relative form of reference §3.3)."""
+    """(Re L1, Im L1, L3): R = ½(Re e^{L1} + e^{L3}) (CRT Thm 3.2 eq. 6, relative form)."""
     L1 = d * (np.log(1 - 4 * A) - 0.5 * np.log(1 - 8 * A)) + s * Zs / (1 - 8 * A)
     den = 1 - 8 * A.real
     alpha4 = s / 2 + (s + 2 * np.abs(1 - 4 * A)) / (2 * den)
@@ -114,12 +97,12 @@ def _gerf_log_terms(A: np.ndarray, s: int, Zs: np.ndarray, d: int) -> tuple[np.n
 
 
 def gerf_log_R(A: Any, s: int, Zs: Any, d: int) -> np.ndarray:
-    """log R, R = E[(Re f1 f2)²]/K², of one GERF feature (CRT Thm 3.2 eq. 6; reference §3.3, relative form).
+    """log R, R = E[(Re f1 f2)²]/K², of one GERF feature (CRT Thm 3.2 eq. 6, relative form).
 
     Broadcasts over complex A and Z_s = |x + s·y|². Needs Re A < 1/8.
     """
     s = check_s(s)
-    d = check_dim(d)
+    d = check_d(d)
     A = check_A(A)
     Zs = np.asarray(Zs, dtype=float)
     l1r, l1i, l3 = _gerf_log_terms(A, s, Zs, d)
@@ -127,13 +110,13 @@ def gerf_log_R(A: Any, s: int, Zs: Any, d: int) -> np.ndarray:
 
 
 def gerf_log_rel_var(A: Any, s: int, Zs: Any, d: int) -> np.ndarray:
-    """log(Var/K²) = log(R − 1) of one GERF feature; -inf where the estimator is exact (reference §3.3).
+    """log(Var/K²) = log(R − 1) of one GERF feature; -inf where the estimator is exact ([CRT] eq. 6).
 
     Where both exponents are ≤ 30 it evaluates R − 1 = ½(expm1(Re L1)cos φ − 2sin²(φ/2)) + ½ expm1(L3), which
     keeps full relative precision when R ≈ 1 (small inputs); elsewhere log_expm1(log R).
     """
     s = check_s(s)
-    d = check_dim(d)
+    d = check_d(d)
     A = check_A(A)
     Zs = np.asarray(Zs, dtype=float)
     l1r, l1i, l3 = _gerf_log_terms(A, s, Zs, d)
@@ -147,7 +130,7 @@ def gerf_log_rel_var(A: Any, s: int, Zs: Any, d: int) -> np.ndarray:
 
 
 def gerf_log_var(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, kernel: str = "gaussian") -> np.ndarray:
-    """log Var of one GERF feature (M = 1) for the Gaussian or softmax kernel (CRT eq. 6; reference §3.3, §3.8).
+    """log Var of one GERF feature (M = 1) for the Gaussian or softmax kernel (CRT eq. 6; tests/test_crt.py).
 
     Var_gauss = K²(R−1) with K² = e^{−|x−y|²}; Var_softmax = e^{S}·Var_gauss = e^{2x·y}(R−1).
     """
@@ -159,11 +142,9 @@ def gerf_log_var(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, kernel: str 
 
 def _kernel_log_sq(kernel: str, xy: np.ndarray, W: np.ndarray) -> np.ndarray:
     """log K² for the named kernel: 2x·y (softmax) or −|x−y|² (Gaussian)."""
-    if kernel == "softmax":
+    if check(kernel, KERNEL_PARAM) == SOFTMAX:
         return 2.0 * np.asarray(xy, dtype=float)
-    if kernel == "gaussian":
-        return -np.asarray(W, dtype=float)
-    raise ParameterError(f"kernel must be one of softmax, gaussian, got {kernel!r}")
+    return -np.asarray(W, dtype=float)
 
 
 def r_theta_stats(r: Any, theta: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -174,14 +155,14 @@ def r_theta_stats(r: Any, theta: Any) -> tuple[np.ndarray, np.ndarray, np.ndarra
 
 
 def log_var_vs_real_A(A_grid: Any, s: int, r: float, theta: float, d: int, kernel: str = "gaussian") -> np.ndarray:
-    """log Var (M = 1) along real A < 1/8 at one (r, θ): the 'variance against A' view (reference §5, view 3)."""
+    """log Var (M = 1) along real A < 1/8 at one (r, θ): the 'variance against A' view ([CRT] Fig. 2, view 3)."""
     A = np.asarray(A_grid, dtype=float)
     return gerf_log_var(A.astype(complex), s, *r_theta_stats(r, theta), d, kernel)
 
 
 def log_var_complex_grid(re_A: Any, im_A: Any, s: int, r: float, theta: float, d: int,
                          kernel: str = "gaussian") -> np.ndarray:
-    """log Var (M = 1) on the grid Re A × Im A, shape (len(im_A), len(re_A)) (reference §5, view 4).
+    """log Var (M = 1) on the grid Re A × Im A, shape (len(im_A), len(re_A)) ([CRT] Fig. 2, view 4).
 
     Cells with Re A ≥ 1/8 hold +inf on purpose: there the variance *is* infinite (CRT Thm 3.2).
     """
@@ -197,8 +178,8 @@ def log_var_complex_grid(re_A: Any, im_A: Any, s: int, r: float, theta: float, d
 
 # --------------------------------------------------------------------------------------------- OPRF (§3.4)
 def rho_star(Z: Any, d: int) -> np.ndarray:
-    """ρ* of OPRF, CRT Thm 3.3 eq. 7 rationalised: ρ* = 2d/((2Z+d) + √((2Z+d)² + 8dZ)); ρ*(0) = 1 (reference §3.4)."""
-    d = check_dim(d)
+    """ρ* of OPRF, CRT Thm 3.3 eq. 7 rationalised: ρ* = 2d/((2Z+d) + √((2Z+d)² + 8dZ)); ρ*(0) = 1."""
+    d = check_d(d)
     Z = np.asarray(Z, dtype=float)
     if np.any(Z < 0):
         raise ParameterError("Z must be a number in [0, inf) (Z = |x+y|²)")
@@ -211,14 +192,14 @@ def A_star(Z: Any, d: int) -> np.ndarray:
 
 
 def rho_of_A(A: Any) -> np.ndarray:
-    """ρ = 1/(1 − 8A) for real A < 1/8 (reference §3.3)."""
+    """ρ = 1/(1 − 8A) for real A < 1/8 ([CRT] eq. 6)."""
     A = np.asarray(A, dtype=float)
     check_A(A)
     return 1.0 / (1.0 - 8.0 * A)
 
 
 def oprf_log_R(Z: Any, d: int, rho: Any = None) -> np.ndarray:
-    """log R = d·log((1+ρ)/(2√ρ)) + ρZ for s = +1, real A ↔ ρ = 1/(1−8A); default ρ = ρ*(Z, d) (reference §3.3–3.4).
+    """log R = d·log((1+ρ)/(2√ρ)) + ρZ for s = +1, real A ↔ ρ = 1/(1−8A); default ρ = ρ*(Z, d) ([CRT] eq. 6).
 
     Uses log((1+ρ)/(2√ρ)) = log1p((1−√ρ)²/(2√ρ)) (exact near ρ = 1).
     """
@@ -229,13 +210,13 @@ def oprf_log_R(Z: Any, d: int, rho: Any = None) -> np.ndarray:
 
 
 def oprf_log_rel_var(Z: Any, d: int, Z_for_A: Any = None) -> np.ndarray:
-    """log(Var/K²) of OPRF at Z; A from ``Z_for_A`` (batch heuristic, eq. 8) or from this pair (reference §3.4)."""
+    """log(Var/K²) of OPRF at Z; A from ``Z_for_A`` (batch heuristic, eq. 8) or from this pair ([CRT] eq. 7)."""
     rho = rho_star(Z if Z_for_A is None else Z_for_A, d)
     return log_expm1(oprf_log_R(Z, d, rho))
 
 
 def mu_fig1(Z: Any, d: int) -> tuple[np.ndarray, np.ndarray]:
-    """Figure-1 utility μ(Z, d) = log(Var_OPRF/Var_PosRF): (exact, second-moment version) (reference §4.3).
+    """Figure-1 utility μ(Z, d) = log(Var_OPRF/Var_PosRF): (exact, second-moment version) ([CRT] Fig. 1).
 
     exact = log(R*−1) − log(e^Z − 1); second = log R* − Z. Kernel-independent; -61.2212 at d = 64, Z = 100.
     """
@@ -263,18 +244,18 @@ def lam_star(x: Any, y: Any) -> np.ndarray:
 
 def poisson_log_R(x: Any, y: Any, lam: float, shift: float = 0.0) -> np.ndarray:
     """log R = λd + Q/λ − 2x̂·ŷ, Q = Σ x̂_l²ŷ_l², of PoisRF on x̂ = x − c, ŷ = y − c (CRT Thm 3.4 eq. 11; §3.2.3)."""
-    lam = check_positive("lam", lam)
+    lam = check(lam, POISSON_LAM_PARAM)
     x, y = _dirf_pair(x, y)
     xs, ys = x - shift, y - shift
     return lam * x.shape[-1] + np.sum(xs * xs * ys * ys, -1) / lam - 2.0 * np.sum(xs * ys, -1)
 
 
 def geometric_log_R(x: Any, y: Any, prob: float, shift: float = 0.0) -> np.ndarray:
-    """log R = −d log p − 2x̂·ŷ + Σ_l log I0(2|x̂_l ŷ_l|/√(1−p)) of GeomRF (CRT Thm 3.5 eq. 13; reference §3.6).
+    """log R = −d log p − 2x̂·ŷ + Σ_l log I0(2|x̂_l ŷ_l|/√(1−p)) of GeomRF (CRT Thm 3.5 eq. 13).
 
     log I0(t) = log(i0e(t)) + t never overflows.
     """
-    p = check_prob(prob)
+    p = check(prob, PROB_PARAM)
     x, y = _dirf_pair(x, y)
     xs, ys = x - shift, y - shift
     t = 2.0 * np.abs(xs * ys) / math.sqrt(1.0 - p)
@@ -283,7 +264,7 @@ def geometric_log_R(x: Any, y: Any, prob: float, shift: float = 0.0) -> np.ndarr
 
 def dirf_log_var(kind: str, x: Any, y: Any, param: float, shift: float = 0.0, kernel: str = "gaussian") -> np.ndarray:
     """log Var (M = 1) of PoisRF (kind='poisson', param=λ) or GeomRF (kind='geometric', param=p), optionally the
-    '+' variant with shift c (reference §3.5–3.7). K is shift-invariant (Gaussian), so K² uses the unshifted x, y."""
+    '+' variant with shift c ([CRT] eq. 11). K is shift-invariant (Gaussian), so K² uses the unshifted x, y."""
     x, y = _dirf_pair(x, y)
     if kind == "poisson":
         log_r = poisson_log_R(x, y, param, shift)
@@ -313,14 +294,14 @@ def shift_positive(X: Any, Y: Any, eps: float = 1e-8) -> tuple[np.ndarray, np.nd
 
 # -------------------------------------------------------------------------------- orthogonal coupling (§3.9)
 def ortho_pair_fraction(m: int, d: int) -> float:
-    """Σ_b n_b(n_b−1)/m² for m features in independent orthogonal blocks of ≤ d (reference §3.9)."""
-    m, d = check_m(m), check_dim(d)
+    """Σ_b n_b(n_b−1)/m² for m features in independent orthogonal blocks of ≤ d ([CRT] Thm 4.1; tests/test_crt.py)."""
+    m, d = check(m, M_PARAM), check_d(d)
     full, rest = divmod(m, d)
     return (full * d * (d - 1) + rest * (rest - 1)) / m**2
 
 
 def _log_one_minus_P_table(d: int, kmax: int) -> np.ndarray:
-    """log(1 − P_k), P_k = Π_{j<k}(d+j)/(d+2j), k = 0..kmax (−inf at k = 0, 1) (reference §3.9)."""
+    """log(1 − P_k), P_k = Π_{j<k}(d+j)/(d+2j), k = 0..kmax (−inf at k = 0, 1) ([CRT] Thm 4.1; tests/test_crt.py)."""
     j = np.arange(kmax, dtype=float)
     log_p = np.concatenate([[0.0], np.cumsum(np.log1p(-j / (d + 2.0 * j)))])
     with np.errstate(divide="ignore"):
@@ -328,10 +309,10 @@ def _log_one_minus_P_table(d: int, kmax: int) -> np.ndarray:
 
 
 def ortho_log_neg_relcov_pos(Z: Any, d: int, chunk: int = 2048) -> np.ndarray:
-    """log(−Cov_ort/K²) for s = +1 (PosRF, OPRF, any real A): the exact series of reference §3.9,
+    """log(−Cov_ort/K²) for s = +1 (PosRF, OPRF, any real A): the exact series of [CRT] Thm 4.1; tests/test_crt.py,
     −relCov = e^{−Z} Σ_{k≥2} Z^k/k!·(1 − P_k), every term ≥ 0. −inf at Z = 0. Summed over a window of
     ±12√Z around the Poisson(Z) mode, so the cost per point is O(√Z)."""
-    d = check_dim(d)
+    d = check_d(d)
     Z = np.asarray(Z, dtype=float)
     out = np.full(Z.shape, -np.inf)
     pos = Z > 0
@@ -358,9 +339,10 @@ def ortho_log_neg_relcov_pos(Z: Any, d: int, chunk: int = 2048) -> np.ndarray:
 
 def ortho_cov_trig(W: Any, d: int, chunk: int = 2048) -> np.ndarray:
     """Cov_ort(Re Y1, Re Y2) for s = −1 and any real A, Gaussian kernel (bounded): 1F1(d; d/2; −W/2) − e^{−W}
-    (reference §3.9). W < 1: −Σ_{k≥2}(−W)^k/k!(1−P_k); W ≥ 1: Kummer, 1F1(d; d/2; −W/2) = e^{−W/2} 1F1(−d/2; d/2; W/2),
+    ([CRT] Thm 4.1; tests/test_crt.py). W < 1: −Σ_{k≥2}(−W)^k/k!(1−P_k); W ≥ 1: Kummer, 1F1(d; d/2; −W/2) = e^{−W/2}
+    1F1(−d/2; d/2; W/2),
     whose terms times e^{−W/2} are each ≤ 1 in size (no overflow, absolute error ~1e-16)."""
-    d = check_dim(d)
+    d = check_d(d)
     W = np.asarray(W, dtype=float)
     out = np.zeros(W.shape)
     small = (W > 0) & (W < 1)
@@ -392,7 +374,8 @@ def ortho_cov_trig(W: Any, d: int, chunk: int = 2048) -> np.ndarray:
 
 
 def ortho_relcov(s: int, Zs: Any, d: int) -> np.ndarray:
-    """relCov_s(Z_s, d) = Cov_ort/K² = e^{−sZ_s}·1F1(d; d/2; sZ_s/2) − 1 for an orthogonal pair (reference §3.9).
+    """relCov_s(Z_s, d) = Cov_ort/K² = e^{−sZ_s}·1F1(d; d/2; sZ_s/2) − 1 for an orthogonal pair ([CRT] Thm 4.1;
+    tests/test_crt.py).
 
     Independent of A (any real A). For s = −1 it can exceed float range at huge W (K² underflows): inf then.
     """
@@ -414,28 +397,31 @@ def log_minus_covariance(log_var: np.ndarray, log_neg_cov: np.ndarray) -> np.nda
 
 
 def thm41_bound_rel(Z: Any, d: int) -> np.ndarray:
-    """Thm 4.1 lower bound on −Cov_ort/K²: (2/(d+2))(1 − e^{−Z/2})² (CRT Thm 4.1; tight as Z → 0, reference §3.9)."""
-    return 2.0 / (check_dim(d) + 2) * (-np.expm1(-np.asarray(Z, dtype=float) / 2)) ** 2
+    """Thm 4.1 lower bound on −Cov_ort/K²: (2/(d+2))(1 − e^{−Z/2})² (CRT Thm 4.1; tight as Z → 0, [CRT] Thm 4.1;
+    tests/test_crt.py)."""
+    return 2.0 / (check_d(d) + 2) * (-np.expm1(-np.asarray(Z, dtype=float) / 2)) ** 2
 
 
-def gerf_log_mse(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, m: int, coupling: str = "iid",
+def gerf_log_mse(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, m: int, coupling: str = IID,
                  kernel: str = "gaussian") -> np.ndarray:
-    """log MSE of the mean of m GERF features, iid (Var/m) or block-orthogonal with real A (reference §3.9):
+    """log MSE of the mean of m GERF features, iid (Var/m) or block-orthogonal with real A ([CRT] Thm 4.1;
+    tests/test_crt.py):
     MSE_ort = Var1/m + (Σ_b n_b(n_b−1)/m²)·K²·relCov_s(Z_s, d)."""
     s = check_s(s)
-    m = check_m(m)
+    m = check(m, M_PARAM)
     xx, yy, xy = (np.asarray(v, dtype=float) for v in (xx, yy, xy))
     Z = np.maximum(xx + yy + 2 * xy, 0.0)
     W = np.maximum(xx + yy - 2 * xy, 0.0)
     Zs = Z if s == 1 else W
     log_rel = gerf_log_rel_var(A, s, Zs, d) - math.log(m)
     log_k2 = _kernel_log_sq(kernel, xy, W)
-    if coupling == "iid":
+    if coupling == IID:
         return log_k2 + log_rel
-    if coupling != "orthogonal":
+    if coupling != ORTHOGONAL:
         raise ParameterError(f"coupling must be one of iid, orthogonal for the GERF closed form, got {coupling!r}")
     if np.any(np.asarray(A, dtype=complex).imag != 0):
-        raise ParameterError("A must be real for the orthogonal closed form (reference §3.9); use Monte Carlo")
+        raise ParameterError("A must be real for the orthogonal closed form ([CRT] Thm 4.1; tests/test_crt.py); use "
+            "Monte Carlo")
     frac = ortho_pair_fraction(m, d)
     if frac == 0.0:
         return log_k2 + log_rel
@@ -453,31 +439,31 @@ def gerf_log_mse(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, m: int, coup
 
 # --------------------------------------------------------------------------------- bounds (§4.5, Thm 4.2)
 def oprf_log_sup(A: Any, S: Any, Z: Any, d: int) -> np.ndarray:
-    """log sup_ω f1 f2 of an s = +1 GERF with real A < 0 (reference §4.5): (d/2)log(1−4A) − (1−4A)Z/(8A) − S.
+    """log sup_ω f1 f2 of an s = +1 GERF with real A < 0 (docs: errata): (d/2)log(1−4A) − (1−4A)Z/(8A) − S.
 
     CRT eq. 35 omits the (d/2)log(1−4A) term, which is why the printed Thm 4.2 bound fails.
     """
     A = np.asarray(A, dtype=float)
     if np.any(A >= 0):
-        raise ParameterError("A must be a real number in (-inf, 0) for bounded features (reference §4.5)")
+        raise ParameterError("A must be a real number in (-inf, 0) for bounded features (docs: errata)")
     return d / 2 * np.log1p(-4 * A) - (1 - 4 * A) * np.asarray(Z, float) / (8 * A) - np.asarray(S, float)
 
 
 def hoeffding_tail_oprf(eps: Any, m: int, A: Any, S: Any, Z: Any, d: int) -> np.ndarray:
-    """Corrected Thm 4.2 part 1 (reference §4.5): P(|K̂_m − K| ≥ ε) ≤ min(1, 2 exp(−2mε²/Ymax²)), Gaussian kernel."""
+    """Corrected Thm 4.2 part 1 (docs: errata): P(|K̂_m − K| ≥ ε) ≤ min(1, 2 exp(−2mε²/Ymax²)), Gaussian kernel."""
     log_sup = oprf_log_sup(A, S, Z, d)
-    return np.minimum(1.0, 2 * np.exp(-2 * check_m(m) * np.asarray(eps, float) ** 2 * np.exp(-2 * log_sup)))
+    return np.minimum(1.0, 2 * np.exp(-2 * check(m, M_PARAM) * np.asarray(eps, float) ** 2 * np.exp(-2 * log_sup)))
 
 
 def hoeffding_tail_printed(eps: Any, m: int, A: Any, S: Any) -> np.ndarray:
-    """Thm 4.2 part 1 as printed: 2 exp(−(mε²/2)e^{S/(2A)}). NOT a valid bound (reference §4.5); kept to show it."""
+    """Thm 4.2 part 1 as printed: 2 exp(−(mε²/2)e^{S/(2A)}). NOT a valid bound (docs: errata); kept to show it."""
     rate = np.exp(np.asarray(S, float) / (2 * np.asarray(A, float)))
-    return 2 * np.exp(-check_m(m) * np.asarray(eps, float) ** 2 / 2 * rate)
+    return 2 * np.exp(-check(m, M_PARAM) * np.asarray(eps, float) ** 2 / 2 * rate)
 
 
 # ------------------------------------------------------------------------------- batch statistics (§4.4)
 def batch_stats(X: Any, Y: Any) -> dict[str, Any]:
-    """Averages over all L_x·L_y pairs in O(L·d) (CRT eqs. 8, 12, 14; reference §4.4):
+    """Averages over all L_x·L_y pairs in O(L·d) (CRT eqs. 8, 12, 14):
     Zbar, Wbar = mean |x ± y|², Qbar = mean Σ_l x_l²y_l², abar_l = mean|x_l|·mean|y_l|."""
     X = np.atleast_2d(np.asarray(X, dtype=float))
     Y = np.atleast_2d(np.asarray(Y, dtype=float))

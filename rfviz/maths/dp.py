@@ -1,12 +1,12 @@
 """Dot-product kernel features: the maths (closed forms, input geometry, samplers of the weight entries).
 
 Source: Wacker, Kanagawa, Filippone, "Improved Random Features for Dot Product Kernels" ([DP]);
-verified catalog: shared/reference/dot_product_features.md ("reference" below, section numbers §).
+formulas re-derived and checked by Monte Carlo in tests/test_dot_product.py.
 
-Everything hinges on four scalars per pair (reference §0): |x|², |y|², t = x·y and the coordinate-dependent
+Everything hinges on four scalars per pair ([DP] §2): |x|², |y|², t = x·y and the coordinate-dependent
 S = Σ_k x_k² y_k². The closed forms here work on a normalised :class:`DotStats` (τ = t²/(|x|²|y|²),
 s = S/(|x|²|y|²), w = 1 − τ computed without cancellation) so that every variance is (|x|²|y|²)^p times an
-O(1) number: logs never overflow (reference P7/P8) and M^p − t^{2p} is evaluated as a difference of powers
+O(1) number: logs never overflow (tests/test_dot_product.py) and M^p − t^{2p} is evaluated as a difference of powers
 without cancellation.
 
 Weight entries z = a + ib have E a² = q, E b² = 1 − q, E ab = 0 (Eq. 15). Every formula depends on q only
@@ -19,7 +19,7 @@ with a common q are offered:
   q = ½ is the uniform unit circle, μ4 = 1;
 * ``gaussian``: a ~ N(0, q), b ~ N(0, 1−q) (the reference's "q-Gaussian", F1c), μ4 = (2q−1)² + 2.
 
-Embeddings of (r, θ) in R^d (reference §7): ``canonical`` (x = r e1; S = t², so q has no effect), ``flat``
+Embeddings of (r, θ) in R^d (tests/test_dot_product.py): ``canonical`` (x = r e1; S = t², so q has no effect), ``flat``
 (x = r𝟙/√d, y = r(cos θ 𝟙/√d + sin θ v), v = (+1, −1, …)/√d; S = r⁴/d; needs even d) and
 ``rotation_average`` (the closed form averaged over ROTATIONS fixed Haar-random orientations of the pair). The
 last is an average over pairs, not one pair: its pair function returns an extra axis −2 of length ROTATIONS,
@@ -49,19 +49,20 @@ ROTATION_SEED = 20240611
 
 # ----------------------------------------------------------------------------- parameters of the weights
 def rho2(q: float) -> float:
-    """ρ² = (E z²)² = (2q − 1)², the only way q enters any formula (reference §0, P5)."""
+    """ρ² = (E z²)² = (2q − 1)², the only way q enters any formula ([DP] §2; tests/test_dot_product.py)."""
     return (2.0 * q - 1.0) ** 2
 
 
 def fourth_moment(basis: str, q: float) -> float:
-    """μ4 = E|z|⁴ of one weight entry: 1 for |z| = 1 families, (2q−1)² + 2 for the q-Gaussian (reference §0)."""
+    """μ4 = E|z|⁴ of one weight entry: 1 for |z| = 1 families, (2q−1)² + 2 for the q-Gaussian ([DP] §2)."""
     if basis not in BASES:
         raise ParameterError(f"basis must be one of {', '.join(BASES)}, got {basis!r}")
     return rho2(q) + 2.0 if basis == "gaussian" else 1.0
 
 
 def padded_dim(d: int) -> int:
-    """TensorSRHT pads inputs with zeros to the next power of two, at least 2 (reference §2.3, P3)."""
+    """TensorSRHT pads inputs with zeros to the next power of two, at least 2 ([DP] Alg. 1;
+    tests/test_dot_product.py)."""
     d = check_d(d)
     return max(2, 1 << (d - 1).bit_length())
 
@@ -203,7 +204,8 @@ def rotation_s_moments(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def expected_rotation_s(r: np.ndarray | float, theta: np.ndarray | float, d: int) -> np.ndarray:
-    """E_rot[S] = r⁴(1 + 2cos²θ)/(d + 2) for a Haar-random orientation (reference §4, derived and verified)."""
+    """E_rot[S] = r⁴(1 + 2cos²θ)/(d + 2) for a Haar-random orientation (tests/test_dot_product.py, derived and
+    verified)."""
     return np.asarray(r, float) ** 4 * (1.0 + 2.0 * np.cos(theta) ** 2) / (d + 2.0)
 
 
@@ -247,7 +249,7 @@ def log_mean_exp(log_values: np.ndarray, axis: int = -1) -> np.ndarray:
 
 # ----------------------------------------------------------------------------- difference of powers
 def power_gap(base: np.ndarray, gap: np.ndarray, p: int) -> np.ndarray:
-    """(base + gap)^p − base^p for base ≥ 0, without cancellation when |gap| ≪ base (reference P7).
+    """(base + gap)^p − base^p for base ≥ 0, without cancellation when |gap| ≪ base (tests/test_dot_product.py).
 
     Uses base^p·expm1(p·log1p(gap/base)) where |gap| < base, the direct difference elsewhere.
     """
@@ -261,7 +263,7 @@ def power_gap(base: np.ndarray, gap: np.ndarray, p: int) -> np.ndarray:
 
 
 def _log_nonneg(value: np.ndarray) -> np.ndarray:
-    """log of a variance computed in linear space; round-off negatives (reference P7) become −inf."""
+    """log of a variance computed in linear space; round-off negatives (tests/test_dot_product.py) become −inf."""
     v = np.asarray(value, float)
     with np.errstate(divide="ignore"):
         return np.log(np.where(v > 0, v, 0.0))
@@ -271,14 +273,14 @@ def _log_nonneg(value: np.ndarray) -> np.ndarray:
 def moment_gap(st: DotStats, q: float, mu4: float) -> np.ndarray:
     """(M − t²)/(|x|²|y|²) ≥ 0 with M = μ4 S + |x|²|y|² − S + κ(q)(t² − S) (Eq. 16 bracket).
 
-    Cancellation-free form: (|x|²|y|² − t²) + κΔ + (μ4 − 1)S. NB reference P7 prints (κ − 1)Δ here, which is
+    Cancellation-free form: (|x|²|y|² − t²) + κΔ + (μ4 − 1)S. NB a form with (κ − 1)Δ here is
     off by Δ (it gives 0.75 instead of 1 at G3's pair); tests/test_dot_product.py checks this against Eq. 16.
     """
     return np.maximum(st.w + (1.0 + rho2(q)) * st.delta + (mu4 - 1.0) * st.s, 0.0)
 
 
 def pseudo_moment_gap(st: DotStats, q: float, mu4: float) -> np.ndarray:
-    """(M' − t²)/(|x|²|y|²) with M' = μ4 S + ρ²(|x|²|y|² − S) + 2(t² − S) (reference F2, derived)."""
+    """(M' − t²)/(|x|²|y|²) with M' = μ4 S + ρ²(|x|²|y|² − S) + 2(t² − S) (tests/test_dot_product.py, derived)."""
     return (mu4 - 1.0) * st.s + rho2(q) * (1.0 - st.s) + st.delta
 
 
@@ -287,7 +289,7 @@ def var_poly_normalised(st: DotStats, p: int, q: float, mu4: float, num_features
     """Variance of the D-feature polynomial sketch divided by (|x|²|y|²)^p.
 
     complex: (M^p − t^{2p})/D (Theorem 2, Eq. 16; Eqs. 18–21 at (q, μ4) = (1,1), (½,1), (1,3), (½,2));
-    real_part: (½(M^p + M'^p) − t^{2p})/D (reference F2, derived and verified).
+    real_part: (½(M^p + M'^p) − t^{2p})/D (tests/test_dot_product.py, derived and verified).
     """
     full = power_gap(st.tau, moment_gap(st, q, mu4), p)
     if variance == "real_part":
@@ -322,7 +324,7 @@ def var_tsrht_normalised(st: DotStats, p: int, q: float, num_features: int | np.
 
     complex: V/D + c(D,d)/D²·Cov (Theorem 10, Eq. 33; Theorem 5, Eq. 28 at q = 1); d is the padded
     dimension. real_part: ½(that + PV), PV = (M'^p − t^{2p})/D + c/D²·(C'^p − t^{2p}),
-    C' = t² − [Δ + ρ²(|x|²|y|² − S)]/(d − 1) (reference F4, derived and verified).
+    C' = t² − [Δ + ρ²(|x|²|y|² − S)]/(d − 1) (tests/test_dot_product.py, derived and verified).
     Not monotone in D: it jumps up when a new block starts (P4, Fig. 12). Clipped at 0 (P7).
     """
     d_pad = padded_dim(st.d) if d_pad is None else d_pad
@@ -348,7 +350,7 @@ def log_var_tsrht(st: DotStats, p: int, q: float, num_features: int | np.ndarray
 
 def surrogate_tsrht_normalised(st: DotStats, p: int, q: float, num_features: int | np.ndarray,
                                d_pad: int | None = None) -> np.ndarray:
-    """Convex surrogate of the TensorSRHT variance (Eq. 72/73, reference F5), / (|x|²|y|²)^p:
+    """Convex surrogate of the TensorSRHT variance (Eq. 72/73, [DP] eqs. 72–73), / (|x|²|y|²)^p:
     (V + (d−1)Cov)/D if Cov > 0 or D > d, else (V − Cov)/D + Cov. Equals F3 on {1..d} ∪ dℕ."""
     d_pad = padded_dim(st.d) if d_pad is None else d_pad
     D = np.asarray(num_features, float)
@@ -436,7 +438,7 @@ def log_mse_optimized_maclaurin(st: DotStats, log_a: np.ndarray, alloc: list[int
                                 kernel: str, sketch: str = "poly", q: float = 0.5, mu4: float = 1.0,
                                 variance: str = "complex", kernel_degree: int = 3,
                                 nu: float = 1.0) -> np.ndarray:
-    """log MSE of k̂ = a_0 + Σ_{n≤p} a_n Φ_n(x)ᵀconj Φ_n(y), p = len(alloc) (Eq. 44; reference F6).
+    """log MSE of k̂ = a_0 + Σ_{n≤p} a_n Φ_n(x)ᵀconj Φ_n(y), p = len(alloc) (Eq. 44; [DP] eqs. 45–51).
 
     Var = Σ_{D_n>0} a_n² Var_n(D_n) (Eq. 47), bias = Σ_{n>p} a_n t^n plus a_n t^n for degrees with D_n = 0
     (Eq. 48); Gaussian kernel: MSE × e^{−|x|²−|y|²} (Eq. 55, the squared prefactor, P8).
@@ -454,7 +456,8 @@ def log_mse_optimized_maclaurin(st: DotStats, log_a: np.ndarray, alloc: list[int
 
 
 def kar_karnick_measure(p: int, c: float = 2.0) -> np.ndarray:
-    """μ(n) ∝ c^{−(n+1)} on n = 1..p, renormalised (Kar & Karnick; reference §2.4, P11). Index n − 1."""
+    """μ(n) ∝ c^{−(n+1)} on n = 1..p, renormalised (Kar & Karnick; [DP] eqs. 40–43; tests/test_dot_product.py). Index
+    n − 1."""
     if not c > 1:
         raise ParameterError(f"c must be a number in (1, inf), got {c:g}")
     mu = c ** -(np.arange(1, p + 1, dtype=float) + 1.0)
@@ -463,7 +466,7 @@ def kar_karnick_measure(p: int, c: float = 2.0) -> np.ndarray:
 
 def log_var_random_maclaurin(st: DotStats, log_a: np.ndarray, mu: np.ndarray, num_features: int, *, q: float,
                              mu4: float, variance: str = "complex") -> np.ndarray:
-    """log Var of random Maclaurin with degree measure μ on {1..p} and a_0 exact (reference F7, derived):
+    """log Var of random Maclaurin with degree measure μ on {1..p} and a_0 exact (tests/test_dot_product.py, derived):
 
     Var_D = (1/D)[Σ_n a_n² M^n/μ(n) − (Σ_n a_n t^n)²], evaluated as the sum of two non-negative parts,
     Σ_n (a_n²/μ_n)(M^n − t^{2n}) and the variance over n ~ μ of a_n t^n/μ_n (no cancellation). For
@@ -493,7 +496,7 @@ def log_var_random_maclaurin(st: DotStats, log_a: np.ndarray, mu: np.ndarray, nu
 # ----------------------------------------------------------------------------- allocation (Alg. 2, Alg. 3)
 def greedy_allocation(cost_table: np.ndarray, total: int) -> np.ndarray:
     """Algorithm 2: start at D_n = 1 and add features one at a time to the degree whose cost drops most,
-    stopping at Σ D_n = total (reference P10). cost_table[n−1, D−1] = cost of degree n with D features."""
+    stopping at Σ D_n = total (tests/test_dot_product.py). cost_table[n−1, D−1] = cost of degree n with D features."""
     p = cost_table.shape[0]
     if total < p:
         raise ParameterError(f"m must be an integer in [{p}, inf) to give every degree 1..{p} a feature, got {total}")
@@ -522,7 +525,7 @@ def optimize_maclaurin(st: DotStats, *, kernel: str, total: int, p_min: int = 1,
                        kernel_degree: int = 3, nu: float = 1.0) -> MaclaurinPlan:
     """Algorithm 3 (with Algorithm 2 inside): scan p ∈ [p_min, min(p_max, total)], allocate D_n greedily to
     minimise the pair-averaged variance Σ_n a_n² mean Var_n(D_n), pick the p minimising g = that + mean bias²
-    (reference F6). TensorSRHT uses the convex surrogate F5 inside the objective, as the paper does.
+    ([DP] eqs. 45–51). TensorSRHT uses the convex surrogate F5 inside the objective, as the paper does.
     Gaussian kernel: every term is weighted by the squared prefactor (Eq. 55)."""
     if kernel == "polynomial":
         p_max = min(p_max, kernel_degree)
@@ -577,10 +580,6 @@ def reference_unit_pairs(d: int, count: int = 64) -> DotStats:
 
 
 # ----------------------------------------------------------------------------- torch samplers
-def complex_dtype(dtype: torch.dtype) -> torch.dtype:
-    return torch.complex128 if dtype == torch.float64 else torch.complex64
-
-
 def _signs(shape: tuple[int, ...], generator: torch.Generator, device: torch.device,
            dtype: torch.dtype) -> torch.Tensor:
     return torch.randint(0, 2, shape, generator=generator, device=device).to(dtype) * 2.0 - 1.0

@@ -1,6 +1,6 @@
 """λ-coefficient maps, their moments and the hybrid relative errors of the HRF paper, as plain numpy functions.
 
-Hybrid Random Features (Choromanski et al., ICLR 2022; reference: shared/reference/hybrid_random_features.md).
+Hybrid Random Features (Choromanski et al., ICLR 2022; [HRF]); derivations: the docs' derivations pages.
 A bipolar hybrid is K̂ = λ̂·SM_++ + (1 − λ̂)·SM_trig (HRF eq. 12) with λ̂ independent of both base estimators.
 Everything that can overflow is returned as a natural log; the moments of λ̂ are O(1) and returned as values.
 """
@@ -15,7 +15,7 @@ from scipy.optimize import minimize_scalar
 
 from ..geometry import PairStats, canonical_pair, check_r, check_theta
 from ..numerics import LOG2, log1mexp, log_cosh, log_cosh_m1, log_diff_exp, log_expm1
-from ..params import ParameterError, check_int
+from ..params import M_PARAM, Param, ParameterError, check
 
 PI = np.pi
 
@@ -30,22 +30,10 @@ class LambdaMoments(NamedTuple):
     cross: np.ndarray  # E[λ̂(1 − λ̂)]
 
 
-def check_n(n: int) -> int:
-    """n (number of λ projections τ) must be an integer ≥ 1."""
-    return check_int("n", n)
-
-
-def check_m(m: int) -> int:
-    """m (number of base projections ω) must be an integer ≥ 1."""
-    return check_int("m", m)
-
-
-def check_sigma(sigma: float) -> float:
-    """σ (Gaussian λ bandwidth, HRF App. F) must be a finite number > 0."""
-    s = float(sigma)
-    if not (np.isfinite(s) and s > 0):
-        raise ParameterError(f"sigma must be a number in (0, inf), got {sigma!r}")
-    return s
+N_PARAM = Param("n", 4, "int", "number of random projections τ that estimate the λ-coefficient", low=1, ui_low=1,
+                ui_high=64, label="n (λ features)")
+SIGMA_PARAM = Param("sigma", 1.0, "float", "bandwidth σ of the Gaussian λ-coefficient (HRF App. F)", low=0.0,
+                    low_open=True, ui_low=0.05, ui_high=5.0, label="σ")
 
 
 def angle_between(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -89,8 +77,8 @@ def angular_lambda(theta: np.ndarray | float) -> np.ndarray:
 
 def angular_lambda_moments(theta: np.ndarray | float, n: int) -> LambdaMoments:
     """Moments of λ̂ = 1/2 − (1/2n)Σ sgn(τ_j·x)sgn(τ_j·y) = Binomial(n, p)/n, p = θ/π (HRF Lemma 3.2 eq. 24;
-    reference F2; Var and the Binomial law [derived])."""
-    n = check_n(n)
+    [HRF] eq. 24; Var and the Binomial law [derived])."""
+    n = check(n, N_PARAM)
     p = angular_lambda(theta)
     second = p * (p - p / n + 1.0 / n)
     return LambdaMoments(p, second, p * (1 - p) / n, (1 - p) * (1 - p + p / n), (1 - 1.0 / n) * p * (1 - p))
@@ -105,7 +93,7 @@ def gaussian_lambda(theta: np.ndarray | float, r: np.ndarray | float, sigma: flo
     theta = check_theta(theta)
     r = check_r(r)
     s2 = np.sin(theta / 2) ** 2
-    t = 2.0 * check_sigma(sigma) ** 2 * r**2
+    t = 2.0 * check(sigma, SIGMA_PARAM) ** 2 * r**2
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.expm1(-t * s2) / np.expm1(-t)
     return np.where(t > 0, lam, s2)
@@ -114,17 +102,19 @@ def gaussian_lambda(theta: np.ndarray | float, r: np.ndarray | float, sigma: flo
 def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, sigma: float, n: int,
                             plus_z2: np.ndarray | float | None = None) -> LambdaMoments:
     """Moments of λ̂ = 1/ρ − (1/(nρ))Σ cos(σ τ_i·(x − y)), the normalised Gaussian λ estimated with n trig RFs
-    (HRF App. F eqs. 69, 72–73; reference F5). ``delta2`` = |x − y|², ``r`` the normalising length of ρ.
+    (HRF App. F eqs. 69, 72–73; docs: derivations/gaussian-lambda). ``delta2`` = |x − y|², ``r`` the normalising
+    length of ρ.
 
     With g = e^{−σ²D²/2} and Var_G = (1 − e^{−σ²D²})²/(2n): E λ̂ = (1 − g)/ρ, E λ̂² = ((1 − g)² + Var_G)/ρ²,
     E(1 − λ̂)² = ((1 − ρ − g)² + Var_G)/ρ². Where ρ = 0 (r = 0) λ̂ := 0 (both base estimators are exact there).
 
     ``plus_z2`` = |x + y|² switches to λ estimated with n ++ (positive, antithetic) features,
-    Ĝ = e^{−σ²(|x|²+|y|²)}(1/n)Σ cosh(σ τ_i·(x + y)) (reference F5, "[derived] λ estimated with ++"): only Var_G
+    Ĝ = e^{−σ²(|x|²+|y|²)}(1/n)Σ cosh(σ τ_i·(x + y)) (docs: derivations/gaussian-lambda, "[derived] λ estimated with
+    ++"): only Var_G
     changes, to e^{σ²(Z² − D²)}(1 − e^{−σ²Z²})²/(2n), Z² = |x + y|².
     """
-    n = check_n(n)
-    s2 = check_sigma(sigma) ** 2
+    n = check(n, N_PARAM)
+    s2 = check(sigma, SIGMA_PARAM) ** 2
     delta2 = np.maximum(np.asarray(delta2, float), 0.0)
     r = check_r(r)
     t = 2.0 * s2 * r**2
@@ -173,7 +163,7 @@ def log_mse_bipolar(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray, moments: 
         if s is None or m is None:
             raise ValueError("the shared-projection correction (HRF eq. 23) needs the pair statistics and m")
         # log[(2/m)·SM²·2 sin²((|x|²−|y|²)/2)]; cross may be negative (Gaussian λ̂ can exceed 1).
-        log_corr = (2 * LOG2 - np.log(check_m(m)) + 2.0 * s.xy + 2.0 * np.log(np.abs(np.sin((s.xx - s.yy) / 2))))
+        log_corr = (2 * LOG2 - np.log(check(m, M_PARAM)) + 2.0 * s.xy + 2.0 * np.log(np.abs(np.sin((s.xx - s.yy) / 2))))
         cross = np.asarray(moments.cross, float)
         log_term = log_corr + np.log(np.abs(cross))
         plus = np.logaddexp(out, log_term)
@@ -199,7 +189,8 @@ def log_mse_pos_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> 
 
 
 def log_mse_angular_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int, n: int) -> np.ndarray:
-    """log MSE of the angular hybrid on S(r): CORRECTED HRF eq. 47 (reference F4 erratum: the trig coefficient
+    """log MSE of the angular hybrid on S(r): CORRECTED HRF eq. 47 (docs: derivations/hrf-angular-hybrid: the trig
+    coefficient
     is E[(1 − λ̂)²] = (1 − p)(1 − p + p/n), not the printed E[λ̂(1 − λ̂)]); shared = independent here."""
     mom = angular_lambda_moments(theta, n)
     return log_mse_bipolar(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m), mom)
@@ -215,21 +206,22 @@ def log_mse_angular_hybrid_tr_as_printed(theta: np.ndarray | float, r: np.ndarra
 
 def log_mse_gaussian_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int, n: int,
                                sigma: float) -> np.ndarray:
-    """log MSE of the normalised Gaussian hybrid on S(r) (HRF Thm F.2, eqs. 77–79; reference F5)."""
+    """log MSE of the normalised Gaussian hybrid on S(r) (HRF Thm F.2, eqs. 77–79; docs:
+    derivations/gaussian-lambda)."""
     mom = gaussian_lambda_moments_tr(theta, r, sigma, n)
     return log_mse_bipolar(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m), mom)
 
 
 # ----------------------------------------------------------------------------------------- oracle λ*
 def oracle_lambda(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndarray:
-    """λ* = MSE_trig/(MSE_trig + MSE_++), the best deterministic λ (reference F7 [derived])."""
+    """λ* = MSE_trig/(MSE_trig + MSE_++), the best deterministic λ (derived; tests/test_hrf.py)."""
     from scipy.special import expit
 
     return expit(np.asarray(log_mse_trig, float) - np.asarray(log_mse_pos, float))
 
 
 def log_oracle_mse(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndarray:
-    """log MSE* = log[MSE_trig·MSE_++/(MSE_trig + MSE_++)] (reference F7 [derived]); −inf if either is exact."""
+    """log MSE* = log[MSE_trig·MSE_++/(MSE_trig + MSE_++)] (derived; tests/test_hrf.py); −inf if either is exact."""
     a = np.asarray(log_mse_pos, float)
     b = np.asarray(log_mse_trig, float)
     with np.errstate(invalid="ignore"):
@@ -238,12 +230,12 @@ def log_oracle_mse(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndar
 
 
 def oracle_lambda_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
-    """λ*(θ, r) on S(r) (reference F7); strongly non-linear in θ, unlike θ/π."""
+    """λ*(θ, r) on S(r) (derived; tests/test_hrf.py); strongly non-linear in θ, unlike θ/π."""
     return oracle_lambda(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m))
 
 
 def log_oracle_mse_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
-    """log MSE* on S(r) (reference F7), a lower envelope of every bipolar hybrid with independent λ̂."""
+    """log MSE* on S(r) (derived; tests/test_hrf.py), a lower envelope of every bipolar hybrid with independent λ̂."""
     return log_oracle_mse(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m))
 
 
@@ -256,7 +248,7 @@ def log_relative_error(log_mse: np.ndarray, theta: np.ndarray | float, r: np.nda
 def log_eps_trig_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
     """log ε_trig = log[(2m)^{-1/2} e^{2r² sin²(θ/2)}(1 − e^{−4r² sin²(θ/2)})] (HRF Lemma 3.4 eq. 25)."""
     a = 4.0 * check_r(r) ** 2 * np.sin(check_theta(theta) / 2) ** 2
-    return a / 2 + log1mexp(a) - 0.5 * np.log(2 * check_m(m))
+    return a / 2 + log1mexp(a) - 0.5 * np.log(2 * check(m, M_PARAM))
 
 
 def log_eps_pos_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
@@ -273,7 +265,7 @@ def log_w(r: np.ndarray | float) -> np.ndarray:
 def log_eps_angular_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int, n: int) -> np.ndarray:
     """log ε_{θ,r} of the angular hybrid = log[e^{r²}/√(2m)·√h_r(θ)], h_r(θ) = a_r(θ) + a_r(π − θ),
     a_r(θ) = p(p − p/n + 1/n)·e^{2r² cos θ}(1 − e^{−4r² cos²(θ/2)})² (HRF eqs. 48–50, with the e^{r²} prefactor
-    of eq. 48; eq. 66 prints e^{2r²}, a typo: reference §4)."""
+    of eq. 48; eq. 66 prints e^{2r²}, a typo: docs: errata)."""
     theta = check_theta(theta)
     r2 = check_r(r) ** 2
 
@@ -283,7 +275,7 @@ def log_eps_angular_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float, 
             return np.log(second) + 2 * r2 * np.cos(t) + 2 * log1mexp(4 * r2 * np.cos(t / 2) ** 2)
 
     log_h = np.logaddexp(log_a(theta), log_a(PI - theta))
-    return r2 - 0.5 * np.log(2 * check_m(m)) + 0.5 * log_h
+    return r2 - 0.5 * np.log(2 * check(m, M_PARAM)) + 0.5 * log_h
 
 
 def max_log_eps_angular_hybrid(r: float, m: int, n: int, grid: int = 4001) -> tuple[float, float]:
@@ -310,27 +302,27 @@ def _check_r_thm35(r: np.ndarray | float) -> np.ndarray:
 def log_bound_thm35_printed(r: np.ndarray | float, m: int, n: int) -> np.ndarray:
     """HRF Thm 3.5 eq. 27 AS PRINTED: (1/r)·W(r)/√(2m)·√(1/π − 1/(nπ) + 1/(n√π)), r ≥ 1.
 
-    FALSE for small n and large r (e.g. n = 1, r ≥ 5): reference §4 erratum.
+    FALSE for small n and large r (e.g. n = 1, r ≥ 5): docs: errata.
     """
     r = _check_r_thm35(r)
-    n = check_n(n)
+    n = check(n, N_PARAM)
     inner = 1 / PI - 1 / (n * PI) + 1 / (n * np.sqrt(PI))
-    return log_w(r) - np.log(r) - 0.5 * np.log(2 * check_m(m)) + 0.5 * np.log(inner)
+    return log_w(r) - np.log(r) - 0.5 * np.log(2 * check(m, M_PARAM)) + 0.5 * np.log(inner)
 
 
 def log_bound_thm35_corrected(r: np.ndarray | float, m: int, n: int) -> np.ndarray:
-    """CORRECTED Thm 3.5 bound: W(r)/√(2m)·√((1 − 1/n)/(π r²) + 1/(n√π r)), r ≥ 1 (reference §4 erratum: the
+    """CORRECTED Thm 3.5 bound: W(r)/√(2m)·√((1 − 1/n)/(π r²) + 1/(n√π r)), r ≥ 1 (docs: errata: the
     b² term of the proof, App. D.3 eq. 64, peaks at e^{2r²}/(2n√π r), not /r²)."""
     r = _check_r_thm35(r)
-    n = check_n(n)
+    n = check(n, N_PARAM)
     inner = (1 - 1 / n) / (PI * r**2) + 1 / (n * np.sqrt(PI) * r)
-    return log_w(r) - 0.5 * np.log(2 * check_m(m)) + 0.5 * np.log(inner)
+    return log_w(r) - 0.5 * np.log(2 * check(m, M_PARAM)) + 0.5 * np.log(inner)
 
 
 def log_endpoint_slope(r: np.ndarray | float, m: int, n: int) -> np.ndarray:
     """log lim_{θ→0} ε/√θ = log lim_{θ→π} ε/√(π − θ) = log[W(r)/√(2π m n)] (HRF Thm 3.5; the paper's √(θ − π)
     should read √(π − θ))."""
-    return log_w(r) - 0.5 * np.log(2 * PI * check_m(m) * check_n(n))
+    return log_w(r) - 0.5 * np.log(2 * PI * check(m, M_PARAM) * check(n, N_PARAM))
 
 
 # --------------------------------------------------------------------------- complex-exponential loss
@@ -355,13 +347,14 @@ def ce_w(a: np.ndarray | complex, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def ce_loss(a: np.ndarray | complex, x: np.ndarray, y: np.ndarray) -> float:
-    """l(A) = |Ax + (Aᵀ)^{-1}y|² (HRF eq. 21); for real A the CE MSE is SM²(e^{l(A)} − 1)/m (reference F6)."""
+    """l(A) = |Ax + (Aᵀ)^{-1}y|² (HRF eq. 21); for real A the CE MSE is SM²(e^{l(A)} − 1)/m (docs:
+    derivations/complex-exponential)."""
     w = ce_w(a, x, y)
     return float(np.sum(np.abs(w) ** 2))
 
 
 def ce_loss_min_real_diagonal(xc: np.ndarray, yc: np.ndarray) -> float:
-    """min over real diagonal A of l(A) = 4·Σ_{k: x_k y_k > 0} x_k y_k (reference E9 [derived])."""
+    """min over real diagonal A of l(A) = 4·Σ_{k: x_k y_k > 0} x_k y_k ([HRF] App. H)."""
     return float(4.0 * np.sum(np.clip(np.asarray(xc, float) * np.asarray(yc, float), 0.0, None)))
 
 
@@ -398,13 +391,13 @@ def ce_loss_diagonal(a: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def ce_loss_min_real_diagonal_batch(rq: np.ndarray, rk: np.ndarray) -> np.ndarray:
-    """min over real diagonal A of l(A) = 4 Σ_{k: r_{q,k} r_{k,k} > 0} r_{q,k} r_{k,k} (reference E9), broadcast."""
+    """min over real diagonal A of l(A) = 4 Σ_{k: r_{q,k} r_{k,k} > 0} r_{q,k} r_{k,k} ([HRF] App. H), broadcast."""
     return 4.0 * np.sum(np.clip(np.asarray(rq) * np.asarray(rk), 0.0, None), -1)
 
 
 def log_mse_ce_real_diagonal(xy: np.ndarray, loss: np.ndarray, m: int) -> np.ndarray:
     """log MSE of the m-feature CE estimator with real A: SM²(e^{l(A)} − 1)/m, SM = e^{x·y} (HRF Lemma 2.4;
-    reference F6, real A), from x·y and l(A)."""
+    docs: derivations/complex-exponential, real A), from x·y and l(A)."""
     return 2.0 * np.asarray(xy, float) + log_expm1(np.asarray(loss, float)) - math.log(m)
 
 
@@ -426,7 +419,8 @@ def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antit
                                 variance: str = "real_part") -> np.ndarray:
     """log MSE of the CE estimator with m iid ω, from w = Ax + (Aᵀ)^{-1}y (..., d) complex and log SM = x·y.
 
-    [HRF] §2.3 eqs. 13–18, Lemma 2.4 (closed form derived in reference F6): with a = |w|², w² = Σ w_k² = b + ic,
+    [HRF] §2.3 eqs. 13–18, Lemma 2.4 (closed form derived in docs: derivations/complex-exponential): with a = |w|²,
+    w² = Σ w_k² = b + ic,
     complex:   E|X − SM|² = SM²(e^a − 1)/m            (antithetic: SM²(cosh a − 1)/m);
     real_part: Var Re X  = SM²(e^a + Re e^{w²} − 2)/(2m) (antithetic: cosh in place of exp).
     The real-part bracket is rewritten without cancellation, with |u|² = (a + b)/2, |v|² = (a − b)/2

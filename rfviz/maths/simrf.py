@@ -1,12 +1,12 @@
-"""Coupled random projections (Simplex Random Features, Reid et al. ICML 2023 = "SimRF"; reference
-simplex_random_features.md, cited below as "ref §N").
+"""Coupled random projections (Simplex Random Features, Reid et al. ICML 2023 = "SimRF"; derivations in the
+docs: derivations/simrf-coupled-pairs).
 
 Three parts:
 
-* **Samplers** (torch, registered with ``register_coupling``; reduced coordinates as in rfviz.sampling):
+* **Samplers** (torch, declared in ``rfviz.registries.COUPLINGS``; reduced coordinates as in rfviz.sampling):
   ``simplex`` (W = D·S·R, SimRF Eq. 8–9, with the O(d) product of Algorithm 1) and ``simplex_plus``
   (W = D·S'·R, S' from the norm-dependent iteration of SimRF Eq. 17). Both use blocks of d vectors with iid
-  χ_d norms, stacked independently when m > d and truncated to m rows (ref §1.2).
+  χ_d norms, stacked independently when m > d and truncated to m rows ([SimRF] §3).
 * **Densities and conformity** (numpy): p(w_ij) of w_ij = ‖ω_i + ω_j‖ (Lemmas 4.1, 4.2), its CDF, the
   RF-conformity ρ(v) (Def. 3.1, Thm 4.3) and MSE ratios against iid (Fig. 6), all in log space.
 * **Closed-form MSE** of the softmax-kernel trig, positive and antithetic-positive estimators under the
@@ -30,14 +30,17 @@ from scipy.special import erfcx, gammainc, gammaln, hyp1f1, ive, logsumexp, xlog
 
 from ..numerics import LOG2, gauss_legendre, log1mexp, log_expm1
 from ..params import ParameterError, check_int
-from ..sampling import chi_square, random_frame, register_coupling, sample_omegas
+from ..registries import COUPLED_CLOSED_FORMS, COUPLINGS, COUPLINGS_WITH_DENSITY, IID, ORTHOGONAL, SIMPLEX, SIMPLEX_PLUS
+from ..sampling import chi_square, random_frame, sample_omegas
 
-COUPLINGS_WITH_DENSITY = ("iid", "orthogonal", "simplex")
-"""Couplings with a closed-form law of w_ij (simplex_plus is weight-dependent: no closed form, ref §3)."""
+CLOSED_FORM_MSE_COUPLINGS = (IID, *COUPLED_CLOSED_FORMS)
+"""Couplings whose MSE has a closed form here (``log_relative_mse``); the law of w_ij: ``COUPLINGS_WITH_DENSITY``
+(from rfviz.registries; simplex_plus is weight-dependent: no closed form, tests/test_coupling.py)."""
 FEATURES = ("trig", "positive", "positive_antithetic")
 """Random features whose coupled MSE has a closed form here (``log_relative_mse``)."""
 SIMPLEX_PLUS_PASSES = 5
-"""Passes of the SimRF+ iteration (Eq. 17); the authors use 5, it converges after 1–2 (ref §1.2, checks §7, §12)."""
+"""Passes of the SimRF+ iteration (Eq. 17); the authors use 5, it converges after 1–2 ([SimRF] §3;
+tests/test_coupling.py)."""
 N_ANGLE_NODES = 400
 SMALL_ARG = 1.0
 """Below this value of v² (or z²) the coefficient series is used: it is free of the cancellation in ρ − e^{v²}."""
@@ -45,8 +48,7 @@ SMALL_SERIES_TERMS = 64
 
 
 # ------------------------------------------------------------------------------------------- parameters
-def check_coupling(coupling: str, allowed: tuple[str, ...] = ("iid", "orthogonal", "simplex", "simplex_plus"),
-                   what: str = "") -> str:
+def check_coupling(coupling: str, allowed: tuple[str, ...] = tuple(COUPLINGS), what: str = "") -> str:
     """ParameterError unless ``coupling`` is one of ``allowed``."""
     if coupling not in allowed:
         tail = f" {what}" if what else ""
@@ -55,8 +57,9 @@ def check_coupling(coupling: str, allowed: tuple[str, ...] = ("iid", "orthogonal
 
 
 def check_coupling_dimension(coupling: str, d: int) -> int:
-    """d ≥ 1 for every coupling, d ≥ 2 for simplex and simplex+ (the pair cosine −1/(d−1); ref §1.2, pitfall 10)."""
-    minimum = 2 if coupling in ("simplex", "simplex_plus") else 1
+    """d ≥ the coupling's ``min_d`` (rfviz.registries): 1, or 2 for simplex and simplex+ (the pair cosine −1/(d−1);
+    [SimRF] §3)."""
+    minimum = COUPLINGS[check_coupling(coupling)].min_d
     if isinstance(d, bool) or int(d) != d or d < minimum:
         why = " (a simplex of d unit vectors needs d ≥ 2)" if minimum == 2 else ""
         raise ParameterError(f"d must be an integer in [{minimum}, inf) for coupling={coupling}{why}, got {d!r}")
@@ -67,11 +70,12 @@ def pair_cosine(coupling: str, d: int) -> float | None:
     """cos θ_w between two vectors of one block: orthogonal 0, simplex −1/(d−1) (SimRF Eq. 9); None for iid."""
     check_coupling(coupling, COUPLINGS_WITH_DENSITY)
     check_coupling_dimension(coupling, d)
-    return {"iid": None, "orthogonal": 0.0, "simplex": -1.0 / (d - 1) if d > 1 else None}[coupling]
+    return {IID: None, ORTHOGONAL: 0.0, SIMPLEX: -1.0 / (d - 1) if d > 1 else None}[coupling]
 
 
 def pairs_within_blocks(m: int, d: int) -> int:
-    """P = Σ_b m_b(m_b − 1): ordered coupled pairs when m vectors come in blocks of d (ref §2.1, pitfall 3)."""
+    """P = Σ_b m_b(m_b − 1): ordered coupled pairs when m vectors come in blocks of d (docs:
+    derivations/simrf-coupled-pairs)."""
     blocks, rem = divmod(int(m), int(d))
     return blocks * d * (d - 1) + rem * (rem - 1)
 
@@ -79,7 +83,7 @@ def pairs_within_blocks(m: int, d: int) -> int:
 # ------------------------------------------------------------------------------------------- samplers
 def simplex_matrix(d: int) -> np.ndarray:
     """The simplex matrix S of SimRF Eq. 9 (rows unit, s_i·s_j = −1/(d−1), Σ s_i = 0, last column 0)."""
-    check_coupling_dimension("simplex", d)
+    check_coupling_dimension(SIMPLEX, d)
     ones = np.ones(d)
     ones[-1] = 0.0
     s = np.tile(-(math.sqrt(d) + 1.0) / (d - 1) ** 1.5 * ones, (d, 1))
@@ -89,7 +93,7 @@ def simplex_matrix(d: int) -> np.ndarray:
 
 
 def simplex_product(x: torch.Tensor) -> torch.Tensor:
-    """y = S x along the last axis in O(d) (SimRF Algorithm 1, App. B.2.1; ref §1.2):
+    """y = S x along the last axis in O(d) (SimRF Algorithm 1, App. B.2.1; [SimRF] §3):
     y_d = Σ_{i<d} x_i/√(d−1), y_i = √(d/(d−1)) x_i − (√d+1)/(d−1)·y_d."""
     d = x.shape[-1]
     y_last = x[..., : d - 1].sum(-1, keepdim=True) / math.sqrt(d - 1.0)
@@ -129,12 +133,11 @@ def _blocks_and_frame(trials: int, m: int, d: int, dim: int, generator: torch.Ge
     return blocks, random_frame(trials * blocks, d, dim, generator, device, dtype)  # (T·B, dim, d)
 
 
-@register_coupling("simplex")
 def sample_simplex(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
                    dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """SimRF blocks W = D S R (SimRF Eq. 8): ω_i = w_i Rᵀs_i, w_i ~ χ_d iid, R Haar. Reduced coordinates of
     Rᵀs_i are frame·s_i with frame the first ``dim`` rows of a Haar matrix: O(d·dim) per block via Algorithm 1."""
-    check_coupling_dimension("simplex", d)
+    check_coupling_dimension(SIMPLEX, d)
     blocks, frame = _blocks_and_frame(trials, m, d, dim, generator, device, dtype)
     dirs = simplex_product(frame).transpose(-1, -2).reshape(trials, blocks * d, dim)[:, :m]
     sq = chi_square((trials, m), d, generator, device, dtype)
@@ -145,15 +148,14 @@ SIMPLEX_PLUS_CHUNK = 2**22
 """Entries of S' (blocks × d × d) built at once by the SimRF+ sampler (bounds its memory at 32 MiB in float64)."""
 
 
-@register_coupling("simplex_plus")
 def sample_simplex_plus(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
                         dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """SimRF+ blocks W = D S' R (SimRF §3.2): the d norms of each block are drawn first (iid χ_d), S' is
     computed from them by Eq. 17, then a fresh Haar R rotates the block, which keeps every ω_i ~ N(0, I_d)
-    marginally (unbiased; ref pitfall 12). Weight-dependent but data-independent: it needs only the norms, so it
-    fits the sampler protocol. Unlike the authors' code, every block draws its own norms and S' (ref §1.2 quirk).
+    marginally (unbiased). Weight-dependent but data-independent: it needs only the norms, so it
+    fits the sampler protocol. Unlike the authors' code, every block draws its own norms and S' ([SimRF] §3).
     Cost O(passes·d²) per block (a python loop over i), so it is the slow coupling at large d."""
-    check_coupling_dimension("simplex_plus", d)
+    check_coupling_dimension(SIMPLEX_PLUS, d)
     blocks, frame = _blocks_and_frame(trials, m, d, dim, generator, device, dtype)
     sq = chi_square((trials * blocks, d), d, generator, device, dtype)
     norms = sq.sqrt()
@@ -197,18 +199,18 @@ def _angle_nodes(d: int, n: int = N_ANGLE_NODES) -> tuple[np.ndarray, np.ndarray
 
 
 def kappa(d: int) -> float:
-    """κ_d = E[sin u] = Γ((d+1)/2)² / (Γ(d/2)Γ(d/2+1)) (ref §2.10)."""
+    """κ_d = E[sin u] = Γ((d+1)/2)² / (Γ(d/2)Γ(d/2+1)) ([SimRF] §5.1)."""
     return float(np.exp(2 * gammaln((d + 1) / 2) - gammaln(d / 2) - gammaln(d / 2 + 1)))
 
 
 def small_v_ratio_simplex(d: int) -> float:
-    """lim_{v→0} MSE_Sim/MSE_IID for m = d: 1 − κ_d ≈ 1/(2d) (ref §2.10; the paper's 0.0078 at d = 64)."""
-    check_coupling_dimension("simplex", d)
+    """lim_{v→0} MSE_Sim/MSE_IID for m = d: 1 − κ_d ≈ 1/(2d) ([SimRF] §5.1; the paper's 0.0078 at d = 64)."""
+    check_coupling_dimension(SIMPLEX, d)
     return -math.expm1(math.log(kappa(d)))
 
 
 def mean_wij_sq(d: int, coupling: str) -> float:
-    """E[w_ij²] = 2d(1 + κ_d cos θ_w) (ref §2.4 moments: 2d + 4cΓ((d+1)/2)²/Γ(d/2)²); iid and ORF: 2d."""
+    """E[w_ij²] = 2d(1 + κ_d cos θ_w) ([SimRF] eq. 20: 2d + 4cΓ((d+1)/2)²/Γ(d/2)²); iid and ORF: 2d."""
     c = pair_cosine(coupling, d)
     return 2.0 * d * (1.0 + (c or 0.0) * kappa(d))
 
@@ -232,9 +234,9 @@ def log_density_wij(w: np.ndarray | float, d: int, coupling: str) -> np.ndarray:
     if np.any(~np.isfinite(w)) or np.any(w < 0):
         raise ParameterError("w must be finite numbers in [0, inf)")
     c = pair_cosine(coupling, d)
-    if coupling == "iid":
+    if coupling == IID:
         return _log_chi_density(w / math.sqrt(2.0), d) - 0.5 * LOG2
-    if coupling == "orthogonal":
+    if coupling == ORTHOGONAL:
         return _log_chi_density(w, 2 * d)
     if d == 2:
         a = w / 2.0
@@ -261,9 +263,9 @@ def cdf_wij(w: np.ndarray | float, d: int, coupling: str) -> np.ndarray:
     if np.any(~np.isfinite(w)) or np.any(w < 0):
         raise ParameterError("w must be finite numbers in [0, inf)")
     c = pair_cosine(coupling, d)
-    if coupling == "iid":
+    if coupling == IID:
         return gammainc(d / 2, w * w / 4)
-    if coupling == "orthogonal":
+    if coupling == ORTHOGONAL:
         return gammainc(d, w * w / 2)
     if d == 2:
         return -np.expm1(-0.5 * w * w) + np.exp(-0.5 * w * w) * 0.5 * np.sqrt(np.pi) * w * erfcx(w / 2)
@@ -273,7 +275,7 @@ def cdf_wij(w: np.ndarray | float, d: int, coupling: str) -> np.ndarray:
 
 
 def f_penalty(w: np.ndarray | float, v: float, d: int) -> np.ndarray:
-    """f(w, v) = 0F1(; d/2; v²w²/4) = direction average of e^{ω_ij·v} (App. Eqs. 31–33, ref §2.2; Fig. 5),
+    """f(w, v) = 0F1(; d/2; v²w²/4) = direction average of e^{ω_ij·v} (App. Eqs. 31–33, [SimRF] eq. 10; Fig. 5),
     as a log-stable evaluation: Γ(d/2)(vw/2)^{1−d/2} I_{d/2−1}(vw)."""
     t = np.asarray(w, dtype=float) * float(v)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -301,7 +303,7 @@ def _fast_logsumexp(a: np.ndarray, axis: int) -> np.ndarray:
 @lru_cache(maxsize=64)
 def _log_series_coefficients(d: int, cosines: tuple[float, ...], terms: int) -> np.ndarray:
     """log(c_k M̄_k), k < terms, where M̄_k = mean over c in ``cosines`` of E_u[(1 + c sin u)^k]
-    (ref §2.4 moments; ρ_θ(v) = Σ_k c_k M_k v^{2k} is Eq. 21 summed in k)."""
+    ([SimRF] eq. 20; ρ_θ(v) = Σ_k c_k M_k v^{2k} is Eq. 21 summed in k)."""
     s, logw = _angle_nodes(d)
     k = np.arange(terms)
     per_c = []
@@ -341,7 +343,8 @@ def _log_rho_series(x: np.ndarray, d: int, cosines: tuple[float, ...]) -> np.nda
 def log_conformity(v: np.ndarray | float, d: int, coupling: str) -> np.ndarray:
     """log ρ(v): RF-conformity of one coupled pair (Def. 3.1 Eq. 10): iid v² (Lemma 4.1 Eq. 19);
     orthogonal log 1F1(d; d/2; v²/2) (Thm 4.3 Eq. 23); simplex E_u[1F1(d; d/2; v²(1 − sin u/(d−1))/2)]
-    (Eq. 24 in the stable form of ref §2.5). Summed as Σ_k c_k M_k v^{2k} in log space (v up to 100s)."""
+    (Eq. 24 in the stable form of docs: derivations/simrf-coupled-pairs). Summed as Σ_k c_k M_k v^{2k} in log space
+    (v up to 100s)."""
     v = np.asarray(v, dtype=float)
     c = pair_cosine(coupling, d)
     if c is None:
@@ -391,7 +394,8 @@ def _log_delta(v2: np.ndarray, d: int, cosines: tuple[float, ...]) -> tuple[np.n
 
 
 def _log_bracket_positive(v2: np.ndarray, d: int, m: int, cosines: tuple[float, ...] | None) -> np.ndarray:
-    """log[m(e^{v²} − 1) + P(ρ e^{−v²} − 1)] (Thm 3.2 App. Eq. 34 generalised to blocks, ref §2.1)."""
+    """log[m(e^{v²} − 1) + P(ρ e^{−v²} − 1)] (Thm 3.2 App. Eq. 34 generalised to blocks, docs:
+    derivations/simrf-coupled-pairs)."""
     v2 = np.asarray(v2, dtype=float)
     base = math.log(m) + log_expm1(v2)
     pairs = pairs_within_blocks(m, d) if cosines is not None else 0
@@ -484,14 +488,15 @@ def hyp1f1_d_neg(x: np.ndarray, d: int) -> np.ndarray:
 
 def trig_pair_product(z2: np.ndarray, d: int, coupling: str) -> np.ndarray:
     """E[a_i a_j], a_i = cos(ω_i·z), for a coupled pair: ½[R(c) + R(−c)], R(c) = E_u[1F1(d; d/2; −z²(1+c sin u)/2)]
-    (ORF: 1F1(d; d/2; −z²/2), App. A.8 Eq. 74 with v → iz; simplex: ref §2.9, an extension not in the paper).
+    (ORF: 1F1(d; d/2; −z²/2), App. A.8 Eq. 74 with v → iz; simplex: docs: derivations/simrf-coupled-pairs, an
+    extension not in the paper).
     |·| ≤ 1; absolute accuracy ~1e-15 (``hyp1f1_d_neg``; tested against mpmath), and relative accuracy for
     orthogonal values below 1e-8 (scipy), which the sign changes of the Thm 4.5 gap (z_crit) need."""
     z2 = np.asarray(z2, dtype=float)
     c = pair_cosine(coupling, d)
     if c is None:
         return np.exp(-z2)
-    if c == 0.0:  # one evaluation per point: tiny values get scipy's relative accuracy (z_crit of ref §2.8)
+    if c == 0.0:  # one evaluation per point: tiny values get scipy's relative accuracy (z_crit of [SimRF] Thm 4.5)
         out = hyp1f1_d_neg(z2 / 2.0, d)
         tiny = np.abs(out) < 1e-8
         out[tiny] = hyp1f1(d, d / 2.0, -z2[tiny] / 2.0)
@@ -511,7 +516,7 @@ def _log_bracket_trig(z2: np.ndarray, d: int, m: int, coupling: str) -> np.ndarr
     """log[m(1 − e^{−z²})²/2 + P(E[a_i a_j] − e^{−z²})] (App. Eq. 74 generalised to blocks; no e^{−2|x|²} factor)."""
     z2 = np.asarray(z2, dtype=float)
     base = math.log(m) - LOG2 + 2.0 * log1mexp(z2)
-    pairs = pairs_within_blocks(m, d) if coupling != "iid" else 0
+    pairs = pairs_within_blocks(m, d) if coupling != IID else 0
     if pairs == 0:
         return base
     c = pair_cosine(coupling, d)
@@ -537,9 +542,10 @@ def log_abs_relative_pair_covariance(sign: int, arg2: np.ndarray | float, d: int
     relCov = Cov(Y_i, Y_j)/K²:
 
     * s = +1 (positive, OPRF, real-A GERF; arg2 = Z = |x+y|²): relCov = ρ_c(√Z)e^{−Z} − 1 (SimRF Def. 3.1);
-    * s = −1 (trig, real-A GERF; arg2 = W = |x−y|²): relCov = e^{W}(½[R(c) + R(−c)] − e^{−W}) (ref §2.9).
+    * s = −1 (trig, real-A GERF; arg2 = W = |x−y|²): relCov = e^{W}(½[R(c) + R(−c)] − e^{−W}) (docs:
+    derivations/simrf-coupled-pairs).
 
-    Orthogonal (c = 0) is chefs_random_tables.md §3.9. For c ≠ 0 (derived here, MC-verified in tests): with
+    Orthogonal (c = 0) is [CRT] Thm 4.1. For c ≠ 0 (derived here, MC-verified in tests): with
     |ω_i|² + |ω_j|² = R² ~ χ²_{2d} and |ω_i ± ω_j|² = R²(1 ± c sin u), E_R[e^{2AR²}·0F1(; d/2; B²Z R²(1 ± c sin u)/4)]
     = (1−4A)^{−d} 1F1(d; d/2; B²Z(1 ± c sin u)/(2(1−4A))), and B² = s(1−4A), D⁴ = (1−4A)^d remove A."""
     a = np.asarray(arg2, dtype=float)
@@ -572,7 +578,7 @@ def log_abs_relative_pair_covariance(sign: int, arg2: np.ndarray | float, d: int
 # ------------------------------------------------------------------------------- SimRF+ (semi-analytic)
 def conformity_of_vectors(vectors: np.ndarray, v: float) -> np.ndarray:
     """Rotation-averaged conformity of given vectors (…, n, d): mean_{i≠j} 0F1(; d/2; v²‖w_i + w_j‖²/4)
-    (SimRF Def. 3.1 with the Haar rotation averaged analytically; the quantity of Fig. 4, ref §3)."""
+    (SimRF Def. 3.1 with the Haar rotation averaged analytically; the quantity of Fig. 4, tests/test_coupling.py)."""
     w = np.asarray(vectors, dtype=float)
     n, d = w.shape[-2], w.shape[-1]
     sums = np.linalg.norm(w[..., :, None, :] + w[..., None, :, :], axis=-1)
@@ -584,10 +590,10 @@ def conformity_iterations(norms: np.ndarray, v: float, passes: int = 15, iid_dra
                           seed: int = 0) -> dict[str, np.ndarray | float]:
     """SimRF Fig. 4 for one draw of norms (d of them): conformity of ORF (identity directions), SimRF (S),
     SimRF+ after 0..passes passes of Eq. 17 (pass 0 = SimRF), and mean ± sd over ``iid_draws`` sets of independent
-    uniform directions (IIDRF). Norms fixed, directions vary (ref §4 Fig. 4: 1.8098 → 1.7989 after one pass)."""
+    uniform directions (IIDRF). Norms fixed, directions vary ([SimRF] Fig. 4: 1.8098 → 1.7989 after one pass)."""
     norms = np.asarray(norms, dtype=float)
     d = norms.size
-    check_coupling_dimension("simplex_plus", d)
+    check_coupling_dimension(SIMPLEX_PLUS, d)
     gen = torch.Generator().manual_seed(int(seed))
     g = torch.randn((int(iid_draws), d, d), generator=gen, dtype=torch.float64).numpy()
     iid = conformity_of_vectors(norms[:, None] * g / np.linalg.norm(g, axis=-1, keepdims=True), v)
@@ -598,17 +604,17 @@ def conformity_iterations(norms: np.ndarray, v: float, passes: int = 15, iid_dra
         dirs = simplex_plus_pass(t, dirs)
         plus.append(conformity_of_vectors(norms[:, None] * dirs.numpy(), v))
     return {"iid_mean": float(iid.mean()), "iid_sd": float(iid.std(ddof=1)) if iid.size > 1 else 0.0,
-            "orthogonal": float(conformity_of_vectors(np.diag(norms), v)),
-            "simplex": float(plus[0]), "simplex_plus": np.array(plus, dtype=float)}
+            ORTHOGONAL: float(conformity_of_vectors(np.diag(norms), v)),
+            SIMPLEX: float(plus[0]), SIMPLEX_PLUS: np.array(plus, dtype=float)}
 
 
 def simplex_plus_relative_mse(v: float, d: int, m: int | None = None, draws: int = 20000,
                               seed: int = 0) -> tuple[float, float]:
     """(MSE/K², its standard error) of positive features under SimRF+ with full blocks (m a multiple of d):
     semi-analytic, MSE_Sim + (P/m²)e^{−v²}·E_norms[ρ_{Sim+}(norms) − ρ_Sim(norms)], a Monte Carlo over the χ_d
-    norms only with the simplex as control variate (no closed form exists; ref §3 "SimRF+ MSE", checks §12)."""
+    norms only with the simplex as control variate (no closed form exists; tests/test_coupling.py)."""
     m = d if m is None else int(m)
-    check_coupling_dimension("simplex_plus", d)
+    check_coupling_dimension(SIMPLEX_PLUS, d)
     if m < d or m % d:
         raise ParameterError(f"m must be a positive multiple of d = {d} for the SimRF+ semi-analytic MSE, got {m}")
     gen = torch.Generator().manual_seed(int(seed))
@@ -617,7 +623,7 @@ def simplex_plus_relative_mse(v: float, d: int, m: int | None = None, draws: int
     plain = norms.unsqueeze(-1) * torch.as_tensor(simplex_matrix(d))
     diff = conformity_of_vectors(plus.numpy(), v) - conformity_of_vectors(plain.numpy(), v)
     scale = pairs_within_blocks(m, d) / m**2 * math.exp(-v * v)
-    base = float(np.exp(log_relative_mse("positive", v * v, d, m, "simplex")))
+    base = float(np.exp(log_relative_mse("positive", v * v, d, m, SIMPLEX)))
     return base + scale * float(diff.mean()), scale * float(diff.std(ddof=1)) / math.sqrt(len(diff))
 
 
@@ -628,11 +634,12 @@ def _cosines(coupling: str, d: int) -> tuple[float, ...] | None:
 
 
 def log_relative_mse(features: str, arg2: np.ndarray | float, d: int, m: int, coupling: str) -> np.ndarray:
-    """log(MSE/K²) for the softmax (or Gaussian) kernel; the same for both kernels (ref §2.1 "Relative MSE").
+    """log(MSE/K²) for the softmax (or Gaussian) kernel; the same for both kernels (docs:
+    derivations/simrf-coupled-pairs).
 
     ``features``: ``positive`` (arg2 = v² = |x+y|²), ``positive_antithetic`` (v²) or ``trig`` (arg2 = z² = |x−y|²;
     relative to K_SM² the trig MSE carries an extra e^{z²}, see ``log_mse_coupled_trig``)."""
-    check_coupling(coupling, COUPLINGS_WITH_DENSITY, "for a closed-form MSE")
+    check_coupling(coupling, CLOSED_FORM_MSE_COUPLINGS, "for a closed-form MSE")
     d = check_coupling_dimension(coupling, d)
     m = check_int("m", m)
     a = np.asarray(arg2, dtype=float)
@@ -650,7 +657,7 @@ def log_relative_mse(features: str, arg2: np.ndarray | float, d: int, m: int, co
 def mse_ratio_vs_iid(features: str, arg2: np.ndarray | float, d: int, m: int, coupling: str) -> np.ndarray:
     """MSE_coupling/MSE_iid at the same pair (SimRF Fig. 6 for positive features; Thm 4.5/Cor. 4.6 for trig)."""
     with np.errstate(invalid="ignore"):
-        return np.exp(log_relative_mse(features, arg2, d, m, coupling) - log_relative_mse(features, arg2, d, m, "iid"))
+        return np.exp(log_relative_mse(features, arg2, d, m, coupling) - log_relative_mse(features, arg2, d, m, IID))
 
 
 def log_mse_coupled_trig(xx: np.ndarray, yy: np.ndarray, delta2: np.ndarray, d: int, m: int,
@@ -659,7 +666,7 @@ def log_mse_coupled_trig(xx: np.ndarray, yy: np.ndarray, delta2: np.ndarray, d: 
     e^{|x|²+|y|²}/m²·[m(1 − e^{−z²})²/2 + P(E[a_i a_j] − e^{−z²})], z = |x − y|, P = Σ_b m_b(m_b − 1)
     ([SimRF] App. Eq. 74, Thm 4.5). Positive and antithetic positive features: ``log_relative_mse`` + 2x·y
     ([SimRF] Thm 3.2, App. Eq. 34). Gaussian kernel: the caller multiplies by e^{−|x|²−|y|²}."""
-    check_coupling(coupling, COUPLINGS_WITH_DENSITY, "for a closed-form MSE")
+    check_coupling(coupling, CLOSED_FORM_MSE_COUPLINGS, "for a closed-form MSE")
     d = check_coupling_dimension(coupling, d)
     m = check_int("m", m)
     return xx + yy + _log_bracket_trig(np.asarray(delta2, float), d, m, coupling) - 2.0 * math.log(m)
@@ -680,6 +687,7 @@ def log_mse_coupled_gerf(log_mse_iid: np.ndarray, xy: np.ndarray, sign: int, arg
 
 
 __all__ = [
+    "CLOSED_FORM_MSE_COUPLINGS",
     "COUPLINGS_WITH_DENSITY",
     "cdf_wij",
     "check_coupling_dimension",

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..diagnostics import Moments, assess_mse
 from ..engine import DEFAULT_BLOCK_TRIALS, monte_carlo
-from ..estimators.base import Estimator, get_estimator
+from ..estimators import Estimator, get_estimator  # the package: get_estimator needs the catalog loaded
 from ..geometry import check_d, check_r, check_theta
 from ..numerics import LOG10
 from ..params import ParameterError

@@ -1,0 +1,70 @@
+"""The documentation site's generated pages and its self-containment (the full build, with warnings as errors, is
+``./run docs``, run by ``./run test`` and CI)."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+sys.path.insert(0, str(DOCS / "_ext"))
+
+import rfviz_docs  # noqa: E402
+
+
+def test_cli_reference_lists_every_command_and_option():
+    from rfviz.cli import COMMANDS, build_parser
+
+    page = rfviz_docs.cli_reference()
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+    for module in COMMANDS:
+        assert f"## `rfviz {module.NAME}`" in page
+        for action in sub.choices[module.NAME]._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert f"`{option}" in page or f", {option}" in page, f"{module.NAME}: {option} missing"
+
+
+def test_estimator_catalog_has_every_registered_estimator():
+    import rfviz
+
+    page = rfviz_docs.estimator_catalog()
+    for name, cls in rfviz.REGISTRY.items():
+        assert f"## `{name}`: {cls.title}" in page
+        for p in cls.spec:
+            assert f"| `{p.name}` |" in page, f"{name}: parameter {p.name} missing"
+
+
+def test_bibliography_has_every_paper():
+    from rfviz.references import REFERENCES
+
+    page = rfviz_docs.bibliography()
+    assert all(f"**[{key}]**" in page for key in REFERENCES)
+
+
+def test_markdown_escaping_keeps_plain_text_plain():
+    assert rfviz_docs._md("|x| ≤ $5 and *a*_b") == r"\|x\| ≤ \$5 and \*a\*\_b"
+
+
+def test_docs_need_nothing_outside_the_repository():
+    """No intersphinx, no remote theme assets: MathJax comes from sphinx-mathjax-offline, plotly.js from plotly."""
+    conf = (DOCS / "conf.py").read_text()
+    assert "intersphinx" not in conf
+    assert "sphinx-mathjax-offline" in conf
+    assert not re.search(r"https?://", conf)
+    for page in DOCS.rglob("*.md"):
+        if "_build" in page.parts or "_generated" in page.parts:
+            continue
+        text = page.read_text()
+        assert "shared/reference" not in text and "../shared" not in text, page
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (DOCS / "derivations").glob("*.md")))
+def test_every_derivation_page_is_in_the_toctree(page):
+    index = (DOCS / "derivations" / "index.md").read_text()
+    assert page == "index.md" or page.removesuffix(".md") in index

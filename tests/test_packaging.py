@@ -1,0 +1,106 @@
+"""Packaging: pyproject.toml and requirements.txt agree, the version lives in one place, the console script points
+at the CLI's entry point, and the two set-up commands exist."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import tomllib
+from packaging.requirements import Requirement
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def _requirements_txt() -> dict[str, str]:
+    reqs: dict[str, str] = {}
+    for line in (ROOT / "requirements.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            req = Requirement(line)
+            assert req.name not in reqs, f"requirements.txt lists {req.name} twice"
+            reqs[req.name.lower()] = str(req.specifier)
+    return reqs
+
+
+def _pyproject_requirements() -> dict[str, str]:
+    project = _pyproject()["project"]
+    reqs: dict[str, str] = {}
+    groups = {"dependencies": project["dependencies"], **project["optional-dependencies"]}
+    for group, lines in groups.items():
+        for line in lines:
+            req = Requirement(line)
+            if req.name == "rfviz":  # the [all] extra names the others
+                continue
+            name = req.name.lower()
+            assert name not in reqs, f"pyproject lists {name} twice (again in {group})"
+            reqs[name] = str(req.specifier)
+    return reqs
+
+
+def test_requirements_txt_agrees_with_pyproject():
+    """requirements.txt = the runtime dependencies plus every extra, with the same specifiers."""
+    assert _requirements_txt() == _pyproject_requirements()
+
+
+def test_all_extra_names_every_other_extra():
+    extras = _pyproject()["project"]["optional-dependencies"]
+    (all_req,) = (Requirement(s) for s in extras["all"])
+    assert all_req.name == "rfviz" and all_req.extras == set(extras) - {"all"}
+
+
+def test_torch_is_pinned_and_docs_tools_are_pinned():
+    reqs = _pyproject_requirements()
+    assert reqs["torch"] == "==2.13.0"
+    for line in _pyproject()["project"]["optional-dependencies"]["docs"]:
+        assert str(Requirement(line).specifier).startswith("=="), f"docs tool not pinned: {line}"
+
+
+def test_version_is_one_literal_read_by_setuptools():
+    """The version is written once, as a plain literal in rfviz/_version.py (setuptools reads it without importing
+    the package); rfviz.__version__ is that value."""
+    project = _pyproject()
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "rfviz._version.__version__"}
+    tree = ast.parse((ROOT / "rfviz" / "_version.py").read_text())
+    literals = [node.value.value for node in tree.body if isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "__version__" for t in node.targets)
+                and isinstance(node.value, ast.Constant)]
+    assert len(literals) == 1 and isinstance(literals[0], str)
+    import rfviz
+
+    assert rfviz.__version__ == literals[0]
+
+
+def test_console_script_is_the_cli_main():
+    module, func = _pyproject()["project"]["scripts"]["rfviz"].split(":")
+    import importlib
+
+    from rfviz.cli import main
+
+    assert getattr(importlib.import_module(module), func) is main
+
+
+def test_run_script_knows_the_two_commands():
+    """./run app and ./run test are the README's set-up; .ci/run calls ./run test."""
+    run = ROOT / "run"
+    assert run.stat().st_mode & 0o111, "./run must be executable"
+    out = subprocess.run(["bash", str(run), "--help"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and "app" in out.stdout and "test" in out.stdout
+    bad = subprocess.run(["bash", str(run), "nonsense"], capture_output=True, text=True, timeout=30)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "./run test" in (ROOT / ".ci" / "run").read_text()
+    readme = (ROOT / "README.md").read_text()
+    assert "./run app" in readme and "./run test" in readme
+
+
+def test_python_m_rfviz_still_works():
+    out = subprocess.run([sys.executable, "-m", "rfviz", "--help"], capture_output=True, text=True, timeout=120,
+                         cwd=ROOT)
+    assert out.returncode == 0 and "mse" in out.stdout
