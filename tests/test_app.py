@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_pages import BY_PATH, PAGES
 from app_pages._ui import to_text
+from app_pages._ui._output import PHONE_KEY
 from rfviz.compute import explorer as ex
 from rfviz.figures import explorer as fx
 
@@ -195,7 +196,7 @@ def test_every_widget_reruns_and_changes_what_the_page_shows(loaded):
     """No dead controls: changing any enabled widget must change a figure or the visible state of the page
     (text, other widgets). A widget the current view ignores must be disabled (exempt here)."""
     page, at = loaded
-    widgets = _widgets(at)
+    widgets = [(kind, key) for kind, key in _widgets(at) if key != PHONE_KEY]  # the app-wide layout switch
     assert widgets, f"{page} has no widgets"
     foreign = [key for _, key in widgets if not key.startswith(f"{page}.")]
     assert not foreign, f"{page}: widget keys must start with the page's URL path: {foreign}"
@@ -822,3 +823,15 @@ def test_upload_limits_shown_are_the_real_ones():
         uploader = at.get("file_uploader")[0].proto
         assert uploader.max_upload_size_mb == limit // 2**20, page  # Streamlit's "Limit … per file" text
         assert f"{limit // 2**20} MiB" in uploader.help + uploader.label, page
+
+
+def test_phone_layout_switch_stacks_the_panels():
+    at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT).run()
+    _no_exception(at, "mse_explorer")
+    wide = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    at.sidebar.toggle(key=PHONE_KEY).set_value(True).run()
+    _no_exception(at, "mse_explorer, phone layout")
+    phone = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    assert wide["xaxis2"]["domain"][0] > wide["xaxis"]["domain"][1]  # side by side on a wide screen
+    assert phone["xaxis2"]["domain"] == [0.0, 1.0] and phone["yaxis2"]["domain"][1] < phone["yaxis"]["domain"][0]
+    assert phone["legend"]["orientation"] == "h"
