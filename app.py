@@ -26,8 +26,11 @@ def _story_figures() -> tuple:
     hybrid = fh.mse_figure(ch.mse_columns("angular", 1.5, 8, 1.0, 10), "angular", 1.5)
     coupling = fc.ratio_vs_v_figure(16, 16, features="positive", v=np.geomspace(1e-2, 1e1, 81))
     q = cd.variance_vs_q(1.0, 0.79, 8, 3, 16, "flat")
-    for fig in (hybrid, coupling, q):
-        fig.update_layout(height=340, margin={"t": 50, "b": 40})
+    import textwrap
+
+    for fig in (hybrid, coupling, q):  # a narrow column: the title wrapped, not cut
+        title = "<br>".join(textwrap.wrap((fig.layout.title.text or "").replace("<br>", " "), 60))
+        fig.update_layout(height=360, margin={"t": 50 + 18 * title.count("<br>"), "b": 40}, title_text=title)
     return hybrid, coupling, q
 
 

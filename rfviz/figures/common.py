@@ -564,6 +564,8 @@ def log_axes(fig: go.Figure) -> go.Figure:
                                                                      "showgrid": False})
         if vals.size and np.log10(vals.max() / vals.min()) >= 2:
             ax.update(dtick=1)
+        else:  # under two decades plotly labels every minor step (0.1, 0.15, 0.2, …): few enough not to overlap
+            ax.update(nticks=5)
     return fig
 
 
