@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import streamlit as st
 
 from app_pages import _ui as ui
@@ -40,7 +42,8 @@ with ui.page(
     upload = None
     if source == UPLOAD:
         upload = side.file_uploader(f"CSV or .npy (≤ {rd.MAX_FILE_BYTES // 2**20} MiB, ≤ {rd.MAX_ROWS} rows, ≤ "
-                                    f"{rd.MAX_DIM} columns)", type=["csv", "npy", "txt"], key="data.upload",
+                                    f"{rd.MAX_DIM} columns, ≤ {rd.MAX_VALUES:,} values)",
+                                    type=["csv", "npy", "txt"], key="data.upload",
                                     max_upload_size=rd.MAX_FILE_BYTES // 2**20)
     cluster_d = state.number("clusters: d", "cluster_d", 16, int, container=side) if source == "clusters" else None
     points = state.param(POINTS_PARAM, container=side)
@@ -71,7 +74,8 @@ with ui.page(
         if not names:
             raise ParameterError("estimators must name at least one estimator")
         raw = upload.getvalue() if upload is not None else None
-        load_key = (source, hash(raw), upload.name if upload is not None else None, cluster_d, points, tuple(steps),
+        digest = hashlib.sha256(raw).hexdigest() if raw is not None else None  # shared results: key by content
+        load_key = (source, digest, upload.name if upload is not None else None, cluster_d, points, tuple(steps),
                     scale)
         ds = _load(source, raw, load_key[2], cluster_d, points, tuple(steps), scale)
         view_key = (*load_key, tuple(names), m, kernel)
@@ -100,8 +104,8 @@ with ui.page(
         if st.button(f"Run Monte Carlo ({repeats:,} repeats)", key="data.run_gram",
                      help="sample the Gram error with features shared by all entries (repeats draws)"):
             with st.spinner("sampling…"):
-                st.session_state[mc_key] = cdata.gram_table(ds, names, {"m": m}, kernel, ui.valid(REPEATS_PARAM,
-                                                                                                 repeats))
+                st.session_state[mc_key] = ui.memo("data.gram_mc", mc_key, lambda: cdata.gram_table(
+                    ds, names, {"m": m}, kernel, ui.valid(REPEATS_PARAM, repeats)))
         rows = st.session_state.get(mc_key)
         ran = rows is not None
         rows = [{**row, "estimator": catalog.title_of(row["estimator"])}

@@ -66,7 +66,7 @@ with ui.page(
         return cg.dirf_columns(r, theta, d, m, kernel, embedding, shifted)
 
 
-    @ui.cached
+    @ui.cached_mc  # shared by every session, computed once, in the server's bounded Monte-Carlo pool
     def _sampled_real(r: float, theta: float, d: int, m: int, kernel: str, a_min: float, trials: int, seed: int):
         return cg.sampled_real_A_columns(r, theta, d, m, kernel, a_min, trials, seed)
 

@@ -70,7 +70,7 @@ with ui.page(
         return ch.mse_columns(kind, r, n, sigma, m)
 
 
-    @ui.cached
+    @ui.cached_mc  # shared by every session, computed once, in the server's bounded Monte-Carlo pool
     def _sampled_mse(kind: str, r: float, n: int, sigma: float, m: int, trials: int, seed: int):
         return ch.sampled_mse_columns(kind, r, n, sigma, m, trials, seed)
 
@@ -85,11 +85,22 @@ with ui.page(
         return ch.max_error_columns(r_max, n, m)
 
 
+    @ui.shared_figure  # closed-form views: one figure object for every session with these parameters
+    def _closed_form_figure(view: str, kind: str, r: float, r_max: float, n: int, sigma: float, m: int):
+        if view == "lambda":
+            return fh.lambda_figure(_lambda(kind, r, n, sigma, m), kind)
+        if view == "mse-vs-base":
+            return fh.mse_figure(_mse(kind, r, n, sigma, m), kind, r, None)
+        if view == "winner":
+            return fh.winner_figure(*_winner(kind, r_max, n, sigma, m))
+        return fh.max_error_figure(_max_error(r_max, n, m), n)
+
+
     with ui.guard():
         m, n, sigma = ui.valid(M_PARAM, m), ui.valid(LAMBDA_SPEC["n"], n), ui.valid(LAMBDA_SPEC["sigma"], sigma)
         if view == "lambda":
             c = _lambda(kind, r, n, sigma, m)
-            fig = fh.lambda_figure(c, kind)
+            fig = _closed_form_figure(view, kind, r, 0.0, n, sigma, m)
             ui.plot(fig, key="hyb-lambda")
             ui.downloads("rfviz-hybrid-lambda", lambda: fh.columns_to_csv(c), fig, key="lam")
         elif view == "mse-vs-base":
@@ -106,7 +117,8 @@ with ui.page(
                     sampled = _sampled_mse(kind, r, n, sigma, m, trials, seed)
                 st.caption("Positive (++) features are heavy-tailed at large r·cos(θ/2): there the sample MSE "
                            "converges slowly and usually falls below the closed form.")
-            fig2 = fh.mse_figure(c2, kind, r, sampled)
+            fig2 = (fh.mse_figure(c2, kind, r, sampled) if sampled is not None
+                    else _closed_form_figure(view, kind, r, 0.0, n, sigma, m))
             ui.plot(fig2, key="hyb-mse")
             st.caption("The oracle curve uses the best deterministic λ* = MSE_trig/(MSE_trig + MSE_++) (derived; "
                 "tests/test_hrf.py), "
@@ -114,12 +126,12 @@ with ui.page(
             ui.downloads("rfviz-hybrid-mse", lambda: fh.columns_to_csv(c2), fig2, key="mse")
         elif view == "winner":
             rr, tt, panels = _winner(kind, r_max, n, sigma, m)
-            fig3 = fh.winner_figure(rr, tt, panels)
+            fig3 = _closed_form_figure(view, kind, 0.0, r_max, n, sigma, m)
             ui.plot(fig3, key="hyb-win")
             ui.downloads("rfviz-hybrid-winner", lambda: fh.grid_csv(rr, tt, panels), fig3, key="win")
         else:
             c4 = _max_error(r_max, n, m)
-            fig4 = fh.max_error_figure(c4, n)
+            fig4 = _closed_form_figure(view, "angular", 0.0, r_max, n, sigma, m)
             ui.plot(fig4, key="hyb-max")
             st.caption("Normalised by W(r)/√(2m), the common worst case of trig and ++ (HRF eq. 26). For the angular "
                        "hybrid only; red crosses mark radii where the printed bound (eq. 27) is violated.")

@@ -25,7 +25,8 @@ with ui.page(
     "**unreliable** (relative SE > 10% or one block carrying most of the squared error: heavy tails, typical of "
     "positive features at large r) are drawn hollow: there the sampled MSE can be far from the truth. Files are "
     f"read from a results folder (default `./results`, or the `{RESULTS_ENV}` environment variable) or uploaded "
-    f"(CSV/Parquet data only, at most {sf.MAX_BYTES // 2**20} MiB).",
+    f"(CSV/Parquet data only, at most {sf.MAX_BYTES // 2**20} MiB, {sf.MAX_ROWS:,} rows and {sf.MAX_CELLS:,} values; "
+    f"a Parquet file's size is checked from its metadata before it is read).",
     [(r"\mathrm{SE}[\log_{10}\widehat{\mathrm{MSE}}] \approx \frac{\mathrm{SE}[\widehat{\mathrm{MSE}}]}"
       r"{\widehat{\mathrm{MSE}}\,\ln 10}",
       "Error bars: ±2 SE of the Monte-Carlo MSE on the log10 scale (delta method); closed forms as in the MSE "
@@ -47,7 +48,7 @@ with ui.page(
     uploaded = side.file_uploader("…or upload a result file", type=["csv", "parquet"], key=state.key("upload"),
                                   on_change=_show_upload, max_upload_size=sf.MAX_BYTES // 2**20,
                                   help=f"a CSV/Parquet written by `rfviz sweep` (data only, ≤ "
-                                       f"{sf.MAX_BYTES // 2**20} MiB)")
+                                       f"{sf.MAX_BYTES // 2**20} MiB, ≤ {sf.MAX_CELLS:,} values)")
     choices = [p.name for p in files] + ([UPLOAD] if uploaded is not None else [])
     state.show_url_errors()
     chosen = state.selectbox("Result file", "file", choices or [NONE], UPLOAD if uploaded is not None else None,

@@ -19,6 +19,7 @@ attention), ``scale`` (rescale so that the mean norm is ``scale``, HRF H.3).
 
 from __future__ import annotations
 
+import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,8 @@ MAX_FILE_BYTES = 50 * 1024 * 1024
 MAX_ROWS = 200_000
 MAX_DIM = 4096
 MAX_POINTS = 5000
+MAX_VALUES = 4_000_000
+"""Most numbers (rows × columns) an uploaded or local data file may hold (32 MB as float64), checked while reading."""
 """Most queries (and most keys) one data set may hold: a Gram matrix has queries × keys entries."""
 
 BUNDLED: dict[str, tuple[str, str]] = {
@@ -86,28 +89,34 @@ def _check_matrix(name: str, a: np.ndarray) -> np.ndarray:
 
 
 def _parse_csv(name: str, text: str) -> np.ndarray:
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    if not lines:
-        raise ParameterError(f"{name} is empty")
-    sep = "," if "," in lines[0] else None
-
-    def row(ln: str, k: int) -> list[float]:
+    """Rows of numbers (an optional header row, ``#`` comments), streamed line by line and refused as soon as they
+    pass ``MAX_ROWS`` rows, ``MAX_DIM`` columns or ``MAX_VALUES`` values: memory stays bounded by the caps."""
+    sep: str | None = None
+    rows: list[list[float]] = []
+    width = 0
+    header_seen = False
+    for k, ln in enumerate(io.StringIO(text)):
+        if not ln.strip() or ln.lstrip().startswith("#"):
+            continue
+        if not rows and not header_seen:
+            sep = "," if "," in ln else None
         try:
-            return [float(t) for t in ln.split(sep) if t.strip()]
+            values = [float(t) for t in ln.split(sep) if t.strip()]
         except ValueError:
-            raise ParameterError(f"{name}: line {k + 1} is not a row of numbers: {ln[:60]!r}") from None
-
-    try:
-        first = row(lines[0], 0)
-    except ParameterError:  # a header row
-        lines = lines[1:]
-        if not lines:
-            raise ParameterError(f"{name} has a header but no rows") from None
-        first = row(lines[0], 1)
-    rows = [first] + [row(ln, k + 1) for k, ln in enumerate(lines[1:], 1)]
-    widths = {len(r) for r in rows}
-    if len(widths) != 1:
-        raise ParameterError(f"{name}: every row must have the same number of columns, got {sorted(widths)}")
+            if rows or header_seen:
+                raise ParameterError(f"{name}: line {k + 1} is not a row of numbers: {ln.strip()[:60]!r}") from None
+            header_seen = True  # a header row
+            continue
+        if rows and len(values) != width:
+            raise ParameterError(f"{name}: every row must have the same number of columns, got {width} and "
+                                 f"{len(values)} (line {k + 1})")
+        width = len(values)
+        rows.append(values)
+        if len(rows) > MAX_ROWS or width > MAX_DIM or len(rows) * width > MAX_VALUES:
+            raise ParameterError(f"{name} must have at most {MAX_ROWS} rows, {MAX_DIM} columns and {MAX_VALUES} "
+                                 f"values (rows × columns); reading stopped at line {k + 1}")
+    if not rows:
+        raise ParameterError(f"{name} has a header but no rows" if header_seen else f"{name} is empty")
     return np.array(rows, dtype=float)
 
 

@@ -50,6 +50,7 @@ from .params import (
     current_memory_budget,
     format_bytes,
     require_fits,
+    require_time,
 )
 from .sampling import resolve_device
 
@@ -369,6 +370,33 @@ class BlockTotals:
     """(pairs,) largest |K̂·e^{-s}| over the trials (0: every estimate underflowed)."""
 
 
+SECONDS_PER_ELEMENT = 2e-9
+"""Time per element of the estimate's intermediate tensors (one core, float64; ~1 ns measured, kept pessimistic)."""
+
+
+def monte_carlo_seconds(pairs: int, dim: int, trials: int, per_pair: int) -> float:
+    """Time estimate (seconds, one core) of a Monte-Carlo run before it starts: per (trial, pair) the estimate
+    touches ``per_pair`` elements (``Estimator.work_per_pair``) and projects ``dim`` coordinates onto each feature
+    (about per_pair / 4 features).
+
+    Parameters
+    ----------
+    pairs, dim, trials, per_pair : int
+        Input pairs, their (possibly projected) dimension, trials, elements per (trial, pair).
+
+    Returns
+    -------
+    float
+        Estimated seconds.
+
+    Examples
+    --------
+    >>> monte_carlo_seconds(1, 2, 1000, 100) < 0.01
+    True
+    """
+    return float(pairs) * float(trials) * float(per_pair) * (1.0 + dim / 4.0) * SECONDS_PER_ELEMENT
+
+
 def prepare(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCOptions | None = None,
             **keywords: Any) -> PreparedRun:
     """Validate the arguments, reduce the pairs, compute targets and log-scales and plan the work.
@@ -428,6 +456,8 @@ def prepare(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCOptio
         torch.cuda.reset_peak_memory_stats(dev)
     run = PreparedRun(estimator, x, y, batch_shape, d, log_scale, target, trials, seed, block, dev, dtype, per_pair,
                       itemsize, _Plan(1, 1, 1, 0, 0), memory_budget, started)
+    require_time(f"the Monte Carlo of {estimator.name} ({len(x)} pairs × {trials} trials)",
+                 monte_carlo_seconds(len(x), run.dim, trials, per_pair), "use fewer trials, pairs or features")
     _plan(len(x), run.dim, block, per_pair, itemsize, 0, memory_budget, chunk_bytes)  # inputs + one unit fit?
     gen = torch.Generator(device=dev)
     gen.manual_seed(_seed_for_block(seed, 0))

@@ -414,3 +414,86 @@ def require_fits(what: str, nbytes: float, hint: str = "", budget: int | None = 
         raise ParameterError(f"{what} needs about {size} of memory, more than the budget of {format_bytes(budget)}; "
                              f"{hint or 'use smaller sizes'} or raise the budget (--memory-budget)")
 
+
+# ---------------------------------------------------------------------------------------------- time budget
+# Beside memory, a server must bound the time one request may take. The CLI runs unbounded by default (the user
+# waits for their own command); the app runs every page inside ``server_budget_scope`` (memory and time caps).
+SERVER_MEMORY_BUDGET = 512 * 2**20
+"""Working-set budget (bytes) of one app request (one view, one Monte-Carlo overlay, one upload)."""
+SERVER_TIME_BUDGET = 20.0
+"""Estimated seconds one app request may take on one core; longer requests are refused before they start."""
+_TIME_BUDGET: ContextVar[float] = ContextVar("rfviz_time_budget", default=math.inf)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Estimated cost of a computation before it runs: peak working memory (bytes) and time (seconds, one core).
+
+    Examples
+    --------
+    >>> (Cost(1e6, 0.5) + Cost(2e6, 1.0)).nbytes
+    3000000.0
+    """
+
+    nbytes: float = 0.0
+    seconds: float = 0.0
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(self.nbytes + other.nbytes, self.seconds + other.seconds)
+
+
+def current_time_budget() -> float:
+    """The time budget in force (seconds): unbounded unless set by ``time_budget_scope``/``server_budget_scope``."""
+    return _TIME_BUDGET.get()
+
+
+@contextmanager
+def time_budget_scope(seconds: float) -> Iterator[float]:
+    """Run a block with ``seconds`` as the time budget of every costed computation in it."""
+    token = _TIME_BUDGET.set(float(seconds))
+    try:
+        yield float(seconds)
+    finally:
+        _TIME_BUDGET.reset(token)
+
+
+@contextmanager
+def server_budget_scope(nbytes: int = SERVER_MEMORY_BUDGET, seconds: float = SERVER_TIME_BUDGET) -> Iterator[None]:
+    """The server's caps (memory and time per request), in force for every computation in the block.
+
+    Examples
+    --------
+    >>> with server_budget_scope():
+    ...     require_cost("a small grid", Cost(1e6, 0.1))
+    """
+    with memory_budget_scope(nbytes), time_budget_scope(seconds):
+        yield
+
+
+def require_time(what: str, seconds: float, hint: str = "", budget: float | None = None) -> None:
+    """Refuse up front (ParameterError) a request whose estimated time exceeds the time budget."""
+    budget = current_time_budget() if budget is None else budget
+    if not math.isfinite(seconds) or seconds > budget:
+        took = f"about {seconds:.3g} s" if math.isfinite(seconds) else "an unbounded time"
+        raise ParameterError(f"{what} would take {took}, more than this server's limit of {budget:g} s per request; "
+                             f"{hint or 'use smaller sizes'} (or run it with the CLI)")
+
+
+def require_cost(what: str, cost: Cost, hint: str = "") -> None:
+    """Refuse up front (ParameterError) a request whose ``Cost`` exceeds the memory or the time budget in force.
+
+    Parameters
+    ----------
+    what : str
+        What is refused, for the message ("the Maclaurin allocation at m = 10000000").
+    cost : Cost
+        Its estimate (``cost(...)`` of the compute function).
+    hint : str
+        How to proceed ("lower m").
+
+    Examples
+    --------
+    >>> require_cost("a tiny grid", Cost(1e3, 1e-3))
+    """
+    require_fits(what, cost.nbytes, hint)
+    require_time(what, cost.seconds, hint)

@@ -33,6 +33,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.registries": "numerics/params",  # couplings and kernels; samplers named as "module:function", resolved late
     "rfviz.numerics": "numerics/params",
     "rfviz.textio": "numerics/params",
+    "rfviz.fileio": "numerics/params",  # safe output files (checked, atomic)
     "rfviz.geometry": "numerics/params",
     "rfviz.references": "numerics/params",
     "rfviz._version": "numerics/params",

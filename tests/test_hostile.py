@@ -357,3 +357,167 @@ def test_hostile_urls_on_the_coupling_page(query):
     assert not at.exception, [e.message for e in at.exception]
     assert at.error
     assert time.perf_counter() - t0 < 120
+
+
+# --------------------------------------------------------------------------- sweep: outputs and resume (issue 20)
+SWEEP = ["sweep", "positive", "d=8", "theta=1.0", "--grid", "r=0.3:0.6:2", "m=4,8", "--trials", "1024",
+         "--block-trials", "512", "--seed", "3", "--device", "cpu", "--quiet"]
+
+
+def _sweep(capsys, out, *extra: str) -> tuple[int, str]:
+    code, _, err = run_cli(capsys, *SWEEP, "--out", str(out), *extra)
+    return code, err
+
+
+def _one_line(code: int, err: str, *words: str) -> None:
+    assert code == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+def test_sweep_overwrite_never_deletes_a_directory(capsys, tmp_path):
+    target = tmp_path / "DIR.csv"
+    target.mkdir()
+    (target / "precious.txt").write_text("keep me")
+    code, err = _sweep(capsys, target, "--overwrite")
+    _one_line(code, err, "directory")
+    assert (target / "precious.txt").read_text() == "keep me"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["DIR.csv"]  # no manifest, nothing else
+
+
+def test_sweep_missing_parent_creates_nothing(capsys, tmp_path):
+    code, err = _sweep(capsys, tmp_path / "no" / "such" / "x.csv")
+    _one_line(code, err, "does not exist")
+    assert list(tmp_path.iterdir()) == []
+    root = pathlib.Path("/nonexistent-rfviz-i20")
+    assert not root.exists()
+    code, err = _sweep(capsys, root / "x.csv")
+    _one_line(code, err, "does not exist")
+    assert not root.exists()
+
+
+@pytest.mark.slow
+def test_sweep_overwrite_replaces_only_rfviz_files(capsys, tmp_path):
+    foreign = tmp_path / "notes.csv"
+    foreign.write_text("a,b\n1,2\n")
+    code, err = _sweep(capsys, foreign, "--overwrite")
+    _one_line(code, err, "not written by rfviz")
+    assert foreign.read_text() == "a,b\n1,2\n"
+    ours = tmp_path / "ours.csv"
+    assert _sweep(capsys, ours)[0] == 0
+    first = ours.read_text()
+    assert _sweep(capsys, ours, "--overwrite")[0] == 0  # our own sweep file (with its manifest) is replaced
+    assert ours.read_text().splitlines()[0] == first.splitlines()[0]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".rfviz-tmp")]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("link", ["out", "manifest"])
+def test_sweep_symlinks_are_refused(capsys, tmp_path, link):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    secret = outside / "passwd"
+    secret.write_text("root:x:0:0\n")
+    out = tmp_path / "run" / "s.csv"
+    out.parent.mkdir()
+    if link == "out":
+        out.symlink_to(secret)
+    else:
+        assert _sweep(capsys, out)[0] == 0
+        manifest = out.with_name(out.name + ".manifest.json")
+        manifest.unlink()
+        manifest.symlink_to(secret)
+    for extra in ((), ("--overwrite",), ("--resume",)):
+        code, err = _sweep(capsys, out, *extra)
+        _one_line(code, err, "symbolic link")
+    assert secret.read_text() == "root:x:0:0\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("manifest", ["[]", "{}", "null", '"text"', "{not json",
+                                      '{"format": "rfviz-sweep", "schema": 2, "spec": [], "status": "running", '
+                                      '"parts": [], "columns": []}',
+                                      '{"format": "rfviz-sweep", "schema": "2", "spec": {}, "status": "running", '
+                                      '"parts": [], "columns": []}',
+                                      '{"format": "rfviz-sweep", "schema": 2, "spec": {}, "status": 5, '
+                                      '"parts": [], "columns": []}',
+                                      '{"format": "rfviz-sweep", "schema": 2, "spec": {}, "status": "running", '
+                                      '"parts": ["../../etc/passwd"], "columns": []}',
+                                      '{"format": "rfviz-sweep", "schema": 2, "spec": {}, "status": "running", '
+                                      '"parts": "x", "columns": 3}'])
+def test_sweep_resume_validates_the_manifest(capsys, tmp_path, manifest):
+    out = tmp_path / "s.csv"
+    assert _sweep(capsys, out)[0] == 0
+    (tmp_path / "s.csv.manifest.json").write_text(manifest)
+    code, err = _sweep(capsys, out, "--resume")
+    _one_line(code, err, "manifest")
+
+
+@pytest.mark.slow
+def test_sweep_resume_refuses_a_foreign_csv(capsys, tmp_path):
+    out = tmp_path / "s.csv"
+    assert _sweep(capsys, out)[0] == 0
+    out.write_text("name,age\nada,36\n")
+    code, err = _sweep(capsys, out, "--resume")
+    _one_line(code, err, "not this sweep's CSV")
+    assert out.read_text() == "name,age\nada,36\n"
+
+
+def _body(path: pathlib.Path) -> list[list[str]]:
+    """Rows without the columns that vary between runs (backend, seconds)."""
+    import csv
+
+    with open(path, newline="") as f:
+        return [r[:-2] for r in csv.reader(f)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("damage", ["duplicate", "truncated", "torn", "wrong-point", "garbage"])
+def test_sweep_resume_recomputes_broken_rows(capsys, tmp_path, damage):
+    full, out = tmp_path / "full.csv", tmp_path / "s.csv"
+    assert _sweep(capsys, full)[0] == 0 and _sweep(capsys, out)[0] == 0
+    lines = out.read_bytes().splitlines(keepends=True)
+    assert len(lines) == 5
+    if damage == "duplicate":
+        lines.append(lines[2])
+    elif damage == "truncated":  # a row cut after 6 fields that still ends in a line end
+        lines[2] = b",".join(lines[2].split(b",")[:6]) + b"\r\n"
+    elif damage == "torn":
+        lines[-1] = lines[-1][:30]
+    elif damage == "wrong-point":
+        lines[3] = b"17" + lines[3][1:]
+    else:
+        lines.insert(2, b"\x00\xff not a row\n")
+    out.write_bytes(b"".join(lines))
+    code, err = _sweep(capsys, out, "--resume")
+    assert code == 0, err
+    assert "resume: dropped and recomputed" in err
+    assert _body(out) == _body(full)  # 4 rows, one per point, equal to an undamaged run
+
+
+@pytest.mark.slow
+def test_sweep_overflow_finishes_with_nulls_and_unreliable_rows(capsys, tmp_path):
+    out = tmp_path / "o.csv"
+    code, _, err = run_cli(capsys, "sweep", "positive", "d=16", "theta=0", "--grid", "r=5,20,40", "m=8",
+                           "--trials", "8192", "--quiet", "--out", str(out))
+    assert code == 0, err
+    import csv
+
+    with open(out, newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["r"] for r in rows] == ["5", "20", "40"]
+    assert all(r["reliable"] == "False" and r["warning"] for r in rows)
+    assert abs(float(rows[0]["z"])) > 1e6 and "|z|" in rows[0]["warning"]
+    assert rows[1]["mc_mse"] == "" and "overflows" in rows[1]["warning"]  # null with a note, not a fake number
+    assert rows[2]["kernel_value"] == "" and rows[2]["mc_mse"] == ""
+
+
+def test_sweep_validates_every_point_before_any_work(capsys, tmp_path):
+    out = tmp_path / "v.csv"
+    # d=1 admits only θ ∈ {0, π}: point 3 (d=1, θ=0.5) is invalid although each axis value is valid on its own
+    code, _, err = run_cli(capsys, "sweep", "positive", "--grid", "d=2,1", "theta=0,0.5", "--trials", "64",
+                           "--quiet", "--out", str(out))
+    _one_line(code, err, "d=1", "theta=0.5")
+    assert list(tmp_path.iterdir()) == []

@@ -221,7 +221,8 @@ def test_cli_sweep_and_refusals(tmp_path, capsys, monkeypatch) -> None:
     assert rows(out) == rows(tmp_path / "api.csv")
     capsys.readouterr()
     for bad in (["--grid", "r=0:1"], ["--grid", "nope=1,2"], ["--trials", "1"], ["--workers", "2"],
-                ["--device", "tpu"], ["--grid", "m=8"]):  # m=8 with out existing: refused, nothing overwritten
+                ["--device", "tpu"], ["--grid", "m=8"],  # m=8 with out existing: refused, nothing overwritten
+                ["--flush-points", "0"], ["--flush-seconds", "nan"]):
         assert main([*args, *bad]) == 2, bad
         err = capsys.readouterr().err
         assert err.startswith("error: ") and err.count("\n") == 1, err
@@ -251,7 +252,7 @@ def test_cli_sigint_exits_130_keeps_points_and_resumes(tmp_path) -> None:
     n_points, k = 40, 2
     cmd = [sys.executable, "-m", "rfviz", "sweep", "positive", "d=16", "m=64", "theta=1.0",
            "--grid", f"r=0.2:1.2:{n_points}", "--trials", "8192", "--block-trials", "2048", "--seed", "5",
-           "--out", str(out)]
+           "--flush-points", "1", "--out", str(out)]  # every row durable at once, so the test can watch them
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
     proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

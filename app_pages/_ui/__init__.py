@@ -6,7 +6,9 @@
   page's view selector (slugs in the URL, labels on screen), ``to_text`` and ``valid``.
 * ``_widgets``: widgets generated from ``rfviz.params.Param`` specs (``estimator_params``) and
   the shared composite controls (``kernel_and_estimators``, ``colour_range``, ``unused``).
-* ``_run``: ``guard`` (ParameterError → ``st.error``, the page carries on), ``cached``, ``memo``, ``freeze``.
+* ``_run``: ``guard`` (ParameterError → ``st.error``, the page carries on), ``cached``, ``memo``/``cached_mc``
+  (Monte Carlo shared by all sessions, single-flight, in the bounded pool ``pooled``), ``shared_figure`` (a
+  closed-form figure built once for every session), ``freeze``.
 * ``_output``: ``plot``, ``announce_coinciding``, ``downloads`` (CSV + HTML, generated on click).
 * ``_text``: ``plain`` and ``short`` (user-supplied text made inert and cut for messages).
 
@@ -18,12 +20,13 @@ from __future__ import annotations
 
 from ._frame import page, sidebar_info
 from ._output import announce_coinciding, downloads, plot
-from ._run import cached, freeze, guard, memo
+from ._run import cached, cached_mc, freeze, guard, memo, pooled, shared_figure
 from ._text import plain, short
 from ._url import PageState, to_text, valid
 from ._widgets import colour_range, estimator_params, kernel_and_estimators, unused
 
 __all__ = [
-    "PageState", "announce_coinciding", "cached", "colour_range", "downloads", "estimator_params", "freeze", "guard",
-    "kernel_and_estimators", "memo", "page", "plain", "plot", "short", "sidebar_info", "to_text", "unused", "valid",
+    "PageState", "announce_coinciding", "cached", "cached_mc", "colour_range", "downloads", "estimator_params",
+    "freeze", "guard", "kernel_and_estimators", "memo", "page", "plain", "plot", "pooled", "shared_figure", "short",
+    "sidebar_info", "to_text", "unused", "valid",
 ]

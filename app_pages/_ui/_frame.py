@@ -1,9 +1,10 @@
 """The page frame: every page is ``with ui.page(url_path, title, intro, formulas) as state: ...``.
 
 The frame draws what every page has (title, explanation, formulas with their sources, the compute device in the
-sidebar), hands the page its ``PageState`` (with the page's views from ``PAGES``), and at the end of a run shows the
-URL errors the page has not shown yet and drops the URL keys no widget wrote (``PageState.finish``). A page that
-stops early (``st.stop``, an exception) keeps its URL as it is.
+sidebar), runs the page inside ``rfviz.params.server_budget_scope`` (memory and time caps per request: costed work
+over them is refused with a message before it starts), hands the page its ``PageState`` (with the page's views
+from ``PAGES``), and at the end of a run shows the URL errors the page has not shown yet and drops the URL keys no
+widget wrote (``PageState.finish``). A page that stops early (``st.stop``, an exception) keeps its URL as it is.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from contextlib import contextmanager
 import streamlit as st
 
 from app_pages import BY_PATH
+from rfviz.params import server_budget_scope
 
 from ._url import PageState
 
@@ -24,7 +26,8 @@ def page(url_path: str, title: str, intro: str, formulas: Sequence[tuple[str, st
     state = PageState(url_path, BY_PATH[url_path].views)
     header(title, intro, formulas)
     sidebar_info()
-    yield state
+    with server_budget_scope():  # every computation of the run is costed against the server's caps
+        yield state
     state.show_url_errors()
     state.finish()
 

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import errno
 import os
 import pathlib
 
+from ..fileio import check_output
 from ..gallery import check_key_numbers, export_figure, get_figure, load_gallery
 from ..textio import UsageError
 from ._output import emit
@@ -34,28 +34,43 @@ def run(args: argparse.Namespace) -> int:
     if not (args.out or args.data):
         raise UsageError("give --out FILE.html|FILE.png and/or --data FILE.csv (or --check)")
     get_figure(args.name)  # an unknown name is reported before any path
-    for path in (args.out, args.data):
+    if args.out and args.data and os.path.abspath(args.out) == os.path.abspath(args.data):
+        raise UsageError("--out and --data must be different files")
+    for path, what in ((args.out, "out"), (args.data, "data")):
         if path:
-            _check_writable(path)
+            _check_writable(path, what, args.overwrite)
     written = export_figure(args.name, args.out, args.data)
     emit({"figure": args.name, **written}, args.json)
     return 0
 
 
-def _check_writable(path: str) -> None:
-    """Refuse an output path that cannot be written (missing directory, a too-long name, a device) before the
-    figure is computed; the OSError becomes one line (exit 2) in ``rfviz.cli.main``."""
-    target = pathlib.Path(path)
-    parent = target.parent if str(target.parent) else pathlib.Path(".")
-    if not parent.is_dir():
-        raise OSError(errno.ENOENT, "the directory does not exist", str(parent))
-    name_max = os.pathconf(parent, "PC_NAME_MAX") if hasattr(os, "pathconf") else 255
-    if len(target.name.encode()) > name_max:
-        raise OSError(errno.ENAMETOOLONG, f"file name longer than {name_max} bytes", target.name[:40] + "...")
-    if target.exists() and not target.is_file():
-        raise OSError(errno.EISDIR, "not a regular file", str(target))
-    if not os.access(parent, os.W_OK):
-        raise OSError(errno.EACCES, "the directory is not writable", str(parent))
+def _is_ours(path: pathlib.Path) -> bool:
+    """Whether an existing file looks like rfviz's own figure export (so ``--overwrite`` may replace it): a CSV whose
+    first line is rfviz's ``# rfviz`` header, an HTML page with rfviz's parameter line, or a PNG image (which carries
+    no mark of its writer)."""
+    try:
+        if path.stat().st_size > 64 * 2**20:
+            return False
+        data = path.read_bytes()
+    except OSError:
+        return False
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return data.startswith(b"# rfviz ")
+    if suffix in (".html", ".htm"):
+        return b"<title>" in data[:4096] and PARAMETER_MARK in data
+    return suffix == ".png" and data.startswith(b"\x89PNG\r\n\x1a\n")
+
+
+PARAMETER_MARK = b'margin:4px 8px">rfviz '
+"""How ``rfviz.figures.export.figure_html`` opens the parameter line above a figure."""
+
+
+def _check_writable(path: str, what: str, overwrite: bool) -> None:
+    """Refuse, before the figure is computed, an output that cannot or must not be written (a missing directory, a
+    too-long name, a device, a directory, a symbolic link, an existing file without ``--overwrite`` or one rfviz did
+    not write): one line, exit 2 (``rfviz.fileio.check_output``)."""
+    check_output(path, overwrite=overwrite, ours=_is_ours, what=what)
 
 
 def _check(name: str, as_json: bool) -> int:
@@ -81,6 +96,8 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list", action="store_true", help="list the gallery's figures")
     p.add_argument("--out", help="output file: .html (plotly.js embedded), or .png (needs a Chromium for kaleido)")
     p.add_argument("--data", help="write the figure's numbers as CSV")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace existing --out/--data files (only figure files rfviz wrote)")
     p.add_argument("--check", action="store_true",
                    help="compare the figure's key numbers with the reference catalog (exit 1 if any is off)")
     p.add_argument("--json", action="store_true", help="print JSON")

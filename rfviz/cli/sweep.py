@@ -14,6 +14,7 @@ from ..estimators import get_estimator
 from ..params import ParameterError
 from ..sweep import SweepSpec, make_backend, parse_grid, run_sweep
 from ..sweep.backends import DEFAULT_TASK_SECONDS
+from ..sweep.store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore, check_flush
 from ..sweep.tasks import DEFAULT_SWEEP_BLOCK
 from ..textio import parse_assignments
 
@@ -40,8 +41,18 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (auto: cuda when the backend has a GPU)")
     p.add_argument("--out", required=True, help="result file, .csv or .parquet (+ .manifest.json beside it)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep of the same arguments")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing result file")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace an existing result file (only a sweep file rfviz wrote, with its manifest)")
+    p.add_argument("--flush-points", type=int, default=DEFAULT_FLUSH_POINTS,
+                   help=f"make rows durable (fsync) every N finished points (default {DEFAULT_FLUSH_POINTS}) ...")
+    p.add_argument("--flush-seconds", type=float, default=DEFAULT_FLUSH_S,
+                   help=f"... or every T seconds, whichever comes first (default {DEFAULT_FLUSH_S:g})")
     p.add_argument("--quiet", action="store_true", help="no progress line")
+
+
+def _print_notes(notes: list[str]) -> None:
+    for note in notes:
+        print(f"resume: dropped and recomputed {note}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
     grid = parse_grid(args.grid, cls, fixed)
     block = DEFAULT_SWEEP_BLOCK if args.block_trials is None else args.block_trials
     spec = SweepSpec(args.name, fixed, grid, args.trials, args.seed, block, "cpu")  # validates before Ray starts
+    check_flush(args.flush_points, args.flush_seconds)
+    ResultStore.check_out(args.out, resume=args.resume, overwrite=args.overwrite)  # before Ray starts, writes nothing
     options = {}
     if args.backend == "ray":
         options = {"max_retries": args.max_retries, "task_seconds": args.task_seconds,
@@ -66,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         spec = replace(spec, device=device)
         try:
             report = run_sweep(spec, args.out, backend, resume=args.resume, overwrite=args.overwrite,
-                               progress=not args.quiet)
+                               progress=not args.quiet, flush_points=args.flush_points, flush_s=args.flush_seconds,
+                               on_notes=_print_notes)
         except KeyboardInterrupt:
             print(f"interrupted: finished points are kept in {args.out}; continue with the same command and "
                   f"--resume", file=sys.stderr)

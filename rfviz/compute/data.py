@@ -26,7 +26,7 @@ from ..data import DataSet
 from ..estimators import get_estimator
 from ..gram import gram_error
 from ..numerics import LOG10
-from ..params import ParameterError
+from ..params import Cost, ParameterError, require_cost
 from .catalog import make_estimator
 from .explorer import analytic_surface
 
@@ -158,11 +158,52 @@ GRAM_COLUMNS_NOTE = ("MC: the sampled E‖K̂−K‖²_F (± SE over the repeats
 """What the Monte-Carlo columns of ``gram_table`` mean (shown under the table)."""
 
 
+_SECONDS_PER_FLOP = 1e-9
+"""One multiply-add of the Gram Monte Carlo (float64 on one core, pessimistic)."""
+
+
+def gram_table_cost(n_queries: int, n_keys: int, d: int, m: int, n_estimators: int, repeats: int) -> Cost:
+    """Cost of ``gram_table``'s Monte Carlo before it starts: per repeat and estimator, features of every query and
+    key (~2m each, projecting d coordinates) and their N × M product; at least one repeat's features are held at
+    once (complex, with a temporary).
+
+    Parameters
+    ----------
+    n_queries, n_keys, d : int
+        The data set's shape.
+    m : int
+        Projections per estimator (features ~2m).
+    n_estimators, repeats : int
+        Estimators compared and Monte-Carlo repeats.
+
+    Returns
+    -------
+    Cost
+        Peak memory (bytes) and time (seconds, one core).
+
+    Examples
+    --------
+    >>> gram_table_cost(64, 64, 16, 16, 2, 100).seconds < 1
+    True
+    """
+    features = 2.0 * m
+    per_repeat = features * (n_queries + n_keys) + float(n_queries) * n_keys
+    flops = features * (n_queries + n_keys) * (d + 4) + features * n_queries * n_keys
+    return Cost(nbytes=2 * 16 * per_repeat + 8.0 * m * d,
+                seconds=float(repeats) * n_estimators * flops * _SECONDS_PER_FLOP)
+
+
 def gram_table(ds: DataSet, names: Sequence[str], params: Mapping[str, Any], kernel: str = "softmax",
                repeats: int = 0, seed: int = 0) -> list[dict[str, Any]]:
     """One row per estimator of its Gram error on the data (rfviz.gram): closed-form E‖K̂ − K‖²_F, relative
     Frobenius error and, with ``repeats`` ≥ 2, the Monte-Carlo value, its standard error, ``reliable`` (from the
-    repeats alone) and agreement with the closed form."""
+    repeats alone) and agreement with the closed form. The Monte Carlo is refused up front over the memory/time
+    budget (``gram_table_cost``)."""
+    if repeats:
+        m = int(params.get("m", 1))
+        require_cost(f"the Gram-error Monte Carlo ({repeats} repeats, m = {m}, {len(ds.queries)} × {len(ds.keys)} "
+                     "pairs)", gram_table_cost(len(ds.queries), len(ds.keys), ds.d, m, len(names), repeats),
+                     "use fewer repeats, points or features")
     rows = []
     for n in names:
         est = make_estimator(n, _params_for(n, params), kernel)

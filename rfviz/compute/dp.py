@@ -20,7 +20,7 @@ from ..estimators import create
 from ..figures import dp as draw
 from ..maths import dp
 from ..numerics import LOG10
-from ..params import ParameterError
+from ..params import Cost, ParameterError, require_cost
 
 __all__ = ["maclaurin_allocation", "real_complex_ratio_map", "tsrht_vs_rademacher", "variance_vs_d", "variance_vs_m",
            "variance_vs_p", "variance_vs_q"]
@@ -153,15 +153,47 @@ def tsrht_vs_rademacher(r: float = 1.0, theta: float = math.pi / 4, d: int = 8, 
     return draw.tsrht_vs_rademacher_figure(m_axis, curves, q, draw.where(r, theta, d, embedding))
 
 
+MACLAURIN_SKETCHES = (("poly", "rademacher", 1.0), ("poly", "rademacher", 0.5), ("tensor_srht", "rademacher", 1.0),
+                      ("tensor_srht", "rademacher", 0.5))
+"""The sketches whose Maclaurin allocations are compared: (sketch, basis, q)."""
+
+
+def maclaurin_allocation_cost(m: int, p_max: int = 10, n_sketches: int = len(MACLAURIN_SKETCHES)) -> Cost:
+    """Cost of ``maclaurin_allocation``: one Algorithm 3 (``rfviz.maths.dp.optimize_maclaurin_cost``) per sketch;
+    the tables of one sketch are freed before the next.
+
+    Parameters
+    ----------
+    m : int
+        Total number of features allocated.
+    p_max : int
+        Largest degree scanned.
+    n_sketches : int
+        Number of sketches optimised.
+
+    Returns
+    -------
+    Cost
+        Peak memory (bytes) and time (seconds, one core).
+
+    Examples
+    --------
+    >>> maclaurin_allocation_cost(10_000_000).seconds > 1000
+    True
+    """
+    one = dp.optimize_maclaurin_cost(m, p_max)
+    return Cost(one.nbytes, n_sketches * one.seconds)
+
+
 def maclaurin_allocation(kernel: str = "exponential", m: int = 32, p_max: int = 10, d: int = 8, r: float = 1.0,
                          variance: str = "complex",
-                         sketches: Sequence[tuple[str, str, float]] = (("poly", "rademacher", 1.0),
-                                                                       ("poly", "rademacher", 0.5),
-                                                                       ("tensor_srht", "rademacher", 1.0),
-                                                                       ("tensor_srht", "rademacher", 0.5)),
+                         sketches: Sequence[tuple[str, str, float]] = MACLAURIN_SKETCHES,
                          ) -> go.Figure:
     """Algorithm 3's allocation m_n over degrees (bars) for several sketches, optimised on the 64 fixed pairs of
-    uniform vectors of norm r in R^d (Fig. 18/19 analogue; Gaussian kernel with the Eq. 55 weights)."""
+    uniform vectors of norm r in R^d (Fig. 18/19 analogue; Gaussian kernel with the Eq. 55 weights). Refused up
+    front (ParameterError) over the memory/time budget (``maclaurin_allocation_cost``)."""
+    require_cost(f"the Maclaurin allocation at m = {m}", maclaurin_allocation_cost(m, p_max, len(sketches)),
+                 "lower m")
     x, y = dp.reference_unit_vectors(d)
     st = dp.DotStats.from_pairs(r * x, r * y)
     series = {}

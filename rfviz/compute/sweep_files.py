@@ -31,6 +31,37 @@ MAX_BYTES = 50 * 2**20
 
 
 MAX_ROWS = 10**6
+"""Most rows of a result file."""
+
+
+MAX_CELLS = 4_000_000
+"""Most values (rows × columns) of a result file, checked before reading: a Parquet file's metadata first (a
+compressed constant column of 10⁸ rows is ~1 MB), a CSV file while it streams."""
+
+
+MAX_UNCOMPRESSED_BYTES = 256 * 2**20
+"""Largest decompressed size of a Parquet file (its row groups' total byte size, from the metadata)."""
+
+
+def _check_shape(rows: int, columns: int, what: str = "file") -> None:
+    """Refuse a table over ``MAX_ROWS`` rows or ``MAX_CELLS`` values (ParameterError)."""
+    if rows > MAX_ROWS or rows * max(columns, 1) > MAX_CELLS:
+        raise ParameterError(f"{what} must have at most {MAX_ROWS} rows and {MAX_CELLS} values (rows × columns), "
+                             f"got {rows} rows × {columns} columns")
+
+
+def _read_parquet(data: bytes) -> dict[str, list[Any]]:
+    """Read a Parquet file after checking its metadata (rows, columns, decompressed size) against the caps."""
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(io.BytesIO(data))
+    meta = pf.metadata
+    _check_shape(meta.num_rows, meta.num_columns)
+    size = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    if size > MAX_UNCOMPRESSED_BYTES:
+        raise ParameterError(f"file must decompress to at most {MAX_UNCOMPRESSED_BYTES / 2**20:.0f} MiB, its "
+                             f"metadata says {size / 2**20:.1f} MiB")
+    return pf.read().to_pydict()
 
 
 _TRUE = {"true", "1", "yes"}
@@ -95,34 +126,37 @@ def _axis_column(values: Sequence[Any]) -> np.ndarray:
 def _raw_columns(data: bytes, kind: str) -> dict[str, list[Any]]:
     if kind == "parquet":
         try:
-            import pyarrow.parquet as pq
-
-            return pq.read_table(io.BytesIO(data)).to_pydict()
+            return _read_parquet(data)
+        except ParameterError:
+            raise
         except ImportError:
             raise ParameterError("file: reading Parquet needs pyarrow (pip install pyarrow)") from None
         except Exception as exc:  # pyarrow raises ArrowInvalid and friends on a corrupt file
             raise ParameterError(f"file is not a readable Parquet file ({type(exc).__name__}: {exc})") from None
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ParameterError("file is not UTF-8 text (a sweep CSV is)") from None
-    reader = csv.reader(io.StringIO(text))
+    reader = csv.reader(io.TextIOWrapper(io.BytesIO(data), encoding="utf-8-sig", newline=""))
     try:
         header = next(reader)
     except StopIteration:
         raise ParameterError("file is empty") from None
+    except UnicodeDecodeError:
+        raise ParameterError("file is not UTF-8 text (a sweep CSV is)") from None
     except csv.Error as exc:
         raise ParameterError(f"file is not a readable CSV file ({exc})") from None
     header = [h.strip() for h in header]
     cols: dict[str, list[Any]] = {h: [] for h in header}
+    rows = 0
     try:
         for i, row in enumerate(reader):
             if not row:
                 continue
             if len(row) != len(header):
                 raise ParameterError(f"file: CSV row {i + 1} has {len(row)} fields, the header {len(header)}")
+            rows += 1
+            _check_shape(rows, len(header))  # while streaming: memory stays bounded by the caps
             for h, v in zip(header, row, strict=True):
                 cols[h].append(v)
+    except UnicodeDecodeError:
+        raise ParameterError("file is not UTF-8 text (a sweep CSV is)") from None
     except csv.Error as exc:
         raise ParameterError(f"file is not a readable CSV file ({exc})") from None
     return cols

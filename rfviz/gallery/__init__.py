@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import pathlib
 from dataclasses import dataclass
 from typing import Any
 
 from ..figures.export import PNG_SIZE, columns_to_csv, data_csv, figure_html, write_png
+from ..fileio import atomic_write, tmp_path_for
 from ..params import ParameterError
 from .registry import GALLERY, Builder, Columns, Data, GalleryFigure, KeyNumbers, gallery_figure
 
@@ -120,15 +122,20 @@ def export_figure(name: str, out: str | None = None, data: str | None = None) ->
             raise ParameterError(f"--out must end in .html or .png, got {out!r}")
     fig, columns = build_figure(entry.name)
     written: dict[str, str] = {}
-    if out:
+    if out:  # each file is written beside its target and renamed into place (rfviz.fileio)
         path = pathlib.Path(out)
         if path.suffix.lower() == ".png":
-            write_png(fig, path)
+            tmp = tmp_path_for(path)
+            try:
+                write_png(fig, tmp)
+                os.replace(tmp, path)
+            finally:
+                tmp.unlink(missing_ok=True)
         else:
-            path.write_text(figure_html(fig, title=entry.name, params=entry.params), encoding="utf-8")
+            atomic_write(path, figure_html(fig, title=entry.name, params=entry.params))
         written["figure"] = str(path)
     if data:
-        pathlib.Path(data).write_text(data_csv(columns, entry.name, entry.params), encoding="utf-8")
+        atomic_write(data, data_csv(columns, entry.name, entry.params))
         written["data"] = str(data)
     return written
 

@@ -37,7 +37,7 @@ import torch
 from scipy.special import gammainc, gammaln, logsumexp
 
 from ..geometry import EMBEDDINGS, canonical_pair, check_d, check_r, check_theta
-from ..params import ParameterError
+from ..params import Cost, ParameterError, require_cost
 
 BASES = ("rademacher", "gaussian", "plus_minus_i", "unit_circle")
 UNIT_MODULUS_BASES = ("rademacher", "plus_minus_i", "unit_circle")
@@ -520,6 +520,38 @@ class MaclaurinPlan:
     table: tuple[tuple[int, tuple[int, ...], float], ...]  # (p, alloc, g) for every scanned p
 
 
+_GREEDY_STEP_SECONDS = 25e-6
+"""One step of Algorithm 2's greedy loop (one feature added): ~15 µs measured on one idle core, kept pessimistic."""
+
+
+def optimize_maclaurin_cost(total: int, p_max: int = 10, pairs: int = 64) -> Cost:
+    """Cost of ``optimize_maclaurin`` before it runs: p_max greedy loops of ``total`` steps, cost tables of
+    (total × pairs) float64 per degree (~10 temporaries) and (p_max × total) for the table.
+
+    Parameters
+    ----------
+    total : int
+        Number of features m to allocate.
+    p_max : int
+        Largest degree scanned.
+    pairs : int
+        Pairs the variance is averaged over.
+
+    Returns
+    -------
+    Cost
+        Peak memory (bytes) and time (seconds, one core).
+
+    Examples
+    --------
+    >>> optimize_maclaurin_cost(10_000_000).nbytes > 2**30
+    True
+    """
+    steps = float(max(1, min(p_max, total))) * float(total)
+    return Cost(nbytes=float(total) * (10 * pairs * 8 + 2 * max(p_max, 1) * 8),
+                seconds=steps * _GREEDY_STEP_SECONDS)
+
+
 def optimize_maclaurin(st: DotStats, *, kernel: str, total: int, p_min: int = 1, p_max: int = 10,
                        sketch: str = "poly", q: float = 0.5, mu4: float = 1.0, variance: str = "complex",
                        kernel_degree: int = 3, nu: float = 1.0) -> MaclaurinPlan:
@@ -529,6 +561,8 @@ def optimize_maclaurin(st: DotStats, *, kernel: str, total: int, p_min: int = 1,
     Gaussian kernel: every term is weighted by the squared prefactor (Eq. 55)."""
     if kernel == "polynomial":
         p_max = min(p_max, kernel_degree)
+    require_cost(f"Algorithm 3's allocation of m = {total} features", optimize_maclaurin_cost(
+        total, p_max, int(np.size(st.log_nn))), "lower m")
     n_top = max(p_max, 1)
     log_a = log_maclaurin_coefficients(kernel, n_top, kernel_degree, nu)
     flat = DotStats(*(np.ravel(np.broadcast_to(f, np.shape(st.log_nn))) for f in

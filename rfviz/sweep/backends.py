@@ -19,14 +19,14 @@ import logging
 import math
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ..params import ParameterError
-from .tasks import COL, SweepSpec, run_tasks
+from .tasks import COL, SweepSpec, run_task, run_tasks, task_pairs
 
 DEFAULT_TASK_SECONDS = 0.5
 """Target compute seconds per Ray task (``--task-seconds``)."""
@@ -71,15 +71,18 @@ class LocalBackend:
 
         return "cuda" if torch.cuda.is_available() else "cpu"
 
-    def run(self, spec: SweepSpec, tasks: np.ndarray) -> Iterator[np.ndarray]:
+    def run(self, spec: SweepSpec, tasks: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+        """Run ``tasks`` (an iterator of (k, 2) int64 (point, block) arrays, consumed lazily) one at a time,
+        yielding each task's row (shape (1, len(TASK_FIELDS)))."""
         started = time.perf_counter()
         try:
-            for t in tasks:
-                rows = run_tasks(spec, np.array([t]))
-                self.stats.batches += 1
-                self.stats.tasks += 1
-                self.stats.compute_s += float(rows[:, COL["seconds"]].sum())
-                yield rows
+            for chunk in tasks:
+                for point, block in np.asarray(chunk, dtype=np.int64).reshape(-1, 2):
+                    rows = run_task(spec, int(point), int(block))[None, :]
+                    self.stats.batches += 1
+                    self.stats.tasks += 1
+                    self.stats.compute_s += float(rows[0, COL["seconds"]])
+                    yield rows
         finally:
             self.stats.wall_s += time.perf_counter() - started
 
@@ -155,7 +158,11 @@ class RayBackend:
     def _slots(self, spec: SweepSpec) -> int:
         return ray_slots(spec.device, cpus=self.cpus, gpus=self.gpus, gpus_per_task=self.gpus_per_task)
 
-    def run(self, spec: SweepSpec, tasks: np.ndarray) -> Iterator[np.ndarray]:
+    def run(self, spec: SweepSpec, tasks: Iterable[np.ndarray] | np.ndarray) -> Iterator[np.ndarray]:
+        if not isinstance(tasks, np.ndarray):  # interim: the streamed (point, block) chunks as flat task ids
+            pairs = [task_pairs(c, spec.n_blocks) for c in tasks]
+            pairs = np.concatenate(pairs) if pairs else np.empty((0, 2), dtype=np.int64)
+            tasks = pairs[:, 0] * spec.n_blocks + pairs[:, 1]
         ray = self.ray
         remote = self._remote(spec)
         slots = self._slots(spec)

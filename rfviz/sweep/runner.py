@@ -1,18 +1,26 @@
-"""Drive a sweep: skip finished points, run the rest on a backend, pool each point's blocks, store its row."""
+"""Drive a sweep: skip finished points, stream the rest's tasks to a backend, pool each point's blocks, store its row.
+
+Tasks are generated lazily (``iter_tasks``: (k, 2) int64 (point, block) arrays, k ≤ 4096) and the backend keeps a
+bounded number in flight, so the driver's memory does not grow with the grid: it holds the finished-points mask
+(one byte per point), the blocks of points in flight and the store's write buffer.
+"""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import numpy as np
 
 from .backends import BackendStats, LocalBackend, RayBackend
 from .progress import Progress
-from .store import ResultStore
-from .tasks import COL, SweepSpec, combine, point_row
+from .store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore
+from .tasks import COL, SweepSpec, combine, iter_tasks, point_row
+
+SCAN_CHUNK = 1 << 16
+"""Points scanned at a time for the ones still to do."""
 
 
 @dataclass
@@ -28,28 +36,70 @@ class SweepReport:
     backend: str
     stats: BackendStats
     out: str
+    notes: list[str] = field(default_factory=list)
+
+
+def todo_points(done: np.ndarray) -> Iterator[int]:
+    """Indices where ``done`` is False, in order, scanned ``SCAN_CHUNK`` at a time. ``done`` is read lazily, one
+    chunk when the iteration reaches it: safe while the sweep marks points done, since a point is marked only after
+    it was yielded (no copy of the mask is needed)."""
+    for start in range(0, len(done), SCAN_CHUNK):
+        for p in np.flatnonzero(~done[start:start + SCAN_CHUNK]):
+            yield start + int(p)
 
 
 def run_sweep(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, resume: bool = False,
               overwrite: bool = False, progress: bool = True, stream: TextIO | None = None,
-              on_point: Callable[[dict[str, Any]], None] | None = None) -> SweepReport:
-    """Run (or resume) ``spec`` on ``backend``, appending one row per finished point to ``out``.
+              on_point: Callable[[dict[str, Any]], None] | None = None,
+              flush_points: int = DEFAULT_FLUSH_POINTS, flush_s: float = DEFAULT_FLUSH_S,
+              on_notes: Callable[[list[str]], None] | None = None) -> SweepReport:
+    """Run (or resume) ``spec`` on ``backend``, storing one row per finished point in ``out``.
 
-    ``on_point(row)`` is called after each point is stored. KeyboardInterrupt (Ctrl-C) stops the backend, keeps
-    every stored point, marks the manifest interrupted and propagates (the CLI exits with 130).
+    Parameters
+    ----------
+    spec : SweepSpec
+        The sweep (every point already validated).
+    out : str
+        ``.csv`` or ``.parquet`` output (see ``ResultStore``).
+    backend : LocalBackend or RayBackend
+        Where tasks run: ``backend.run(spec, tasks)`` consumes an iterator of (k, 2) int64 (point, block) arrays and
+        yields task-row arrays as tasks complete.
+    resume, overwrite, progress, stream : see ``rfviz sweep --help``.
+    on_point : callable, optional
+        Called with each point's row after it is stored.
+    flush_points, flush_s : int, float
+        Rows are made durable every ``flush_points`` points or ``flush_s`` seconds, whichever comes first.
+    on_notes : callable, optional
+        Called before any work with what ``--resume`` dropped (stored rows found broken or repeated, recomputed).
+
+    Returns
+    -------
+    SweepReport
+        Status, counts, timings and the store's resume notes.
+
+    Notes
+    -----
+    KeyboardInterrupt (Ctrl-C) stops the backend, flushes every finished point, marks the manifest interrupted and
+    propagates (the CLI exits with 130).
+
+    Examples
+    --------
+    >>> run_sweep(spec, "runs/a.csv", make_backend("local"), progress=False).status  # doctest: +SKIP
+    'complete'
     """
-    store = ResultStore(out, spec, resume=resume, overwrite=overwrite)
+    store = ResultStore(out, spec, resume=resume, overwrite=overwrite, flush_points=flush_points, flush_s=flush_s)
+    notes = [*store.notes] + ([f"... {store.dropped - len(store.notes)} more"]
+                              if store.dropped > len(store.notes) else [])
+    if notes and on_notes is not None:
+        on_notes(notes)
     started = time.perf_counter()
-    todo = [p for p in range(spec.n_points) if p not in store.done]
     nb = spec.n_blocks
-    tasks = (np.asarray(todo, dtype=np.int64)[:, None] * nb + np.arange(nb)[None, :]).ravel()
-    bar = Progress(spec.n_points, len(store.done), spec.trials, stream=stream, enabled=progress)
+    bar = Progress(spec.n_points, store.n_done, spec.trials, stream=stream, enabled=progress, tasks_per_point=nb)
     partial: dict[int, list[np.ndarray]] = {}
-    finished = 0
-    trials = 0
+    finished = trials = 0
     status = "interrupted"
     try:
-        for rows in backend.run(spec, tasks):
+        for rows in backend.run(spec, iter_tasks(spec, todo_points(store.done))):
             trials_now = int(rows[:, COL["n"]].sum())
             trials += trials_now
             new_points = 0
@@ -64,10 +114,11 @@ def run_sweep(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, 
                     new_points += 1
                     if on_point is not None:
                         on_point(out_row)
-            bar.update(points=new_points, trials=trials_now)
+            bar.slots = max(1, backend.stats.slots)
+            bar.update(points=new_points, trials=trials_now, task_seconds=rows[:, COL["seconds"]])
         status = "complete"
     finally:
         store.close(complete=status == "complete")
         bar.finish()
-    return SweepReport(status, spec.n_points, len(store.done), finished, trials, time.perf_counter() - started,
-                       backend.name, backend.stats, str(out))
+    return SweepReport(status, spec.n_points, store.n_done, finished, trials, time.perf_counter() - started,
+                       backend.name, backend.stats, str(out), notes=notes)

@@ -1,74 +1,341 @@
-"""Resumable sweep output: rows appended per finished point, a JSON manifest, one consolidated file at the end.
+"""Resumable sweep output: rows buffered and flushed durably in batches, a versioned manifest, one file in point order.
 
-* ``OUT.csv``: each finished point is appended as one CSV line and flushed to disk at once (fsync); on resume a
-  torn last line is dropped. At the end the rows are rewritten sorted by point (atomic replace).
-* ``OUT.parquet``: rows are buffered and written as Parquet part files under ``OUT.parquet.parts/`` (at least
-  every ``flush_s`` seconds and on exit); the manifest lists the parts, so a part is counted only once it is
-  completely written. At the end the parts are consolidated into ``OUT.parquet`` (sorted by point).
-* ``OUT.manifest.json`` holds the sweep's specification (estimator, fixed values, grid, trials, seed, blocks,
-  device) and a status; ``--resume`` refuses a manifest written by a different specification.
+* ``OUT.csv``: finished rows are buffered and appended to ``OUT.csv`` (flush + fsync) every ``flush_points`` rows or
+  ``flush_s`` seconds, whichever comes first, and on exit (Ctrl-C included). At the end the file is put in point
+  order by an external merge (sorted runs of at most ``RUN_ROWS`` rows in temporary files, merged by streaming) and
+  renamed into place; a file already in order is left as it is.
+* ``OUT.parquet``: each flush writes a Parquet part (sorted by point) under ``OUT.parquet.parts/`` and lists it in
+  the manifest, so a part counts only once it is completely written. At the end the parts are merged by streaming
+  (parts whose point ranges follow each other are read one after another; overlapping chains are k-way merged).
+* ``OUT.manifest.json`` (``SCHEMA``): format, schema version, the sweep's specification, the output columns, the
+  status and the parts. ``--resume`` validates it field by field, refuses one written by a different sweep, and
+  validates every stored row (point in range, every field present and of its type, grid values matching the
+  point, no duplicates): broken or repeated rows are dropped and recomputed (``ResultStore.notes`` says which); a
+  file with foreign columns is refused.
+* Nothing is written through a symbolic link, and only rfviz's own files are ever replaced (``rfviz.fileio``).
+
+Driver memory is O(buffer + one merge batch per chain) plus one byte per grid point (the set of finished points).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import heapq
 import io
 import json
+import math
 import os
-import shutil
+import re
+import signal
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..params import ParameterError
-from .tasks import SweepSpec
+import numpy as np
 
-FORMAT = "rfviz-sweep/1"
+from ..fileio import TMP_PREFIX, atomic_write, atomic_writer, check_input, check_output, fsync_dir, tmp_path_for
+from ..params import ParameterError
+from .tasks import OUTPUT_COLUMNS, SweepSpec, output_columns
+
+FORMAT = "rfviz-sweep"
+SCHEMA = 2
+"""Manifest schema version (1: rfviz ≤ 0.x, read for resume; 2: adds ``schema`` and ``columns``)."""
+LEGACY_FORMATS = {"rfviz-sweep/1": 1}
+STATUSES = ("running", "interrupted", "complete")
+DEFAULT_FLUSH_POINTS = 1000
+DEFAULT_FLUSH_S = 5.0
+RUN_ROWS = 100_000
+"""Rows per sorted run of the CSV external merge (bounds the driver's memory at the end)."""
+MERGE_BATCH = 1024
+"""Rows read per part and written per batch while merging Parquet parts."""
+_PART = re.compile(r"part-\d{6}-\d+\.parquet")
 _FLOAT_COLUMNS = ("kernel_value", "mse", "mc_mse", "stderr", "z", "log10_mse", "log10_mc_mse", "mc_mean",
                   "top_share", "seconds")
 _INT_COLUMNS = ("point", "trials", "seed")
 _STR_COLUMNS = ("estimator", "warning", "device", "backend")
+assert set(_FLOAT_COLUMNS) | set(_INT_COLUMNS) | set(_STR_COLUMNS) | {"reliable"} == {*OUTPUT_COLUMNS, "point"}
+_MAX_NOTES = 5
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def _bad_manifest(path: Path, why: str) -> ParameterError:
+    return ParameterError(f"--resume: {path.name} is not a valid rfviz sweep manifest ({why}); use a new --out, "
+                          f"or --overwrite to start again")
+
+
+def validate_manifest(obj: Any, path: Path) -> dict[str, Any]:
+    """A manifest read from ``path``, checked field by field (ParameterError, one line, naming the field).
+
+    Parameters
+    ----------
+    obj : Any
+        The parsed JSON.
+    path : Path
+        Where it was read (for the message).
+
+    Returns
+    -------
+    dict
+        ``obj``, with ``schema`` filled in for a schema-1 manifest.
+
+    Examples
+    --------
+    >>> validate_manifest([], Path("x.manifest.json"))  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ParameterError: --resume: x.manifest.json is not a valid rfviz sweep manifest (not a JSON object) ...
+    """
+    if not isinstance(obj, dict):
+        raise _bad_manifest(path, "not a JSON object")
+    fmt = obj.get("format")
+    if fmt in LEGACY_FORMATS:
+        obj = {**obj, "format": FORMAT, "schema": LEGACY_FORMATS[fmt]}
+    elif fmt != FORMAT:
+        raise _bad_manifest(path, f"format must be {FORMAT!r}, got {str(fmt)[:40]!r}")
+    schema = obj.get("schema")
+    if not isinstance(schema, int) or isinstance(schema, bool) or schema not in (1, SCHEMA):
+        raise _bad_manifest(path, f"schema must be 1 or {SCHEMA}, got {str(schema)[:20]!r}")
+    checks: dict[str, tuple[type | tuple[type, ...], str]] = {
+        "spec": (dict, "an object"), "status": (str, "a string"), "parts": (list, "a list")}
+    for key, (kind, words) in checks.items():
+        if not isinstance(obj.get(key), kind):
+            raise _bad_manifest(path, f"field {key!r} must be {words}")
+    if obj["status"] not in STATUSES:
+        raise _bad_manifest(path, f"status must be one of {', '.join(STATUSES)}, got {obj['status'][:20]!r}")
+    if not all(isinstance(p, str) and _PART.fullmatch(p) for p in obj["parts"]):
+        raise _bad_manifest(path, "field 'parts' must list part-NNNNNN-PID.parquet file names")
+    if len(set(obj["parts"])) != len(obj["parts"]):
+        raise _bad_manifest(path, "field 'parts' lists a part twice")
+    if schema >= 2 and not (isinstance(obj.get("columns"), list) and all(isinstance(c, str) for c in obj["columns"])):
+        raise _bad_manifest(path, "field 'columns' must be a list of column names")
+    return obj
+
+
+def is_sweep_output(path: Path) -> bool:
+    """Whether ``path`` is a sweep file rfviz wrote: a regular file with a valid manifest beside it (so that
+    ``--overwrite`` may replace it)."""
+    manifest = path.with_name(path.name + ".manifest.json")
+    try:
+        if manifest.is_symlink() or not manifest.is_file() or manifest.stat().st_size > 10**8:
+            return False
+        validate_manifest(json.loads(manifest.read_text()), manifest)
+    except (OSError, ValueError, ParameterError):
+        return False
+    return True
+
+
+class RowChecker:
+    """Validates one stored output row against the sweep's specification (the fields as text or values)."""
+
+    def __init__(self, spec: SweepSpec) -> None:
+        self.spec = spec
+        self.columns = output_columns(spec.grid)
+        self.expected = {"estimator": spec.estimator, "seed": str(spec.seed), "trials": str(spec.trials),
+                         "device": spec.device}
+
+    def problem(self, fields: dict[str, Any]) -> str | None:
+        """Why the row cannot count as a finished point, or None when it is valid."""
+        try:
+            point = int(str(fields["point"]))
+        except (TypeError, ValueError):
+            return f"point {str(fields['point'])[:20]!r} is not an integer"
+        if not 0 <= point < self.spec.n_points:
+            return f"point {point} outside the grid [0, {self.spec.n_points})"
+        for name, value in self.spec.grid.point(point).items():
+            if _text(fields[name]) != _text(value):
+                return f"point {point}: {name}={str(fields[name])[:20]} but the grid has {name}={value}"
+        for name, want in self.expected.items():
+            if _text(fields[name]) != want:
+                return f"point {point}: {name}={str(fields[name])[:20]}, expected {want}"
+        if _text(fields["reliable"]) not in ("True", "False"):
+            return f"point {point}: reliable must be True or False"
+        if not _text(fields["backend"]):
+            return f"point {point}: empty backend"
+        for name in _FLOAT_COLUMNS:
+            value = fields[name]
+            if value is None or value == "":
+                if name == "seconds":
+                    return f"point {point}: empty seconds (a truncated row)"
+                continue
+            try:
+                f = float(value)
+            except (TypeError, ValueError):
+                return f"point {point}: {name}={str(value)[:20]!r} is not a number"
+            if not math.isfinite(f):
+                return f"point {point}: {name} is not finite"
+        return None
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, complex):
+        return str(value)
+    if value is None:
+        return ""
+    return str(value)
+
+
+def _csv_line(columns: list[str], row: dict[str, Any]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf).writerow(["" if row[k] is None else row[k] for k in columns])  # excel dialect: \r\n
+    return buf.getvalue()
+
+
+def _foreign_parts(parts_dir: Path) -> str | None:
+    """The first entry of a parts directory that rfviz did not write (None when all are ours)."""
+    if not parts_dir.is_dir():
+        return "not a directory"
+    for entry in os.scandir(parts_dir):
+        if not (entry.is_file(follow_symlinks=False)
+                and (_PART.fullmatch(entry.name) or entry.name.startswith(TMP_PREFIX))):
+            return entry.name[:40]
+    return None
+
+
+@contextlib.contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Hold SIGINT (Ctrl-C) back while a flush writes rows and marks them stored, so that an interrupted sweep's
+    file and manifest agree; it is delivered when the block ends (main thread, POSIX; elsewhere a no-op)."""
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def _line_point(line: bytes) -> int:
+    return int(line.split(b",", 1)[0])
+
+
+def check_flush(flush_points: int, flush_s: float) -> None:
+    """ParameterError unless ``flush_points`` is an integer ≥ 1 and ``flush_s`` a finite number > 0.
+
+    Examples
+    --------
+    >>> check_flush(1000, 5.0)
+    """
+    if isinstance(flush_points, bool) or not isinstance(flush_points, int | np.integer) or flush_points < 1:
+        raise ParameterError(f"flush_points (--flush-points) must be an integer in [1, inf), got {flush_points}")
+    if isinstance(flush_s, bool) or not (isinstance(flush_s, int | float) and math.isfinite(flush_s) and flush_s > 0):
+        raise ParameterError(f"flush_s (--flush-seconds) must be a number in (0, inf), got {flush_s}")
 
 
 class ResultStore:
-    """Append-only store of finished points for one sweep (CSV or Parquet, chosen by the file suffix)."""
+    """Append-only store of finished points for one sweep (CSV or Parquet, chosen by the file suffix).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        ``OUT.csv`` or ``OUT.parquet`` (its directory must exist).
+    spec : SweepSpec
+        The sweep.
+    resume, overwrite : bool
+        Continue the sweep stored at ``path``, or replace it (only rfviz's own sweep output is ever replaced).
+    flush_points, flush_s : int, float
+        Rows are made durable every ``flush_points`` rows or ``flush_s`` seconds, whichever comes first.
+    """
 
     def __init__(self, path: str | os.PathLike[str], spec: SweepSpec, *, resume: bool = False,
-                 overwrite: bool = False, flush_s: float = 10.0) -> None:
+                 overwrite: bool = False, flush_points: int = DEFAULT_FLUSH_POINTS,
+                 flush_s: float = DEFAULT_FLUSH_S) -> None:
         self.path = Path(path)
         self.kind = self.path.suffix.lower().lstrip(".")
         if self.kind not in ("csv", "parquet"):
             raise ParameterError(f"out must end in .csv or .parquet, got {str(self.path)!r}")
+        check_flush(flush_points, flush_s)
         self.spec = spec
+        self.columns = output_columns(spec.grid)
         self.manifest_path = self.path.with_name(self.path.name + ".manifest.json")
         self.parts_dir = self.path.with_name(self.path.name + ".parts")
-        self.flush_s = flush_s
+        self.flush_points, self.flush_s = int(flush_points), float(flush_s)
         self._buffer: list[dict[str, Any]] = []
         self._last_flush = time.monotonic()
-        self.done: set[int] = set()
+        self.done = np.zeros(spec.n_points, dtype=bool)
+        self.notes: list[str] = []
+        self.dropped = 0
         self.manifest: dict[str, Any] = {}
         if resume:
             self._open_resume()
         else:
-            existing = [p for p in (self.path, self.manifest_path, self.parts_dir) if p.exists()]
-            if existing and not overwrite:
-                raise ParameterError(f"out {str(self.path)!r} already exists ({existing[0].name}); pass --resume to "
-                                     f"continue that sweep or --overwrite to replace it")
-            for p in existing:
-                shutil.rmtree(p) if p.is_dir() else p.unlink()
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.manifest = {"format": FORMAT, "spec": self._spec_json(), "status": "running", "parts": [],
-                             "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
-            self._save_manifest()
+            self._create(overwrite)
+
+    # ------------------------------------------------------------ creation
+    @staticmethod
+    def check_out(path: str | os.PathLike[str], *, resume: bool = False, overwrite: bool = False) -> None:
+        """Every check on ``path`` (and its manifest and parts) that can be made before any work; writes nothing.
+
+        Parameters
+        ----------
+        path : str or PathLike
+            The sweep output (``.csv`` or ``.parquet``).
+        resume, overwrite : bool
+            As ``ResultStore``.
+
+        Examples
+        --------
+        >>> ResultStore.check_out("/nonexistent-dir/x.csv")  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        ParameterError: out '/nonexistent-dir/x.csv': the directory '/nonexistent-dir' does not exist ...
+        """
+        p = Path(path)
+        if p.suffix.lower() not in (".csv", ".parquet"):
+            raise ParameterError(f"out must end in .csv or .parquet, got {str(p)!r}")
+        manifest, parts = p.with_name(p.name + ".manifest.json"), p.with_name(p.name + ".parts")
+        for extra, what in ((manifest, "manifest"), (parts, "parts directory")):
+            if extra.is_symlink():
+                raise ParameterError(f"{what} {str(extra)!r} is a symbolic link; rfviz neither reads nor writes "
+                                     f"through it")
+        if resume:
+            check_input(p, "out")
+            if not manifest.is_file():
+                raise ParameterError(f"--resume: no sweep to resume at {str(p)!r} (missing {manifest.name})")
+            return
+        hint = "pass --resume to continue that sweep or --overwrite to replace it"
+        check_output(p, overwrite=overwrite, ours=is_sweep_output, exists_hint=hint)
+        if manifest.exists():
+            if not overwrite:
+                raise ParameterError(f"out {str(p)!r} already exists ({manifest.name}); {hint}")
+            if not manifest.is_file() or not is_sweep_output(p):
+                raise ParameterError(f"out {str(manifest)!r} is not an rfviz sweep manifest; it is left untouched "
+                                     f"(choose another --out)")
+        if parts.exists():
+            foreign = _foreign_parts(parts)
+            if foreign:
+                raise ParameterError(f"out {str(parts)!r} holds files rfviz did not write ({foreign}); it is left "
+                                     f"untouched (choose another --out)")
+            if not overwrite:
+                raise ParameterError(f"out {str(p)!r} already exists ({parts.name}); {hint}")
+
+    def _create(self, overwrite: bool) -> None:
+        self.check_out(self.path, overwrite=overwrite)
+        self._remove_parts()
+        if self.path.exists():
+            self.path.unlink()  # a regular file with rfviz's manifest: check_output verified it
+        self.manifest = {"format": FORMAT, "schema": SCHEMA, "spec": self._spec_json(), "columns": self.columns,
+                         "status": "running", "parts": [], "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
+        self._save_manifest()
+        if self.kind == "csv":
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+            with os.fdopen(fd, "w", newline="") as f:
+                csv.writer(f).writerow(self.columns)
+                f.flush()
+                os.fsync(f.fileno())
+
+    def _remove_parts(self) -> None:
+        """Delete our part files (names checked by ``_foreign_parts``) and the then empty directory."""
+        if not self.parts_dir.is_dir() or self.parts_dir.is_symlink():
+            return
+        for entry in os.scandir(self.parts_dir):
+            if entry.is_file(follow_symlinks=False) and (_PART.fullmatch(entry.name)
+                                                          or entry.name.startswith(TMP_PREFIX)):
+                os.unlink(entry.path)
+        try:
+            self.parts_dir.rmdir()
+        except OSError:
+            pass  # something appeared meanwhile: leave it
 
     # ------------------------------------------------------------ manifest
     def _spec_json(self) -> dict[str, Any]:
@@ -76,46 +343,153 @@ class ResultStore:
 
     def _save_manifest(self) -> None:
         self.manifest["updated"] = time.strftime("%Y-%m-%dT%H:%M:%S")
-        self.manifest["done_points"] = len(self.done)
-        _atomic_write(self.manifest_path, json.dumps(self.manifest, indent=1).encode())
+        self.manifest["done_points"] = self.n_done
+        atomic_write(self.manifest_path, json.dumps(self.manifest, indent=1))
+
+    @property
+    def n_done(self) -> int:
+        """Points stored (durably or in the buffer)."""
+        return int(np.count_nonzero(self.done))
 
     def _open_resume(self) -> None:
-        if not self.manifest_path.exists():
-            raise ParameterError(f"--resume: no sweep to resume at {str(self.path)!r} (missing "
-                                 f"{self.manifest_path.name})")
-        self.manifest = json.loads(self.manifest_path.read_text())
-        old, new = self.manifest.get("spec", {}), self._spec_json()
+        self.check_out(self.path, resume=True)
+        if self.manifest_path.stat().st_size > 10**8:
+            raise _bad_manifest(self.manifest_path, "larger than 100 MB")
+        try:
+            raw = json.loads(self.manifest_path.read_text())
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise _bad_manifest(self.manifest_path, f"not JSON: {str(exc)[:60]}") from None
+        self.manifest = validate_manifest(raw, self.manifest_path)
+        old, new = self.manifest["spec"], self._spec_json()
         if old != new:
-            diff = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+            diff = sorted(str(k)[:20] for k in set(old) | set(new) if old.get(k) != new.get(k))
             raise ParameterError(f"--resume: {self.manifest_path.name} was written by a different sweep "
                                  f"({', '.join(diff)} differ); use a new --out or the same arguments")
+        if self.manifest["schema"] >= 2 and self.manifest["columns"] != self.columns:
+            raise _bad_manifest(self.manifest_path, "its columns do not match this sweep's")
+        self.manifest["schema"] = SCHEMA
+        self.manifest["columns"] = self.columns
         if self.kind == "csv":
             self._recover_csv()
-        elif self.manifest.get("status") == "complete":
-            import pyarrow.parquet as pq
-
-            self.done = {int(p) for p in pq.read_table(self.path, columns=["point"]).column("point").to_pylist()}
         else:
-            import pyarrow.parquet as pq
-
-            for part in self.manifest.get("parts", []):
-                table = pq.read_table(self.parts_dir / part, columns=["point"])
-                self.done.update(int(p) for p in table.column("point").to_pylist())
-        if self.manifest.get("status") != "complete":
+            self._recover_parquet()
+        if self.manifest["status"] != "complete" or self.dropped:  # dropped rows are recomputed, then re-sorted
             self.manifest["status"] = "running"
         self._save_manifest()
 
+    def _note(self, where: str, why: str) -> None:
+        self.dropped += 1
+        if len(self.notes) < _MAX_NOTES:
+            self.notes.append(f"{where}: {why}")
+
+    # ------------------------------------------------------------ CSV resume
     def _recover_csv(self) -> None:
+        """Validate every stored row; keep the first valid row of each point, drop the rest (recomputed)."""
         if not self.path.exists():
-            return
-        data = self.path.read_bytes()
-        cut = data.rfind(b"\n") + 1
-        if cut < len(data):  # a torn last line from a crash: drop it
-            with open(self.path, "r+b") as f:
-                f.truncate(cut)
-            data = data[:cut]
-        reader = csv.DictReader(io.StringIO(data.decode()))
-        self.done = {int(row["point"]) for row in reader}
+            raise ParameterError(f"--resume: {str(self.path)!r} is missing (its manifest is there); use --overwrite "
+                                 f"to start again")
+        checker = RowChecker(self.spec)
+        rewrite = False
+        with open(self.path, "rb") as f:
+            header = f.readline()
+            if self._csv_fields(header) != self.columns:
+                raise ParameterError(f"--resume: {str(self.path)!r} is not this sweep's CSV (line 1 is not its "
+                                     f"header of {len(self.columns)} columns); use a new --out")
+            for number, line in enumerate(f, start=2):
+                why = self._csv_problem(line, checker)
+                if why:
+                    self._note(f"line {number}", why)
+                    rewrite = True
+                    continue
+                self.done[_line_point(line)] = True
+        if rewrite:
+            self._rewrite_csv(checker)
+
+    def _csv_fields(self, line: bytes) -> list[str] | None:
+        try:
+            rows = list(csv.reader(io.StringIO(line.decode())))
+        except (UnicodeDecodeError, csv.Error):
+            return None
+        return rows[0] if len(rows) == 1 else None
+
+    def _csv_problem(self, line: bytes, checker: RowChecker) -> str | None:
+        if not line.endswith(b"\n"):
+            return "torn last line (no line end)"
+        fields = self._csv_fields(line)
+        if fields is None:
+            return "not one CSV row"
+        if len(fields) != len(self.columns):
+            return f"{len(fields)} of {len(self.columns)} fields (a truncated or foreign row)"
+        why = checker.problem(dict(zip(self.columns, fields, strict=True)))
+        if why:
+            return why
+        if self.done[_line_point(line)]:
+            return f"point {_line_point(line)} repeated (the first row is kept)"
+        return None
+
+    def _rewrite_csv(self, checker: RowChecker) -> None:
+        """The CSV with only the rows counted in ``done`` (first valid row per point), through a temporary file."""
+        seen = np.zeros(self.spec.n_points, dtype=bool)
+        with open(self.path, "rb") as src, atomic_writer(self.path, "wb") as dst:
+            dst.write(src.readline())
+            for line in src:
+                if self._csv_fields(line) is None or not line.endswith(b"\n"):
+                    continue
+                fields = self._csv_fields(line)
+                if len(fields) != len(self.columns) or checker.problem(dict(zip(self.columns, fields, strict=True))):
+                    continue
+                p = _line_point(line)
+                if self.done[p] and not seen[p]:
+                    seen[p] = True
+                    dst.write(line)
+
+    # ------------------------------------------------------------ Parquet resume
+    def _recover_parquet(self) -> None:
+        import pyarrow.parquet as pq
+
+        checker = RowChecker(self.spec)
+        if self.manifest["status"] == "complete":
+            sources = [("file", self.path)]
+        else:
+            sources = [(name, self.parts_dir / name) for name in self.manifest["parts"]]
+        kept: list[str] = []
+        for name, path in sources:
+            check_input(path, "part")
+            if not path.is_file():
+                raise ParameterError(f"--resume: {str(path)!r} listed in the manifest is missing; use --overwrite to "
+                                     f"start again")
+            try:
+                table = pq.read_table(path)
+            except Exception as exc:  # pyarrow raises several types for a damaged file
+                raise ParameterError(f"--resume: {str(path)!r} is not a readable Parquet file "
+                                     f"({str(exc)[:80]})") from None
+            if table.column_names != self.columns:
+                raise ParameterError(f"--resume: {str(path)!r} does not hold this sweep's columns; use a new --out")
+            good = []
+            for i, row in enumerate(table.to_pylist()):
+                why = checker.problem(row)
+                if why is None and self.done[int(row["point"])]:
+                    why = f"point {row['point']} repeated (the first row is kept)"
+                if why:
+                    self._note(f"{path.name} row {i}", why)
+                    continue
+                self.done[int(row["point"])] = True
+                good.append(i)
+            if name == "file":
+                if len(good) != table.num_rows:
+                    raise ParameterError(f"--resume: {str(path)!r} is marked complete but {self.notes[0]}; use "
+                                         f"--overwrite to recompute it")
+                continue
+            if len(good) != table.num_rows:
+                name = self._write_part(table.take(good)) if good else None
+            if name:
+                kept.append(name)
+        if self.manifest["status"] != "complete":
+            old = set(self.manifest["parts"]) - set(kept)
+            self.manifest["parts"] = kept
+            self._save_manifest()
+            for name in old:
+                (self.parts_dir / name).unlink(missing_ok=True)
 
     @property
     def complete(self) -> bool:
@@ -123,27 +497,20 @@ class ResultStore:
 
     # --------------------------------------------------------------- rows
     def append(self, row: dict[str, Any]) -> None:
-        """Record one finished point (durable at once for CSV; within ``flush_s`` for Parquet)."""
-        self.done.add(int(row["point"]))
-        if self.kind == "csv":
-            new = not self.path.exists() or self.path.stat().st_size == 0
-            with open(self.path, "a", newline="") as f:
-                writer = csv.DictWriter(f, fieldnames=list(row))
-                if new:
-                    writer.writeheader()
-                writer.writerow({k: "" if v is None else v for k, v in row.items()})
-                f.flush()
-                os.fsync(f.fileno())
-            return
-        self._buffer.append(row)
-        if time.monotonic() - self._last_flush >= self.flush_s:
-            self.flush()
+        """Record one finished point; it is durable after the next flush (every ``flush_points`` rows or
+        ``flush_s`` seconds, and on ``close``)."""
+        with _sigint_deferred():  # Ctrl-C between these lines would count a row twice or not at all
+            self._buffer.append(row)
+            self.done[int(row["point"])] = True
+            if len(self._buffer) >= self.flush_points or time.monotonic() - self._last_flush >= self.flush_s:
+                self.flush()
 
-    def _schema(self, row: dict[str, Any]) -> Any:
+    def _schema(self) -> Any:
         import pyarrow as pa
 
         fields = []
-        for key, value in row.items():
+        first = self.spec.grid.point(0)
+        for key in self.columns:
             if key in _FLOAT_COLUMNS:
                 t = pa.float64()
             elif key in _INT_COLUMNS:
@@ -153,32 +520,57 @@ class ResultStore:
             elif key == "reliable":
                 t = pa.bool_()
             else:  # a grid axis: its values share one type
+                value = first[key]
                 t = pa.int64() if isinstance(value, int) else pa.float64() if isinstance(value, float) else pa.string()
             fields.append(pa.field(key, t))
         return pa.schema(fields)
 
     def flush(self) -> None:
-        """Write buffered Parquet rows as a new part file and list it in the manifest (no-op for CSV)."""
+        """Make the buffered rows durable: appended to the CSV (fsync), or a new Parquet part listed in the
+        manifest."""
+        with _sigint_deferred():
+            self._flush()
+
+    def _flush(self) -> None:
         self._last_flush = time.monotonic()
-        if self.kind == "csv" or not self._buffer:
+        if not self._buffer:
+            return
+        if self.kind == "csv":
+            text = "".join(_csv_line(self.columns, r) for r in self._buffer)
+            with open(self.path, "a", newline="") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+            self._buffer.clear()
             return
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
-        self.parts_dir.mkdir(exist_ok=True)
-        name = f"part-{len(self.manifest['parts']):06d}-{os.getpid()}.parquet"
+        rows = sorted(self._buffer, key=lambda r: r["point"])
         rows = [{k: (str(v) if k not in _FLOAT_COLUMNS and isinstance(v, complex) else v) for k, v in r.items()}
-                for r in self._buffer]
-        table = pa.Table.from_pylist(rows, schema=self._schema(rows[0]))
-        tmp = self.parts_dir / (name + ".tmp")
-        pq.write_table(table, tmp)
-        os.replace(tmp, self.parts_dir / name)
-        self.manifest["parts"].append(name)
+                for r in rows]
+        self.manifest["parts"].append(self._write_part(pa.Table.from_pylist(rows, schema=self._schema())))
         self._buffer.clear()
         self._save_manifest()
 
+    def _write_part(self, table: Any) -> str:
+        import pyarrow.parquet as pq
+
+        if not self.parts_dir.exists():
+            self.parts_dir.mkdir()
+        used = {p.name for p in self.parts_dir.iterdir()}
+        index = len(self.manifest["parts"])
+        while (name := f"part-{index:06d}-{os.getpid()}.parquet") in used:
+            index += 1
+        tmp = tmp_path_for(self.parts_dir / name)
+        pq.write_table(table, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, self.parts_dir / name)
+        fsync_dir(self.parts_dir)
+        return name
+
     def close(self, *, complete: bool) -> None:
-        """Flush; when ``complete``, consolidate into the final file sorted by point, else mark interrupted."""
+        """Flush; when ``complete``, put the rows in point order in the final file, else mark interrupted."""
         self.flush()
         if not complete:
             self.manifest["status"] = "interrupted"
@@ -190,27 +582,106 @@ class ResultStore:
             else:
                 self._consolidate_parquet()
         self.manifest["status"] = "complete"
-        self.manifest["parts"] = []
+        parts, self.manifest["parts"] = self.manifest["parts"], []
         self._save_manifest()
-        if self.kind == "parquet":
-            shutil.rmtree(self.parts_dir, ignore_errors=True)
+        if self.kind == "parquet" and parts:
+            self._remove_parts()
 
+    # ------------------------------------------------------------ consolidation
     def _consolidate_csv(self) -> None:
-        if not self.path.exists():
+        """Point order by an external merge: sorted runs of ≤ ``RUN_ROWS`` rows, merged by streaming."""
+        with open(self.path, "rb") as f:
+            header = f.readline()
+            last, in_order = -1, True
+            for line in f:
+                p = _line_point(line)
+                if p <= last:
+                    in_order = False
+                    break
+                last = p
+        if in_order:
             return
-        lines = self.path.read_text().splitlines(keepends=True)
-        header, body = lines[0], lines[1:]
-        body.sort(key=lambda line: int(line.split(",", 1)[0]))
-        _atomic_write(self.path, (header + "".join(body)).encode())
+        runs: list[Path] = []
+        try:
+            with open(self.path, "rb") as f:
+                f.readline()
+                while chunk := [line for _, line in zip(range(RUN_ROWS), f, strict=False)]:
+                    chunk.sort(key=_line_point)
+                    run = tmp_path_for(self.path)
+                    with open(run, "wb") as out:
+                        out.writelines(chunk)
+                    runs.append(run)
+            files = [open(r, "rb") for r in runs]
+            try:
+                with atomic_writer(self.path, "wb") as dst:
+                    dst.write(header)
+                    last = -1
+                    for line in heapq.merge(*files, key=_line_point):
+                        p = _line_point(line)
+                        if p != last:  # duplicates cannot occur (resume keeps one row per point); cheap guard
+                            dst.write(line)
+                            last = p
+            finally:
+                for f in files:
+                    f.close()
+        finally:
+            for r in runs:
+                r.unlink(missing_ok=True)
+
+    def _part_chains(self) -> list[list[Path]]:
+        """Parts grouped into chains whose point ranges follow each other (read in sequence, no merge needed)."""
+        import pyarrow.parquet as pq
+
+        ranges = []
+        for name in self.manifest["parts"]:
+            path = self.parts_dir / name
+            points = pq.read_table(path, columns=["point"]).column("point").to_numpy()
+            if len(points):
+                ranges.append((int(points.min()), int(points.max()), path))
+        chains: list[tuple[int, list[Path]]] = []  # (last max, parts)
+        for lo, hi, path in sorted(ranges, key=lambda t: t[0]):
+            for i, (end, parts) in enumerate(chains):
+                if lo > end:
+                    parts.append(path)
+                    chains[i] = (hi, parts)
+                    break
+            else:
+                chains.append((hi, [path]))
+        return [parts for _, parts in chains]
+
+    def _chain_rows(self, parts: list[Path]) -> Iterator[tuple[int, dict[str, Any]]]:
+        import pyarrow.parquet as pq
+
+        for path in parts:
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=MERGE_BATCH):
+                for row in batch.to_pylist():
+                    yield row["point"], row
 
     def _consolidate_parquet(self) -> None:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        parts = [pq.read_table(self.parts_dir / p) for p in self.manifest.get("parts", [])]
-        if not parts:
+        chains = self._part_chains()
+        if not chains:
             return
-        table = pa.concat_tables(parts).sort_by("point")
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        pq.write_table(table, tmp)
-        os.replace(tmp, self.path)
+        schema = self._schema()
+        tmp = tmp_path_for(self.path)
+        try:
+            with pq.ParquetWriter(tmp, schema) as writer:
+                batch: list[dict[str, Any]] = []
+                last = -1
+                for point, row in heapq.merge(*(self._chain_rows(c) for c in chains), key=lambda t: t[0]):
+                    if point == last:
+                        continue
+                    last = point
+                    batch.append(row)
+                    if len(batch) >= MERGE_BATCH:
+                        writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                        batch = []
+                if batch:
+                    writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        finally:
+            tmp.unlink(missing_ok=True)

@@ -14,8 +14,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +40,10 @@ point of 10⁶ trials spreads over hundreds of tasks."""
 MAX_TRIALS = 10**13
 MAX_TASKS = 10**9
 LOG_MAX = 709.0  # exp overflows float64 above this
+TASK_CHUNK = 4096
+"""Most (point, block) pairs per array handed to ``backend.run`` (``iter_tasks``)."""
+MAX_RELIABLE_Z = 1e6
+"""A Monte-Carlo MSE further than this many standard errors from the closed form is never reliable."""
 
 
 def task_seed(seed: int, point: int, block: int) -> int:
@@ -78,7 +84,7 @@ class SweepSpec:
         if self.n_tasks > MAX_TASKS:
             raise ParameterError(f"the sweep has {self.n_tasks} tasks (points × blocks); at most {MAX_TASKS:.0e}: "
                                  f"raise block_trials or shrink the grid")
-        self.setup(0)  # fail fast on an invalid combination (checks the first point only)
+        validate_points(self)  # every point's parameters, before any work
 
     def __getstate__(self) -> dict[str, Any]:  # the per-process cache does not travel to workers
         return {**self.__dict__, "_cache": {}}
@@ -108,15 +114,7 @@ class SweepSpec:
         hit = self._cache.get(point)
         if hit is not None:
             return hit
-        values = self.values(point)
-        params = {k: v for k, v in values.items() if k not in INPUTS}
-        est = get_estimator(self.estimator)(**params)
-        r = float(check_r(_num("r", values.get("r", INPUTS["r"]))))
-        theta = float(check_theta(_num("theta", values.get("theta", INPUTS["theta"]))))
-        d = check_d(_num("d", values.get("d", INPUTS["d"])))
-        x, y = est.grid_pairs(r, theta, d, str(values.get("embedding", INPUTS["embedding"])))
-        if x.ndim != 1:
-            raise ParameterError("embedding must place one pair (averaging embeddings are not supported by sweep)")
+        est, x, y, d = setup_values(self.estimator, self.values(point))
         if len(self._cache) > 4096:
             self._cache.clear()
         self._cache[point] = (est, x, y, d)
@@ -143,24 +141,156 @@ def _num(name: str, v: Any) -> float:
     return f
 
 
+def setup_values(estimator: str, values: dict[str, Any]) -> tuple[Estimator, np.ndarray, np.ndarray, int]:
+    """(estimator, x, y, d) of one set of parameter and input values (ParameterError when invalid)."""
+    params = {k: v for k, v in values.items() if k not in INPUTS}
+    est = get_estimator(estimator)(**params)
+    r = float(check_r(_num("r", values.get("r", INPUTS["r"]))))
+    theta = float(check_theta(_num("theta", values.get("theta", INPUTS["theta"]))))
+    d = check_d(_num("d", values.get("d", INPUTS["d"])))
+    x, y = est.grid_pairs(r, theta, d, str(values.get("embedding", INPUTS["embedding"])))
+    if x.ndim != 1:
+        raise ParameterError("embedding must place one pair (averaging embeddings are not supported by sweep)")
+    return est, x, y, d
+
+
+def _axis_or_fixed(spec: SweepSpec, name: str) -> tuple[Any, ...]:
+    """The values an input takes in the sweep: its grid axis, else its fixed value, else its default."""
+    for axis in spec.grid.axes:
+        if axis.name == name:
+            return axis.values
+    return (spec.fixed.get(name, INPUTS[name]),)
+
+
+def _at(names: tuple[str, ...], combo: tuple[Any, ...], exc: ParameterError) -> ParameterError:
+    where = ", ".join(f"{n}={v}" for n, v in zip(names, combo, strict=True))
+    return ParameterError(f"grid point {where}: {exc}") if where else exc
+
+
+def validate_points(spec: SweepSpec) -> None:
+    """Check every grid point's parameters before any work, at the cost of the interacting axes, not the grid size.
+
+    * ``r``: each value on its own (it interacts with nothing);
+    * the estimator: every combination of its parameter axes (cross-parameter checks in its constructor), each
+      with every ``d`` (``check_dimension``);
+    * the pair: for every (d, embedding), all θ values at once (``grid_pairs`` is vectorised over θ; d = 1 admits
+      only θ ∈ {0, π}), and one full ``setup_values`` at the first values.
+
+    Raises
+    ------
+    ParameterError
+        Naming the first invalid combination (e.g. ``grid point d=1, theta=0.5: ...``).
+    """
+    cls = get_estimator(spec.estimator)
+    r_values = np.array([_num("r", v) for v in _axis_or_fixed(spec, "r")])
+    check_r(r_values)
+    ds = [check_d(_num("d", v)) for v in _axis_or_fixed(spec, "d")]
+    thetas = np.array([_num("theta", v) for v in _axis_or_fixed(spec, "theta")])
+    check_theta(thetas)
+    embeddings = _axis_or_fixed(spec, "embedding")
+    fixed_params = {k: v for k, v in spec.fixed.items() if k not in INPUTS}
+    param_axes = [a for a in spec.grid.axes if a.name not in INPUTS]
+    names = tuple(a.name for a in param_axes)
+    est = None
+    for combo in itertools.product(*(a.values for a in param_axes)):
+        try:
+            e = cls(**fixed_params, **dict(zip(names, combo, strict=True)))
+        except ParameterError as exc:
+            raise _at(names, combo, exc) from None
+        est = est or e
+        for d in ds:
+            try:
+                e.check_dimension(d)
+            except ParameterError as exc:
+                raise _at((*names, "d"), (*combo, d), exc) from None
+    assert est is not None
+    for d, emb in itertools.product(ds, embeddings):
+        try:
+            est.grid_pairs(float(r_values[0]), thetas, d, str(emb))
+        except ParameterError:
+            for theta in thetas:  # find the first failing θ
+                try:
+                    est.grid_pairs(float(r_values[0]), float(theta), d, str(emb))
+                except ParameterError as exc:
+                    raise _at(("d", "embedding", "theta"), (d, emb, float(theta)), exc) from None
+            raise
+        values = {**spec.fixed, **{a.name: a.values[0] for a in spec.grid.axes}, "d": d, "embedding": emb}
+        try:
+            setup_values(spec.estimator, values)
+        except ParameterError as exc:
+            raise _at(("d", "embedding"), (d, emb), exc) from None
+
+
+NUMERIC_ERRORS = (FloatingPointError, OverflowError, ZeroDivisionError)
+
+
 def run_task(spec: SweepSpec, point: int, block: int) -> np.ndarray:
-    """Run task (point, block): one ``monte_carlo`` call; returns its row of ``TASK_FIELDS``."""
+    """Run task (point, block): one ``monte_carlo`` call; returns its row of ``TASK_FIELDS``.
+
+    A numeric failure inside the estimator (overflow, underflow to 0/0) does not end the sweep: the row holds NaN
+    statistics, and the point's output row then has null Monte-Carlo values and a note (``point_row``)."""
     est, x, y, d = spec.setup(point)
     started = time.perf_counter()
     n = spec.block_size(block)
-    res = monte_carlo(est, x, y, d=d, trials=n, seed=task_seed(spec.seed, point, block), device=spec.device,
-                      block_trials=spec.engine_block_trials)
-    mean_r = complex(np.asarray(res.mean_ratio).ravel()[0])
-    se = float(res.rel_mse_stderr[0])
-    sd = float(res.ratio_sd[0])
-    return np.array([point, block, n, float(res.log_scale[0]), float(res.rel_mse[0]), se * se * n * (n - 1),
-                     mean_r.real, mean_r.imag, sd * sd * (n - 1), time.perf_counter() - started])
+    try:
+        with np.errstate(all="ignore"):
+            res = monte_carlo(est, x, y, d=d, trials=n, seed=task_seed(spec.seed, point, block), device=spec.device,
+                              block_trials=spec.engine_block_trials)
+            mean_r = complex(np.asarray(res.mean_ratio).ravel()[0])
+            se = float(res.rel_mse_stderr[0])
+            sd = float(res.ratio_sd[0])
+            stats = [float(res.log_scale[0]), float(res.rel_mse[0]), se * se * n * (n - 1), mean_r.real,
+                     mean_r.imag, sd * sd * (n - 1)]
+    except NUMERIC_ERRORS:
+        stats = [math.nan] * 6
+    return np.array([point, block, n, *stats, time.perf_counter() - started])
+
+
+def task_pairs(tasks: np.ndarray, n_blocks: int) -> np.ndarray:
+    """(k, 2) int64 (point, block) pairs: ``tasks`` as given, or flat task ids t → (t // n_blocks, t % n_blocks)."""
+    a = np.asarray(tasks, dtype=np.int64)
+    if a.ndim == 2 and a.shape[1] == 2:
+        return a
+    if a.ndim == 1:
+        return np.stack([a // n_blocks, a % n_blocks], axis=1)
+    raise ValueError(f"tasks must be (k, 2) (point, block) pairs or flat task ids, got shape {a.shape}")
 
 
 def run_tasks(spec: SweepSpec, tasks: np.ndarray) -> np.ndarray:
-    """Rows for a batch of task ids (t → point t // n_blocks, block t % n_blocks)."""
+    """Rows for a batch of tasks: (k, 2) int64 (point, block) pairs (or flat task ids, see ``task_pairs``)."""
+    pairs = task_pairs(tasks, spec.n_blocks)
+    return np.stack([run_task(spec, int(p), int(b)) for p, b in pairs])
+
+
+def iter_tasks(spec: SweepSpec, points: Iterable[int], chunk: int = TASK_CHUNK) -> Iterator[np.ndarray]:
+    """The (point, block) tasks of ``points`` (in the order given), lazily, as (k, 2) int64 arrays of k ≤ ``chunk``
+    rows: memory O(chunk) whatever the grid size (the contract of ``backend.run``).
+
+    Examples
+    --------
+    >>> next(iter_tasks(small, [3, 5], chunk=4)).tolist()  # doctest: +SKIP
+    [[3, 0], [3, 1], [5, 0], [5, 1]]
+    """
+    if not 1 <= chunk <= TASK_CHUNK:
+        raise ParameterError(f"chunk must be an integer in [1, {TASK_CHUNK}], got {chunk}")
     nb = spec.n_blocks
-    return np.stack([run_task(spec, int(t) // nb, int(t) % nb) for t in tasks])
+    per = max(1, chunk // nb)  # whole points per chunk when they fit
+    buf: list[int] = []
+
+    def emit(pts: list[int]) -> Iterator[np.ndarray]:
+        arr = np.asarray(pts, dtype=np.int64)
+        total = len(arr) * nb
+        for start in range(0, total, chunk):
+            idx = np.arange(start, min(start + chunk, total), dtype=np.int64)
+            yield np.stack([arr[idx // nb], idx % nb], axis=1)
+
+    for p in points:
+        buf.append(int(p))
+        if len(buf) >= per:
+            yield from emit(buf)
+            buf = []
+    if buf:
+        yield from emit(buf)
 
 
 @dataclass(frozen=True)
@@ -204,46 +334,126 @@ def _log10(log_value: float) -> float | None:
     return log_value / LOG10 if math.isfinite(log_value) else None
 
 
-def point_row(spec: SweepSpec, stats: PointStats, backend: str) -> dict[str, Any]:
-    """The output row of a finished point (see the README's sweep section for the columns)."""
-    est, x, y, d = spec.setup(stats.point)
-    log_k, sign = est.kernel_log_value(x, y, d=d)
-    log_k, sign = float(np.ravel(log_k)[0]), float(np.ravel(sign)[0])
-    log_mse: float | None = None
-    if est.closed_form_available():
-        try:
-            log_mse = float(np.ravel(est.log_mse(x, y, d=d))[0])
-        except NotImplementedError:
-            log_mse = None
-    s = stats.log_scale
-    e = stats.errors
-    with np.errstate(divide="ignore"):
-        log_mc = 2 * s + math.log(e.mean) if e.mean > 0 else -math.inf
-        log_se = 2 * s + math.log(e.stderr) if e.stderr > 0 else -math.inf
+OUTPUT_COLUMNS = ("estimator", "kernel_value", "mse", "mc_mse", "stderr", "z", "log10_mse", "log10_mc_mse", "mc_mean",
+                  "top_share", "reliable", "warning", "trials", "seed", "device", "backend", "seconds")
+"""Columns of an output row after ``point`` and the grid axes (``point_row``; see the README's sweep section)."""
+
+
+def output_columns(grid: Grid) -> list[str]:
+    """Every column of a sweep's output, in order: ``point``, the grid axes, ``OUTPUT_COLUMNS``."""
+    return ["point", *grid.names, *OUTPUT_COLUMNS]
+
+
+def _scaled(value: float, log_scale: float) -> tuple[float | None, str | None]:
+    """``value · e^{log_scale}`` as a float, or None with the reason when it overflows or is not finite."""
+    if not (math.isfinite(value) and math.isfinite(log_scale)):
+        return None, "not finite"
+    if value == 0:
+        return 0.0, None
+    log_abs = math.log(abs(value)) + log_scale
+    if log_abs > LOG_MAX:
+        return None, "overflows float64"
+    if log_scale <= LOG_MAX:
+        return value * math.exp(log_scale), None  # the product as before (bitwise-identical rows)
+    return math.copysign(math.exp(log_abs), value), None
+
+
+def _mc_moments(stats: PointStats) -> tuple[float | None, float | None, float, float, list[str]]:
+    """(mc_mse, stderr, log mc_mse, log stderr, notes) of a point's pooled squared errors."""
+    s, e = stats.log_scale, stats.errors
+    if not (math.isfinite(s) and math.isfinite(e.mean) and math.isfinite(e.m2)):
+        return None, None, math.nan, math.nan, ["Monte Carlo failed: numeric overflow or underflow in the "
+                                                 "estimates (values null)"]
+    log_mc = 2 * s + math.log(e.mean) if e.mean > 0 else -math.inf
+    log_se = 2 * s + math.log(e.stderr) if e.stderr > 0 else -math.inf
+    notes = []
     mc_mse = 0.0 if log_mc == -math.inf else _exp_or_none(log_mc)
     stderr = 0.0 if log_se == -math.inf else _exp_or_none(log_se)
-    z: float | None = None
-    if log_mse is not None and e.stderr > 0:
-        expected_rel = math.exp(min(log_mse - 2 * s, LOG_MAX))
-        z = (e.mean - expected_rel) / e.stderr
-    verdict = assess_mse(e, top_share=stats.top_share, parts=stats.parts)
-    mean_log = s + math.log(abs(stats.mean_r.real)) if stats.mean_r.real != 0 else -math.inf
+    if mc_mse is None or stderr is None:
+        notes.append("Monte-Carlo MSE or its standard error overflows float64 (null; see log10_mc_mse)")
+    return mc_mse, stderr, log_mc, log_se, notes
+
+
+def _z_score(log_mse: float | None, stats: PointStats) -> float | None:
+    """(MC mean − closed form) / stderr in the point's scaled units; None when either is unavailable."""
+    e, s = stats.errors, stats.log_scale
+    if log_mse is None or not (e.stderr > 0 and math.isfinite(e.stderr) and math.isfinite(e.mean)):
+        return None
+    if log_mse - 2 * s > LOG_MAX:  # the closed form is > e^709 of the scaled errors: z is hugely negative
+        log_ratio = log_mse - 2 * s - math.log(e.stderr)
+        return -math.exp(min(log_ratio, LOG_MAX)) if log_ratio <= LOG_MAX else -math.inf
+    return (e.mean - math.exp(log_mse - 2 * s)) / e.stderr
+
+
+def _reliability(stats: PointStats, stderr: float | None, z: float | None, notes: list[str],
+                 exact: bool, failed: bool) -> tuple[bool, str | None]:
+    """The ``assess_mse`` verdict (none when the Monte Carlo ``failed``), made unreliable by any note (a null
+    value), a standard error of 0 (unless ``exact``: every error 0 and a closed-form MSE of 0) or
+    |z| > ``MAX_RELIABLE_Z``; the warning joins the reasons."""
+    verdict = None if failed else assess_mse(stats.errors, top_share=stats.top_share, parts=stats.parts)
+    reasons = list(notes)
+    if verdict is not None and verdict.warning:
+        reasons.append(verdict.warning)
+    if stderr == 0.0 and not exact:
+        reasons.append("standard error 0: the estimates do not vary (exact, or every estimate underflowed)")
+    if z is not None and not abs(z) <= MAX_RELIABLE_Z:
+        reasons.append(f"|z| > {MAX_RELIABLE_Z:.0e} against the closed form (underflowed estimates or a tail the "
+                       f"trials never reached)")
+    reliable = verdict is not None and verdict.reliable and not reasons
+    return reliable, "; ".join(reasons) or None
+
+
+def point_row(spec: SweepSpec, stats: PointStats, backend: str) -> dict[str, Any]:
+    """The output row of a finished point (see the README's sweep section for the columns).
+
+    Never raises on extreme numbers: a value that overflows float64 (or a Monte Carlo that failed) is null, the
+    ``warning`` says why and ``reliable`` is False; so is a point with |z| > 10⁶, or standard error 0 unless the
+    estimate is exact (every error 0 and a closed-form MSE of 0)."""
+    est, x, y, d = spec.setup(stats.point)
+    closed_notes: list[str] = []
+    with np.errstate(all="ignore"):
+        try:
+            log_k, sign = est.kernel_log_value(x, y, d=d)
+            log_k, sign = float(np.ravel(log_k)[0]), float(np.ravel(sign)[0])
+        except (ValueError, ArithmeticError) as exc:
+            log_k, sign = math.nan, 1.0
+            closed_notes.append(f"kernel value failed ({str(exc)[:80]})")
+        log_mse: float | None = None
+        if est.closed_form_available():
+            try:
+                log_mse = float(np.ravel(est.log_mse(x, y, d=d))[0])
+            except NotImplementedError:
+                log_mse = None
+            except (ValueError, ArithmeticError) as exc:
+                closed_notes.append(f"closed-form MSE failed ({str(exc)[:80]})")
+    if log_mse is not None and math.isnan(log_mse):
+        log_mse = None
+    mc_mse, stderr, log_mc, _, notes = _mc_moments(stats)
+    failed = math.isnan(log_mc)  # the Monte Carlo itself overflowed: no statistics at all
+    z = None if failed else _z_score(log_mse, stats)
+    mc_mean, why = _scaled(stats.mean_r.real, stats.log_scale)
+    if why and not notes:
+        notes.append(f"mean estimate {why} (null)")
+    kernel_value = None if not math.isfinite(log_k) or log_k > LOG_MAX else sign * math.exp(log_k)
+    exact = mc_mse == 0.0 and log_mse == -math.inf  # an exact estimator: no error, and the closed form agrees
+    reliable, warning = _reliability(stats, stderr, z, notes, exact, failed)
+    warning = "; ".join([*([warning] if warning else []), *closed_notes]) or None  # the MC verdict stands
     return {
         "point": stats.point,
         **spec.grid.point(stats.point),
         "estimator": spec.estimator,
-        "kernel_value": None if log_k > LOG_MAX else sign * math.exp(log_k),
+        "kernel_value": 0.0 if log_k == -math.inf else kernel_value,
         "mse": None if log_mse is None else (0.0 if log_mse == -math.inf else _exp_or_none(log_mse)),
         "mc_mse": mc_mse,
         "stderr": stderr,
-        "z": z,
+        "z": z if z is None or math.isfinite(z) else None,
         "log10_mse": None if log_mse is None else _log10(log_mse),
-        "log10_mc_mse": _log10(log_mc),
-        "mc_mean": None if mean_log > LOG_MAX else stats.mean_r.real * math.exp(s),
-        "top_share": stats.top_share,
-        "reliable": verdict.reliable,
-        "warning": verdict.warning,
-        "trials": e.count,
+        "log10_mc_mse": None if math.isnan(log_mc) else _log10(log_mc),
+        "mc_mean": mc_mean,
+        "top_share": stats.top_share if math.isfinite(stats.top_share) else None,
+        "reliable": reliable,
+        "warning": warning,
+        "trials": stats.errors.count,
         "seed": spec.seed,
         "device": spec.device,
         "backend": backend,

@@ -1,0 +1,270 @@
+"""A server no visitor can exhaust (issue 20 item 6) and a classroom that stays fast (issue 23 item 9): every view's
+work is costed and refused over the server's caps before it starts, uploads are capped by their decompressed size,
+Monte-Carlo jobs share a bounded pool, identical requests share one computation (single-flight)."""
+
+from __future__ import annotations
+
+import pathlib
+import threading
+import time
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app_pages import BY_PATH
+from rfviz import ParameterError, create
+from rfviz import data as rd
+from rfviz.compute import dp as cd
+from rfviz.compute import sweep_files as sf
+from rfviz.compute.jobs import JobPool, SharedCache
+from rfviz.engine import prepare
+from rfviz.params import (
+    SERVER_TIME_BUDGET,
+    Cost,
+    current_time_budget,
+    require_cost,
+    server_budget_scope,
+    time_budget_scope,
+)
+
+TIMEOUT = 60
+
+
+def write_constant_parquet(path: pathlib.Path, rows: int, chunk: int = 1_000_000) -> pathlib.Path:
+    """A sweep-shaped Parquet file of ``rows`` constant rows (compresses to ~10 kB per million rows)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    n = min(rows, chunk)
+    table = pa.table({"theta": np.zeros(n), "mc_mse": np.ones(n), "stderr": np.full(n, 0.1),
+                      "reliable": np.ones(n, dtype=bool)})
+    with pq.ParquetWriter(str(path), table.schema) as writer:
+        done = 0
+        while done < rows:
+            part = table.slice(0, min(n, rows - done))
+            writer.write_table(part, row_group_size=len(part))
+            done += len(part)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------- the cost model
+def test_time_budget_is_unbounded_by_default_and_scoped_on_the_server():
+    assert current_time_budget() == float("inf")  # the CLI and the API: the user waits for their own work
+    with server_budget_scope():
+        assert current_time_budget() == SERVER_TIME_BUDGET
+        with pytest.raises(ParameterError, match="limit of"):
+            require_cost("a long job", Cost(1.0, 10 * SERVER_TIME_BUDGET), "lower m")
+        with pytest.raises(ParameterError, match="memory"):
+            require_cost("a big job", Cost(2.0**40, 0.0))
+        require_cost("a small job", Cost(1e6, 0.01))
+    assert current_time_budget() == float("inf")
+
+
+def test_maclaurin_allocation_of_ten_million_features_is_refused_at_once():
+    with server_budget_scope():
+        t0 = time.perf_counter()
+        with pytest.raises(ParameterError, match=r"Maclaurin allocation at m = 10000000.*lower m"):
+            cd.maclaurin_allocation("gaussian", 10_000_000)
+        assert time.perf_counter() - t0 < 0.5
+        cd.maclaurin_allocation("gaussian", 64)  # the page's sizes still run
+
+
+def test_maclaurin_cost_grows_with_m_and_the_optimiser_checks_it_too():
+    small, big = cd.maclaurin_allocation_cost(100), cd.maclaurin_allocation_cost(100_000)
+    assert big.nbytes == pytest.approx(1000 * small.nbytes) and big.seconds == pytest.approx(1000 * small.seconds)
+    from rfviz.maths import dp
+
+    with time_budget_scope(1.0), pytest.raises(ParameterError, match="Algorithm 3"):
+        dp.optimize_maclaurin(dp.reference_unit_pairs(8), kernel="exponential", total=1_000_000)
+
+
+def test_monte_carlo_time_is_checked_before_sampling():
+    est = create("trig", m=100_000)
+    x = np.tile([[1.0, 0.0]], (50, 1))
+    with time_budget_scope(SERVER_TIME_BUDGET):
+        t0 = time.perf_counter()
+        with pytest.raises(ParameterError, match=r"Monte Carlo of trig \(50 pairs × 1000000 trials\)"):
+            prepare(est, x, x, trials=1_000_000, device="cpu")
+        assert time.perf_counter() - t0 < 1.0
+        prepare(create("trig", m=16), x, x, trials=1000, device="cpu")
+
+
+def test_gram_monte_carlo_is_costed_before_it_runs():
+    from rfviz.compute import data as cdata
+
+    ds = rd.load("iris", queries=64, keys=64)
+    with server_budget_scope():
+        t0 = time.perf_counter()
+        with pytest.raises(ParameterError, match=r"Gram-error Monte Carlo \(5000 repeats, m = 10000000"):
+            cdata.gram_table(ds, ["trig"], {"m": 10_000_000}, repeats=5000)
+        assert time.perf_counter() - t0 < 1.0
+        rows = cdata.gram_table(ds, ["trig"], {"m": 8}, repeats=20)
+    assert rows[0]["MC"] is not None
+
+
+# ---------------------------------------------------------------------------------------------- uploads
+def test_parquet_over_the_cap_is_refused_from_its_metadata(tmp_path):
+    path = write_constant_parquet(tmp_path / "huge.parquet", 2 * sf.MAX_ROWS)
+    data = path.read_bytes()
+    assert len(data) < 200_000  # compressed: small
+    with pytest.raises(ParameterError, match=rf"at most {sf.MAX_ROWS} rows.*got {2 * sf.MAX_ROWS} rows × 4"):
+        sf.read_results(data, "huge.parquet")
+    ok = write_constant_parquet(tmp_path / "ok.parquet", 10)
+    assert len(sf.read_results(ok.read_bytes(), "ok.parquet")) == 10
+
+
+def test_csv_over_the_cells_cap_is_refused_while_streaming():
+    columns = 40
+    header = ",".join(["theta", "mc_mse", "stderr", "reliable"] + [f"c{i}" for i in range(columns - 4)])
+    row = ",".join(["1"] * columns)
+    rows = sf.MAX_CELLS // columns + 1
+    data = (header + "\n" + "\n".join([row] * rows) + "\n").encode()
+    with pytest.raises(ParameterError, match=rf"{sf.MAX_CELLS} values.*got {rows} rows × {columns} columns"):
+        sf.read_results(data, "wide.csv")
+
+
+def test_data_csv_is_capped_by_rows_and_values():
+    text = "x,y\n" + "1,2\n" * (rd.MAX_ROWS + 1)
+    with pytest.raises(ParameterError, match=rf"at most {rd.MAX_ROWS} rows.*stopped at line {rd.MAX_ROWS + 2}"):
+        rd.read_array(text.encode(), "data", "big.csv")
+    wide = ",".join(["1"] * 4000)
+    with pytest.raises(ParameterError, match=rf"{rd.MAX_VALUES} values"):
+        rd.read_array(("\n".join([wide] * (rd.MAX_VALUES // 4000 + 1))).encode(), "data", "wide.csv")
+    a = rd.read_array(b"# comment\nx,y\n1,2\n3,4\n", "data", "ok.csv")
+    np.testing.assert_array_equal(a, [[1, 2], [3, 4]])
+    with pytest.raises(ParameterError, match="line 3 is not a row"):
+        rd.read_array(b"x,y\n1,2\noops,3\n", "data", "bad.csv")
+
+
+# ---------------------------------------------------------------------------------------------- pool and cache
+def test_pool_runs_at_most_its_workers_and_reports_the_queue():
+    pool = JobPool(2)
+    inside = []
+    lock = threading.Lock()
+    ahead_seen: list[int] = []
+
+    def job(i: int) -> None:
+        with pool.slot(on_wait=ahead_seen.append):
+            with lock:
+                inside.append(i)
+                assert pool.running <= 2
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=job, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(inside) == list(range(8))
+    assert pool.peak == 2 and pool.running == 0 and pool.waiting == 0
+    assert ahead_seen and max(ahead_seen) >= 2  # queued jobs were told how many were ahead
+
+
+def test_pool_leaves_the_queue_when_a_waiter_is_cancelled():
+    pool = JobPool(1)
+
+    class Stop(BaseException):
+        pass
+
+    def stop(_ahead: int) -> None:
+        raise Stop
+
+    with pool.slot():
+        with pytest.raises(Stop):
+            with pool.slot(on_wait=stop):
+                pass
+        assert pool.waiting == 0
+    with pool.slot():
+        assert pool.running == 1
+
+
+def test_shared_cache_computes_identical_concurrent_requests_once():
+    cache = SharedCache(8)
+    calls = []
+    joined = []
+    results = []
+
+    def compute() -> float:
+        calls.append(1)
+        time.sleep(0.3)
+        return 42.0
+
+    def ask() -> None:
+        results.append(cache.get_or_compute(("mc", 1), compute, on_join=lambda: joined.append(1)))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results == [42.0] * 8
+    assert len(calls) == 1 and cache.computed == 1 and len(joined) == 7
+    assert cache.get_or_compute(("mc", 1), compute) == 42.0 and len(calls) == 1  # later: a hit
+    assert cache.get_or_compute(("mc", 2), lambda: 7) == 7 and cache.computed == 2
+
+
+def test_shared_cache_hands_a_cancelled_flight_to_a_waiter():
+    class Stop(RuntimeError):
+        pass
+
+    cache = SharedCache(4, abandon_on=(Stop,))
+    started = threading.Event()
+    got: list[object] = []
+
+    def owner() -> None:
+        def run() -> int:
+            started.set()
+            time.sleep(0.2)
+            raise Stop("this user pressed Stop")
+
+        with pytest.raises(Stop):
+            cache.get_or_compute("k", run)
+
+    t = threading.Thread(target=owner)
+    t.start()
+    started.wait(5)
+    got.append(cache.get_or_compute("k", lambda: 5))  # joins the flight, then computes it itself
+    t.join(5)
+    assert got == [5] and cache.computed == 1
+
+
+def test_shared_cache_does_not_keep_failures_and_bounds_its_size():
+    cache = SharedCache(2)
+
+    def fail() -> int:
+        raise ParameterError("m must be …")
+
+    with pytest.raises(ParameterError):
+        cache.get_or_compute("k", fail)
+    assert cache.get_or_compute("k", lambda: 1) == 1
+    for i in range(5):
+        cache.get_or_compute(i, lambda i=i: i)
+    assert cache.lookup("k") == (False, None) and cache.lookup(4) == (True, 4)
+
+
+# ---------------------------------------------------------------------------------------------- app pages
+def _errors(at: AppTest) -> str:
+    return " ".join(e.value.replace("\\", "") for e in at.error)
+
+
+@pytest.mark.slow
+def test_app_refuses_the_hostile_maclaurin_url():
+    page = BY_PATH["dot_product"]
+    for view in ("maclaurin-gauss", "Maclaurin allocation (Gaussian kernel)"):  # slug and old label
+        at = AppTest.from_file(str(page.file), default_timeout=TIMEOUT)
+        at.query_params.update({"view": view, "m": "10000000"})
+        at.run()
+        assert not at.exception, [e.message for e in at.exception]
+        text = _errors(at)
+        assert "Maclaurin allocation at m = 10000000" in text and "lower m" in text, text
+
+
+@pytest.mark.slow
+def test_app_refuses_a_huge_parquet_in_the_results_folder(tmp_path, monkeypatch):
+    write_constant_parquet(tmp_path / "huge.parquet", 2 * sf.MAX_ROWS)
+    monkeypatch.setenv("RFVIZ_RESULTS", str(tmp_path))
+    page = BY_PATH["sweeps"]
+    at = AppTest.from_file(str(page.file), default_timeout=TIMEOUT).run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert f"at most {sf.MAX_ROWS} rows" in _errors(at)
+    assert len(at.get("plotly_chart")) == 0

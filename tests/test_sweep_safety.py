@@ -1,0 +1,283 @@
+"""Sweep internals behind issues 20 and 24: streamed (point, block) tasks, batched durable writes, the final file in
+point order by streaming merges, resume of damaged Parquet parts, the median-based ETA, and safe figure outputs."""
+
+from __future__ import annotations
+
+import csv
+import os
+
+import numpy as np
+import pytest
+
+from rfviz import ParameterError, get_estimator
+from rfviz.cli import main
+from rfviz.fileio import atomic_write, check_output
+from rfviz.sweep import SweepSpec, make_backend, parse_grid, run_sweep
+from rfviz.sweep import store as store_mod
+from rfviz.sweep.progress import Progress
+from rfviz.sweep.runner import todo_points
+from rfviz.sweep.store import ResultStore
+from rfviz.sweep.tasks import COL, TASK_CHUNK, iter_tasks
+
+NONDETERMINISTIC = ("backend", "seconds")
+
+
+def spec_of(n_r: int = 3, trials: int = 1024, block: int = 512, **kw) -> SweepSpec:
+    grid = parse_grid([f"r=0.3:0.6:{n_r}", "m=4,8"], get_estimator("positive"), {"d": "8"})
+    return SweepSpec("positive", {"d": "8", "theta": "1.0"}, grid, trials, 5, block, "cpu", **kw)
+
+
+def csv_rows(path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return [{k: v for k, v in r.items() if k not in NONDETERMINISTIC} for r in csv.DictReader(f)]
+
+
+# ----------------------------------------------------------------------------- streamed tasks
+def test_iter_tasks_is_lazy_chunked_and_in_order() -> None:
+    spec = spec_of(n_r=3, trials=4096, block=512)  # 6 points × 8 blocks
+    chunks = list(iter_tasks(spec, [1, 4, 5], chunk=5))
+    assert all(c.dtype == np.int64 and c.ndim == 2 and c.shape[1] == 2 and 1 <= len(c) <= 5 for c in chunks)
+    pairs = np.concatenate(chunks).tolist()
+    assert pairs == [[p, b] for p in (1, 4, 5) for b in range(8)]
+    big = iter_tasks(spec, iter(range(10**9)))  # a billion points: nothing is built before it is asked for
+    first = next(big)
+    assert len(first) == TASK_CHUNK and first[0].tolist() == [0, 0]
+    with pytest.raises(ParameterError, match="chunk"):
+        next(iter_tasks(spec, [0], chunk=TASK_CHUNK + 1))
+
+
+def test_todo_points_skips_done_points_lazily() -> None:
+    done = np.zeros(200_000, dtype=bool)
+    done[::2] = True
+    it = todo_points(done)
+    assert [next(it) for _ in range(3)] == [1, 3, 5]
+    assert sum(1 for _ in todo_points(done)) == 100_000
+
+
+@pytest.mark.slow
+def test_local_backend_consumes_tasks_lazily() -> None:
+    spec = spec_of()
+    pulled = []
+
+    def source():
+        for chunk in iter_tasks(spec, range(spec.n_points), chunk=2):
+            pulled.append(len(chunk))
+            yield chunk
+
+    backend = make_backend("local")
+    rows = backend.run(spec, source())
+    first = next(rows)
+    assert first.shape == (1, len(COL)) and len(pulled) == 1  # one chunk taken, not the whole grid
+    rest = list(rows)
+    assert 1 + len(rest) == spec.n_tasks and backend.stats.tasks == spec.n_tasks
+
+
+# ----------------------------------------------------------------------------- batched durable writes
+@pytest.mark.slow
+def test_rows_are_flushed_in_batches(tmp_path, monkeypatch) -> None:
+    spec = spec_of(n_r=5)  # 10 points
+    syncs = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (syncs.append(fd), real(fd))[1])
+    run_sweep(spec, str(tmp_path / "a.csv"), make_backend("local"), progress=False, flush_points=4, flush_s=1e9)
+    data_syncs = len(syncs)
+    syncs.clear()
+    run_sweep(spec, str(tmp_path / "b.csv"), make_backend("local"), progress=False, flush_points=1, flush_s=1e9)
+    assert data_syncs < len(syncs) - 6  # 3 flushes of 4, 4, 2 rows instead of 10
+    assert csv_rows(tmp_path / "a.csv") == csv_rows(tmp_path / "b.csv")
+    with pytest.raises(ParameterError, match="flush_points"):
+        run_sweep(spec, str(tmp_path / "c.csv"), make_backend("local"), progress=False, flush_points=0)
+
+
+class OutOfOrder:
+    """A backend that returns the tasks in reverse order of points (as a Ray cluster might)."""
+
+    name = "local"
+
+    def __init__(self) -> None:
+        self.inner = make_backend("local")
+        self.stats = self.inner.stats
+
+    def run(self, spec, tasks):
+        chunks = list(tasks)
+        for chunk in reversed(chunks):
+            yield from self.inner.run(spec, iter([chunk[::-1]]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_final_file_is_in_point_order_by_streaming_merges(tmp_path, monkeypatch, suffix) -> None:
+    spec = spec_of(n_r=6)  # 12 points
+    run_sweep(spec, str(tmp_path / f"ref.{suffix}"), make_backend("local"), progress=False)
+    monkeypatch.setattr(store_mod, "RUN_ROWS", 5)  # several sorted runs for the CSV external merge
+    monkeypatch.setattr(store_mod, "MERGE_BATCH", 3)
+    run_sweep(spec, str(tmp_path / f"rev.{suffix}"), OutOfOrder(), progress=False, flush_points=2, flush_s=1e9)
+    if suffix == "csv":
+        assert csv_rows(tmp_path / "rev.csv") == csv_rows(tmp_path / "ref.csv")
+    else:
+        import pyarrow.parquet as pq
+
+        a, b = (pq.read_table(tmp_path / f"{n}.parquet").drop_columns(list(NONDETERMINISTIC)) for n in ("ref", "rev"))
+        assert a.equals(b) and a.column("point").to_pylist() == list(range(12))
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".rfviz-tmp") or p.name.endswith(".parts")]
+
+
+@pytest.mark.slow
+def test_parquet_resume_drops_duplicate_and_broken_rows(tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    spec = spec_of(n_r=3)
+    full, out = tmp_path / "full.parquet", tmp_path / "p.parquet"
+    run_sweep(spec, str(full), make_backend("local"), progress=False)
+    seen = []
+
+    def stop(row):
+        seen.append(row)
+        if len(seen) == 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, str(out), make_backend("local"), progress=False, on_point=stop, flush_points=2)
+    store = ResultStore(out, spec, resume=True)
+    parts_dir = out.with_name("p.parquet.parts")
+    first = parts_dir / store.manifest["parts"][0]
+    table = pq.read_table(first)
+    bad = table.slice(0, 1).set_column(table.column_names.index("trials"), "trials", pa.array([7]))
+    pq.write_table(pa.concat_tables([table, table.slice(1, 1), bad]), first)  # a duplicate and a foreign row
+    report = run_sweep(spec, str(out), make_backend("local"), progress=False, resume=True)
+    assert report.status == "complete" and len(report.notes) == 2
+    a, b = (pq.read_table(p).drop_columns(list(NONDETERMINISTIC)) for p in (full, out))
+    assert a.equals(b)
+
+
+@pytest.mark.slow
+def test_store_refuses_foreign_files_in_the_parts_directory(tmp_path) -> None:
+    spec = spec_of()
+    out = tmp_path / "x.parquet"
+    run_sweep(spec, str(out), make_backend("local"), progress=False)
+    parts = tmp_path / "x.parquet.parts"
+    parts.mkdir()
+    (parts / "mine.txt").write_text("not a part")
+    with pytest.raises(ParameterError, match="did not write"):
+        run_sweep(spec, str(out), make_backend("local"), progress=False, overwrite=True)
+    assert (parts / "mine.txt").read_text() == "not a part" and out.exists()
+
+
+# ----------------------------------------------------------------------------- ETA
+def test_eta_is_the_median_task_time_early_on() -> None:
+    bar = Progress(1000, 0, 100, enabled=False, tasks_per_point=1, slots=2)
+    assert bar.eta() == float("inf")
+    bar.update(points=10, trials=1000, task_seconds=[30.0] + [0.01] * 9)  # one cold first task
+    assert bar.eta() == pytest.approx(990 * 0.01 / 2)
+    bar.started -= 10  # later on: the throughput of the recent window (every overhead included)
+    bar._window[0] = (bar._window[0][0] - 10, 0)
+    assert 990 * 100 / (1000 / 9.5) < bar.eta() < 990 * 100 / (1000 / 10.5)  # 99 000 trials left at ~100/s
+
+
+# ----------------------------------------------------------------------------- safe outputs (figure and the API)
+def test_check_output_rules(tmp_path) -> None:
+    (tmp_path / "d.csv").mkdir()
+    (tmp_path / "f.csv").write_text("x")
+    (tmp_path / "l.csv").symlink_to(tmp_path / "f.csv")
+    for name, kw, words in (("d.csv", {"overwrite": True}, "directory"), ("f.csv", {}, "already exists"),
+                            ("f.csv", {"overwrite": True}, "not written by rfviz"),
+                            ("l.csv", {"overwrite": True, "ours": lambda p: True}, "symbolic link"),
+                            ("no/x.csv", {}, "does not exist")):
+        with pytest.raises(ParameterError, match=words):
+            check_output(tmp_path / name, **kw)
+    assert check_output(tmp_path / "f.csv", overwrite=True, ours=lambda p: True) == tmp_path / "f.csv"
+    atomic_write(tmp_path / "f.csv", "y")
+    assert (tmp_path / "f.csv").read_text() == "y" and (tmp_path / "l.csv").is_symlink()
+
+
+@pytest.mark.slow
+def test_figure_replaces_only_its_own_files(tmp_path, capsys) -> None:
+    name = "os-vstar-curves"
+    data = tmp_path / "fig.csv"
+    data.write_text("my,own\n1,2\n")
+    for extra in ([], ["--overwrite"]):
+        assert main(["figure", name, "--data", str(data), *extra]) == 2
+        assert "error: " in capsys.readouterr().err and data.read_text() == "my,own\n1,2\n"
+    data.unlink()
+    assert main(["figure", name, "--data", str(data)]) == 0
+    assert main(["figure", name, "--data", str(data)]) == 2  # exists: needs --overwrite
+    assert main(["figure", name, "--data", str(data), "--overwrite"]) == 0  # rfviz's own CSV is replaced
+    (tmp_path / "dir.html").mkdir()
+    assert main(["figure", name, "--out", str(tmp_path / "dir.html"), "--overwrite"]) == 2
+    (tmp_path / "link.csv").symlink_to(data)
+    assert main(["figure", name, "--data", str(tmp_path / "link.csv"), "--overwrite"]) == 2
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".rfviz-tmp")]
+
+
+def test_validating_ten_million_points_is_cheap() -> None:
+    import time
+
+    est = get_estimator("positive")
+    t0 = time.perf_counter()
+    grid = parse_grid(["r=0:2:100", "theta=0:3.14:1000", "m=1:100:100"], est, {"d": "8"})
+    spec = SweepSpec("positive", {"d": "8"}, grid, 2, 0, 2, "cpu")
+    assert spec.n_points == 10**7 and time.perf_counter() - t0 < 20  # ~0.1 s idle: 100 + 1000 checks, not 10⁷
+    bad = parse_grid(["theta=0,0.5", "d=2,1", "m=4,8"], est, {})
+    with pytest.raises(ParameterError, match=r"d=1.*theta=0\.5"):  # the last combination is the invalid one
+        SweepSpec("positive", {}, bad, 2, 0, 2, "cpu")
+
+
+@pytest.mark.slow
+def test_a_numeric_failure_in_a_task_gives_a_null_unreliable_row(tmp_path, monkeypatch) -> None:
+    import rfviz.sweep.tasks as tasks_mod
+
+    real = tasks_mod.monte_carlo
+
+    def flaky(est, x, y, **kw):  # point 1's blocks overflow inside the estimator
+        if kw["seed"] in {tasks_mod.task_seed(5, 1, b) for b in range(2)}:
+            raise FloatingPointError("overflow encountered in exp")
+        return real(est, x, y, **kw)
+
+    monkeypatch.setattr(tasks_mod, "monte_carlo", flaky)
+    spec = spec_of(n_r=2)
+    report = run_sweep(spec, str(tmp_path / "f.csv"), make_backend("local"), progress=False)
+    assert report.status == "complete"
+    got = csv_rows(tmp_path / "f.csv")
+    assert [r["point"] for r in got] == ["0", "1", "2", "3"]
+    assert got[1]["mc_mse"] == got[1]["stderr"] == got[1]["z"] == got[1]["mc_mean"] == ""
+    assert got[1]["reliable"] == "False" and "Monte Carlo failed" in got[1]["warning"]
+    assert got[1]["mse"] != "" and got[0]["mc_mse"] != ""  # the closed form and the other points are kept
+
+
+@pytest.mark.slow
+def test_a_failing_closed_form_is_a_note_not_a_crash(tmp_path, monkeypatch) -> None:
+    cls = get_estimator("positive")
+
+    def broken(self, x, y, d=None):
+        raise OverflowError("math range error")
+
+    monkeypatch.setattr(cls, "log_mse", broken)
+    report = run_sweep(spec_of(n_r=2), str(tmp_path / "c.csv"), make_backend("local"), progress=False)
+    got = csv_rows(tmp_path / "c.csv")
+    assert report.status == "complete" and len(got) == 4
+    assert all(r["mse"] == "" and r["z"] == "" and "closed-form MSE failed" in r["warning"] for r in got)
+    assert all(r["mc_mse"] != "" for r in got)
+
+
+@pytest.mark.slow
+def test_parquet_part_symlink_or_garbage_is_refused(tmp_path) -> None:
+    spec = spec_of(n_r=3)
+    out = tmp_path / "p.parquet"
+
+    def stop(row):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(spec, str(out), make_backend("local"), progress=False, on_point=stop, flush_points=1)
+    part = next((tmp_path / "p.parquet.parts").glob("part-*.parquet"))
+    secret = tmp_path / "secret.parquet"
+    part.rename(secret)
+    part.symlink_to(secret)
+    with pytest.raises(ParameterError, match="symbolic link"):
+        run_sweep(spec, str(out), make_backend("local"), progress=False, resume=True)
+    part.unlink()
+    part.write_bytes(b"PAR1 not really")
+    with pytest.raises(ParameterError, match="not a readable Parquet file"):
+        run_sweep(spec, str(out), make_backend("local"), progress=False, resume=True)
+    assert secret.exists()
