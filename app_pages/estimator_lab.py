@@ -1,13 +1,14 @@
 """Estimator lab: check a new (plugin) or built-in estimator for bias and map where its MSE wins or loses.
 
 Plugins are the classes named on the machine running the app (RFVIZ_PLUGINS, entry points ``rfviz.estimators``);
-nothing is uploaded from the browser. All statistics live in rfviz.lab; this page only collects settings and shows
+nothing is uploaded from the browser. Plugin code never runs in the server's process: discovery and each check run in
+a plugin process (rfviz.plugin_process: own session killed at its deadline, RLIMIT_AS/RLIMIT_CPU); built-ins run
+in-process. All statistics live in rfviz.lab; this page only collects settings and shows
 the report.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 from pathlib import Path
@@ -19,7 +20,8 @@ from rfviz.estimators import REGISTRY
 from rfviz.figures import lab as figs
 from rfviz.lab import DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_TRIALS, check
 from rfviz.params import D_PARAM, LAB_TRIALS_PARAM, SEED_PARAM
-from rfviz.plugins import ENV_VAR, discover, forget, plugin_timeout_scope
+from rfviz.plugin_process import check_isolated, discover_isolated
+from rfviz.plugins import ENV_VAR, entry_point_specs, env_specs, plugin_timeout_scope
 from rfviz.textio import jsonable
 
 with ui.page(
@@ -42,7 +44,7 @@ with ui.page(
          "Closed forms where they exist (HRF Lemma 2.2 for trig and positive RFs), Monte Carlo otherwise."),
     ],
 ) as state:
-    DISCOVERY_TIMEOUT_S = 10.0
+    DISCOVERY_TIMEOUT_S = 30.0
 
 
     EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
@@ -57,17 +59,17 @@ with ui.page(
     @st.cache_resource(show_spinner=False)
     def _plugins(env_value: str, examples: tuple[str, ...]) -> tuple[dict, list[str], set[str]]:
         """Plugins named on this machine and the bundled examples (cached per value of the environment variable and
-        list of example files), with the names that come from the examples. Each plugin's import and smoke test has a
-        deadline (DISCOVERY_TIMEOUT_S), so a plugin that hangs is reported instead of blocking the page."""
+        list of example files), with the names that come from the examples. Each is loaded and smoke-tested in its
+        own plugin process with a deadline (DISCOVERY_TIMEOUT_S): a plugin that hangs or ends its process is
+        reported instead of blocking or ending the page."""
         with plugin_timeout_scope(DISCOVERY_TIMEOUT_S):
-            found, errors = discover({ENV_VAR: env_value}, extra=examples)
-        shipped = {n for n, c in found.items() if Path(inspect.getfile(c)).resolve().parent == EXAMPLES_DIR}
-        return found, errors, shipped
+            shipped, shipped_errors = discover_isolated(list(examples))
+            found, errors = discover_isolated([*env_specs({ENV_VAR: env_value}), *entry_point_specs()])
+        return {**shipped, **found}, [*shipped_errors, *errors], set(shipped) - set(found)
 
 
     if st.sidebar.button("Reload plugin files", icon=":material/refresh:",
                          help="read edited plugin files again (modules named as module:Class need an app restart)"):
-        forget()
         _plugins.clear()
     plugins, plugin_errors, examples = _plugins(os.environ.get(ENV_VAR, ""), bundled_examples())
     for err in plugin_errors:
@@ -116,9 +118,13 @@ with ui.page(
             r_values = parse_vector("r", r_text).tolist()
             d, trials, seed = ui.valid(D_PARAM, d), ui.valid(LAB_TRIALS_PARAM, trials), ui.valid(SEED_PARAM, seed)
             bar = st.progress(0.0, text="sampling…")
-            report = check(cls, params, r=r_values, theta=np.linspace(0.0, np.pi, int(n_theta)).tolist(), d=int(d),
-                           trials=int(trials), seed=int(seed), alpha=float(alpha), compare=compare, device="auto",
-                           progress=lambda f: bar.progress(min(max(f, 0.0), 1.0), text="sampling…"))
+            settings_kw = dict(r=r_values, theta=np.linspace(0.0, np.pi, int(n_theta)).tolist(), d=int(d),
+                               trials=int(trials), seed=int(seed), alpha=float(alpha), device="auto",
+                               progress=lambda f: bar.progress(min(max(f, 0.0), 1.0), text="sampling…"))
+            if name in plugins:
+                report = check_isolated(plugins[name].source, (), params, compare, **settings_kw)
+            else:
+                report = check(cls, params, compare=compare, **settings_kw)
             bar.empty()
             st.session_state["estimator_lab.report"] = (settings, report)
 

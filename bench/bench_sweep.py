@@ -1,19 +1,19 @@
-"""Benchmark: the same sweep on ``local`` (1 process, 1 thread) and ``ray`` (2 workers), plus Ray's per-task cost.
+"""Benchmark (issue 24 item 6): sweep throughput and CPU use, local vs Ray with 1 and 2 workers, for cheap points
+(20 000 points × 100 trials: driver-bound) and expensive points (64 points × 10⁵ trials: compute-bound).
 
-Usage: python bench/bench_sweep.py [--trials 65536] [--points 8] [--repeats 3]
-Prints a Markdown table (median wall time over the repeats with its range, trials/s, speed-up, tasks, per-task
-overhead, the load average during the runs) and checks both backends produced identical numbers. Keep it small on a
-shared machine.
+Usage: python bench/bench_sweep.py [--scale 1.0] [--cases cheap,expensive] [--backends local,ray1,ray2]
+Prints a Markdown table: wall time, trials/s, points/s, the CPU use of every process of the run (the driver and its
+private Ray: Σ CPU seconds / (wall × cores)), the workers' busy share (Σ task compute / (wall × slots)), Ray task
+sizes, and the 1-minute load average before/after each run (the machine may be shared: read the numbers with it).
+Checks that every backend wrote the same rows. ``--scale 0.1`` divides the point counts by 10 (a quick look).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import logging
 import os
 import pathlib
-import statistics
 import sys
 import tempfile
 import time
@@ -23,20 +23,48 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from rfviz import get_estimator
-from rfviz.sweep import RayBackend, SweepSpec, make_backend, parse_grid, run_sweep
+from rfviz.sweep import SweepSpec, make_backend, parse_grid, run_sweep
+
+CLK = os.sysconf("SC_CLK_TCK")
 
 
-def _noop(x: int) -> int:
-    return x
+def tree_cpu_seconds(root: int | None = None) -> float:
+    """CPU seconds (user + system) of process ``root`` (default: this one), its reaped children and every live
+    descendant (a private Ray's raylet, GCS and workers), read from /proc."""
+    root = root or os.getpid()
+    parent: dict[int, int] = {}
+    times: dict[int, float] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = pathlib.Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry)
+        parent[pid] = int(fields[1])
+        times[pid] = (int(fields[11]) + int(fields[12])) / CLK
+        if pid == root:
+            times[pid] += (int(fields[13]) + int(fields[14])) / CLK  # reaped children
+    total = 0.0
+    for pid in times:
+        p = pid
+        while p > 1 and p != root:
+            p = parent.get(p, 0)
+        if p == root:
+            total += times[pid]
+    return total
 
 
-def per_task_overhead(ray, n: int = 400) -> float:
-    """Seconds of scheduling per empty Ray task (submit + run + fetch, 2 workers), after a warm-up."""
-    f = ray.remote(_noop)
-    ray.get([f.remote(i) for i in range(50)])
-    t = time.perf_counter()
-    ray.get([f.remote(i) for i in range(n)])
-    return (time.perf_counter() - t) / n * 2  # 2 workers run them in parallel: cost per worker-slot
+def spec_for(case: str, scale: float) -> SweepSpec:
+    est = get_estimator("positive")
+    if case == "cheap":  # 20 000 points × 100 trials (one task per point, ~2 ms each)
+        n_theta = max(2, round(100 * scale))
+        grid = parse_grid(["r=0.2:1:200", f"theta=0:3:{n_theta}"], est, {})
+        return SweepSpec("positive", {"d": "64", "m": "64"}, grid, 100, seed=1, device="cpu")
+    n_theta = max(2, round(8 * scale))  # 64 points × 10⁵ trials (24 tasks of 4096+ trials per point)
+    grid = parse_grid(["r=0.2:1:8", f"theta=0:3:{n_theta}"], est, {})
+    return SweepSpec("positive", {"d": "64", "m": "64"}, grid, 100_000, seed=1, device="cpu")
 
 
 def rows(path: str) -> list[dict[str, str]]:
@@ -44,63 +72,59 @@ def rows(path: str) -> list[dict[str, str]]:
         return [{k: v for k, v in r.items() if k not in ("backend", "seconds")} for r in csv.DictReader(f)]
 
 
+def run_one(spec: SweepSpec, backend_name: str, out: str) -> dict:
+    load0 = os.getloadavg()[0]
+    t = time.perf_counter()
+    if backend_name == "local":
+        backend = make_backend("local")
+    else:
+        backend = make_backend("ray", workers=int(backend_name[3:]))
+    startup = time.perf_counter() - t
+    cpu0 = tree_cpu_seconds()
+    t = time.perf_counter()
+    try:
+        report = run_sweep(spec, out, backend, progress=False)
+    finally:
+        wall = time.perf_counter() - t
+        cpu = tree_cpu_seconds() - cpu0
+        backend.close()
+    s = report.stats
+    return {"backend": backend_name, "wall": wall, "startup": startup, "cpu": cpu, "load": (load0, os.getloadavg()[0]),
+            "slots": s.slots, "batches": s.batches, "batch_max": s.batch_tasks, "util": s.utilisation,
+            "trials": report.trials_this_run, "points": report.points_this_run,
+            "median_task_ms": 1e3 * s.extra.get("median_task_s", float("nan"))}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--trials", type=int, default=65536)
-    ap.add_argument("--points", type=int, default=8)
-    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply the point counts (0.1: a quick look)")
+    ap.add_argument("--cases", default="cheap,expensive")
+    ap.add_argument("--backends", default="local,ray1,ray2")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    est = get_estimator("positive")
-    grid = parse_grid([f"r=0.2:1:{args.points}"], est, {})
-    spec = SweepSpec("positive", {"d": "64", "m": "64", "theta": "1.0"}, grid, args.trials, seed=1,
-                     block_trials=4096, device="cpu")
-    tmp = tempfile.mkdtemp()
-    import ray
-
-    t0 = time.perf_counter()
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
-    startup = time.perf_counter() - t0
-    overhead = per_task_overhead(ray)
-    walls: dict[str, list[float]] = {"local": [], "ray": []}
-    reports = {}
-    loads = [os.getloadavg()[0]]
-    for i in range(args.repeats):  # alternate, so both backends see the same (shared-machine) load
-        t = time.perf_counter()
-        reports["local"] = run_sweep(spec, f"{tmp}/local{i}.csv", make_backend("local"), progress=False)
-        walls["local"].append(time.perf_counter() - t)
-        loads.append(os.getloadavg()[0])
-        backend = RayBackend(workers=2)
-        t = time.perf_counter()
-        reports["ray"] = run_sweep(spec, f"{tmp}/ray{i}.csv", backend, progress=False)
-        walls["ray"].append(time.perf_counter() - t)
-        loads.append(os.getloadavg()[0])
-    ray.shutdown()
-    same = all(rows(f"{tmp}/local0.csv") == rows(f"{tmp}/{b}{i}.csv") for b in ("local", "ray")
-               for i in range(args.repeats))
-    results = [("local (1 process)", walls["local"], reports["local"], 0.0),
-               ("ray (2 workers)", walls["ray"], reports["ray"], overhead)]
-    base = statistics.median(walls["local"])
-    total = spec.n_points * spec.trials
-    print(f"sweep: positive d=64 m=64, {spec.n_points} points × {spec.trials} trials = {total:.3g} trials, "
-          f"{spec.n_tasks} tasks of {spec.block_trials} trials; Ray start-up {startup:.1f} s (not in the table); "
-          f"median of {args.repeats} alternating runs; 1-min load average {min(loads):.1f}–{max(loads):.1f} "
-          f"(on {os.cpu_count()} cores)")
-    print("| backend | wall (s), median [range] | trials/s | speed-up | Ray tasks × blocks | compute per task (s) | "
-          "overhead per task (ms) | overhead share | utilisation |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, ws, rep, ovh in results:
-        s = rep.stats
-        wall = statistics.median(ws)
-        per_task = s.compute_s / max(s.batches, 1)
-        share = ovh / per_task if ovh else 0.0
-        print(f"| {name} | {wall:.2f} [{min(ws):.2f}–{max(ws):.2f}] | {total / wall:.3g} | {base / wall:.2f}× | "
-              f"{s.batches} × {s.batch_tasks} | {per_task:.3f} | {f'{ovh * 1e3:.2f}' if ovh else '–'} | "
-              f"{f'{share:.2%}' if ovh else '–'} | "
-              f"{s.utilisation:.0%} |")
-    per_block = results[0][2].stats.compute_s / spec.n_tasks
-    print(f"identical numbers on both backends: {same}; compute per block of {spec.block_trials} trials: "
-          f"{per_block * 1e3:.1f} ms ({spec.block_trials / per_block:.3g} trials/s per core)")
+    cores = os.cpu_count() or 1
+    tmp = tempfile.mkdtemp(prefix="bench-sweep-")
+    print(f"machine: {cores} cores; load average at start {os.getloadavg()}; torch {torch.__version__}, 1 thread per "
+          f"process; positive d=64 m=64, float64 CPU")
+    print("| case | backend | wall (s) | Ray start (s) | trials/s | points/s | CPU use (all processes) | "
+          "workers busy | Ray tasks (largest, median task ms) | load 1-min before→after |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    same = True
+    for case in args.cases.split(","):
+        spec = spec_for(case, args.scale)
+        first = None
+        for name in args.backends.split(","):
+            out = f"{tmp}/{case}-{name}.csv"
+            r = run_one(spec, name, out)
+            first = first or out
+            same &= rows(out) == rows(first)
+            cpu_share = r["cpu"] / (r["wall"] * cores)
+            start = f"{r['startup']:.1f}" if name != "local" else "–"
+            tasks = f"{r['batches']} (≤ {r['batch_max']}, {r['median_task_ms']:.1f})" if name != "local" else "–"
+            print(f"| {case}: {spec.n_points} × {spec.trials} | {name} | {r['wall']:.1f} | {start} | "
+                  f"{r['trials'] / r['wall']:.3g} | {r['points'] / r['wall']:.3g} | {cpu_share:.0%} of {cores} cores "
+                  f"| {r['util']:.0%} of {r['slots']} | {tasks} | {r['load'][0]:.1f}→{r['load'][1]:.1f} |", flush=True)
+    print(f"identical rows on every backend: {same}")
     if not same:
         raise SystemExit("backends disagree")
 

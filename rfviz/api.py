@@ -32,7 +32,7 @@ from .clustered import ClusteredCE
 from .engine import monte_carlo
 from .estimators import REGISTRY, get_estimator
 from .geometry import embed_pair, parse_real, snap_theta
-from .gram import gram_error
+from .gram import family_agreement, gram_cost, gram_error, require_gram_budget
 from .maths.optimal import (
     INPUT_KINDS,
     INPUT_PARAMS,
@@ -282,7 +282,8 @@ def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, d
 DENSITY_SPECS: dict[str, Param] = {
     "coupling": Param("coupling", SIMPLEX, "choice", "coupling of the pair", choices=COUPLINGS_WITH_DENSITY),
     "d": Param("d", 6, "int", "dimension", low=1, high=100_000),
-    "m": Param("m", 0, "int", "features for the MSE ratios (0: m = d, one full block)", low=0, high=10_000_000),
+    "m": Param("m", 0, "int", "features for the MSE ratios (default: m = d, one full block)", low=1,
+               high=10_000_000),
 }
 
 
@@ -383,8 +384,8 @@ def gram_report(names: list[str], assignments: dict[str, str], data: Any, ms: li
     for key in assignments:
         if not any(key in s for s in specs.values()):
             raise ParameterError(f"no named estimator has a parameter {key!r} ({', '.join(names)})")
-    results: list[dict[str, Any]] = []
     fits: dict[str, Any] = {}
+    built: list[tuple[str, Any]] = []
     for name in names:
         own = {k: v for k, v in assignments.items() if k in specs[name]}
         for m in ms:
@@ -394,7 +395,13 @@ def gram_report(names: list[str], assignments: dict[str, str], data: Any, ms: li
             else:
                 est = get_estimator(name)(**({"m": m} if "m" in specs[name] else {}), **own)
                 est.check_dimension(data.d)
-            results.append(gram_error(est, data.queries, data.keys, repeats, seed, device, name).to_json())
+            built.append((name, est))
+    costs = [gram_cost(est, data.queries, data.keys, repeats) for _, est in built]  # refused before any repeat
+    require_gram_budget(max((c[0] for c in costs), default=0.0), sum(c[1] for c in costs), repeats)
+    results = [gram_error(est, data.queries, data.keys, repeats, seed, device, name).to_json() for name, est in built]
+    for row, agrees in zip(results, family_agreement([r["z_vs_closed_form"] for r in results],
+                                                     [r["reliable"] for r in results]), strict=True):
+        row["agreement"] = agrees  # Holm at 1 % over the table's reliable rows
     info = {k: v for k, v in data.describe().items() if not k.endswith("_labels")}
     return {"data": info, "m": ms, "repeats": repeats, "seed": seed, "results": results,
             **({"clusters": fits} if fits else {})}
@@ -683,6 +690,17 @@ class GramResult(_Result):
     _json: dict[str, Any] = dataclasses.field(repr=False, compare=False)
 
 
+def _check_gram_device(device: str) -> None:
+    """cpu, or cuda[:N] where torch sees a CUDA GPU; ParameterError (one line) otherwise."""
+    import torch
+
+    name = str(device).strip().lower()
+    if name != "cpu" and not (name == "cuda" or (name.startswith("cuda:") and name[5:].isdigit())):
+        raise ParameterError(f"device must be cpu or cuda (cuda:N), got {str(device)[:40]!r}")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ParameterError("device cuda needs a CUDA GPU, and torch sees none on this machine; use cpu")
+
+
 def gram(names: str | Sequence[str], data: str, *, keys_data: str | None = None,
          data_params: Mapping[str, Any] | None = None, queries: int = 64, keys: int = 64,
          preprocess: str | None = None, scale: float = 1.0, m: Sequence[int] = (8, 32, 128), repeats: int = 100,
@@ -730,9 +748,10 @@ def gram(names: str | Sequence[str], data: str, *, keys_data: str | None = None,
     """
     from .params import check_int
 
-    names = [n for item in ([names] if isinstance(names, str) else names) for n in item.split(",") if n]
-    if not names:
-        raise ParameterError("give at least one estimator name")
+    items = [names] if isinstance(names, str) else list(names)
+    names = [n.strip() for item in items for n in item.split(",")]
+    if "" in names:
+        raise ParameterError(f"estimator names must not be empty (a stray comma?), got {','.join(items)[:80]!r}")
     for name in names:
         if name != CLUSTERED and name not in REGISTRY:
             raise ParameterError(f"estimator must be one of {', '.join(sorted([*REGISTRY, CLUSTERED]))}, got "
@@ -741,6 +760,10 @@ def gram(names: str | Sequence[str], data: str, *, keys_data: str | None = None,
     repeats = check_int("repeats", repeats, 0)
     if repeats == 1:
         raise ParameterError("repeats must be 0 (closed form only) or an integer in [2, inf), got 1")
+    if preprocess is not None and "" in [t.strip() for t in preprocess.split(",")]:
+        raise ParameterError(f"preprocess must name steps ({', '.join(datasets.PREPROCESS_STEPS)}) or none, got "
+                             f"{preprocess[:80]!r}")
+    _check_gram_device(device)
     steps = datasets.parse_preprocess(preprocess if preprocess is not None else
                                       ("none" if data == "clusters" else "center,scale"))
     ds = datasets.load(data, keys_data, queries=queries, keys=keys, steps=steps, scale=scale, seed=seed,
@@ -787,9 +810,16 @@ def check(target: str | type, params: Mapping[str, Any] | None = None, **options
     >>> res.verdict, res.exit_code
     ('unbiased', 0)
     """
+    from .lab import DEFAULT_COMPARE
     from .lab import check as lab_check
     from .plugins import resolve_estimator
 
+    if isinstance(target, str) and target not in REGISTRY:  # plugin code runs in a plugin process
+        from .plugin_process import check_isolated
+
+        opts = dict(options)
+        report = check_isolated(target, (), dict(params or {}), list(opts.pop("compare", DEFAULT_COMPARE)), **opts)
+        return CheckResult._of(report.to_json(), estimator=report.estimator, report=report)
     cls = resolve_estimator(target, ()) if isinstance(target, str) else target
     report = lab_check(cls, dict(params or {}), **options)
     return CheckResult._of(report.to_json(), estimator=getattr(cls, "name", str(target)), report=report)

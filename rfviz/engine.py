@@ -35,7 +35,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from .diagnostics import TOP_K, TailReport, assess_trials
+from .diagnostics import (
+    TOP_K,
+    TailReport,
+    assess_trials,
+    log_mse_stderr_theory,
+    theory_reliability,
+    with_theory,
+)
 from .estimators import get_estimator  # the package: looking up a name needs the catalog loaded
 from .estimators.base import Estimator, PairStats, Samples
 from .geometry import check_r, check_theta, project_to_span
@@ -106,8 +113,13 @@ class MCResult:
     top_share: np.ndarray | None = None
     """Per pair: share of the total squared error carried by the largest 32 trials."""
     trials_needed: np.ndarray | None = None
-    """Per pair: trials for a 10 % relative standard error from this run's variance (a lower bound when heavy-tailed;
-    inf when more trials cannot make the standard error meaningful: infinite fourth moment, underflow)."""
+    """Per pair: trials for a 10 % relative standard error: from the closed-form fourth moment where the estimator
+    has one (rfviz.diagnostics.theory_reliability; inf where E|K̂ − K|⁴ = ∞), else from this run's variance (a lower
+    bound when heavy-tailed; inf when more trials cannot make the standard error meaningful: underflow)."""
+    rel_mse_stderr_theory: np.ndarray | None = None
+    """Per pair: the standard error of the sampled MSE predicted by the closed forms, √(Var|K̂ − K|²/N)·e^{-2s}
+    (NaN where the estimator has no fourth-moment closed form, inf where the squared error has infinite variance);
+    ``z_against`` uses the larger of it and the sampled standard error."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -166,7 +178,11 @@ class MCResult:
         """z-score of the sampled MSE against a closed-form log MSE (broadcast to the result's shape)."""
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             expected_rel = np.exp(np.asarray(log_mse) - 2.0 * self.log_scale)
-            return (self.rel_mse - expected_rel) / self.rel_mse_stderr
+            se = self.rel_mse_stderr
+            if self.rel_mse_stderr_theory is not None:
+                theory = np.asarray(self.rel_mse_stderr_theory, float)
+                se = np.where(np.isnan(theory), se, np.fmax(se, theory))
+            return (self.rel_mse - expected_rel) / se
 
     def reshaped(self, shape: tuple[int, ...], axes: dict[str, np.ndarray] | None = None) -> MCResult:
         """The same result with every per-pair array reshaped to ``shape`` (and the named ``axes``)."""
@@ -180,7 +196,7 @@ class MCResult:
 
 
 _PER_PAIR_FIELDS = ("log_scale", "target", "mean_ratio", "ratio_sd", "rel_mse", "rel_mse_stderr", "reliable",
-                    "warning", "tail_index", "top_share", "trials_needed")
+                    "warning", "tail_index", "top_share", "trials_needed", "rel_mse_stderr_theory")
 
 
 def _seed_for_block(seed: int, block: int) -> int:
@@ -540,7 +556,7 @@ def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
         raise FloatingPointError(f"{run.estimator.name}: non-finite Monte-Carlo estimates (the estimator overflowed)")
     var_r = m2_r / (trials - 1)
     var_e = m2_e / (trials - 1)
-    tails = _assess(run, totals)
+    tails, theory_se = _assess(run, totals)
     res = MCResult(
         log_scale=run.log_scale,
         target=run.target,
@@ -561,17 +577,46 @@ def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
         tail_index=tails.tail_index if tails else None,
         top_share=tails.top_share if tails else None,
         trials_needed=tails.trials_needed if tails else None,
+        rel_mse_stderr_theory=theory_se,
         extras={"block_trials": run.block, "plan": run.plan, "work_per_pair": run.per_pair, "d": run.d,
                 "dim": run.dim},
     )
     return res.reshaped(run.batch_shape) if run.batch_shape != (run.pairs,) else res
 
 
-def _assess(run: PreparedRun, totals: BlockTotals) -> TailReport | None:
-    """The per-pair reliability of a run (rfviz.diagnostics.assess_trials), with the estimator's own word on its
-    fourth moment (``Estimator.fourth_moment_finite``) where it gives one."""
-    if totals.top_e is None:
+THEORY_CHUNK = 4096
+"""Pairs per call of the closed-form fourth moment (its moment sums hold ~15-600 complex values per pair)."""
+
+
+def _theory_logs(run: PreparedRun) -> tuple[np.ndarray, np.ndarray] | None:
+    """(log MSE, log E|K̂ − K|⁴) from the closed forms at the run's pairs, or None when the estimator has no
+    fourth-moment closed form for its parameters. Exact points (log MSE = −inf) are skipped (−inf)."""
+    est = run.estimator
+    try:
+        if not (est.closed_form_available() and est.fourth_moment_available()):
+            return None
+    except (AttributeError, NotImplementedError):  # plugins written before the hooks existed
         return None
+    x, y = np.asarray(run.x, float), np.asarray(run.y, float)
+    try:
+        log_mse = np.asarray(est.log_mse(x, y, run.d), float).reshape(-1)
+        log_m4 = np.full(log_mse.shape, -np.inf)
+        todo = np.flatnonzero(np.isfinite(log_mse))
+        for start in range(0, len(todo), THEORY_CHUNK):
+            idx = todo[start:start + THEORY_CHUNK]
+            log_m4[idx] = est.log_fourth_central_moment(x[idx], y[idx], run.d)
+    except (ValueError, ArithmeticError):  # a closed form that fails here leaves the verdict to the sample alone
+        return None
+    return log_mse, log_m4
+
+
+def _assess(run: PreparedRun, totals: BlockTotals) -> tuple[TailReport | None, np.ndarray | None]:
+    """The per-pair reliability of a run (rfviz.diagnostics.assess_trials), with the estimator's own word on its
+    fourth moment (``Estimator.fourth_moment_finite``) where it gives one, decided by the closed-form fourth moment
+    where the estimator has one (rfviz.diagnostics.theory_reliability); and the predicted standard error of the
+    sampled MSE relative to e^{2s} (None without a closed form)."""
+    if totals.top_e is None:
+        return None, None
     fourth = None
     try:
         stats = PairStats.of(run.x, run.y, run.d)
@@ -582,8 +627,15 @@ def _assess(run: PreparedRun, totals: BlockTotals) -> TailReport | None:
         fourth = None
     underflow = (totals.max_abs_r == 0) & (np.asarray(run.target) != 0) if totals.max_abs_r is not None else None
     exact_below = 1e-24 if run.dtype == torch.float64 else 1e-10  # round-off of the run's dtype, relative to K²
-    return assess_trials(run.trials, totals.mean_e, totals.m2_e, totals.top_e, underflow=underflow,
-                         fourth_moment_finite=fourth, exact_below=exact_below)
+    tails = assess_trials(run.trials, totals.mean_e, totals.m2_e, totals.top_e, underflow=underflow,
+                          fourth_moment_finite=fourth, exact_below=exact_below)
+    logs = _theory_logs(run)
+    if logs is None:
+        return tails, None
+    log_mse, log_m4 = logs
+    theory = theory_reliability(log_mse, log_m4, run.trials)
+    se = np.exp(log_mse_stderr_theory(log_mse, log_m4, run.trials) - 2.0 * np.asarray(run.log_scale, float).reshape(-1))
+    return with_theory(tails, theory, np.ones(len(log_mse), bool), underflow), se
 
 
 def monte_carlo(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCOptions | None = None, *,

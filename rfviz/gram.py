@@ -15,17 +15,24 @@ rows of ‖Â_i − A_i‖_1 (Monte Carlo only: the normalisation is nonlinear i
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from .diagnostics import Moments, Reliability, assess_mse
-from .params import ParameterError, check_int
+from .diagnostics import Moments, Reliability, assess_mse, family_disagreements
+from .params import ParameterError, check_int, require_fits
 
 FEATURE_BUDGET = 2**24
 """Most numbers one block of features (repeats × points × features) may hold."""
+WORK_BUDGET = 1.5e11
+"""Most multiply-adds one Monte-Carlo Gram study may ask for (repeats × (N·M·F + (N + M)·F·d) summed over the
+estimators and m, F features per repeat): about ten minutes at WORK_RATE."""
+WORK_RATE = 2.5e8
+"""Multiply-adds per second assumed for the time estimate. Measured: 3.6e8 (positive) and 5.7e8 (trig) per second
+for digits, 64 × 64 points, m = 128, 2000 repeats, float64, on a shared 2-core machine; the estimate errs slow."""
 RELIABLE_MIN_REPEATS = 10
 """Fewer repeats than this are never reliable (the diagnostic's top-share test needs parts to compare)."""
 RELIABLE_BLOCKS = 20
@@ -175,6 +182,51 @@ def _estimate_blocks(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, 
         done += r
 
 
+def gram_cost(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int) -> tuple[float, float]:
+    """(bytes, multiply-adds) that ``monte_carlo_gram`` needs for ``repeats``, from one feature probe (one row).
+
+    Parameters
+    ----------
+    est, queries, keys, repeats : as for ``monte_carlo_gram``.
+
+    Returns
+    -------
+    (float, float)
+        Peak bytes (one block of features and K̂, three working copies, plus two numbers per repeat kept) and the
+        multiply-adds of all repeats (features and the N × M products).
+
+    Examples
+    --------
+    >>> from rfviz import create
+    >>> q = np.zeros((4, 3)); gram_cost(create("trig", m=8), q, q, 100)[1] > 0  # doctest: +SKIP
+    True
+    """
+    if repeats == 0:
+        return 0.0, 0.0
+    n, m_, d = queries.shape[0], keys.shape[0], queries.shape[1]
+    gen = torch.Generator().manual_seed(0)
+    try:
+        probe = est.features(est.sample(1, d, generator=gen, device=torch.device("cpu")),
+                             torch.as_tensor(queries[:1], dtype=torch.float64), "query")
+    except NotImplementedError:
+        return 0.0, 0.0  # no feature map: gram_error reports "no Monte Carlo"
+    f = probe.shape[-1] * (2 if probe.is_complex() else 1)
+    per_repeat = max(1, f * (n + m_) + n * m_)
+    block = max(1, min(repeats, FEATURE_BUDGET // per_repeat))
+    nbytes = 8.0 * (3 * block * per_repeat + 3 * n * m_) + 16.0 * repeats
+    return nbytes, float(repeats) * (n * m_ * f + (n + m_) * f * d)
+
+
+def require_gram_budget(nbytes: float, work: float, repeats: int) -> None:
+    """Refuse (ParameterError, one line saying what to change) a Gram study over the memory budget or WORK_BUDGET."""
+    hint = f"lower --repeats (now {repeats}), --m, --queries/--keys or the number of estimators"
+    require_fits(f"gram with --repeats {repeats}", nbytes, hint)
+    if work > WORK_BUDGET:
+        raise ParameterError(f"gram with --repeats {repeats} needs about {work:.3g} multiply-adds (≈ "
+                             f"{work / WORK_RATE:.3g} s at {WORK_RATE:.2g}/s), more than the budget of "
+                             f"{WORK_BUDGET:.2g} (≈ {WORK_BUDGET / WORK_RATE:.0f} s); {hint}, or run it as a sweep")
+
+
 def _mean_stderr(values: np.ndarray) -> tuple[float, float]:
     n = values.size
     mean = float(np.mean(values))
@@ -228,6 +280,16 @@ def assess_repeats(values: np.ndarray) -> Reliability:
 def reliable(values: np.ndarray) -> bool:
     """``assess_repeats(values).reliable``."""
     return assess_repeats(values).reliable
+
+
+def family_agreement(z: Sequence[float | None], reliable: Sequence[bool | None]) -> list[bool | None]:
+    """Agreement of Monte Carlo with the closed form over a whole table of Gram errors, family-wise: Holm at 1 %
+    over the rows with a z and a reliable sample (rfviz.diagnostics.family_disagreements); None where a row has no
+    z or an unreliable sample (not tested)."""
+    zz = np.array([np.nan if v is None else float(v) for v in z], float)
+    ok = np.array([r is not False for r in reliable], bool)
+    bad = family_disagreements(zz, ok)
+    return [None if not (np.isfinite(zz[i]) and ok[i]) else not bool(bad[i]) for i in range(len(zz))]
 
 
 def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int = 0, seed: int = 0,

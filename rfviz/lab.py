@@ -190,6 +190,8 @@ class LabReport:
     """Points that inform the verdict: tested, not exact, with a reliable sampled MSE."""
     deterministic_wrong: np.ndarray | None = None
     """Points where every trial gave the same K̂ and it is not the kernel."""
+    exact: np.ndarray | None = None
+    """Points where every trial equals the kernel up to round-off."""
     extra_pairs: list[dict[str, Any]] = field(default_factory=list)
     """Pairs beyond the grid (``pairs`` random / unequal), each with its kind, |x|, |y|, θ, bias z, tested,
     rejected and reliable; they share the grid's Holm family."""
@@ -266,6 +268,11 @@ class LabReport:
             return ("CLOSED FORM DISAGREES: the estimator's own closed-form MSE does not match its Monte Carlo "
                     f"(no bias found at {n} of {total} tested points)")
         if self.inconclusive:
+            if self.exact is not None and bool(np.all(self.exact | self.informative)):
+                return (f"INCONCLUSIVE: only {self.n_informative} informative grid point(s) (need {MIN_INFORMATIVE}): "
+                        "the estimator is exact (no spread) at the others, so there is no sampling noise to test "
+                        "and more --trials cannot help; test pairs where it is random (other --r/--theta, or "
+                        "--pairs random,unequal)")
             return (f"INCONCLUSIVE: only {self.n_informative} informative grid point(s) (need {MIN_INFORMATIVE}): "
                     "the others are exact or heavy-tailed, so the sampled mean/MSE cannot be trusted there; use "
                     "more --trials, smaller --r, or other --theta")
@@ -567,7 +574,9 @@ def build_grid(est: Estimator, opts: LabOptions) -> _Grid:
 
 
 def sample_grid(est: Estimator, grid: _Grid, opts: LabOptions) -> MCResult:
-    """Step 2: the candidate's Monte Carlo over the grid (the first progress stage)."""
+    """Step 2: the candidate's Monte Carlo over the grid (the first progress stage), after a reproducibility draw
+    (``check_reproducible``: the same seed must give the same estimates)."""
+    check_reproducible(est, grid.x, grid.y, opts.d, opts.seed)
     return _run_mc(est, grid.x, grid.y, opts.d, opts.trials, opts.seed, opts.device, opts.stage(0))
 
 
@@ -616,6 +625,9 @@ def bias_step(est: Estimator, grid: _Grid, res: MCResult, opts: LabOptions) -> _
     the engine's z would measure round-off there; complex estimates test both parts), points too heavy-tailed for
     the CLT left out, then Holm's step-down test over the grid and the extra pairs together at level α."""
     bias_z, tested, informative, deterministic_wrong = _bias_test(res, opts.trials)
+    infinite_var = _infinite_variance(est, grid.x, grid.y, opts.d)  # no CLT for the mean: left out
+    tested &= ~infinite_var
+    informative &= ~infinite_var
     kappa = kurtosis(res)
     reliable = np.ones(tested.shape, bool) if res.reliable is None else np.asarray(res.reliable, bool).ravel()
     p = _p_values(res, bias_z)
@@ -663,21 +675,11 @@ def closed_form_step(est: Estimator, grid: _Grid, res: MCResult, bias: _Bias, op
     log_mse_cf = _closed_form_values(est, grid, opts, out)
     if log_mse_cf is None:
         return out
-    cf_z = np.asarray(res.z_against(log_mse_cf), float)
-    with np.errstate(over="ignore", invalid="ignore"):
-        expected_rel = np.exp(log_mse_cf - 2.0 * res.log_scale)
-        cf_exact = expected_rel <= exact_threshold(res)
-        # A deterministic K̂ (no spread, e.g. a truncated series at θ = 0) has an MSE error bar of 0: the
-        # engine's z is then ±inf for a round-off difference, so compare the values themselves there.
-        deterministic = res.rel_mse_stderr <= DETERMINISTIC_REL * res.rel_mse
-        same = np.abs(res.rel_mse - expected_rel) <= DETERMINISTIC_REL * 1e4 * expected_rel
-    out.z = np.where((exact & cf_exact) | (deterministic & same), 0.0, cf_z)
-    out.tested = exact | ((bias.kappa <= opts.trials * CLOSED_FORM_KURTOSIS_FRACTION) & bias.reliable)
-    out.rejected = holm_reject(two_sided_p(out.z), opts.alpha * CLOSED_FORM_ALPHA_FACTOR,
-                               out.tested | np.isinf(out.z))
-    if out.rejected.any():
-        out.warnings.append(f"the closed-form MSE disagrees with Monte Carlo at {int(out.rejected.sum())} grid points")
-    else:
+    # A deterministic K̂ (no spread) or a +∞ closed form gets words, not a z (closed_form_verdicts).
+    v = closed_form_verdicts(res, log_mse_cf, exact, bias.kappa, bias.reliable, opts.trials, opts.alpha)
+    out.z, out.tested, out.rejected = v["z"], v["tested"], v["rejected"]
+    out.warnings.extend(closed_form_warnings(v, res))
+    if not out.rejected.any():
         out.log_mse, out.source = log_mse_cf, "closed form"
     return out
 
@@ -778,7 +780,8 @@ def run_lab(est: Estimator, opts: LabOptions) -> LabReport:
         closed_form_tested=grid_of(cf.tested), closed_form_rejected=grid_of(cf.rejected), closed_form_error=cf.error,
         comparisons=comparisons, skipped_comparisons=skipped, features=features, warnings=warnings,
         declared_biased=declares_bias(type(est)), informative=bias.informative.reshape(shape),
-        deterministic_wrong=bias.deterministic_wrong.reshape(shape), extra_pairs=bias.extra_rows)
+        deterministic_wrong=bias.deterministic_wrong.reshape(shape), exact=exact_points(res).reshape(shape),
+        extra_pairs=bias.extra_rows)
 
 
 @validated(CHECK_TRIALS_PARAM, ALPHA_PARAM)
@@ -809,6 +812,17 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
     return run_lab(est, LabOptions(r=r, theta=theta, d=d, trials=trials, seed=seed, alpha=alpha, compare=compare,
                                    device=device, check_feature_maps=check_feature_maps, pairs=pairs,
                                    progress=progress))
+
+
+def _infinite_variance(est: Estimator, x: np.ndarray, y: np.ndarray, d: int) -> np.ndarray:
+    """Pairs where the estimator's own closed-form MSE is +∞ (its variance is infinite, so no z-test of the mean
+    or the MSE applies); all False without a usable closed form (its errors are reported by the closed-form step)."""
+    try:
+        if not est.closed_form_available():
+            return np.zeros(len(x), bool)
+        return np.isposinf(np.asarray(est.log_mse(x, y, d), float).ravel())
+    except Exception:  # the closed-form step reports (or raises) the same failure in words
+        return np.zeros(len(x), bool)
 
 
 def _check_pairs(pairs: Sequence[str] | str) -> tuple[str, ...]:
@@ -857,10 +871,86 @@ def _bias_test(res: MCResult, trials: int) -> tuple[np.ndarray, np.ndarray, np.n
         z_im = np.where(se > 0, imag / np.where(se > 0, se, 1.0), np.where(np.abs(imag) > 1e-9, np.inf, 0.0))
     z_im = np.where(exact, 0.0, z_im)
     z = np.where(np.abs(z_im) > np.abs(z_re), z_im, z_re)
-    det = np.isinf(z) & (se == 0)
+    # Every trial gave the same K̂ (spread at round-off level): a z from a round-off standard error (1e17) means
+    # nothing; a value off the kernel is a deterministic error (z = ±inf, described in words by the summary).
+    target = np.abs(np.asarray(res.target, float))
+    mean = np.asarray(res.mean_ratio)
+    scale = np.maximum(np.abs(mean), target)
+    flat = ~exact & (se <= DETERMINISTIC_REL * scale)
+    off = np.abs(mean - np.asarray(res.target)) > 1e-8 * np.where(scale > 0, scale, 1.0)
+    z = np.where(flat & off, np.copysign(np.inf, np.real(mean) - np.asarray(res.target, float)),
+                 np.where(flat, 0.0, z))
+    det = np.isinf(z) & flat
     tested = exact | (kurtosis(res) <= trials * BIAS_KURTOSIS_FRACTION) | det
     reliable = np.ones(tested.shape, bool) if res.reliable is None else np.asarray(res.reliable, bool).ravel()
     return z, tested, tested & ~exact & reliable & ~det, det
+
+
+REPRO_TRIALS = 64
+"""Trials of the reproducibility check: the lab draws twice with the same seed and compares the estimates."""
+
+
+def check_reproducible(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, seed: int) -> None:
+    """Draw ``REPRO_TRIALS`` estimates twice with generators seeded alike; ParameterError (one line, exit 2) when
+    they differ: the plugin draws random numbers without the generator it is given (np.random, torch's global
+    RNG, …), so the same seed gives different reports and no result of the lab can be reproduced."""
+    owner = f"{type(est).__name__} ({est.name})"
+    draws = []
+    for _ in range(2):
+        gen = torch.Generator().manual_seed(int(seed) + 7_777)
+        samples = call_guarded(owner, "sample", est.sample, REPRO_TRIALS, d, generator=gen,
+                               device=torch.device("cpu"), dtype=torch.float64, dim=x.shape[-1])
+        xt, yt = torch.as_tensor(x, dtype=torch.float64), torch.as_tensor(y, dtype=torch.float64)
+        draws.append(call_guarded(owner, "estimate", est.estimate, samples, xt, yt, None))
+    a, b = draws
+    same = a.shape == b.shape and bool(torch.equal(torch.nan_to_num(a), torch.nan_to_num(b)))
+    if not same:
+        raise ParameterError(f"{owner} is not reproducible: two draws with the same seed gave different estimates "
+                             "(draw every random number with the torch.Generator passed to sample(), not np.random or "
+                             "torch's global RNG)")
+
+
+def closed_form_verdicts(res: MCResult, log_mse_cf: np.ndarray, exact: np.ndarray, kappa: np.ndarray,
+                         reliable: np.ndarray, trials: int, alpha: float) -> dict[str, Any]:
+    """The closed-form test of the lab, per pair: z (NaN where no z applies), tested, rejected (Holm at
+    alpha·CLOSED_FORM_ALPHA_FACTOR over the tested points), and the points where the closed-form MSE is +∞
+    (``infinite``: a finite sample is no evidence against +∞, so they are reported, never tested) or where every
+    trial gave the same K̂ (``deterministic``: compared as values, in words, never as a z from round-off)."""
+    z = np.asarray(res.z_against(log_mse_cf), float)
+    infinite = np.isposinf(log_mse_cf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        expected_rel = np.exp(log_mse_cf - 2.0 * res.log_scale)
+        cf_exact = expected_rel <= exact_threshold(res)
+        deterministic = (res.rel_mse_stderr <= DETERMINISTIC_REL * res.rel_mse) & ~exact & ~infinite
+        rel_diff = np.abs(res.rel_mse - expected_rel) / np.where(expected_rel > 0, expected_rel, np.inf)
+    same = rel_diff <= DETERMINISTIC_REL * 1e4
+    det_wrong = deterministic & ~same
+    z = np.where((exact & cf_exact) | (deterministic & same), 0.0, z)
+    z = np.where(infinite | det_wrong, np.nan, z)
+    tested = ~infinite & ~det_wrong & (exact | ((kappa <= trials * CLOSED_FORM_KURTOSIS_FRACTION) & reliable))
+    tested &= np.isfinite(z)
+    rejected = holm_reject(two_sided_p(z), alpha * CLOSED_FORM_ALPHA_FACTOR, tested) | det_wrong
+    return {"z": z, "tested": tested, "rejected": rejected, "infinite": infinite, "deterministic_wrong": det_wrong,
+            "rel_diff": rel_diff}
+
+
+def closed_form_warnings(v: dict[str, Any], res: MCResult) -> list[str]:
+    """Words for the closed-form findings (infinite variance, deterministic differences, rejections)."""
+    out = []
+    n_inf = int(v["infinite"].sum())
+    if n_inf:
+        out.append(f"the closed-form MSE is +∞ at {n_inf} grid point(s): the variance is infinite there, so a finite "
+                   "sample says nothing against it (not tested)")
+    det = v["deterministic_wrong"]
+    if det.any():
+        worst = float(np.nanmax(np.where(det, v["rel_diff"], np.nan)))
+        out.append(f"at {int(det.sum())} grid point(s) every trial gave the same K̂ and its squared error differs "
+                   f"from the closed-form MSE by up to {worst:.3g} relative (a deterministic difference, not "
+                   "sampling noise)")
+    n_rej = int((v["rejected"] & ~det).sum())
+    if n_rej:
+        out.append(f"the closed-form MSE disagrees with Monte Carlo at {n_rej} grid points")
+    return out
 
 
 def check(target: type[Estimator], params: dict[str, Any] | None = None, **kwargs: Any) -> LabReport:

@@ -66,6 +66,15 @@ REFUSED = [
     ("figure", "os-vstar-curves", "--out", "/nonexistent-dir/x.html"),
     ("figure", "os-vstar-curves", "--out", "/dev/full"),
     ("figure", "os-vstar-curves", "--out", "y" * 300 + ".html"),
+    # issue 20 item 7
+    ("gram", "trig", "--data", "iris", "--repeats", "1000000000"),  # ran on before: no cost estimate
+    ("gram", "trig", "--data", "digits", "--m", "128", "--repeats", "200000"),  # fits in memory, over the time budget
+    pytest.param(("gram", "trig", "--data", "iris", "--device", "cuda"),  # a traceback before
+                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="refused only without CUDA")),
+    ("gram", "trig", "--data", "iris", "--device", "gpu"),
+    ("gram", "trig,,", "--data", "iris"),  # accepted before
+    ("gram", "trig", "--data", "iris", "--preprocess", ""),  # accepted before
+    ("density", "m=0"),  # accepted before
 ]
 
 

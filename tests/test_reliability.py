@@ -66,9 +66,11 @@ def test_issue_gerf_example_is_unreliable_not_a_disagreement(seed, capsys):
     assert cli_main(["mse", "gerf", "r=2", "theta=0", "d=16", "m=10", "--trials", "2000", "--seed", str(seed),
                      "--device", "cpu", "--json"]) == 0
     mc = json.loads(capsys.readouterr().out)["mc"]
-    assert mc["reliable"] is False and "heavy-tailed" in mc["warning"]
+    # GERF has a closed-form fourth moment: theory says ±10 % needs ~1e10 trials here (issue 22), whatever the
+    # sample shows; the z divides by the predicted standard error (the sampled one is far too small)
+    assert mc["reliable"] is False and "closed-form fourth moment" in mc["warning"]
     assert mc["agreement"] == "unreliable"
-    assert abs(mc["z_vs_closed_form"]) > 4  # the number is kept; it is just not called a disagreement
+    assert mc["z_vs_closed_form"] is not None and abs(mc["z_vs_closed_form"]) < 4
 
 
 @pytest.mark.slow

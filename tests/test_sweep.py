@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
+import tempfile
 
 import numpy as np
 import pytest
@@ -124,7 +126,10 @@ def test_local_sweep_matches_closed_form(tmp_path) -> None:
     assert [int(r["point"]) for r in got] == [0, 1, 2, 3]
     reliable = [r for r in got if r["reliable"] == "True"]
     assert len(reliable) >= 2 and all(r["warning"] == "" for r in reliable)
-    assert all(r["warning"].startswith("heavy tail") for r in got if r["reliable"] == "False")
+    # theory (the closed-form fourth moment) words the verdict where the estimator has one (issue 22)
+    assert all(r["warning"].startswith(("heavy tail", "too few trials", "infinite variance"))
+               for r in got if r["reliable"] == "False")
+    assert all(r["disagrees"] == "False" for r in got)
     for r in reliable:  # the closed form within 4 standard errors where the Monte Carlo is trustworthy
         assert abs(float(r["mc_mse"]) - float(r["mse"])) < 4 * float(r["stderr"])
         assert abs(float(r["z"])) < 4
@@ -170,9 +175,11 @@ def test_resume_after_interrupt_loses_nothing(tmp_path, suffix) -> None:
 @pytest.fixture(scope="module")
 def ray_cluster():
     ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    temp = tempfile.mkdtemp(prefix="rfr")  # a private Ray (never /tmp/ray), even when a `ray start` head runs
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=temp)
     yield ray
     ray.shutdown()
+    shutil.rmtree(temp, ignore_errors=True)
 
 
 @pytest.mark.slow

@@ -1,8 +1,9 @@
 """``python -m rfviz check TARGET``: the estimator lab from the command line (see rfviz.lab).
 
 TARGET is a built-in name, the name of a loaded plugin, or a plugin spec (``path/to/file.py[:Class]``,
-``package.module:Class``). Exit code 0: unbiased; 1: bias detected; 2: bad input or a broken plugin (one line on
-stderr, never a traceback).
+``package.module:Class``). Exit code 0: unbiased; 1: bias detected; 3: inconclusive; 2: bad input or a broken plugin
+(one line on stderr, never a traceback). Plugin code runs in its own process (rfviz.plugin_process: own session,
+output captured, deadline, RLIMIT_AS and RLIMIT_CPU); a built-in target without --plugin runs in-process.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from ..lab import (
     DEFAULT_THETA,
     DEFAULT_TRIALS,
     PAIR_KINDS,
-    check,
 )
 from ..params import LAB_D_PARAM, MAX_LIST_LENGTH, ParameterError
 from ..params import check as check_value
-from ..plugins import PLUGINS, PluginError, plugin_timeout_scope, resolve_estimator
+from ..plugin_process import check_isolated, check_target
+from ..plugins import PluginError, plugin_timeout_scope
 from ..textio import UsageError, jsonable, parse_assignments, parse_vector
 
 NAME = "check"
@@ -47,8 +48,12 @@ def _angles(text: str) -> list[float]:
     return parse_vector("theta", t).tolist()
 
 
+def _uses_plugin_code(args: argparse.Namespace) -> bool:
+    """Whether the check would import plugin code (then it runs in a plugin process, rfviz.plugin_process)."""
+    return bool(args.plugin) or args.target not in REGISTRY
+
+
 def _run_check(args: argparse.Namespace) -> int:
-    cls = resolve_estimator(args.target, args.plugin or ())
     params = parse_assignments(args.params)
     if args.kernel is not None:
         if "kernel" in params:
@@ -56,14 +61,14 @@ def _run_check(args: argparse.Namespace) -> int:
         params["kernel"] = args.kernel
     compare = [c.strip() for c in args.compare.split(",") if c.strip()] if args.compare is not None \
         else list(DEFAULT_COMPARE)
-    unknown = [c for c in compare if c not in REGISTRY and c not in PLUGINS]
-    if unknown:
-        raise ParameterError(f"--compare must name built-in estimators ({', '.join(sorted(REGISTRY))}), got "
-                             f"{unknown[0][:80]!r}")
     check_value(args.d, LAB_D_PARAM)
-    report = check(cls, params, r=parse_vector("r", args.r).tolist(), theta=_angles(args.theta), d=args.d,
-                   trials=args.trials, seed=args.seed, alpha=args.alpha, compare=compare, device=args.device,
-                   check_feature_maps=not args.no_features, pairs=args.pairs)
+    settings = {"r": parse_vector("r", args.r).tolist(), "theta": _angles(args.theta), "d": args.d,
+                "trials": args.trials, "seed": args.seed, "alpha": args.alpha, "device": args.device,
+                "check_feature_maps": not args.no_features, "pairs": args.pairs}
+    if _uses_plugin_code(args):
+        report = check_isolated(args.target, args.plugin or (), params, compare, **settings)
+    else:
+        report = check_target(args.target, (), params, compare, **settings)
     if args.json:
         print(json.dumps(jsonable(report.to_json()), indent=2))
     else:
@@ -72,7 +77,7 @@ def _run_check(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Plugin code may fail in any way: report it on one line (exit 2), never with a traceback."""
+    """Plugin code runs in its own process; any failure is reported on one line (exit 2), never a traceback."""
     try:
         with plugin_timeout_scope(args.timeout):
             return _run_check(args)
@@ -109,6 +114,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                   help="deadline of each plugin step: import, smoke test, each check step (default: "
-                        "$RFVIZ_PLUGIN_TIMEOUT or 60)")
+                   help="deadline of the plugin process (import, smoke test and the check together; default: "
+                        "$RFVIZ_PLUGIN_TIMEOUT or 300); its address space and CPU time are limited by "
+                        "$RFVIZ_PLUGIN_MEMORY (default 4GiB) and $RFVIZ_PLUGIN_CPU_SECONDS")
 

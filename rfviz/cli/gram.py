@@ -48,7 +48,7 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def _split_items(items: list[str]) -> tuple[list[str], dict[str, str]]:
-    names = [n for item in items if "=" not in item for n in item.split(",") if n]
+    names = [item for item in items if "=" not in item]  # rfviz.api.gram splits on commas and refuses empty names
     assignments = parse_assignments([item for item in items if "=" in item])
     if not names:
         raise UsageError("give at least one estimator name")

@@ -7,13 +7,14 @@ Example: ``python -m rfviz sweep positive d=64 --grid theta=0:3.1416:32 r=0.1:2:
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from dataclasses import replace
 
 from ..estimators import get_estimator
 from ..params import ParameterError
 from ..sweep import SweepSpec, make_backend, parse_grid, run_sweep
-from ..sweep.backends import DEFAULT_TASK_SECONDS
+from ..sweep.ray_backend import RAY_PARAMS, SweepTaskError, install_sigterm_as_interrupt, validate_ray_options
 from ..sweep.store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore, check_flush
 from ..sweep.tasks import DEFAULT_SWEEP_BLOCK
 from ..textio import parse_assignments
@@ -32,12 +33,14 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--block-trials", type=int, default=None,
                    help="trials per task (default 4096; part of the reproducibility contract with the seed)")
     p.add_argument("--backend", default="local", choices=("local", "ray"), help="local (this process) or ray")
-    p.add_argument("--address", default=None, help="Ray cluster address to join (default: start a local Ray)")
-    p.add_argument("--workers", type=int, default=None, help="CPUs of the local Ray (default: all cores)")
-    p.add_argument("--max-retries", type=int, default=3, help="Ray: re-runs of a task whose worker died")
-    p.add_argument("--task-seconds", type=float, default=DEFAULT_TASK_SECONDS,
-                   help="Ray: target compute time per Ray task (capped so each worker gets ≥ 8 Ray tasks)")
-    p.add_argument("--gpus-per-task", type=float, default=1.0, help="Ray: GPUs requested per task on CUDA")
+    p.add_argument("--address", default=None,
+                   help="Ray cluster to join: HOST:PORT as printed by `ray start --head`, or auto (default: "
+                        "RAY_ADDRESS, else a private local Ray for this sweep, even when a `ray start` head runs)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="CPUs of the private local Ray (default: all cores); not with --address")
+    for param in RAY_PARAMS:  # Ray-only options: validated by their Param, refused on --backend local
+        p.add_argument("--" + param.name.replace("_", "-"), default=None,
+                       help=f"{param.help} (default {param.default:g}; {param.range_text()})")
     p.add_argument("--device", default="auto", help="auto, cpu or cuda (auto: cuda when the backend has a GPU)")
     p.add_argument("--out", required=True, help="result file, .csv or .parquet (+ .manifest.json beside it)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted sweep of the same arguments")
@@ -67,11 +70,23 @@ def run(args: argparse.Namespace) -> int:
     spec = SweepSpec(args.name, fixed, grid, args.trials, args.seed, block, "cpu")  # validates before Ray starts
     check_flush(args.flush_points, args.flush_seconds)
     ResultStore.check_out(args.out, resume=args.resume, overwrite=args.overwrite)  # before Ray starts, writes nothing
-    options = {}
-    if args.backend == "ray":
-        options = {"max_retries": args.max_retries, "task_seconds": args.task_seconds,
-                   "gpus_per_task": args.gpus_per_task}
-    backend = make_backend(args.backend, address=args.address, workers=args.workers, **options)
+    options = validate_ray_options({param.name: getattr(args, param.name) for param in RAY_PARAMS})
+    previous = install_sigterm_as_interrupt()  # SIGTERM stops like Ctrl-C: finished points kept, Ray shut down
+    try:
+        return _run(args, spec, options)
+    except KeyboardInterrupt:
+        print(f"interrupted: finished points are kept in {args.out}; continue with the same command and "
+              f"--resume", file=sys.stderr)
+        return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _run(args: argparse.Namespace, spec: SweepSpec, options: dict) -> int:
+    backend = make_backend(args.backend, address=args.address, workers=args.workers, **options)  # keeps our SIGTERM
+    if getattr(backend, "note", None) and not args.quiet:
+        print(backend.note, file=sys.stderr)
     try:
         device = backend.default_device() if args.device == "auto" else args.device
         if device == "cuda" and args.backend == "local" and backend.default_device() != "cuda":
@@ -81,10 +96,9 @@ def run(args: argparse.Namespace) -> int:
             report = run_sweep(spec, args.out, backend, resume=args.resume, overwrite=args.overwrite,
                                progress=not args.quiet, flush_points=args.flush_points, flush_s=args.flush_seconds,
                                on_notes=_print_notes)
-        except KeyboardInterrupt:
-            print(f"interrupted: finished points are kept in {args.out}; continue with the same command and "
-                  f"--resume", file=sys.stderr)
-            return 130
+        except SweepTaskError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     finally:
         backend.close()
     s = report.stats

@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from ..diagnostics import DISAGREEMENT_Z
+from ..diagnostics import FWER_LEVEL, family_disagreements
 from ..engine import monte_carlo
 from ..figures.explorer import QUANTITIES
 from ..numerics import LOG10
 from ..params import ParameterError
 from .catalog import make_estimator, short_of, title_of
 
-__all__ = ["DISAGREEMENT_Z", "QUANTITIES", "ROUNDOFF", "ROUNDOFF_LOG10_REL_MSE", "Sampled", "Surface",
+__all__ = ["FWER_LEVEL", "QUANTITIES", "ROUNDOFF", "ROUNDOFF_LOG10_REL_MSE", "Sampled", "Surface",
            "analytic_surface", "make_axes", "param_sweep", "quantity", "sampled_quantity", "sampled_surface",
            "short_of", "title_of"]
 
@@ -102,12 +102,13 @@ class Sampled:
 
     @property
     def disagree_mask(self) -> np.ndarray:
-        """Reliable points where analytic and sampled MSE differ by more than 4 standard errors."""
-        return (np.abs(np.nan_to_num(self.z, nan=0.0)) > DISAGREEMENT_Z) & self.reliable_mask
+        """Reliable points where analytic and sampled MSE disagree, family-wise over this grid
+        (rfviz.diagnostics.family_disagreements: Holm at level 1 %)."""
+        return family_disagreements(self.z, self.reliable_mask)
 
     @property
     def disagreements(self) -> int:
-        """Reliable points where analytic and sampled MSE differ by more than 4 standard errors."""
+        """Reliable points where analytic and sampled MSE disagree (Holm over the grid at 1 %)."""
         return int(np.sum(self.disagree_mask))
 
     @property
@@ -141,7 +142,8 @@ def sampled_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r
         if est.closed_form_available():
             expected = np.exp(np.reshape(est.log_mse(x, y, d), res_shape) - 2.0 * res.log_scale)  # MSE / e^{2s}
             diff = res.rel_mse - expected
-            z = np.reshape(diff / res.rel_mse_stderr, shape)
+            # the larger of the sampled and the closed-form-predicted standard error (MCResult.z_against)
+            z = np.reshape(res.z_against(np.reshape(est.log_mse(x, y, d), res_shape)), shape)
             # Round-off (e.g. θ = π in floating point, where an estimator is exact) is not a disagreement.
             negligible = np.reshape(np.abs(diff) <= ROUNDOFF * np.maximum(np.abs(res.target) ** 2, expected), shape)
             z = np.where(np.isfinite(z) & ~negligible, z, np.where(negligible, 0.0, np.nan))

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ..geometry import PairStats, canonical_pair, check_d, embed_pair, gaussian_log_correction
-from ..numerics import exp_or_inf, to_log10
+from ..numerics import exp_or_inf, log_diff_exp, to_log10
 from ..params import KERNEL_PARAM, Param, ParameterError, validate_params
 
 Samples = dict[str, torch.Tensor]
@@ -97,6 +97,14 @@ class Estimator:
         sampled MSE's standard error is meaningless and the engine marks the point unreliable."""
         return None
 
+    def fourth_moment_available(self) -> bool:
+        """Whether ``log_fourth_central_moment`` exists for these parameters (optional hook; default: no)."""
+        return False
+
+    def _log_fourth_central_moment(self, s: PairStats) -> np.ndarray:
+        """Natural log of E|K̂ − K|⁴ for the pairs in ``s`` (1-D arrays), +inf where it is infinite."""
+        raise NotImplementedError(f"{self.name} has no closed-form fourth moment")
+
     def log_scale(self, s: PairStats) -> np.ndarray:
         """A natural magnitude of K̂ used to keep Monte-Carlo arithmetic finite (default log|K|)."""
         return self.log_abs_kernel(s)[0]
@@ -121,6 +129,52 @@ class Estimator:
         if np.any(np.isnan(out)):
             raise FloatingPointError(f"{self.name}: NaN in the closed-form MSE for params {self.params}")
         return out
+
+    def log_fourth_central_moment(self, x: np.ndarray, y: np.ndarray, d: int | None = None) -> np.ndarray:
+        """Natural log of the closed-form E|K̂ − K|⁴ at pairs (x, y), shape (..., dim) each: -inf where exact,
+        +inf where infinite (then the squared error has infinite variance and no number of trials makes a sampled
+        MSE reliable). ``d`` as in ``log_mse``.
+
+        Parameters
+        ----------
+        x, y : np.ndarray
+            Input pairs, shape (..., dim).
+        d : int, optional
+            True dimension when x, y are reduced coordinates (isotropic estimators).
+
+        Returns
+        -------
+        np.ndarray
+            Shape (...,).
+
+        Examples
+        --------
+        >>> from rfviz.estimators import create
+        >>> float(create("positive", m=1).log_fourth_central_moment([[0.0]], [[0.0]])[0])
+        -inf
+        """
+        if not self.fourth_moment_available():
+            raise NotImplementedError(f"{self.name} has no closed-form fourth moment for {self.params}")
+        s = PairStats.of(x, y, d)
+        if not self.isotropic and s.d != s.x.shape[-1]:
+            raise ParameterError(f"{self.name} depends on coordinates: pass x, y in R^d (d = {s.d})")
+        self.check_dimension(s.d)
+        shape = s.xx.shape
+        dim = s.x.shape[-1]
+        flat = PairStats.of(np.broadcast_to(s.x, (*shape, dim)).reshape(-1, dim),
+                            np.broadcast_to(s.y, (*shape, dim)).reshape(-1, dim), s.d)
+        out = np.asarray(self._log_fourth_central_moment(flat), dtype=float).reshape(shape)
+        if np.any(np.isnan(out)):
+            raise FloatingPointError(f"{self.name}: NaN in the closed-form fourth moment for params {self.params}")
+        return out
+
+    def log_squared_error_variance(self, x: np.ndarray, y: np.ndarray, d: int | None = None) -> np.ndarray:
+        """log Var|K̂ − K|² = log(E|K̂ − K|⁴ − MSE²) at pairs (x, y) (see ``log_fourth_central_moment``)."""
+        log_m4 = self.log_fourth_central_moment(x, y, d)
+        log_mse = self.log_mse(x, y, d)
+        with np.errstate(invalid="ignore"):
+            out = log_diff_exp(log_m4, np.minimum(2 * log_mse, log_m4))
+        return np.where(np.isposinf(log_m4), np.inf, np.where(np.isneginf(log_m4), -np.inf, out))
 
     def mse(self, x: np.ndarray, y: np.ndarray, d: int | None = None) -> np.ndarray:
         """Closed-form MSE (inf where it overflows float64; use ``log_mse`` there)."""
@@ -194,6 +248,14 @@ class SoftmaxFamilyEstimator(Estimator):
         if self.kernel == "gaussian":
             out = out + gaussian_log_correction(s.xx, s.yy)
         return out
+
+    def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
+        """log E|K̂ − K|⁴/K⁴ (the same for both kernels); subclasses with a closed form implement it."""
+        raise NotImplementedError(f"{self.name} has no closed-form fourth moment")
+
+    def _log_fourth_central_moment(self, s: PairStats) -> np.ndarray:
+        """K⁴ times the relative fourth moment, K = e^{x·y} (softmax) or e^{−|x−y|²/2} (Gaussian)."""
+        return 4.0 * self.log_abs_kernel(s)[0] + self._log_rel_fourth(s)
 
     def log_abs_kernel(self, s: PairStats) -> tuple[np.ndarray, np.ndarray]:
         logk = s.xy if self.kernel == "softmax" else -0.5 * s.delta2

@@ -14,7 +14,7 @@ from typing import ClassVar
 import numpy as np
 import torch
 
-from ..maths import crt, simrf
+from ..maths import crt, moments, simrf
 from ..maths.crt import POISSON_LAM_PARAM, PROB_PARAM
 from ..numerics import log_expm1
 from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
@@ -162,6 +162,12 @@ class Gerf(_GerfBase):
         a, sign = self._A_s(s.d)
         return crt.gerf_log_mse(a, sign, s.xx, s.yy, s.xy, s.d, self.params["m"], coupling, kernel="softmax")
 
+    def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
+        """iid ω: rfviz.maths.moments (+inf where Re A ≥ 1/16)."""
+        a, sign = self._A_s(s.d)
+        return moments.log_fourth_gerf(a, sign, s.z2 if sign == 1 else s.delta2, s.xx, s.yy, s.xy, s.d,
+                                       self.params["m"])
+
 
 @register
 class Oprf(_GerfBase):
@@ -196,6 +202,12 @@ class Oprf(_GerfBase):
         if frac > 0:
             log_rel = crt.log_minus_covariance(log_rel, math.log(frac) + crt.ortho_log_neg_relcov_pos(z2, s.d))
         return 2.0 * s.xy + log_rel
+
+    def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
+        """iid ω: rfviz.maths.moments with A = A*(Z, d) (per pair or from the fixed Z; A* ≤ 0, so always finite)."""
+        a = crt.A_star(s.z2 if self.params["A_from"] == "pair" else self.params["Z"], s.d)
+        return moments.log_fourth_gerf(np.broadcast_to(a, np.shape(s.z2)), 1, s.z2, s.xx, s.yy, s.xy, s.d,
+                                       self.params["m"])
 
     def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
                           log_scale: torch.Tensor) -> torch.Tensor:

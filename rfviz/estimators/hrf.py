@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
-from ..maths import hrf, simrf
+from ..maths import hrf, moments, simrf
 from ..maths.hrf import (
     N_PARAM,
     SIGMA_PARAM,
@@ -86,6 +86,10 @@ def mean_cosh_shifted(w: torch.Tensor, z: torch.Tensor, shift: torch.Tensor) -> 
     return torch.exp(torch.log(total) + top[..., 0] - shift - math.log(2 * p.shape[-1]))
 
 
+def _overrides_rel_fourth(cls: type) -> bool:
+    return cls._log_rel_fourth is not SoftmaxFamilyEstimator._log_rel_fourth
+
+
 class _ProjectionEstimator(SoftmaxFamilyEstimator):
     """Softmax estimators built from m projections ω with a selectable coupling ([SimRF] §2).
 
@@ -118,6 +122,10 @@ class _ProjectionEstimator(SoftmaxFamilyEstimator):
         """log MSE (softmax kernel) under ``coupling`` (one of ``coupled_closed_forms``)."""
         raise NotImplementedError(f"no closed form for {self.name} with coupling={coupling!r}")
 
+    def fourth_moment_available(self) -> bool:
+        """iid ω only (rfviz.maths.moments); coupled ω have no fourth-moment closed form here."""
+        return self.params["coupling"] == "iid" and _overrides_rel_fourth(type(self))
+
 
 @register
 class Trig(_ProjectionEstimator):
@@ -141,6 +149,9 @@ class Trig(_ProjectionEstimator):
 
     def _log_mse_coupled(self, s: PairStats, coupling: str) -> np.ndarray:
         return simrf.log_mse_coupled_trig(s.xx, s.yy, s.delta2, s.d, self.params["m"], coupling)
+
+    def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
+        return moments.log_fourth_trig(s.delta2, self.params["m"])
 
     def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
                           log_scale: torch.Tensor) -> torch.Tensor:
@@ -171,6 +182,9 @@ class Positive(_ProjectionEstimator):
     def _log_mse_coupled(self, s: PairStats, coupling: str) -> np.ndarray:
         return 2.0 * s.xy + simrf.log_relative_mse("positive", s.z2, s.d, self.params["m"], coupling)
 
+    def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
+        return moments.log_fourth_exp(s.z2, self.params["m"], antithetic=False)
+
     def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
                           log_scale: torch.Tensor) -> torch.Tensor:
         return mean_exp_shifted(samples["w"], x + y, 0.5 * (sq_norm(x) + sq_norm(y)) + log_scale)
@@ -197,6 +211,9 @@ class PositiveAntithetic(_ProjectionEstimator):
 
     def _log_mse_coupled(self, s: PairStats, coupling: str) -> np.ndarray:
         return 2.0 * s.xy + simrf.log_relative_mse("positive_antithetic", s.z2, s.d, self.params["m"], coupling)
+
+    def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
+        return moments.log_fourth_exp(s.z2, self.params["m"], antithetic=True)
 
     def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
                           log_scale: torch.Tensor) -> torch.Tensor:
@@ -238,6 +255,12 @@ class TrigPhase(SoftmaxFamilyEstimator):
     def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
         """log MSE = |x|² + |y|² + log(1 + (1 − e^{−|x−y|²})²) − log 2m ([derived], see the class docstring)."""
         return s.xx + s.yy + np.log1p(np.exp(2.0 * log1mexp(s.delta2))) - math.log(2 * self.params["m"])
+
+    def fourth_moment_available(self) -> bool:
+        return True
+
+    def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
+        return moments.log_fourth_trig_phase(s.delta2, self.params["m"])
 
     def _estimate_softmax(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
                           log_scale: torch.Tensor) -> torch.Tensor:
@@ -310,6 +333,13 @@ class ComplexExponential(SoftmaxFamilyEstimator):
         """Reference F6 [derived] via ``log_mse_complex_exponential``."""
         return log_mse_complex_exponential(self.w(s.x, s.y), s.xy, self.params["m"], self.params["antithetic"],
                                            self.params["variance"])
+
+    def fourth_moment_available(self) -> bool:
+        return True
+
+    def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
+        return moments.log_fourth_complex_exponential(self.w(s.x, s.y), self.params["m"], self.params["antithetic"],
+                                                      self.params["variance"])
 
     def _exponents(self, samples: Samples, u: torch.Tensor, diag: torch.Tensor) -> torch.Tensor:
         """ω·Mu − (Mu)²/2 (complex), shape (trials, P, m) or (trials, P, 2m) for antithetic pairs."""
@@ -488,6 +518,14 @@ class HybridAngular(_BipolarHybrid):
     def _moments(self, s: PairStats) -> LambdaMoments:
         """Reference F2 with θ = ∠(x, y) (θ = π/2 if x or y is 0, matching sgn(0) := +1)."""
         return angular_lambda_moments(angle_between(s.x, s.y), self.params["n"])
+
+    def fourth_moment_available(self) -> bool:
+        return True
+
+    def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
+        """rfviz.maths.moments.log_fourth_angular_hybrid (Binomial λ̂ independent of ω; shared or independent ω)."""
+        return moments.log_fourth_angular_hybrid(s.xx, s.yy, s.xy, angle_between(s.x, s.y), self.params["m"],
+                                                 self.params["n"], self.params["shared"])
 
 
 @register

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ..diagnostics import DISAGREEMENT_Z
+from ..diagnostics import FWER_LEVEL
 from .common import HeatmapStyle, columns_to_csv, heatmaps, lines, surfaces
 
 QUANTITIES: dict[str, str] = {
@@ -39,9 +39,11 @@ def heatmap_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.nda
                    heavy: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
                    titles: Mapping[str, str] | None = None) -> go.Figure:
     """Heatmaps over θ (x-axis) × r (y-axis), panels titled by estimator title, one shared robust colour window (or
-    ``zrange``), exact cells marked; red crosses where sampled and analytic disagree by > 4 SE at reliable points,
-    hollow circles at heavy-tailed points (``heavy``: the sampled MSE is unreliable there, MCResult.reliable)."""
-    markers = {k: (th, rr, f"|z| > {DISAGREEMENT_Z:g}") for k, (rr, th) in _titled(disagree, titles).items()}
+    ``zrange``), exact cells marked; red crosses where sampled and analytic disagree (Holm over the reliable
+    points, 1 % family-wise), hollow circles at heavy-tailed points (``heavy``: the sampled MSE is unreliable there,
+    MCResult.reliable)."""
+    label = f"disagrees (Holm, {FWER_LEVEL:.0%} family-wise)"
+    markers = {k: (th, rr, label) for k, (rr, th) in _titled(disagree, titles).items()}
     exact = "A or B exact (MSE = 0)" if which == "ratio" else "exact (MSE = 0)"
     fig = heatmaps(theta, r, _titled(values, titles), xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
                    markers=markers, style=HeatmapStyle(diverging=which == "ratio", zrange=zrange, exact_label=exact))

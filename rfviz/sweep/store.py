@@ -56,7 +56,8 @@ _FLOAT_COLUMNS = ("kernel_value", "mse", "mc_mse", "stderr", "z", "log10_mse", "
                   "top_share", "seconds")
 _INT_COLUMNS = ("point", "trials", "seed")
 _STR_COLUMNS = ("estimator", "warning", "device", "backend")
-assert set(_FLOAT_COLUMNS) | set(_INT_COLUMNS) | set(_STR_COLUMNS) | {"reliable"} == {*OUTPUT_COLUMNS, "point"}
+_BOOL_COLUMNS = ("reliable", "disagrees")
+assert set(_FLOAT_COLUMNS) | set(_INT_COLUMNS) | set(_STR_COLUMNS) | set(_BOOL_COLUMNS) == {*OUTPUT_COLUMNS, "point"}
 _MAX_NOTES = 5
 
 
@@ -148,8 +149,9 @@ class RowChecker:
         for name, want in self.expected.items():
             if _text(fields[name]) != want:
                 return f"point {point}: {name}={str(fields[name])[:20]}, expected {want}"
-        if _text(fields["reliable"]) not in ("True", "False"):
-            return f"point {point}: reliable must be True or False"
+        for name in _BOOL_COLUMNS:
+            if _text(fields[name]) not in ("True", "False"):
+                return f"point {point}: {name} must be True or False"
         if not _text(fields["backend"]):
             return f"point {point}: empty backend"
         for name in _FLOAT_COLUMNS:
@@ -517,7 +519,7 @@ class ResultStore:
                 t = pa.int64()
             elif key in _STR_COLUMNS:
                 t = pa.string()
-            elif key == "reliable":
+            elif key in _BOOL_COLUMNS:
                 t = pa.bool_()
             else:  # a grid axis: its values share one type
                 value = first[key]

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from ..diagnostics import Moments, assess_mse
+from ..diagnostics import Moments, assess_mse, bonferroni_disagrees, log_mse_stderr_theory, theory_reliability
 from ..engine import DEFAULT_BLOCK_TRIALS, monte_carlo
 from ..estimators import Estimator, get_estimator  # the package: get_estimator needs the catalog loaded
 from ..geometry import check_d, check_r, check_theta
@@ -334,8 +334,28 @@ def _log10(log_value: float) -> float | None:
     return log_value / LOG10 if math.isfinite(log_value) else None
 
 
+def _point_verdict(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, log_mse: float | None,
+                   stats: PointStats) -> tuple[bool, str | None, float]:
+    """(reliable, warning, standard error of the sampled MSE relative to e^{2s}) of a finished point: the
+    closed-form fourth moment decides where the estimator has one (rfviz.diagnostics.theory_reliability; the
+    standard error is then the larger of sampled and predicted), the sample elsewhere (assess_mse); a point where
+    every estimate underflowed to 0 is never reliable (its sampled MSE is just K²)."""
+    e = stats.errors
+    verdict = assess_mse(e, top_share=stats.top_share, parts=stats.parts)
+    reliable, warning, se_rel = verdict.reliable, verdict.warning, e.stderr
+    if log_mse is not None and est.fourth_moment_available():
+        log_m4 = -math.inf if log_mse == -math.inf else float(np.ravel(est.log_fourth_central_moment(x, y, d=d))[0])
+        theory = theory_reliability(log_mse, log_m4, e.count)
+        reliable, warning = bool(theory.reliable), theory.warning[()]
+        with np.errstate(over="ignore"):
+            se_rel = max(se_rel, float(np.exp(log_mse_stderr_theory(log_mse, log_m4, e.count) - 2 * stats.log_scale)))
+    if stats.mean_r == 0 and e.mean > 0 and e.m2 == 0:
+        reliable, warning = False, "precision loss: every sampled estimate underflowed to 0, so the sampled MSE is K²"
+    return reliable, warning, se_rel
+
+
 OUTPUT_COLUMNS = ("estimator", "kernel_value", "mse", "mc_mse", "stderr", "z", "log10_mse", "log10_mc_mse", "mc_mean",
-                  "top_share", "reliable", "warning", "trials", "seed", "device", "backend", "seconds")
+                  "top_share", "reliable", "warning", "disagrees", "trials", "seed", "device", "backend", "seconds")
 """Columns of an output row after ``point`` and the grid axes (``point_row``; see the README's sweep section)."""
 
 
@@ -374,32 +394,32 @@ def _mc_moments(stats: PointStats) -> tuple[float | None, float | None, float, f
     return mc_mse, stderr, log_mc, log_se, notes
 
 
-def _z_score(log_mse: float | None, stats: PointStats) -> float | None:
-    """(MC mean − closed form) / stderr in the point's scaled units; None when either is unavailable."""
+def _z_score(log_mse: float | None, stats: PointStats, se_rel: float) -> float | None:
+    """(MC mean − closed form) / ``se_rel`` (the standard error of the sampled MSE, sampled or predicted by the
+    fourth moment, whichever is larger) in the point's scaled units; None when either is unavailable."""
     e, s = stats.errors, stats.log_scale
-    if log_mse is None or not (e.stderr > 0 and math.isfinite(e.stderr) and math.isfinite(e.mean)):
+    if log_mse is None or not (se_rel > 0 and math.isfinite(se_rel) and math.isfinite(e.mean)):
         return None
     if log_mse - 2 * s > LOG_MAX:  # the closed form is > e^709 of the scaled errors: z is hugely negative
-        log_ratio = log_mse - 2 * s - math.log(e.stderr)
+        log_ratio = log_mse - 2 * s - math.log(se_rel)
         return -math.exp(min(log_ratio, LOG_MAX)) if log_ratio <= LOG_MAX else -math.inf
-    return (e.mean - math.exp(log_mse - 2 * s)) / e.stderr
+    return (e.mean - math.exp(log_mse - 2 * s)) / se_rel
 
 
-def _reliability(stats: PointStats, stderr: float | None, z: float | None, notes: list[str],
-                 exact: bool, failed: bool) -> tuple[bool, str | None]:
-    """The ``assess_mse`` verdict (none when the Monte Carlo ``failed``), made unreliable by any note (a null
-    value), a standard error of 0 (unless ``exact``: every error 0 and a closed-form MSE of 0) or
+def _reliability(verdict: tuple[bool, str | None] | None, stderr: float | None, z: float | None, notes: list[str],
+                 exact: bool) -> tuple[bool, str | None]:
+    """The point's ``verdict`` (from ``_point_verdict``; none when the Monte Carlo failed), made unreliable by any
+    note (a null value), a standard error of 0 (unless ``exact``: every error 0 and a closed-form MSE of 0) or
     |z| > ``MAX_RELIABLE_Z``; the warning joins the reasons."""
-    verdict = None if failed else assess_mse(stats.errors, top_share=stats.top_share, parts=stats.parts)
     reasons = list(notes)
-    if verdict is not None and verdict.warning:
-        reasons.append(verdict.warning)
+    if verdict is not None and verdict[1]:
+        reasons.append(verdict[1])
     if stderr == 0.0 and not exact:
         reasons.append("standard error 0: the estimates do not vary (exact, or every estimate underflowed)")
     if z is not None and not abs(z) <= MAX_RELIABLE_Z:
         reasons.append(f"|z| > {MAX_RELIABLE_Z:.0e} against the closed form (underflowed estimates or a tail the "
                        f"trials never reached)")
-    reliable = verdict is not None and verdict.reliable and not reasons
+    reliable = verdict is not None and verdict[0] and not reasons
     return reliable, "; ".join(reasons) or None
 
 
@@ -430,13 +450,18 @@ def point_row(spec: SweepSpec, stats: PointStats, backend: str) -> dict[str, Any
         log_mse = None
     mc_mse, stderr, log_mc, _, notes = _mc_moments(stats)
     failed = math.isnan(log_mc)  # the Monte Carlo itself overflowed: no statistics at all
-    z = None if failed else _z_score(log_mse, stats)
+    verdict, se_rel = None, stats.errors.stderr
+    if not failed:
+        with np.errstate(all="ignore"):
+            point_reliable, why, se_rel = _point_verdict(est, x, y, d, log_mse, stats)
+        verdict = (point_reliable, why)
+    z = None if failed else _z_score(log_mse, stats, se_rel)
     mc_mean, why = _scaled(stats.mean_r.real, stats.log_scale)
     if why and not notes:
         notes.append(f"mean estimate {why} (null)")
     kernel_value = None if not math.isfinite(log_k) or log_k > LOG_MAX else sign * math.exp(log_k)
     exact = mc_mse == 0.0 and log_mse == -math.inf  # an exact estimator: no error, and the closed form agrees
-    reliable, warning = _reliability(stats, stderr, z, notes, exact, failed)
+    reliable, warning = _reliability(verdict, stderr, z, notes, exact)
     warning = "; ".join([*([warning] if warning else []), *closed_notes]) or None  # the MC verdict stands
     return {
         "point": stats.point,
@@ -453,6 +478,7 @@ def point_row(spec: SweepSpec, stats: PointStats, backend: str) -> dict[str, Any
         "top_share": stats.top_share if math.isfinite(stats.top_share) else None,
         "reliable": reliable,
         "warning": warning,
+        "disagrees": bonferroni_disagrees(z, reliable, spec.grid.size),
         "trials": stats.errors.count,
         "seed": spec.seed,
         "device": spec.device,
