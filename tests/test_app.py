@@ -758,8 +758,9 @@ def test_lab_lists_the_bundled_examples_without_plugins_configured(monkeypatch):
     at = AppTest.from_file(page_path("estimator_lab"), default_timeout=TIMEOUT).run()
     _no_exception(at, "estimator_lab")
     picker = next(s for s in at.selectbox if s.label == "Estimator to check")
-    shipped = sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
-    assert shipped and [o for o in picker.options if o.endswith("(example)")] == [f"{n} (example)" for n in shipped]
+    examples = [o for o in picker.options if o.endswith("(example)")]
+    assert len(examples) >= len(list((ROOT / "examples").glob("*.py"))), examples  # each file: one or more classes
+    assert {"tempered_positive (example)", "shared_omega_hybrid (example)"} <= set(examples), examples
     picker.set_value("tempered_positive").run()
     _no_exception(at, "estimator_lab with an example")
 
