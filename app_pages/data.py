@@ -11,6 +11,8 @@ from rfviz import data as rd
 from rfviz.compute import catalog
 from rfviz.compute import data as cdata
 from rfviz.figures import data as fdata
+from rfviz.figures.common import traces_csv
+from rfviz.figures.export import columns_to_csv
 from rfviz.params import M_PARAM, Param, ParameterError
 
 with ui.page(
@@ -41,7 +43,8 @@ with ui.page(
     if source == UPLOAD:
         upload = side.file_uploader(f"CSV or .npy (≤ {rd.MAX_FILE_BYTES // 2**20} MiB, ≤ {rd.MAX_ROWS} rows, ≤ "
                                     f"{rd.MAX_DIM} columns, ≤ {rd.MAX_VALUES:,} values)",
-                                    type=["csv", "npy", "txt"], key="data.upload")
+                                    type=["csv", "npy", "txt"], key="data.upload",
+                                    max_upload_size=rd.MAX_FILE_BYTES // 2**20)
     cluster_d = state.number("clusters: d", "cluster_d", 16, int, container=side) if source == "clusters" else None
     points = state.param(POINTS_PARAM, container=side)
     steps = state.multiselect("Preprocessing (in order)", "steps", list(rd.PREPROCESS_STEPS), ["standardize", "scale"],
@@ -59,8 +62,9 @@ with ui.page(
         if source == UPLOAD:
             if raw is None:
                 raise ParameterError("data: upload a CSV or .npy file (one point per row)")
-            return rd.from_points(rd.read_array(raw, "data", filename), filename or "upload", queries=points,
-                                  keys=points, steps=steps, scale=scale)
+            array = rd.read_array(raw, "data", filename)
+            n = min(points, array.shape[0])  # a small file: as many queries (and keys) as it has rows
+            return rd.from_points(array, filename or "upload", queries=n, keys=n, steps=steps, scale=scale)
         options = {"d": cluster_d, "points": max(points, 50)} if source == "clusters" else None
         return rd.load(source, queries=points, keys=points, steps=steps, scale=scale, options=options)
 
@@ -77,17 +81,23 @@ with ui.page(
         view_key = (*load_key, tuple(names), m, kernel)
         st.caption(f"{ds.name}: {ds.queries.shape[0]} queries × {ds.keys.shape[0]} keys, d = {ds.d}; "
                    f"{ds.info.get('source', '')}")
+        if ds.queries.shape[0] < points:
+            st.info(f"The file has {ds.queries.shape[0]} rows, fewer than queries = keys = {points}: every row is "
+                    f"used (queries and keys overlap). Lower 'queries = keys' to draw fewer.")
         avg = ui.memo("data.avg", view_key, lambda: cdata.pair_averages(ds, names, {"m": m}, sorted({*M_VALUES, m}),
                                                                             kernel))
-        st.markdown(f"**Answer:** {cdata.verdict(ds, avg, m)}.")
+        st.markdown(f"**Answer:** {ui.plain(cdata.verdict(ds, avg, m, titles=catalog.titles(names)))}.")
         dm = ui.memo("data.map", view_key, lambda: cdata.data_map(ds, names, {"m": m}, kernel))
-        ui.plot(fdata.data_map_figure(dm.r_axis, dm.theta_axis, dm.values, dm.density, dm.title,
-                                      titles=catalog.titles(names)), key="data-map")
-        st.caption("Heatmap: closed-form log10 MSE for |x| = |y| = r at angle θ, d = the data's d, over the data's "
-                   "range of r. White contours: density of the data's pairs at (r, θ), where r is the geometric-mean "
+        fig_map = fdata.data_map_figure(dm.r_axis, dm.theta_axis, dm.values, dm.density, dm.title,
+                                        titles=catalog.titles(names))
+        ui.plot(fig_map, key="data-map")
+        st.caption(f"Heatmap: closed-form log10 MSE for |x| = |y| = r at angle θ, d = the data's d, over the data's "
+                   f"range of r. {fdata.CONTOUR_NOTE}; a pair sits at (r, θ) with r the geometric-mean "
                    "norm √(|x||y|) of each pair (its |x| ≠ |y| is summarised, not kept).")
-        fig_m = fdata.mse_vs_m_figure(ds.name, avg.names, avg.m, avg.log10_mse)
+        ui.downloads("rfviz-data-map", lambda: traces_csv(fig_map), fig_map, key="data-map")
+        fig_m = fdata.mse_vs_m_figure(ds.name, [catalog.title_of(n) for n in avg.names], avg.m, avg.log10_mse)
         ui.plot(fig_m, key="data-vs-m")
+        ui.downloads("rfviz-data-mse-vs-m", lambda: traces_csv(fig_m), fig_m, key="data-vs-m")
         st.subheader("Gram-matrix error")
         repeats = state.param(REPEATS_PARAM)
         mc_key = ("data.gram_mc", *view_key, repeats)
@@ -96,5 +106,14 @@ with ui.page(
             with st.spinner("sampling…"):
                 st.session_state[mc_key] = ui.memo("data.gram_mc", mc_key, lambda: cdata.gram_table(
                     ds, names, {"m": m}, kernel, ui.valid(REPEATS_PARAM, repeats)))
-        rows = st.session_state.get(mc_key) or cdata.gram_table(ds, names, {"m": m}, kernel)
+        rows = st.session_state.get(mc_key)
+        ran = rows is not None
+        rows = [{**row, "estimator": catalog.title_of(row["estimator"])}
+                for row in rows or cdata.gram_table(ds, names, {"m": m}, kernel)]
+        if not ran:  # before a run: only the closed-form columns (no empty Monte-Carlo cells)
+            rows = [{k: v for k, v in row.items() if k in cdata.GRAM_CLOSED_FORM_COLUMNS} for row in rows]
         st.dataframe(rows, hide_index=True)
+        st.caption(cdata.GRAM_COLUMNS_NOTE if ran else "Closed form only; the button samples the Gram error.")
+        if rows:
+            ui.downloads("rfviz-data-gram", lambda: columns_to_csv({k: [r.get(k) for r in rows] for k in rows[0]}),
+                         None, key="data-gram")

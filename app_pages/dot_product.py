@@ -31,8 +31,8 @@ with ui.page(
         (r"\mathrm{Var}_{\mathrm{TensorSRHT}}:\ \text{Thm 5 / 10, within-block pairs } c(m,d) = "
          r"\lfloor m/d\rfloor d(d-1) + (m \bmod d)(m \bmod d - 1)",
          "Reference §3 (one permutation per degree; the shared reading is wrong)."),
-        (r"k(x,y) = \sum_n a_n (x\cdot y)^n:\ \ \min_{p,\,D_1+\dots+D_p = m}\ \sum_{n\le p} a_n^2\,"
-         r"\mathrm{Var}_n(D_n) + \mathrm{bias}_p^2",
+        (r"k(x,y) = \sum_n a_n (x\cdot y)^n:\ \ \min_{p,\,m_1+\dots+m_p = m}\ \sum_{n\le p} a_n^2\,"
+         r"\mathrm{Var}_n(m_n) + \mathrm{bias}_p^2",
          "Optimised Maclaurin features, §5.3 Algorithms 2–3 ([DP] eqs. 45–51)."),
     ],
 ) as state:
@@ -60,8 +60,10 @@ with ui.page(
         return {} if name in USES else ui.unused(f"the “{label}” view sweeps it or does not depend on it")
 
 
+    MC_M = (4, 16, 64)  # the m of the sampled sketches; their closed-form curves reach the largest
+    M_DEFAULT = 256 if view.startswith("maclaurin") else 16  # 16 features all go to degree 1: four identical bars
     d = state.param(D_PARAM, 8, container=side, label="d (dimension)", **_scope("d"))
-    m = state.param(M_PARAM, 16, container=side, label="m (features D)", **_scope("m"))
+    m = state.param(M_PARAM, M_DEFAULT, container=side, label="m (features)", **_scope("m"))
     p = state.param(DEGREE_PARAM, container=side, **_scope("p"))
     q = state.slider("q (real/imaginary mix)", "q", 0.0, 1.0, 0.5, step=0.05, container=side, **_scope("q"))
     basis = state.selectbox("Basis", "basis", ["rademacher", "plus_minus_i", "unit_circle", "gaussian"], "rademacher",
@@ -86,7 +88,7 @@ with ui.page(
         "vs-m": lambda: cd.variance_vs_m(r, theta, d, p, embedding=embedding),
         "real-vs-complex": lambda: cd.real_complex_ratio_map(p, m, r, basis=basis, variance=variance),
         "tsrht-vs-rademacher": lambda: cd.tsrht_vs_rademacher(r, theta, d, q, embedding=embedding),
-        "sketches-vs-m": lambda: cd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding),
+        "sketches-vs-m": lambda: cd.sketches_vs_m(r, theta, d, p, max(m, *MC_M), embedding),
         "maclaurin-exp": lambda: cd.maclaurin_allocation("exponential", m, d=d, r=r, variance=variance),
         "maclaurin-gauss": lambda: cd.maclaurin_allocation("gaussian", m, d=d, r=r, variance=variance),
     }
@@ -108,12 +110,13 @@ with ui.page(
         if view == MC_VIEW:  # sampled points only on request: Monte Carlo takes seconds
             mc_key = ("dot_product.mc", r, theta, d, p, m, embedding)
             if st.button("Run Monte Carlo", key="dot_product.run_mc",
-                         help="sample every sketch with the engine at m = 4, 16, 64 (1000 trials each; ±2 SE bars)"):
+                         help=f"sample every sketch with the engine at m = {', '.join(map(str, MC_M))} (1000 trials "
+                              "each; ±2 SE bars)"):
                 with st.spinner("sampling…"):
                     st.session_state[mc_key] = ui.memo("dot_product.mc", mc_key, lambda: cd.sketches_vs_m_mc(
-                        r, theta, d, p, (4, 16, 64), embedding, trials=1000))
+                        r, theta, d, p, MC_M, embedding, trials=1000))
             if mc_key in st.session_state:
-                fig = cd.sketches_vs_m(r, theta, d, p, max(m, 8), embedding, points=st.session_state[mc_key])
+                fig = cd.sketches_vs_m(r, theta, d, p, max(m, *MC_M), embedding, points=st.session_state[mc_key])
         ui.plot(fig, key="dot-view")
         st.caption(f"Quantity: {'E|k̂ − k|²' if variance == 'complex' else 'E(Re k̂ − k)²'} where the view lets you "
                    f"choose; inputs at r = {r:g}, θ = {theta:.3g} in the {embedding} embedding (the real-vs-complex "

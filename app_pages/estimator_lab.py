@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import streamlit as st
 
@@ -26,7 +27,8 @@ from rfviz.textio import jsonable
 with ui.page(
     "estimator_lab",
     "Estimator lab",
-    "Sanity-check an estimator before writing the paper. Write a class following rfviz's estimator protocol in your "
+    "Sanity-check an estimator before writing the paper. The bundled examples (`examples/*.py` on the server) are "
+    "listed with the built-ins. Write a class following rfviz's estimator protocol in your "
     f"own file, name it in the `{ENV_VAR}` environment variable (`path/to/file.py:Class` or `module:Class`, "
     "comma-separated) or in an entry point of the group `rfviz.estimators`, and start the app. The lab samples K̂ "
     "over a grid of (θ, r) and reports: a **bias test** (z-score of the mean against the true kernel at each point, "
@@ -45,30 +47,43 @@ with ui.page(
     DISCOVERY_TIMEOUT_S = 30.0
 
 
+    EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+
+
+    def bundled_examples() -> tuple[str, ...]:
+        """The example estimator files shipped with rfviz (``examples/*.py``, files on the server; nothing from the
+        browser), loaded like plugins without RFVIZ_PLUGINS or a restart."""
+        return tuple(str(p) for p in sorted(EXAMPLES_DIR.glob("*.py")))
+
+
     @st.cache_resource(show_spinner=False)
-    def _plugins(env_value: str) -> tuple[dict, list[str]]:
-        """Plugins named on this machine (cached per value of the environment variable), each loaded and smoke-tested
-        in its own plugin process with a deadline (DISCOVERY_TIMEOUT_S): a plugin that hangs or ends its process is
+    def _plugins(env_value: str, examples: tuple[str, ...]) -> tuple[dict, list[str], set[str]]:
+        """Plugins named on this machine and the bundled examples (cached per value of the environment variable and
+        list of example files), with the names that come from the examples. Each is loaded and smoke-tested in its
+        own plugin process with a deadline (DISCOVERY_TIMEOUT_S): a plugin that hangs or ends its process is
         reported instead of blocking or ending the page."""
         with plugin_timeout_scope(DISCOVERY_TIMEOUT_S):
-            return discover_isolated([*env_specs({ENV_VAR: env_value}), *entry_point_specs()])
+            shipped, shipped_errors = discover_isolated(list(examples))
+            found, errors = discover_isolated([*env_specs({ENV_VAR: env_value}), *entry_point_specs()])
+        return {**shipped, **found}, [*shipped_errors, *errors], set(shipped) - set(found)
 
 
     if st.sidebar.button("Reload plugin files", icon=":material/refresh:",
                          help="read edited plugin files again (modules named as module:Class need an app restart)"):
         _plugins.clear()
-    plugins, plugin_errors = _plugins(os.environ.get(ENV_VAR, ""))
+    plugins, plugin_errors, examples = _plugins(os.environ.get(ENV_VAR, ""), bundled_examples())
     for err in plugin_errors:
         st.error(f"Plugin not loaded: {err}", icon=":material/extension_off:")
 
     # ------------------------------------------------------------------ controls
     side = st.sidebar
     options = [*plugins, *REGISTRY]
-    labels = {name: f"{name} (plugin)" for name in plugins}
-    default = next(iter(plugins), "positive_antithetic")
+    labels = {name: f"{name} ({'example' if name in examples else 'plugin'})" for name in plugins}
+    default = next((n for n in plugins if n not in examples), "positive_antithetic")
     name = state.selectbox("Estimator to check", "est", options, default, container=side,
                            format_func=lambda n: labels.get(n, n),
-                           help=f"plugins come from {ENV_VAR} and the rfviz.estimators entry points")
+                           help=f"examples: examples/*.py beside the app; plugins come from {ENV_VAR} and the "
+                                "rfviz.estimators entry points")
     cls = plugins.get(name) or REGISTRY[name]
     has_kernel = any(p.name == "kernel" for p in cls.spec)
     kernel = None

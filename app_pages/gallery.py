@@ -54,7 +54,7 @@ with ui.page(
             st.code(f"python -m rfviz figure {entry.name} --out {entry.name}.html --data {entry.name}.csv",
                     language="bash")
         ui.plot(fig, key=f"gallery-{entry.name}")
-        ui.downloads(f"rfviz-{entry.name}", lambda: data_csv(data), fig, key=entry.name)
+        ui.downloads(f"rfviz-{entry.name}", lambda: data_csv(data), fig, key=entry.name, params=entry.params)
         if entry.catalog:
             rows = _key_rows(entry.name)
             good = sum(r["match"] == "✓" for r in rows)

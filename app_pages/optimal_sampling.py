@@ -61,7 +61,7 @@ with ui.page(
                                                   else "only Gaussian inputs have σ")))
     theta = state.slider("θ (pair angle, rad)", "theta", 0.0, float(np.pi), 1.0, step=0.01, container=side,
                          **_off(not equiv and kind == "pair", EQ if equiv else "only pair inputs have an angle"))
-    side.caption(f"Sidebar scope: the **{state.views.label(view)}** view; greyed inputs are not used by it.")
+    side.caption(f"Sidebar scope: the **{ui.plain(state.views.label(view))}** view; greyed inputs are not used by it.")
     state.show_url_errors()
 
 

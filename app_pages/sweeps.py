@@ -46,7 +46,7 @@ with ui.page(
 
 
     uploaded = side.file_uploader("…or upload a result file", type=["csv", "parquet"], key=state.key("upload"),
-                                  on_change=_show_upload,
+                                  on_change=_show_upload, max_upload_size=sf.MAX_BYTES // 2**20,
                                   help=f"a CSV/Parquet written by `rfviz sweep` (data only, ≤ "
                                        f"{sf.MAX_BYTES // 2**20} MiB, ≤ {sf.MAX_CELLS:,} values)")
     choices = [p.name for p in files] + ([UPLOAD] if uploaded is not None else [])
@@ -118,6 +118,7 @@ with ui.page(
                               title=f"log10 MSE along {fs.label(x)}{fs.fixed_text(slice_fixed)}")
         ui.plot(fig, key=state.key("slice"))
         st.subheader("Rows")
-        st.dataframe(fs.rows_table(table, slice_fixed), width="stretch")
+        st.dataframe(fs.human_rows(fs.rows_table(table, slice_fixed)), width="stretch")
+        st.caption(fs.COLUMNS_NOTE)
         ui.downloads(f"sweep-{Path(table.name).stem}", lambda: fs.rows_csv(table, slice_fixed), fig,
                      key=state.key("downloads"))

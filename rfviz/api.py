@@ -31,7 +31,7 @@ from .clustered import NAME as CLUSTERED
 from .clustered import ClusteredCE
 from .engine import monte_carlo
 from .estimators import REGISTRY, get_estimator
-from .geometry import embed_pair
+from .geometry import embed_pair, parse_real, snap_theta
 from .gram import family_agreement, gram_cost, gram_error, require_gram_budget
 from .maths.optimal import (
     INPUT_KINDS,
@@ -164,10 +164,9 @@ def _count(v: float) -> int | None:
 
 
 def _number(name: str, text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise ParameterError(f"{name} must be a number, got {text!r}") from None
+    """A number as typed (``pi/2`` allowed); θ just above π (``3.1416``) is read as π."""
+    value = parse_real(name, text)
+    return snap_theta(value) if name == "theta" else value
 
 
 class _Progress:

@@ -2,11 +2,64 @@
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from .params import DIM_PARAM, R_PARAM, ParameterError, check
+
+THETA_ROUNDING = 1e-4
+"""θ written up to this much above π (``3.1416``) is π rounded for display, and is read as π."""
+_PI_TEXT = re.compile(r"^\s*([+-]?(?:\d+\.?\d*|\.\d+)?)\s*\*?\s*(?:pi|π)\s*(?:/\s*(\d+\.?\d*))?\s*$", re.I)
+
+
+def parse_real(name: str, text: str | float) -> float:
+    """A real number as typed: ``1.5``, ``pi``, ``π``, ``pi/2``, ``2pi/3`` or ``0.5*pi``.
+
+    Parameters
+    ----------
+    name : str
+        The parameter, named in the error.
+    text : str
+        The text to read.
+
+    Returns
+    -------
+    float
+        The value; ParameterError when ``text`` is neither a number nor a multiple of π.
+
+    Examples
+    --------
+    >>> parse_real("theta", "pi/2") == math.pi / 2
+    True
+    """
+    if not isinstance(text, str):
+        try:
+            return float(text)
+        except (TypeError, ValueError):
+            raise ParameterError(f"{name} must be a number, got {text!r}") from None
+    match = _PI_TEXT.match(text)
+    if match:
+        sign = match.group(1) or ""
+        factor = float(sign) if sign not in ("", "+", "-") else -1.0 if sign == "-" else 1.0
+        return factor * math.pi / (float(match.group(2)) if match.group(2) else 1.0)
+    try:
+        return float(text)
+    except ValueError:
+        raise ParameterError(f"{name} must be a number (or a multiple of pi such as pi/2), got {text!r}") from None
+
+
+def snap_theta(theta: float) -> float:
+    """θ in (π, π + ``THETA_ROUNDING``] (π rounded up, e.g. ``3.1416``) becomes π; anything else is unchanged.
+
+    Examples
+    --------
+    >>> snap_theta(3.1416) == math.pi
+    True
+    """
+    return math.pi if math.pi < theta <= math.pi + THETA_ROUNDING else theta
 
 
 def check_theta(theta: np.ndarray | float) -> np.ndarray:

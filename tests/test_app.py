@@ -14,6 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_pages import BY_PATH, PAGES
 from app_pages._ui import to_text
+from app_pages._ui._output import PHONE_KEY
 from rfviz.compute import explorer as ex
 from rfviz.figures import explorer as fx
 
@@ -195,7 +196,7 @@ def test_every_widget_reruns_and_changes_what_the_page_shows(loaded):
     """No dead controls: changing any enabled widget must change a figure or the visible state of the page
     (text, other widgets). A widget the current view ignores must be disabled (exempt here)."""
     page, at = loaded
-    widgets = _widgets(at)
+    widgets = [(kind, key) for kind, key in _widgets(at) if key != PHONE_KEY]  # the app-wide layout switch
     assert widgets, f"{page} has no widgets"
     foreign = [key for _, key in widgets if not key.startswith(f"{page}.")]
     assert not foreign, f"{page}: widget keys must start with the page's URL path: {foreign}"
@@ -721,7 +722,8 @@ def test_explorer_shows_human_names():
     at.query_params.update({"res": "12"})
     at.run()
     assert at.sidebar.selectbox(key="mse_explorer.quantity").options == list(ex.QUANTITIES.values())
-    assert ex.title_of("trig") in at.sidebar.multiselect(key="mse_explorer.est").options
+    chips = at.sidebar.multiselect(key="mse_explorer.est").options
+    assert ex.short_of("trig") in chips and all(len(c) <= 20 for c in chips), chips  # short: chips not truncated
     labels = [e.label for e in at.expander]
     assert ex.title_of("trig") in " ".join(labels) and not any("positive_antithetic" in lb for lb in labels)
 
@@ -737,3 +739,100 @@ def test_gerf_complex_map_colour_range():
     assert any("must be below" in e.value for e in at.error)
     lo, hi = _colour_window(_specs(at)[0])
     assert lo < hi and (lo, hi) != (1.0, 0.5)
+
+
+def test_every_figure_download_has_an_offline_twin_with_its_size():
+    from rfviz.figures.export import plotlyjs_size
+    from rfviz.params import format_bytes
+    at = AppTest.from_file(page_path("hybrid"), default_timeout=TIMEOUT).run()
+    _no_exception(at, "hybrid")
+    labels = [b.proto.label for b in at.get("download_button")]
+    light = [x for x in labels if x == "Figure (HTML)"]
+    offline = [x for x in labels if x.startswith("Figure (HTML, offline")]
+    assert light and len(light) == len(offline), labels
+    assert all(format_bytes(plotlyjs_size()) in x for x in offline)
+
+
+def test_lab_lists_the_bundled_examples_without_plugins_configured(monkeypatch):
+    monkeypatch.delenv("RFVIZ_PLUGINS", raising=False)
+    at = AppTest.from_file(page_path("estimator_lab"), default_timeout=TIMEOUT).run()
+    _no_exception(at, "estimator_lab")
+    picker = next(s for s in at.selectbox if s.label == "Estimator to check")
+    examples = [o for o in picker.options if o.endswith("(example)")]
+    assert len(examples) >= len(list((ROOT / "examples").glob("*.py"))), examples  # each file: one or more classes
+    assert {"tempered_positive (example)", "shared_omega_hybrid (example)"} <= set(examples), examples
+    picker.set_value("tempered_positive").run()
+    _no_exception(at, "estimator_lab with an example")
+
+
+def test_data_page_speaks_human_names_and_shows_no_empty_cells_before_a_run():
+    from rfviz.compute import catalog
+    from rfviz.figures import data as fdata
+    at = AppTest.from_file(page_path("data"), default_timeout=TIMEOUT).run()
+    _no_exception(at, "data")
+    names = next(m for m in at.multiselect if m.label == "Estimators").value
+    answer = next(m.value for m in at.markdown if m.value.startswith("**Answer:**")).replace("\\", "")
+    assert any(catalog.title_of(n) in answer for n in names) and not any(f" {n} " in answer for n in names)
+    table = at.dataframe[0].value
+    assert list(table["estimator"]) == [catalog.title_of(n) for n in names]
+    assert not table.isna().any().any() and "MC" not in table.columns
+    assert any(fdata.CONTOUR_NOTE in c.value for c in at.caption)
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert labels.count("Data (CSV)") == 3 and labels.count("Figure (HTML)") == 2
+
+
+def test_home_story_texts_say_what_their_charts_show():
+    from rfviz.figures import simrf as fc
+    v = np.geomspace(1e-2, 1e1, 81)
+    ratio = {t.name.split(" ")[0]: np.asarray(t.y, float)
+             for t in fc.ratio_vs_v_figure(16, 16, features="positive", v=v).data}
+    assert 1 / 45 < ratio["simplex"][v <= 0.2].max() < 1 / 20  # "about 30-fold for v ≲ 0.2"
+    orf_min = int(np.argmin(ratio["orthogonal"]))
+    assert 0.7 < ratio["orthogonal"][orf_min] < 0.8 and 1.0 < v[orf_min] < 1.6  # "at most a quarter, v ≈ 1.3"
+    assert all(r[v >= 3].min() > 0.97 for r in ratio.values())  # "for v ≳ 3 both ratios are back at 1"
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT).run()
+    text = " ".join(m.value for m in at.markdown)
+    assert "v ≲ 0.2" in text and "v ≈ 1.3" in text and "v ≳ 3" in text and "most where v = |x + y| is large" not in text
+    story3 = next(s.value for s in at.subheader if s.value.startswith("3"))
+    assert "m = 16" in story3 and "D = " not in story3
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert "m = 16" in charts[2]["layout"]["title"]["text"] and "D = " not in charts[2]["layout"]["title"]["text"]
+    names = [t.get("name") for t in charts[0]["data"] if t.get("mode") == "lines"]
+    assert names[-1].startswith("oracle λ*"), names  # the dotted oracle is drawn over the curves it follows
+
+
+@pytest.mark.parametrize("view", ["density", "variance", "equivalence"])
+def test_optimal_sampling_notes_have_no_stray_markdown(view):
+    import re
+    at = AppTest.from_file(page_path("optimal_sampling"), default_timeout=TIMEOUT)
+    at.query_params["view"] = view
+    at.run()
+    _no_exception(at, view)
+    for text in [c.value for c in at.caption] + [c.value for c in at.sidebar.caption]:
+        stray = re.findall(r"(?<![\\*])\*(?!\*)", text.replace("**", ""))
+        assert not stray, f"unescaped * (Ψ*, V*) would italicise the note: {text!r}"
+
+
+def test_upload_limits_shown_are_the_real_ones():
+    from rfviz import data as rd
+    from rfviz.compute import sweep_files as sf
+    for page, limit in (("sweeps", sf.MAX_BYTES), ("data", rd.MAX_FILE_BYTES)):
+        at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
+        if page == "data":
+            at.query_params["source"] = "upload a file"
+        at.run()
+        uploader = at.get("file_uploader")[0].proto
+        assert uploader.max_upload_size_mb == limit // 2**20, page  # Streamlit's "Limit … per file" text
+        assert f"{limit // 2**20} MiB" in uploader.help + uploader.label, page
+
+
+def test_phone_layout_switch_stacks_the_panels():
+    at = AppTest.from_file(page_path("mse_explorer"), default_timeout=TIMEOUT).run()
+    _no_exception(at, "mse_explorer")
+    wide = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    at.sidebar.toggle(key=PHONE_KEY).set_value(True).run()
+    _no_exception(at, "mse_explorer, phone layout")
+    phone = json.loads(at.get("plotly_chart")[0].proto.spec)["layout"]
+    assert wide["xaxis2"]["domain"][0] > wide["xaxis"]["domain"][1]  # side by side on a wide screen
+    assert phone["xaxis2"]["domain"] == [0.0, 1.0] and phone["yaxis2"]["domain"][1] < phone["yaxis"]["domain"][0]
+    assert phone["legend"]["orientation"] == "h"

@@ -226,3 +226,93 @@ def test_old_view_label_url_opens_the_view_and_becomes_a_slug(server, browser):
         assert page.locator('[data-testid="stAlert"]').count() == 0, page.inner_text("body")[:2000]
     finally:
         page.close()
+
+
+# ------------------------------------------------------------------ layouts at desktop and phone width
+PHONE_UA = ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) "
+            "Version/17.0 Mobile/15E148 Safari/604.1")
+SIZES = {"desktop": ({"width": 1440, "height": 900}, None), "phone": ({"width": 390, "height": 844}, PHONE_UA)}
+MULTI_PANEL = ["mse_explorer", "data", "hybrid?view=winner", "gerf?view=complex-a", "hybrid?view=mse-vs-base"]
+
+# Boxes of every chart title and annotation (subplot titles) per Plotly chart; pairs that intersect; chart titles
+# wider than their chart (cut); the narrowest 2-D panel; legends wider than half their chart while beside it.
+_LAYOUT_JS = """() => {
+  const out = {overlaps: [], cut: [], narrowest: 1e9, wide_legends: [], charts: 0};
+  for (const gd of document.querySelectorAll('.js-plotly-plot')) {
+    out.charts += 1;
+    const chart = gd.getBoundingClientRect();
+    const boxes = [...gd.querySelectorAll('.g-gtitle text, .annotation-text, .infolayer .annotation text')]
+      .map(e => [e.textContent, e.getBoundingClientRect()]).filter(([t, r]) => t.trim() && r.width > 0);
+    for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+      const [ta, a] = boxes[i], [tb, b] = boxes[j];
+      if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1)
+        out.overlaps.push([ta, tb]);
+    }
+    for (const t of gd.querySelectorAll('.g-gtitle text')) {
+      const r = t.getBoundingClientRect();
+      if (r.left < chart.left - 1 || r.right > chart.right + 1 || r.top < chart.top - 1) out.cut.push(t.textContent);
+    }
+    for (const d of gd.querySelectorAll('.cartesianlayer .subplot .nsewdrag')) {
+      const w = d.getBoundingClientRect().width; if (w > 0) out.narrowest = Math.min(out.narrowest, w);
+    }
+    const leg = gd.querySelector('.legend');
+    const fl = gd._fullLayout;
+    if (leg && fl && fl.legend && fl.legend.orientation !== 'h' && leg.getBoundingClientRect().width > chart.width / 2)
+      out.wide_legends.push(leg.getBoundingClientRect().width);
+  }
+  return out;
+}"""
+
+
+def _open(browser, server, target: str, size: str):
+    viewport, agent = SIZES[size]
+    page = browser.new_page(viewport=viewport, **({"user_agent": agent} if agent else {}))
+    page.goto(f"{server}/{target}", wait_until="domcontentloaded", timeout=60_000)
+    page.wait_for_selector(".js-plotly-plot", timeout=120_000)
+    _wait_idle(page, 180_000)
+    page.wait_for_timeout(1500)  # Plotly's relayout after Streamlit sizes the chart
+    return page
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("target", MULTI_PANEL)
+def test_titles_do_not_overlap_and_panels_are_not_slivers(server, browser, target, size):
+    page = _open(browser, server, target, size)
+    try:
+        _assert_no_exception(page, f"{target} at {size}")
+        found = page.evaluate(_LAYOUT_JS)
+        assert found["charts"] >= 1
+        assert not found["overlaps"], f"{target} at {size}: overlapping titles {found['overlaps']}"
+        assert not found["cut"], f"{target} at {size}: chart titles cut {found['cut']}"
+        assert not found["wide_legends"], f"{target} at {size}: legend beside the chart takes half its width"
+        if found["narrowest"] < 1e9:
+            assert found["narrowest"] >= (200 if size == "phone" else 150), f"{target} at {size}: {found}"
+    finally:
+        page.close()
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_monte_carlo_overlay_keeps_the_closed_forms_axes(server, browser, size):
+    """Hybrid, MSE vs base estimators, seed 7: a sampled point far below the curves (θ = π) used to stretch the
+    y-axis to −35; it is now drawn at the edge, and the axis spans the curves."""
+    page = _open(browser, server, "hybrid?view=mse-vs-base&mc=true&seed=7&trials=2000", size)
+    try:
+        page.get_by_role("button", name="Run Monte Carlo").click()
+        page.wait_for_timeout(1000)
+        _wait_idle(page, 240_000)
+        page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].some(gd => "
+                               "gd.data.some(t => t.mode === 'markers'))", timeout=240_000)
+        _assert_no_exception(page, f"hybrid overlay at {size}")
+        span = page.evaluate("""() => {
+          const gd = [...document.querySelectorAll('.js-plotly-plot')]
+            .find(g => g.data.some(t => t.mode === 'markers'));
+          const ys = gd._fullData.filter(t => t.mode === 'lines').flatMap(t => Array.from(t.y))
+            .filter(v => v !== null && isFinite(v));
+          return {range: gd._fullLayout.yaxis.range, lo: Math.min(...ys), hi: Math.max(...ys),
+                  edge: gd.data.filter(t => t.meta === 'edge').length};
+        }""")
+        lo, hi = span["range"]
+        assert lo <= span["lo"] and span["hi"] <= hi, span
+        assert (hi - lo) < 1.3 * (span["hi"] - span["lo"]), f"the overlay rescaled the axis: {span}"
+    finally:
+        page.close()

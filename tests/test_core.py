@@ -185,3 +185,49 @@ def test_cli_mse_json_shape_and_bad_input():
         res = _cli("mse", *bad)
         assert res.returncode == 2, (bad, res.stdout, res.stderr)
         assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
+
+
+def test_cli_without_a_command_lists_every_command_and_exits_2():
+    out = _cli()
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    from rfviz.cli import COMMANDS
+    for module in COMMANDS:
+        assert module.NAME in out.stdout
+
+
+def test_cli_plain_output_is_an_aligned_table_without_dict_reprs():
+    est = _cli("estimators")
+    assert est.returncode == 0, est.stderr
+    lines = est.stdout.splitlines()
+    assert len(lines) == len(rfviz.REGISTRY) + 1
+    title_col = lines[0].index("title")
+    for line, name in zip(lines[1:], rfviz.REGISTRY, strict=True):
+        assert line.startswith(name) and line[title_col - 1] == " " and line[title_col] != " "
+    assert "{" not in est.stdout and "'re'" not in est.stdout
+    mse = _cli("mse", "trig", "r=1", "theta=1", "d=3", "--trials", "200")
+    assert mse.returncode == 0, mse.stderr
+    assert "{" not in mse.stdout and "None" not in mse.stdout
+    value_cols = {len(line) - len(line.split(maxsplit=1)[1]) for line in mse.stdout.splitlines()}
+    assert len(value_cols) == 1, mse.stdout  # every value starts in the same column
+    assert any(line.startswith("mc.stderr ") for line in mse.stdout.splitlines())
+
+
+@pytest.mark.parametrize(("text", "expected"), [("pi", math.pi), ("π", math.pi), ("pi/2", math.pi / 2),
+                                                ("2pi/3", 2 * math.pi / 3), ("0.5*pi", math.pi / 2), ("-pi", -math.pi),
+                                                ("1.25", 1.25)])
+def test_parse_real_reads_multiples_of_pi(text, expected):
+    from rfviz.geometry import parse_real
+    assert parse_real("theta", text) == pytest.approx(expected, rel=1e-15)
+
+
+def test_readme_sweep_theta_grid_is_accepted_and_snapped_to_pi():
+    from rfviz.sweep.grid import parse_grid
+    grid = parse_grid(["theta=0:3.1416:32", "m=8,16,64"], rfviz.REGISTRY["positive"])
+    theta = grid.axes[0].values
+    assert theta[-1] == math.pi and len(theta) == 32
+    assert np.allclose(np.diff(theta), math.pi / 31, rtol=1e-12)
+    assert parse_grid(["theta=0,pi/2,pi"], rfviz.REGISTRY["trig"]).axes[0].values == (0.0, math.pi / 2, math.pi)
+    with pytest.raises(ParameterError, match="theta must be in"):
+        parse_grid(["theta=0:3.1418:4"], rfviz.REGISTRY["trig"])  # 2e-4 above π is not rounding
+    out = _cli("mse", "trig", "theta=3.1416", "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["inputs"]["theta"] == math.pi

@@ -4,6 +4,7 @@ Monte-Carlo points in their curve's colour, downloads that carry their parameter
 from __future__ import annotations
 
 import io
+import pathlib
 import re
 
 import numpy as np
@@ -244,7 +245,7 @@ def _mc_colours_match(fig: go.Figure) -> None:
         base = t.name.split(" (sampled")[0]
         assert base in lines, f"no curve for {t.name!r}"
         assert t.marker.color == lines[base], f"{t.name!r}: {t.marker.color} vs its curve {lines[base]}"
-        assert t.error_y.color == lines[base]
+        assert t.meta == "edge" or t.error_y.color == lines[base]  # edge markers: no bars, value on hover
 
 
 @pytest.mark.slow
@@ -306,3 +307,77 @@ def test_heatmap_panel_titles_wrap_when_many_panels_share_the_width():
     assert texts[3] == "P" and all(len(line) <= 25 for t in texts for line in t.split("<br>"))
     one = heatmaps(np.arange(3.0), np.arange(2.0), {names[1]: z}, xlabel="θ", ylabel="r", zlabel="z")
     assert one.layout.annotations[0].text == names[1]  # one panel: the full width, no break
+
+
+# ------------------------------------------------------------------ Monte-Carlo overlays keep the closed forms' axes
+def test_an_outlying_sampled_point_is_drawn_at_the_edge_and_keeps_the_axes():
+    theta = np.linspace(0.0, np.pi, 50)
+    curve = -1.0 - np.sin(theta)  # spans [-2, -1]
+    sampled = (np.array([0.5, np.pi]), np.array([-1.5, -34.0]), np.array([0.05, 0.1]))
+    fig = common.lines(theta, {"hybrid": curve}, xlabel="θ", ylabel="log₁₀ MSE", theta_axis=True,
+                       points={"hybrid": sampled})
+    lo, hi = fig.layout.yaxis.range
+    assert -2.2 < lo < -2.0 and -1.0 < hi < -0.8, (lo, hi)  # the curve's span plus a small margin, not −34
+    edge = [t for t in fig.data if t.meta == "edge"]
+    assert len(edge) == 1 and list(edge[0].y) == [lo] and list(edge[0].marker.symbol) == ["triangle-down"]
+    assert edge[0].customdata[0][1] == -34.0 and common.EDGE_NOTE in edge[0].name
+    inside = [t for t in fig.data if t.mode == "markers" and t.meta != "edge"]
+    assert [list(t.y) for t in inside] == [[-1.5]]
+    rows = pd.read_csv(io.StringIO(common.traces_csv(fig)), comment="#")
+    assert -34.0 in rows["y"].to_numpy()  # the CSV keeps the true value
+
+
+def test_points_beyond_the_curves_x_range_are_pinned_to_its_end_and_log_axes_work():
+    m = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
+    fig = common.lines(m, {"sketch": 1.0 / m}, xlabel="m", ylabel="MSE", log_y=True,
+                       points={"sketch": (np.array([4.0, 64.0]), np.array([0.25, 0.1]), np.array([0.01, 0.001]))})
+    edge = [t for t in fig.data if t.meta == "edge"]
+    assert len(edge) == 1 and list(edge[0].x) == [16.0] and list(edge[0].marker.symbol) == ["triangle-right"]
+    lo, hi = fig.layout.yaxis.range
+    assert lo < np.log10(1 / 16) < np.log10(1.0) < hi < 0.2
+
+
+def test_every_overlay_goes_through_the_edge_helper():
+    v = np.array([0.5, 1.0, 2.0])
+    fake = {"simplex": (v, np.array([0.9, 50.0, 0.9]), np.full(3, 0.01))}
+    fig = fs.add_sampled_ratios(fs.ratio_vs_v_figure(8), fake)
+    assert [t for t in fig.data if t.meta == "edge"] and fig.layout.yaxis.range[1] < 50
+
+
+# ------------------------------------------------------------------ dot-product titles and ranges
+def test_dot_product_titles_are_words_not_carets_and_say_m():
+    figs = [cd.variance_vs_q(1.0, 0.79, 8, 3, 16, "flat"), cd.sketches_vs_m(m_max=16),
+            cd.variance_vs_d(p=3, m=16), cd.maclaurin_allocation("exponential", 32)]
+    for fig in figs:
+        texts = [fig.layout.title.text, fig.layout.yaxis.title.text or "", fig.layout.xaxis.title.text or ""]
+        assert not any("^" in t or "D = " in t or "(= m)" in t for t in texts), texts
+
+
+def test_sampled_sketches_never_lie_beyond_the_curves():
+    m_mc = np.array([4, 16, 64])
+    fake = {label: (m_mc, 1.0 / m_mc, 0.01 / m_mc) for label in cd.SKETCH_SET}
+    fig = cd.sketches_vs_m(m_max=max(16, *m_mc), points=fake)  # the page extends the curves to the sampled m
+    curve_m = max(max(t.x) for t in fig.data if t.mode == "lines")
+    sampled_m = max(max(t.x) for t in fig.data if t.mode == "markers")
+    assert sampled_m <= curve_m == 64
+    pinned = cd.sketches_vs_m(m_max=16, points=fake)  # and were they not: pinned at the edge, not beyond
+    assert max(max(t.x) for t in pinned.data if t.mode == "markers") <= 16
+
+
+def test_maclaurin_default_allocation_shows_a_difference():
+    import ast
+    source = (pathlib.Path(__file__).resolve().parents[1] / "app_pages" / "dot_product.py").read_text()
+    default = next(n.value.body.value for n in ast.walk(ast.parse(source))
+                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "M_DEFAULT")
+    fig = cd.maclaurin_allocation("exponential", default)
+    bars = {tuple(t.y) for t in fig.data}
+    assert len(bars) > 1 and max(len([b for b in t.y if b]) for t in fig.data) > 1, bars
+
+
+def test_sweep_rows_have_human_headers_and_top_share_is_explained():
+    from rfviz.figures import sweep as fsw
+    rows = {"theta": np.array([0.1]), "mse": np.array([1.0]), "mc_mse": np.array([1.1]), "top_share": np.array([0.2])}
+    human = fsw.human_rows(rows)
+    assert list(human) == ["θ", "MSE (closed form)", "MSE (Monte Carlo)", fsw.COLUMN_NAMES["top_share"]]
+    assert "top_share" in fsw.COLUMNS_NOTE
+    assert fsw.COLUMN_NAMES["top_share"].split()[0].lower() in fsw.COLUMNS_NOTE.lower()

@@ -318,7 +318,7 @@ def test_gallery_page_runs_and_shows_every_entry():
         buttons = at.get("link_button")
         assert buttons and buttons[0].proto.url == GALLERY[name].explorer_link("./")
         assert any(e.label.startswith("Key numbers:") and "✗" not in e.label for e in at.expander)
-        assert len(at.get("download_button")) == 2
+        assert len(at.get("download_button")) == 3  # CSV, HTML (CDN) and HTML (offline)
 
 
 @pytest.mark.slow

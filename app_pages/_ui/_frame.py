@@ -52,7 +52,12 @@ def device_text() -> str:
 
 
 def sidebar_info() -> None:
-    """Compute device and version in the sidebar."""
+    """Compute device and version in the sidebar, and the phone-layout switch (``_output.PHONE_KEY``)."""
     from rfviz import __version__
 
+    from ._output import PHONE_KEY, phone_browser
+
     st.sidebar.caption(f"Compute device: **{device_text()}** · rfviz {__version__}")
+    st.sidebar.toggle("Phone layout", value=phone_browser(), key=PHONE_KEY,
+                      help="charts for a narrow screen: panels stacked one per row, legends under the plot, titles "
+                           "wrapped (on by default when the browser says it is a phone)")

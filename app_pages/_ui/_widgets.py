@@ -79,7 +79,7 @@ def kernel_and_estimators(state: PageState, container: Any, help: str) -> tuple[
     available = catalog.estimators_for_kernel(kernel)
     default = [n for n in DEFAULT_ESTIMATORS if n in available] or available[:2]
     names = state.multiselect("Estimators", "est", available, default, container=container, max_selections=4,
-                              format_func=catalog.title_of, help=help)
+                              format_func=catalog.short_of, help=help)
     return kernel, names, available
 
 

@@ -4,7 +4,8 @@ One module per command, named after it. Each defines ``NAME``, ``HELP``, ``confi
 arguments) and ``run(args) -> int`` (the exit code); ``COMMANDS`` below lists them, in the order of ``--help``.
 To add a command, write ``rfviz/cli/NAME.py`` with those four names and add the module to ``COMMANDS``.
 
-Bad input prints one line on stderr and exits with code 2, never a traceback.
+Bad input prints one line on stderr and exits with code 2, never a traceback. With no command at all,
+``python -m rfviz`` prints the list of commands (its ``--help``) on stdout and exits with code 2 (nothing was run).
 """
 
 from __future__ import annotations
@@ -91,6 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code. Every anticipated failure (bad parameter, numeric overflow,
     refused allocation, unwritable output) is ONE line on stderr and exit code 2; Ctrl-C is one line and 130."""
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:
+        parser.print_help()
+        return EXIT_BAD_INPUT
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help (0) or a one-line usage error (2)

@@ -13,13 +13,32 @@ from ..estimators import REGISTRY, Estimator, create, get_estimator
 from ..registries import SOFTMAX_KERNELS, kernel_spellings
 
 
-def title_of(name: str) -> str:
-    """Human title of a panel: the estimator's ``title`` (``A / B`` for a ratio panel), else the name itself."""
+def title_of(name: str, short: bool = False) -> str:
+    """Human title of a panel: the estimator's ``title`` (``A / B`` for a ratio panel), else the name itself.
+
+    This and ``short_of`` are the app's one mapping from registered names to human names.
+
+    Parameters
+    ----------
+    name : str
+        A registered estimator, or ``"a / b"`` of two.
+    short : bool
+        The short label (``Estimator.label()``: chips, legends, table rows) instead of the full title.
+
+    Returns
+    -------
+    str
+    """
     if name in REGISTRY:
-        return REGISTRY[name].title
+        return REGISTRY[name].label() if short else REGISTRY[name].title
     if " / " in name:
-        return " / ".join(title_of(part) for part in name.split(" / ", 1))
+        return " / ".join(title_of(part, short) for part in name.split(" / ", 1))
     return name
+
+
+def short_of(name: str) -> str:
+    """The short human name of an estimator (``title_of(name, short=True)``), e.g. ``"Trig RF"``."""
+    return title_of(name, short=True)
 
 
 def _kernel_choice(cls: type[Estimator], kernel: str) -> str | None:

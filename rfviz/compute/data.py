@@ -132,12 +132,13 @@ def pair_averages(ds: DataSet, names: Sequence[str], params: Mapping[str, Any], 
     return PairAverages(tuple(names), ms, table)
 
 
-def verdict(ds: DataSet, avg: PairAverages, m: int) -> str:
-    """One line: "on <data> at m = M, <estimator> wins, with <x>× lower MSE than <runner-up>"."""
+def verdict(ds: DataSet, avg: PairAverages, m: int, titles: Mapping[str, str] | None = None) -> str:
+    """One line: "on <data> at m = M, <estimator> wins, with <x>× lower MSE than <runner-up>"; estimators named by
+    ``titles`` (e.g. rfviz.compute.catalog.titles) where given."""
     if int(m) not in set(avg.m.tolist()):
         raise ParameterError(f"m must be one of {', '.join(map(str, avg.m))}, got {m}")
     col = avg.log10_mse[:, list(avg.m).index(int(m))]
-    ok = [(v, n) for v, n in zip(col, avg.names, strict=True) if np.isfinite(v)]
+    ok = [(v, (titles or {}).get(n, n)) for v, n in zip(col, avg.names, strict=True) if np.isfinite(v)]
     if not ok:
         return f"on {ds.name} at m = {m}, no estimator has a closed form"
     ok.sort()
@@ -146,6 +147,15 @@ def verdict(ds: DataSet, avg: PairAverages, m: int) -> str:
     (v0, n0), (v1, n1) = ok[0], ok[1]
     return (f"on {ds.name} at m = {m}, {n0} wins, with {10.0 ** (v1 - v0):.3g}× lower MSE than {n1} "
             f"(E_pairs[MSE] = {10.0 ** v0:.3g} vs {10.0 ** v1:.3g})")
+
+
+GRAM_CLOSED_FORM_COLUMNS = ("estimator", "m", "E‖K̂−K‖²_F (closed form)", "relative Frobenius")
+"""The columns of ``gram_table`` known before any sampling."""
+GRAM_COLUMNS_NOTE = ("MC: the sampled E‖K̂−K‖²_F (± SE over the repeats). reliable: the repeats alone give a "
+                     "trustworthy mean (no heavy tail, relative SE ≤ 10 %); agrees: the sampled value is within 4 SE "
+                     "of the closed form. They are separate checks: a heavy-tailed run (reliable ✗) can still land "
+                     "near the closed form (agrees ✓), and then its agreement is luck, not evidence.")
+"""What the Monte-Carlo columns of ``gram_table`` mean (shown under the table)."""
 
 
 _SECONDS_PER_FLOP = 1e-9

@@ -36,7 +36,7 @@ def _mse(name: str, r: float, theta: float, d: int, embedding: str, **params) ->
 
 def variance_vs_q(r: float = 1.0, theta: float = math.pi / 6, d: int = 8, p: int = 3, m: int = 16,
                   embedding: str = "flat", num: int = 101) -> go.Figure:
-    """MSE against q for |z| = 1 sketches (E|k̂−k|² and Re part), the q-Gaussian sketch and TensorSRHT (D = m).
+    """MSE against q for |z| = 1 sketches (E|k̂−k|² and Re part), the q-Gaussian sketch and TensorSRHT (m features).
 
     Symmetric about q = ½ (only (2q−1)² matters, P5); q = ½ is best iff (x·y)² > S (Theorem 2, §3.3).
     """
@@ -189,7 +189,7 @@ def maclaurin_allocation(kernel: str = "exponential", m: int = 32, p_max: int = 
                          variance: str = "complex",
                          sketches: Sequence[tuple[str, str, float]] = MACLAURIN_SKETCHES,
                          ) -> go.Figure:
-    """Algorithm 3's allocation D_n over degrees (bars) for several sketches, optimised on the 64 fixed pairs of
+    """Algorithm 3's allocation m_n over degrees (bars) for several sketches, optimised on the 64 fixed pairs of
     uniform vectors of norm r in R^d (Fig. 18/19 analogue; Gaussian kernel with the Eq. 55 weights). Refused up
     front (ParameterError) over the memory/time budget (``maclaurin_allocation_cost``)."""
     require_cost(f"the Maclaurin allocation at m = {m}", maclaurin_allocation_cost(m, p_max, len(sketches)),

@@ -19,11 +19,11 @@ from ..engine import monte_carlo
 from ..figures.explorer import QUANTITIES
 from ..numerics import LOG10
 from ..params import ParameterError
-from .catalog import make_estimator, title_of
+from .catalog import make_estimator, short_of, title_of
 
 __all__ = ["FWER_LEVEL", "QUANTITIES", "ROUNDOFF", "ROUNDOFF_LOG10_REL_MSE", "Sampled", "Surface",
            "analytic_surface", "make_axes", "param_sweep", "quantity", "sampled_quantity", "sampled_surface",
-           "title_of"]
+           "short_of", "title_of"]
 
 ROUNDOFF_LOG10_REL_MSE = float(np.log10(np.finfo(float).eps))
 """A relative MSE MSE/K² below machine epsilon cannot be resolved by float64 arithmetic on O(K²) quantities: such

@@ -29,6 +29,8 @@ class Estimator:
 
     name: ClassVar[str]
     title: ClassVar[str]
+    short_title: ClassVar[str] = ""
+    """A label of at most 20 characters for chips and legends (``label()``; the ``title`` when empty)."""
     family: ClassVar[str] = "softmax"
     reference: ClassVar[str] = ""
     description: ClassVar[str] = ""
@@ -198,11 +200,17 @@ class Estimator:
         return self.log_abs_kernel(PairStats.of(x, y, d))
 
     @classmethod
+    def label(cls) -> str:
+        """The short human name (``short_title``, else ``title``): chips, legends, table rows."""
+        return cls.short_title or cls.title
+
+    @classmethod
     def describe(cls) -> dict[str, Any]:
         """JSON-ready description (CLI ``estimators --json``, the app's pickers)."""
         return {
             "name": cls.name,
             "title": cls.title,
+            "short_title": cls.label(),
             "family": cls.family,
             "reference": cls.reference,
             "description": cls.description,

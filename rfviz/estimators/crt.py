@@ -127,6 +127,7 @@ class Gerf(_GerfBase):
 
     name = "gerf"
     title = "GERF (generalised exponential RF)"
+    short_title = "GERF"
     reference = ("CRT paper (Likhosherstov et al. 2022) Thm 3.1 eq. 5; variance Thm 3.2 eq. 6 ([CRT] Thm 4.1; "
                  "tests/test_crt.py)")
     description = ("A ∈ ℂ, s = ±1. Contains PosRF (A=0, s=+1), TrigRF (A=0, s=−1) and OPRF (A=A*). Complex features "
@@ -174,6 +175,7 @@ class Oprf(_GerfBase):
 
     name = "oprf"
     title = "OPRF (optimised positive RF, FAVOR++ features)"
+    short_title = "OPRF (FAVOR++)"
     reference = "CRT paper Thm 3.3 eq. 7 (stable ρ* form); variance Thm 3.2; orthogonal §3.9"
     description = ("Positive and bounded. A = A*(|x+y|², d) per pair (optimal), or from a fixed Z (FAVOR++ batch "
                    "heuristic). Equals PosRF at x = −y.")
@@ -309,6 +311,7 @@ class Poisson(_DirfBase):
 
     name = "poisson"
     title = "PoisRF (Poisson DIRF)"
+    short_title = "PoisRF"
     reference = "CRT paper §3.2.1, Thm 3.4 eq. 11; '+' variant §3.2.3"
     description = "Real, coordinate-dependent (not rotation-invariant); positive iff all shifted coordinates are."
     spec: ClassVar[tuple[Param, ...]] = with_kernel(POISSON_LAM_PARAM, M_PARAM, SHIFT_PARAM)
@@ -333,6 +336,7 @@ class Geometric(_DirfBase):
 
     name = "geometric"
     title = "GeomRF (geometric DIRF)"
+    short_title = "GeomRF"
     reference = "CRT paper §3.2.2, Thm 3.5 eq. 13; '+' variant §3.2.3"
     description = "Real, coordinate-dependent (not rotation-invariant); heavy-tailed as p → 0."
     spec: ClassVar[tuple[Param, ...]] = with_kernel(PROB_PARAM, M_PARAM, SHIFT_PARAM)

@@ -135,6 +135,7 @@ class PolySketch(_HomogeneousPolynomial):
 
     name = "poly_sketch"
     title = "Polynomial sketch, real/complex (q)"
+    short_title = "Poly sketch"
     reference = ("Wacker et al., Improved RF for dot-product kernels: Eqs. 10–11, variance Theorem 2 Eq. 16 "
                  "(Eqs. 18–21); Re-part variance derived, tests/test_dot_product.py")
     description = ("Unbiased for (x·y)^p; q = 1 real (Kar & Karnick, Hamid et al.), q = ½ complex. Variance depends "
@@ -169,6 +170,7 @@ class TensorSRHT(_HomogeneousPolynomial):
 
     name = "tensor_srht"
     title = "TensorSRHT, real/complex"
+    short_title = "TensorSRHT"
     reference = ("Wacker et al.: Algorithm 1, Eqs. 27/32; variance Theorem 5 Eq. 28 and Theorem 10 Eq. 33; Re-part "
                  "variance derived, tests/test_dot_product.py; per-degree permutations docs: errata")
     description = ("Unbiased for (x·y)^p; variance is a sawtooth in D (it rises when a new block of d starts). "
@@ -206,6 +208,7 @@ class TensorSketch(_HomogeneousPolynomial):
 
     name = "tensor_sketch"
     title = "TensorSketch (CountSketch + FFT)"
+    short_title = "TensorSketch"
     reference = ("Pham & Pagh, KDD 2013 (§3; Lemma 2 bounds the variance); exact variance derived in "
                  "rfviz.maths.dp (var_tensor_sketch_normalised), compared in [DP] §6")
     description = ("Unbiased for (x·y)^p with m buckets, O(p(d + m log m)) per input. Exact for x ∥ y along one "
@@ -238,6 +241,7 @@ class Maclaurin(_DotProductEstimator):
 
     name = "maclaurin"
     title = "Maclaurin features (random / optimised)"
+    short_title = "Maclaurin"
     reference = ("Wacker et al. §5: random Maclaurin Eqs. 40–43 (variance tests/test_dot_product.py, derived), "
         "optimised "
                  "Maclaurin Eq. 44 with Algorithms 2–3, MSE Eqs. 47/48, Gaussian kernel Eq. 55")

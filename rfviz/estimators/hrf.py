@@ -135,6 +135,7 @@ class Trig(_ProjectionEstimator):
 
     name = "trig"
     title = "Trigonometric RF (sin/cos)"
+    short_title = "Trig RF"
     reference = "HRF paper (Choromanski et al. 2022) eq. 2; MSE Lemma 2.2 eq. 7"
     description = "Real, bounded, not positive; exact at θ = 0 (x = y)."
 
@@ -172,6 +173,7 @@ class Positive(_ProjectionEstimator):
 
     name = "positive"
     title = "Positive RF (one-sided)"
+    short_title = "Positive RF"
     reference = "HRF paper §2.1 (E2′) and Performers; MSE = SM²(e^{|x+y|²} − 1)/m (HRF F6 with A = I)"
     description = "Strictly positive, unbounded; m features."
 
@@ -202,6 +204,7 @@ class PositiveAntithetic(_ProjectionEstimator):
 
     name = "positive_antithetic"
     title = "Positive RF, antithetic (FAVOR+)"
+    short_title = "FAVOR+ (antithetic)"
     reference = "HRF paper eq. 3; MSE Lemma 2.2 eq. 7"
     description = "Strictly positive, unbounded; exact at θ = π (x = −y); 2m features."
 
@@ -241,6 +244,7 @@ class TrigPhase(SoftmaxFamilyEstimator):
 
     name = "trig_phase"
     title = "Random Fourier features with phase (√2 cos(ω·x + b))"
+    short_title = "RFF with phase"
     reference = "Rahimi & Recht 2007; HRF paper eq. 1 scaling; MSE [derived] (rfviz, MC-verified)"
     description = "m real features; never exact (the phase term adds variance 1/2 per feature, even at x = y)."
     spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM)
@@ -308,6 +312,7 @@ class ComplexExponential(SoftmaxFamilyEstimator):
 
     name = "complex_exponential"
     title = "Complex exponential RF, A = a·I"
+    short_title = "Complex RF (a·I)"
     reference = "HRF paper §2.3 eqs. 13–18; MSE docs: derivations/complex-exponential"
     description = "Unbiased; real part can be negative; exact where Ax + (Aᵀ)⁻¹y = 0."
     spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, A_PARAM, ANTITHETIC_PARAM, VARIANCE_PARAM)
@@ -380,6 +385,7 @@ class ComplexExponentialDiag(ComplexExponential):
 
     name = "complex_exponential_diag"
     title = "Complex exponential RF, A = diag(a_k)"
+    short_title = "Complex RF (diag)"
     reference = "HRF paper §2.3 eqs. 13–18, App. H eqs. 85–88; MSE docs: derivations/complex-exponential"
     description = "Coordinate-dependent; exact where a_k x_k + y_k/a_k = 0 for every k."
     spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, A_DIAG_PARAM, ANTITHETIC_PARAM, VARIANCE_PARAM)
@@ -501,6 +507,7 @@ class HybridAngular(_BipolarHybrid):
 
     name = "hybrid_angular"
     title = "Angular hybrid RF (λ = θ/π)"
+    short_title = "Angular hybrid"
     reference = "HRF paper eq. 19, Thm 3.1 eqs. 22–23, Thm D.1 eqs. 45–46, eq. 47 (corrected)"
     description = "Trig near θ = 0, FAVOR+ near θ = π; exact at both ends for |x| = |y|; 4m(n+1) features."
 
@@ -541,6 +548,7 @@ class HybridGaussian(_BipolarHybrid):
 
     name = "hybrid_gaussian"
     title = "Gaussian hybrid RF (normalised, App. F)"
+    short_title = "Gaussian hybrid"
     reference = "HRF paper App. F, Thms F.1–F.2 eqs. 67–79; docs: derivations/gaussian-lambda"
     description = "Zero variance at θ = 0 but not at θ = π; λ̂ may exceed 1; needs |x| = |y| unless r_norm > 0."
     spec: ClassVar[tuple[Param, ...]] = with_kernel(M_PARAM, N_PARAM, SIGMA_PARAM, R_NORM_PARAM, SHARED_PARAM,

@@ -7,10 +7,12 @@ MSE = 0) are drawn in their own colour with a legend entry rather than hidden in
 
 from __future__ import annotations
 
+import base64
 import math
 import textwrap
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
@@ -41,8 +43,9 @@ EXACT_COLOR = "#ff00ff"
 PERCENTILES = (1.0, 99.0)
 """Default colour window: these percentiles of the finite values over all panels."""
 
-__all__ = ["EXACT_COLOR", "LAYOUT", "PALETTE", "PERCENTILES", "TEMPLATE", "THETA_TICKS", "ColourRange", "coinciding",
-           "columns_to_csv", "finite_or_none", "heatmaps", "lines", "log_axes", "robust_range", "surfaces",
+__all__ = ["EDGE_NOTE", "EXACT_COLOR", "LAYOUT", "PALETTE", "PERCENTILES", "TEMPLATE", "THETA_TICKS", "ColourRange",
+           "Window", "coinciding", "columns_to_csv", "compact_layout", "curve_window", "figure_window",
+           "finite_or_none", "heatmaps", "lines", "log_axes", "overlay_points", "robust_range", "surfaces",
            "traces_csv"]
 
 
@@ -149,6 +152,24 @@ class HeatmapStyle:
     zrange: tuple[float, float] | None = None
     percentiles: tuple[float, float] = PERCENTILES
     exact_label: str = "exact (MSE = 0)"
+    symlog: bool = False
+    """Colours follow sign(z)·log₁₀(1 + |z|), so a panel of values near 0 stays readable beside one reaching ±30;
+    colour-bar ticks and hover show z itself."""
+
+
+def _symlog(z: np.ndarray) -> np.ndarray:
+    return np.sign(z) * np.log10(1.0 + np.abs(z))
+
+
+def _symlog_ticks(rng: ColourRange) -> dict:
+    """Colour-bar ticks of a symlog window at z = 0, ±1, ±3, ±10, ±30, … (labelled with z)."""
+    top = 10.0 ** max(abs(rng.lo), abs(rng.hi)) - 1.0
+    mags = [1.0]
+    while mags[-1] * 3 <= top * 1.01:
+        mags.append(mags[-1] * (3.0 if len(mags) % 2 == 1 else 10.0 / 3.0))
+    vals = sorted({0.0, *(s * v for v in mags for s in (-1.0, 1.0))})
+    shown = [(float(_symlog(np.array(v))), v) for v in vals if rng.lo - 1e-9 <= _symlog(np.array(v)) <= rng.hi + 1e-9]
+    return {"tickvals": [a for a, _ in shown], "ticktext": [f"{v:.2g}" for _, v in shown]}
 
 
 def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlabel: str, ylabel: str, zlabel: str,
@@ -175,7 +196,7 @@ def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
     titles = [_wrapped(k, n) for k in names]
     fig = make_subplots(rows=1, cols=n, subplot_titles=titles, shared_yaxes=True, horizontal_spacing=0.04)
     raw = [np.asarray(zs[k], dtype=float) for k in names]
-    arrays = [finite_or_none(z) for z in raw]
+    arrays = [finite_or_none(_symlog(z) if style.symlog else z) for z in raw]
     rng = robust_range(arrays, user=zrange, diverging=diverging, percentiles=style.percentiles)
     if rng is not None and floor_span is not None and zrange is None and rng.hi - rng.lo > floor_span:
         rng = ColourRange(rng.hi - floor_span, rng.hi, True, rng.clipped_hi)
@@ -183,11 +204,13 @@ def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
                        "colorbar": {"title": {"text": zlabel, "side": "right"}}}
     if rng is not None:
         coloraxis.update(cmin=rng.lo, cmax=rng.hi)
-        coloraxis["colorbar"].update(rng.ticks())
+        coloraxis["colorbar"].update(_symlog_ticks(rng) if style.symlog else rng.ticks())
     any_exact = False
     for i, (name, z, zr) in enumerate(zip(names, arrays, raw, strict=True)):
+        value = "%{customdata:.4g}" if style.symlog else "%{z:.4g}"
         fig.add_trace(go.Heatmap(x=x, y=y, z=z, coloraxis="coloraxis", name=name,
-                                 hovertemplate=f"{xlabel}=%{{x:.3g}}<br>{ylabel}=%{{y:.3g}}<br>{zlabel}=%{{z:.4g}}"
+                                 customdata=finite_or_none(zr) if style.symlog else None,
+                                 hovertemplate=f"{xlabel}=%{{x:.3g}}<br>{ylabel}=%{{y:.3g}}<br>{zlabel}={value}"
                                                "<extra>" + name + "</extra>"),
                       row=1, col=i + 1)
         exact = np.isneginf(zr)
@@ -209,9 +232,89 @@ def heatmaps(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
     fig.update_yaxes(title_text=ylabel, row=1, col=1, **(THETA_TICKS if theta_axis == "y" else {}))
     fig.update_layout(coloraxis=coloraxis, title=title, height=450, **LAYOUT,
                       legend={"orientation": "h", "x": 0, "y": -0.18, "yanchor": "top"})
-    if any("<br>" in t for t in titles):  # room for two-line panel titles under the figure's title
-        fig.update_layout(margin={"t": LAYOUT["margin"]["t"] + 25})
+    if any("<br>" in t for t in titles):  # room for two-line panel titles under the figure's title (at the top)
+        fig.update_layout(margin={"t": LAYOUT["margin"]["t"] + 40},
+                          title={"y": 1.0, "yref": "container", "yanchor": "top", "pad": {"t": 14}})
     return fig
+
+
+PHONE_TITLE_CHARS = 38
+"""Characters per line of a chart title in the compact (phone) layout."""
+
+
+def _panels_in_a_row(fig: go.Figure) -> list[tuple[str, str]]:
+    """(x-axis, y-axis) layout names of side-by-side 2-D panels (one row, two or more), left to right; else []."""
+    pairs = []
+    for name in fig.layout:
+        if name.startswith("xaxis") and fig.layout[name].domain is not None:
+            ax = fig.layout[name]
+            anchor = ax.anchor or "y"
+            pairs.append((name, "yaxis" + anchor[1:], tuple(ax.domain)))
+    if len(pairs) < 2 or len({tuple(fig.layout[y].domain or (0, 1)) for _, y, _ in pairs}) != 1:
+        return []
+    return [(x, y) for x, y, _ in sorted(pairs, key=lambda p: p[2][0])]
+
+
+def compact_layout(fig: go.Figure, panel_height: int = 260) -> go.Figure:
+    """A copy of ``fig`` laid out for a phone (about 390 px wide): side-by-side panels stacked one per row with their
+    titles above them, the chart title wrapped, the legend under the plot instead of beside it, slim margins.
+
+    Parameters
+    ----------
+    fig : plotly Figure
+        Any rfviz figure (3-D scenes are left in place; only 2-D panels in one row are stacked).
+    panel_height : int
+        Height in pixels of each stacked panel.
+
+    Returns
+    -------
+    plotly Figure
+        The re-laid-out copy; the data are unchanged.
+
+    Examples
+    --------
+    >>> f = heatmaps(np.arange(3.0), np.arange(2.0), {"a": np.zeros((2, 3)), "b": np.ones((2, 3))}, xlabel="x",
+    ...              ylabel="y", zlabel="z")
+    >>> compact_layout(f).layout.yaxis2.domain[1] < compact_layout(f).layout.yaxis.domain[0]
+    True
+    """
+    out = go.Figure(fig)
+    title = out.layout.title.text or ""
+    lines_ = textwrap.wrap(title.replace("<br>", " "), PHONE_TITLE_CHARS) if title else []
+    panels = _panels_in_a_row(out)
+    n = len(panels)
+    top = 30 + 18 * len(lines_)  # the wrapped chart title
+    bottom = 60 if not out.layout.showlegend and not any(t.showlegend for t in out.data) else 110
+    if n:
+        gap_px = 95  # under a panel: its tick labels and x-axis title, then the next panel's title
+        plot_px = panel_height * n + gap_px * (n - 1)
+        titles = [(a, a.x) for a in out.layout.annotations
+                  if a.yref == "paper" and a.xref == "paper" and a.yanchor == "bottom"]
+        y_title = fig.layout[panels[0][1]].title.text
+        for i, (xa, ya) in enumerate(panels):
+            old = tuple(fig.layout[xa].domain)
+            y1 = 1.0 - i * (panel_height + gap_px) / plot_px
+            y0 = y1 - panel_height / plot_px
+            for a, x0 in titles:  # the subplot title, on one line, centred over this panel's old column
+                if old[0] - 1e-6 <= x0 <= old[1] + 1e-6:
+                    text = a.text.replace("<br>", " ")
+                    a.update(x=0.5, y=y1, xanchor="center", yshift=4,
+                             text=text if len(text) <= 2 * PHONE_TITLE_CHARS else a.text)
+            out.layout[xa].update(domain=[0.0, 1.0])
+            out.layout[ya].update(domain=[max(0.0, y0), y1], showticklabels=True, title_text=y_title)
+        top += 28  # the first panel's title
+        out.update_layout(height=plot_px + top + bottom)
+    else:
+        plot_px = max(150, (out.layout.height or 450) - top - bottom)
+        out.update_layout(height=plot_px + top + bottom)
+    out.update_layout(title={"text": "<br>".join(lines_), "font": {"size": 14}, "y": 1.0, "yanchor": "top",
+                             "pad": {"t": 14}},
+                      margin={"l": 45, "r": 10, "t": top, "b": bottom, "autoexpand": True},
+                      legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -62 / plot_px,
+                              "yanchor": "top"})
+    if out.layout.coloraxis.colorbar is not None:
+        out.layout.coloraxis.colorbar.update(thickness=12)
+    return out
 
 
 def surfaces(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlabel: str, ylabel: str, zlabel: str,
@@ -279,22 +382,153 @@ def lines(x: np.ndarray, ys: Mapping[str, np.ndarray], *, xlabel: str, ylabel: s
     for i, name in enumerate(names):
         fig.add_trace(go.Scatter(x=x, y=finite_or_none(ys[name]), mode="lines", name=name, legendgroup=name,
                                  line={"color": color(i), "width": 2.5, "dash": (dash or {}).get(name, "solid")}))
+    window = curve_window(x, ys.values(), log_y=log_y) if points else None
     for k, (name, pt) in enumerate((points or {}).items()):
         i = names.index(name) if name in names else len(names) + k
-        px, py, pe = (np.asarray(v) for v in pt[:3])
-        ok = np.ones(px.shape, bool) if len(pt) < 4 or pt[3] is None else np.asarray(pt[3], bool).reshape(px.shape)
-        for mask, symbol, label in ((ok, "circle", f"{name} (sampled ±2 SE)"),
-                                    (~ok, "circle-open", f"{name} (sampled, heavy-tailed: unreliable)")):
-            if mask.any():
-                fig.add_trace(go.Scatter(x=px[mask], y=finite_or_none(py[mask]), mode="markers", name=label,
-                                         legendgroup=name,
-                                         marker={"color": color(i), "size": 7, "symbol": symbol, "line": {"width": 2}},
-                                         error_y={"type": "data", "array": 2 * finite_or_none(pe[mask]),
-                                                  "visible": True, "color": color(i)}))
+        overlay_points(fig, name, pt, color(i), window)
     fig.update_xaxes(title_text=xlabel, **(THETA_TICKS if theta_axis else {}))
     fig.update_yaxes(title_text=ylabel, type="log" if log_y else "linear")
     fig.update_layout(title=title, height=height, hovermode="x unified", **LAYOUT)
     return log_axes(fig)
+
+
+EDGE_NOTE = "outside the axes: drawn at the edge"
+"""Legend text of sampled points that lie outside the closed forms' axes (their true value is on hover)."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """The axes' window set by the closed-form curves: x and y ranges in axis units (log10 for a log y-axis)."""
+
+    x: tuple[float, float]
+    y: tuple[float, float]
+    log_y: bool = False
+
+
+def curve_window(x: np.ndarray, ys: Iterable[np.ndarray], *, log_y: bool = False, pad: float = 0.06) -> Window:
+    """The window the closed-form curves ``ys`` against ``x`` set: their finite span plus ``pad`` of it each side.
+
+    Parameters
+    ----------
+    x : array
+        The curves' abscissae.
+    ys : iterable of arrays
+        The curves' ordinates (non-finite values ignored).
+    log_y : bool
+        The y-axis is logarithmic (the window is then in log10 units, as plotly's ``range``).
+    pad : float
+        Margin, as a fraction of the span, added above and below.
+
+    Returns
+    -------
+    Window
+
+    Examples
+    --------
+    >>> curve_window(np.array([0.0, 1.0]), [np.array([1.0, 2.0])], pad=0.0).y
+    (1.0, 2.0)
+    """
+    vals = [np.asarray(y, float).ravel() for y in ys]
+    v = np.concatenate(vals) if vals else np.array([])
+    v = v[np.isfinite(v) & ((v > 0) if log_y else True)]
+    v = np.log10(v) if log_y else v
+    lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 1.0)
+    margin = pad * (hi - lo) if hi > lo else max(abs(hi) * 0.1, 0.5)
+    xs = np.asarray(x, float)
+    xs = xs[np.isfinite(xs)]
+    return Window((float(xs.min()), float(xs.max())) if xs.size else (0.0, 1.0), (lo - margin, hi + margin), log_y)
+
+
+def _numbers(v: Any) -> np.ndarray:
+    """A trace's x or y as floats: a sequence, or plotly's typed-array form ``{"dtype", "bdata"}`` (figures that went
+    through JSON, e.g. a cache); None entries become NaN."""
+    if isinstance(v, Mapping) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).astype(float)
+    return np.array([np.nan if e is None else e for e in v], dtype=float)
+
+
+def figure_window(fig: go.Figure, *, log_y: bool = False) -> Window:
+    """``curve_window`` of the line traces (closed-form curves) already in ``fig``."""
+    curves = [t for t in fig.data if t.type == "scatter" and (t.mode is None or "lines" in t.mode)
+              and t.x is not None and t.y is not None]
+    x = np.concatenate([_numbers(t.x) for t in curves]) if curves else np.array([])
+    return curve_window(x, [_numbers(t.y) for t in curves], log_y=log_y)
+
+
+def overlay_points(fig: go.Figure, name: str, pt: tuple[np.ndarray, ...], colour: str, window: Window | None,
+                   symbol: str = "circle", bars: tuple[np.ndarray, np.ndarray] | None = None,
+                   **where: Any) -> go.Figure:
+    """Draw sampled (x, y, standard error[, reliable]) points over closed-form curves without rescaling their axes.
+
+    Points inside ``window`` get ±2 SE bars, filled where reliable and hollow where heavy-tailed (MCResult.reliable
+    False). Points outside are drawn ON the window's edge as triangles pointing outwards, their true value on hover
+    (and in ``traces_csv``); the y-axis range is fixed to the window. Every Monte-Carlo overlay of a 2-D chart goes
+    through this function.
+
+    Parameters
+    ----------
+    fig : plotly Figure
+        The figure holding the curves.
+    name : str
+        The curve's name (legend group).
+    pt : tuple
+        ``(x, y, se)`` or ``(x, y, se, reliable)``; ``reliable`` may be None (all reliable).
+    colour : str
+        The curve's colour.
+    window : Window or None
+        ``curve_window`` (or ``figure_window``) of the curves; None draws every point and lets plotly scale.
+    symbol : str
+        Marker of reliable points (``symbol-open`` for heavy-tailed ones).
+    bars : (lower, upper) arrays, optional
+        Asymmetric error-bar ends (e.g. ±2 SE of a variance mapped through a log), instead of ±2 ``se``.
+    **where
+        ``row``/``col`` of a subplot, passed to ``add_trace``.
+
+    Returns
+    -------
+    plotly Figure
+        ``fig``, for chaining.
+    """
+    px, py, pe = (np.asarray(v, float).ravel() for v in pt[:3])
+    ok = np.ones(px.shape, bool) if len(pt) < 4 or pt[3] is None else np.asarray(pt[3], bool).reshape(px.shape)
+    inside = np.ones(px.shape, bool)
+    ay = py
+    if window is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ay = np.log10(py) if window.log_y else py
+        (x0, x1), (y0, y1) = window.x, window.y
+        tol = 1e-9 * max(abs(x0), abs(x1), 1.0)
+        inside = np.isfinite(ay) & (ay >= y0) & (ay <= y1) & (px >= x0 - tol) & (px <= x1 + tol)
+    for mask, sym, label in ((ok & inside, symbol, f"{name} (sampled ±2 SE)"),
+                             (~ok & inside, f"{symbol}-open", f"{name} (sampled, heavy-tailed: unreliable)")):
+        if mask.any():
+            err = {"type": "data", "array": 2 * finite_or_none(pe[mask]), "visible": True, "color": colour}
+            if bars is not None:
+                lo, hi = (np.asarray(b, float).ravel()[mask] for b in bars)
+                err.update(symmetric=False, array=np.nan_to_num(hi - py[mask]),
+                           arrayminus=np.nan_to_num(py[mask] - lo, nan=0.0))
+            fig.add_trace(go.Scatter(x=px[mask], y=finite_or_none(py[mask]), mode="markers", name=label,
+                                     legendgroup=name,
+                                     marker={"color": colour, "size": 7, "symbol": sym, "line": {"width": 2}},
+                                     error_y=err), **where)
+    if window is None:
+        return fig
+    out = ~inside & (np.isfinite(ay) | np.isneginf(ay))
+    if out.any():
+        (x0, x1), (y0, y1) = window.x, window.y
+        ey = np.clip(np.where(np.isneginf(ay[out]), y0, ay[out]), y0, y1)
+        ex = np.clip(px[out], x0, x1)
+        symbols = np.where(ay[out] > y1, "triangle-up", np.where(ay[out] < y0, "triangle-down",
+                           np.where(px[out] > x1, "triangle-right", "triangle-left")))
+        fig.add_trace(go.Scatter(x=ex, y=10 ** ey if window.log_y else ey, mode="markers", legendgroup=name,
+                                 name=f"{name} (sampled, {EDGE_NOTE})", meta="edge", cliponaxis=False,
+                                 customdata=np.column_stack([px[out], py[out], pe[out]]),
+                                 hovertemplate="sampled at x = %{customdata[0]:.4g}: %{customdata[1]:.4g} "
+                                               f"± %{{customdata[2]:.2g}} (SE), {EDGE_NOTE}<extra>{name}</extra>",
+                                 marker={"color": colour, "size": 11, "symbol": list(symbols),
+                                         "line": {"width": 1.5, "color": "black"}}), **where)
+    fig.update_yaxes(range=list(window.y), autorange=False, **{k: v for k, v in where.items() if k in ("row", "col")})
+    return fig
 
 
 def _axis_values(fig: go.Figure, axis: str) -> np.ndarray:
@@ -330,6 +564,8 @@ def log_axes(fig: go.Figure) -> go.Figure:
                                                                      "showgrid": False})
         if vals.size and np.log10(vals.max() / vals.min()) >= 2:
             ax.update(dtick=1)
+        else:  # under two decades plotly labels every minor step (0.1, 0.15, 0.2, …): few enough not to overlap
+            ax.update(nticks=5)
     return fig
 
 
@@ -345,6 +581,8 @@ def traces_csv(fig: go.Figure) -> str:
             continue
         x = getattr(t, "x", None)
         y = getattr(t, "y", None)
+        if t.meta == "edge":  # sampled points drawn at the axes' edge: their true values
+            x, y = (list(np.asarray(t.customdata, float)[:, j]) for j in (0, 1))
         z = getattr(t, "z", None) if has_z else None
         if z is not None and np.ndim(z) == 2 and x is not None and y is not None:
             xx, yy = np.meshgrid(np.asarray(x, float), np.asarray(y, float))

@@ -11,6 +11,12 @@ import plotly.graph_objects as go
 from .common import LAYOUT, color
 from .explorer import heatmap_figure
 
+CONTOUR_LEVELS = (0.1, 0.3, 0.5, 0.7, 0.9)
+"""Levels of the pair-density contours, as fractions of the peak density."""
+CONTOUR_NOTE = ("White contour lines: the density of the data's pairs at 10 %, 30 %, 50 %, 70 % and 90 % of its "
+                "peak (inner lines: more pairs)")
+"""How the contours of ``data_map_figure`` are drawn, in words (the page's caption)."""
+
 
 def data_map_figure(r_axis: np.ndarray, theta_axis: np.ndarray, values: Mapping[str, np.ndarray],
                     density: np.ndarray, title: str = "", titles: Mapping[str, str] | None = None) -> go.Figure:
@@ -25,7 +31,9 @@ def data_map_figure(r_axis: np.ndarray, theta_axis: np.ndarray, values: Mapping[
     fig = heatmap_figure(r_axis, theta_axis, values, "log10_mse", title=title, titles=titles)
     for i in range(len(values)):
         fig.add_trace(go.Contour(x=theta_axis, y=r_axis, z=density, showscale=False, name="pair density",
-                                 contours={"coloring": "lines", "start": 0.1, "end": 0.9, "size": 0.2},
+                                 contours={"coloring": "lines", "start": CONTOUR_LEVELS[0], "end": CONTOUR_LEVELS[-1],
+                                           "size": CONTOUR_LEVELS[1] - CONTOUR_LEVELS[0]},
+                                 colorscale=[[0.0, "white"], [1.0, "white"]],  # coloring "lines" ignores line.color
                                  line={"color": "white", "width": 1.5}, hoverinfo="skip", showlegend=i == 0),
                       row=1, col=i + 1)
     return fig

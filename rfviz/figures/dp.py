@@ -27,7 +27,7 @@ def where(r: float, theta: float, d: int, embedding: str) -> str:
 def variance_vs_q_figure(q: np.ndarray, curves: Curves, p: int, m: int, at: str) -> go.Figure:
     """MSE against q (log y), with the complex weights q = ½ marked; ``at`` is ``where(...)``."""
     fig = lines(q, dict(curves), xlabel="q (realness of the weights)", ylabel="MSE", log_y=True,
-                title=f"Variance vs q, (x·y)<sup>{p}</sup>, D = {m}; {at}")
+                title=f"Variance vs q, kernel (x·y)<sup>{p}</sup>, m = {m} features; {at}")
     fig.add_vline(x=0.5, line_dash="dot", line_color="grey", annotation_text="complex (q = ½)")
     return fig
 
@@ -46,23 +46,23 @@ def variance_vs_p_figure(ps: np.ndarray, series: Mapping[str, tuple[np.ndarray, 
     log_axes(fig.update_yaxes(type="log", title_text="MSE", row=1, col=1))
     fig.update_yaxes(title_text="complex / real", row=2, col=1)
     fig.update_xaxes(title_text="degree p", row=2, col=1)
-    fig.update_layout(title=f"MSE vs degree p, D = {m}, {variance}; {at}", height=560, **LAYOUT)
+    fig.update_layout(title=f"MSE vs degree p, m = {m} features, {variance}; {at}", height=560, **LAYOUT)
     return fig
 
 
 def variance_vs_d_figure(ds: np.ndarray, curves: Curves, p: int, m: int, variance: str, at: str) -> go.Figure:
     """MSE against the input dimension d (log-log)."""
     fig = lines(ds, dict(curves), xlabel="d", ylabel="MSE", log_y=True,
-                title=f"MSE vs d, (x·y)<sup>{p}</sup>, D = {m}, {variance}; {at}")
+                title=f"MSE vs d, kernel (x·y)<sup>{p}</sup>, m = {m} features, {variance}; {at}")
     log_axes(fig.update_xaxes(type="log"))
     return fig
 
 
 def variance_vs_m_figure(m_axis: np.ndarray, curves: Curves, dash: Mapping[str, str], p: int, d_pad: int,
                          at: str) -> go.Figure:
-    """Variance against D with a dotted line at every multiple of the padded dimension (TensorSRHT's sawtooth)."""
-    fig = lines(m_axis, dict(curves), xlabel="number of features D (= m)", ylabel="E|k̂−k|²", log_y=True,
-                dash=dict(dash), title=f"Variance vs D, (x·y)<sup>{p}</sup>; {at} (padded d = {d_pad})")
+    """Variance against m with a dotted line at every multiple of the padded dimension (TensorSRHT's sawtooth)."""
+    fig = lines(m_axis, dict(curves), xlabel="number of features m", ylabel="E|k̂−k|²", log_y=True,
+                dash=dict(dash), title=f"Variance vs m, kernel (x·y)<sup>{p}</sup>; {at} (padded d = {d_pad})")
     for k in range(d_pad, int(m_axis[-1]) + 1, d_pad):
         fig.add_vline(x=k, line_dash="dot", line_color="lightgrey")
     return fig
@@ -73,7 +73,7 @@ def real_complex_ratio_figure(theta: np.ndarray, ds: np.ndarray, ratio: np.ndarr
     """Diverging heatmap of log₂ MSE(complex)/MSE(real) over (θ, log₂ d), with the crossover cos²θ* = 1/d."""
     fig = heatmaps(theta, np.log2(ds), {"log₂ MSE(complex)/MSE(real)": ratio}, xlabel="θ", ylabel="log₂ d",
                    zlabel="log₂ ratio", style=HeatmapStyle(diverging=True, floor_span=None),
-                   title=f"Complex vs real {basis} sketch, (x·y)<sup>{p}</sup>, D = {m}, {variance}; flat embedding, "
+                   title=f"Complex vs real {basis} sketch, (x·y)<sup>{p}</sup>, m = {m}, {variance}; flat embedding, "
                          f"r = {r:g}")
     dd = np.geomspace(ds.min(), ds.max(), 60)
     star = np.arccos(1.0 / np.sqrt(dd))
@@ -86,7 +86,7 @@ def real_complex_ratio_figure(theta: np.ndarray, ds: np.ndarray, ratio: np.ndarr
 
 def tsrht_vs_rademacher_figure(m_axis: np.ndarray, curves: Curves, q: float, at: str) -> go.Figure:
     """The ratio TensorSRHT / unstructured sketch against D per degree, with 1 marked."""
-    fig = lines(m_axis, dict(curves), xlabel="number of features D (= m)",
+    fig = lines(m_axis, dict(curves), xlabel="number of features m",
                 ylabel="MSE TensorSRHT / MSE unstructured",
                 title=f"TensorSRHT vs Rademacher-type sketch, q = {q:g}; {at}")
     fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
@@ -95,9 +95,9 @@ def tsrht_vs_rademacher_figure(m_axis: np.ndarray, curves: Curves, q: float, at:
 
 def maclaurin_allocation_figure(series: Mapping[str, list[int]], top: int, kernel: str, m: int, r: float,
                                 d: int) -> go.Figure:
-    """Bars of the features D_n per degree n = 1..``top``, one series per sketch."""
-    fig = bars(list(range(1, top + 1)), dict(series), xlabel="degree n", ylabel="features D<sub>n</sub>",
-               title=f"Optimised Maclaurin allocation, {kernel} kernel, D = {m}, |x| = |y| = {r:g}, d = {d}")
+    """Bars of the features m_n per degree n = 1..``top`` (they sum to m), one series per sketch."""
+    fig = bars(list(range(1, top + 1)), dict(series), xlabel="degree n", ylabel="features m<sub>n</sub>",
+               title=f"Optimised Maclaurin allocation, {kernel} kernel, m = {m} features, |x| = |y| = {r:g}, d = {d}")
     fig.update_xaxes(dtick=1)  # degrees are integers
     fig.update_layout(legend={"orientation": "h", "x": 0, "y": -0.2, "yanchor": "top"}, height=440)
     return fig
@@ -105,9 +105,11 @@ def maclaurin_allocation_figure(series: Mapping[str, list[int]], top: int, kerne
 
 def sketches_vs_m_figure(m_axis: np.ndarray, curves: Curves, p: int, at: str,
                          points: dict | None = None) -> go.Figure:
-    """Closed-form E|k̂ − (x·y)^p|² against m per sketch, with optional sampled ``points`` (±2 SE bars)."""
-    return lines(m_axis, dict(curves), xlabel="number of features m", ylabel="E|k̂ − (x·y)^p|²", log_y=True,
-                 points=points, title=f"Sketches of (x·y)^{p} vs m; {at}")
+    """Closed-form E|k̂ − (x·y)ᵖ|² against m per sketch, with optional sampled ``points`` (±2 SE bars; points
+    beyond the curves are pinned to their edge by ``lines``)."""
+    kernel = f"(x·y)<sup>{p}</sup>"
+    return lines(m_axis, dict(curves), xlabel="number of features m", ylabel=f"MSE, E|k̂ − {kernel}|²", log_y=True,
+                 points=points, title=f"Sketches of the polynomial kernel {kernel}: MSE vs number of features m; {at}")
 
 
 __all__ = ["maclaurin_allocation_figure", "real_complex_ratio_figure", "sketches_vs_m_figure",

@@ -9,6 +9,7 @@ above the figure.
 from __future__ import annotations
 
 import csv
+import functools
 import html
 import io
 import json
@@ -104,6 +105,20 @@ def _float32(fig: Any) -> Any:
             if a.dtype.kind == "f":
                 setattr(t, attr, a.astype(np.float32))
     return out
+
+
+@functools.cache
+def plotlyjs_size() -> int:
+    """Bytes of the plotly.js bundle that an offline (self-contained) HTML figure inlines (about 4.7 MB).
+
+    Examples
+    --------
+    >>> plotlyjs_size() > 1_000_000
+    True
+    """
+    from plotly.offline import get_plotlyjs
+
+    return len(get_plotlyjs().encode())
 
 
 def figure_html(fig: Any, include_plotlyjs: bool | str = True, *, title: str | None = None,

@@ -15,7 +15,7 @@ from ..maths.optimal import (
     equivalence_curve,
     variance_sweep,
 )
-from .common import LAYOUT, log_axes
+from .common import LAYOUT, figure_window, log_axes, overlay_points
 
 _COLORS = {"positive": "#d62728", "trig": "#1f77b4", "omega": "#7f7f7f", "bound": "#2ca02c"}
 _SHADES = {"variance_infinite": "rgba(214,39,40,0.18)", "fourth_moment_infinite": "rgba(255,127,14,0.15)",
@@ -121,14 +121,12 @@ def add_mc_points(fig: go.Figure, points: dict[str, tuple[np.ndarray, np.ndarray
                   ) -> go.Figure:
     """Overlay rfviz.compute.optimal.variance_sweep_mc points (open markers, ±2 SE bars; a missing lower bar:
     V − 2 SE ≤ 0)."""
+    window = figure_window(fig)
     for label, (x, mid, lo, hi) in points.items():
         mech = label.split("(")[1].split(",")[0] if label.startswith("V*") else label.split(",")[0]
-        fig.add_trace(go.Scatter(
-            x=x, y=_finite(mid), mode="markers", name=f"{label}: sampled ±2 SE",
-            marker={"color": _COLORS.get(mech, "black"), "size": 8,
-                    "symbol": "circle-open" if label.startswith("V*") else "square-open", "line": {"width": 2}},
-            error_y={"type": "data", "symmetric": False, "array": np.nan_to_num(hi - mid),
-                     "arrayminus": np.nan_to_num(mid - lo, nan=0.0), "visible": True}))
+        se = (np.asarray(hi, float) - np.asarray(lo, float)) / 4
+        overlay_points(fig, label, (x, mid, se), _COLORS.get(mech, "black"), window,
+                       symbol="circle" if label.startswith("V*") else "square", bars=(lo, hi))
     return fig
 
 

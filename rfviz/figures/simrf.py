@@ -20,7 +20,7 @@ from ..maths.simrf import (
 )
 from ..numerics import LOG10
 from ..registries import COUPLING_TITLES, COUPLINGS_WITH_DENSITY, ORTHOGONAL, SIMPLEX, SIMPLEX_PLUS
-from .common import LAYOUT, color, finite_or_none, lines, log_axes
+from .common import LAYOUT, color, figure_window, finite_or_none, lines, log_axes, overlay_points
 
 LABELS = COUPLING_TITLES
 FEATURE_LABELS = {"positive": "positive RF", "positive_antithetic": "antithetic positive RF", "trig": "trig RF"}
@@ -134,19 +134,11 @@ def add_sampled_ratios(fig: go.Figure, sampled: dict[str, tuple[np.ndarray, ...]
     out = go.Figure(fig)
     symbols = ("circle", "square", "diamond")
     curve = {t.name: t.line.color for t in out.data if t.type == "scatter" and t.mode == "lines"}
+    window = figure_window(out)
     for i, (name, pt) in enumerate(sampled.items()):
-        xs, ratio, se = (np.asarray(v) for v in pt[:3])
-        ok = np.ones(xs.shape, bool) if len(pt) < 4 else np.asarray(pt[3], bool)
         label = LABELS.get(name, name)
         c = curve.get(label, color(len(curve) + i))  # the colour of the curve it samples
-        for mask, suffix, kind in ((ok, "", "sampled ±2 SE"), (~ok, "-open", "sampled, heavy-tailed: unreliable")):
-            if mask.any():
-                out.add_trace(go.Scatter(x=xs[mask], y=ratio[mask], mode="markers", name=f"{label} ({kind})",
-                                         legendgroup=label,
-                                         marker={"size": 9, "symbol": symbols[i % len(symbols)] + suffix,
-                                                 "line": {"width": 2}, "color": c},
-                                         error_y={"type": "data", "array": 2 * se[mask], "visible": True,
-                                                  "color": c}))
+        overlay_points(out, label, tuple(pt), c, window, symbol=symbols[i % len(symbols)])
     return out
 
 

@@ -166,6 +166,24 @@ def rows_table(table: SweepTable, fixed: Mapping[str, Any] | None = None) -> dic
     return {c: table.columns[c][mask] for c in order}
 
 
+COLUMN_NAMES = {
+    "mse": "MSE (closed form)", "mc_mse": "MSE (Monte Carlo)", "stderr": "± SE (Monte Carlo)",
+    "z": "z (MC vs closed form)", "reliable": "reliable", "warning": "warning", "trials": "trials",
+    "kernel_value": "kernel K(x, y)", "top_share": "largest block's share of squared error",
+}
+"""Human headers of the rows table (the CSV keeps the file's own column names)."""
+COLUMNS_NOTE = ("MSE (closed form): the estimator's exact MSE where it has one; MSE (Monte Carlo) ± SE: the sampled "
+                "value and its standard error; z: their difference in SE; largest block's share (`top_share`): the "
+                "fraction of all squared error carried by the single largest block of trials. A share far above "
+                "1/blocks means one block dominates: a heavy tail, and the point is flagged unreliable.")
+"""What the rows table's columns mean (shown under it on the Sweeps page)."""
+
+
+def human_rows(rows: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """``rows_table`` with human headers (``COLUMN_NAMES``; grid axes by ``label``)."""
+    return {COLUMN_NAMES.get(k, label(k)): v for k, v in rows.items()}
+
+
 def rows_csv(table: SweepTable, fixed: Mapping[str, Any] | None = None) -> str:
     """``rows_table`` as CSV text."""
     return columns_to_csv({k: np.asarray(v, dtype=object) for k, v in rows_table(table, fixed).items()})

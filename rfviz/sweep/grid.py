@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..estimators.base import Estimator
-from ..geometry import check_d, check_r, check_theta
+from ..geometry import check_d, check_r, check_theta, parse_real, snap_theta
 from ..params import ParameterError
 
 INPUTS: dict[str, Any] = {"r": 1.0, "theta": math.pi / 2, "d": 2, "embedding": "canonical"}
@@ -68,30 +68,34 @@ class Grid:
 
 def _float(name: str, text: str) -> float:
     try:
-        v = float(text)
-    except ValueError:
+        v = parse_real(name, text)
+    except ParameterError:
         raise ParameterError(f"grid {name}: {text!r} is not a number (syntax: {name}=start:stop:count or "
-                             f"{name}=v1,v2,...)") from None
+                             f"{name}=v1,v2,...; pi, pi/2 allowed)") from None
+    if name == "theta":
+        v = snap_theta(v)
     if not math.isfinite(v):
         raise ParameterError(f"grid {name}: values must be finite, got {text!r}")
     return v
 
 
-def _typed(values: list[str]) -> tuple[Any, ...]:
-    """A comma list as ints when all are integers, else floats when all are numbers, else the strings."""
+def _typed(name: str, values: list[str]) -> tuple[Any, ...]:
+    """A comma list as ints when all are integers, else floats when all are numbers (``pi/2`` allowed; θ just
+    above π snapped to π), else the strings."""
     try:
         return tuple(int(v) for v in values)
     except ValueError:
         pass
     try:
-        floats = tuple(float(v) for v in values)
-    except ValueError:
+        floats = tuple(_float(name, v) for v in values)
+    except ParameterError:
         return tuple(values)
     return floats if all(math.isfinite(f) for f in floats) else tuple(values)
 
 
 def parse_axis(item: str) -> Axis:
-    """``"theta=0:3.1416:32"`` or ``"m=8,16,64"`` → Axis; ParameterError naming the axis otherwise."""
+    """``"theta=0:3.1416:32"`` (θ within ``THETA_ROUNDING`` above π is π), ``"theta=0:pi:9"`` or ``"m=8,16,64"`` →
+    Axis; ParameterError naming the axis otherwise."""
     name, sep, spec = item.partition("=")
     name, spec = name.strip(), spec.strip()
     if not sep or not name or not spec:
@@ -117,7 +121,7 @@ def parse_axis(item: str) -> Axis:
             raise ParameterError(f"grid {name}: empty value in {spec!r}")
         if len(tokens) > MAX_AXIS_VALUES:
             raise ParameterError(f"grid {name}: at most {MAX_AXIS_VALUES} values, got {len(tokens)}")
-        values = _typed(tokens)
+        values = _typed(name, tokens)
     if len(set(values)) != len(values):
         raise ParameterError(f"grid {name}: repeated values in {spec!r}")
     return Axis(name, values)
