@@ -372,11 +372,10 @@ def test_page_runs_the_check_on_plugins_from_the_environment(monkeypatch, tmp_pa
     at.button(key="estimator_lab.run").click().run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("UNBIASED" in s.value for s in at.success)
-    before = {m: mod for m, mod in sys.modules.items()
-              if m.startswith(("rfviz_plugin_tempered_positive_", "rfviz_plugin_shared_omega_hybrid_"))}
-    at.sidebar.button[0].click().run()  # "Reload plugin files": the modules are imported afresh
+    # Plugin code runs in its own process (rfviz.plugin_process): the server never imports a plugin module.
+    assert not [m for m in sys.modules if m.startswith("rfviz_plugin_")]
+    at.sidebar.button[0].click().run()  # "Reload plugin files": discovered afresh, the choice kept
     assert not at.exception and at.selectbox(key="estimator_lab.est").value == "tempered_positive"
-    assert before and all(sys.modules.get(m) not in (None, mod) for m, mod in before.items())
     at.number_input(key="estimator_lab.d").set_value(0).run()
     at.button(key="estimator_lab.run").click().run()
     assert not at.exception and any("d must be" in e.value for e in at.error)
