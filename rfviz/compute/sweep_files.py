@@ -18,8 +18,13 @@ import numpy as np
 
 from ..params import ParameterError
 
-OUTPUT_COLUMNS = ("point", "estimator", "kernel_value", "mse", "mc_mse", "stderr", "z", "log10_mse", "log10_mc_mse",
-                  "mc_mean", "top_share", "reliable", "warning", "trials", "seed", "device", "backend", "seconds")
+RESULT_COLUMNS = ("estimator", "kernel_value", "mse", "mc_mse", "stderr", "z", "log10_mse", "log10_mc_mse", "mc_mean",
+                  "top_share", "reliable", "warning", "disagrees", "trials", "seed", "device", "backend", "seconds")
+"""Columns of a sweep's output row after ``point`` and the grid axes, in order (written by
+``rfviz.sweep.tasks.point_row``; the one definition of the file format, read by the writer and by this reader)."""
+BOOL_COLUMNS = ("reliable", "disagrees")
+STR_COLUMNS = ("estimator", "warning", "device", "backend")
+OUTPUT_COLUMNS = ("point", *RESULT_COLUMNS)
 """Columns a sweep writes besides its grid axes (``rfviz.sweep.tasks.point_row``)."""
 
 
@@ -191,9 +196,9 @@ def read_results(data: bytes, filename: str, max_bytes: int = MAX_BYTES) -> Swee
     for name, values in raw.items():
         if name in axes:
             cols[name] = _axis_column(values)
-        elif name == "reliable":
+        elif name in BOOL_COLUMNS:
             cols[name] = _bool_column(name, values)
-        elif name in ("estimator", "warning", "device", "backend"):
+        elif name in STR_COLUMNS:
             cols[name] = np.array(["" if v is None else str(v) for v in values], dtype=object)
         else:
             cols[name] = _float_column(name, values)

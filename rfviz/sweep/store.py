@@ -36,9 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from ..compute.sweep_files import BOOL_COLUMNS, OUTPUT_COLUMNS, STR_COLUMNS
 from ..fileio import TMP_PREFIX, atomic_write, atomic_writer, check_input, check_output, fsync_dir, tmp_path_for
 from ..params import ParameterError
-from .tasks import OUTPUT_COLUMNS, SweepSpec, output_columns
+from .tasks import SweepSpec, output_columns
 
 FORMAT = "rfviz-sweep"
 SCHEMA = 2
@@ -55,9 +56,7 @@ _PART = re.compile(r"part-\d{6}-\d+\.parquet")
 _FLOAT_COLUMNS = ("kernel_value", "mse", "mc_mse", "stderr", "z", "log10_mse", "log10_mc_mse", "mc_mean",
                   "top_share", "seconds")
 _INT_COLUMNS = ("point", "trials", "seed")
-_STR_COLUMNS = ("estimator", "warning", "device", "backend")
-_BOOL_COLUMNS = ("reliable", "disagrees")
-assert set(_FLOAT_COLUMNS) | set(_INT_COLUMNS) | set(_STR_COLUMNS) | set(_BOOL_COLUMNS) == {*OUTPUT_COLUMNS, "point"}
+assert set(_FLOAT_COLUMNS) | set(_INT_COLUMNS) | set(STR_COLUMNS) | set(BOOL_COLUMNS) == set(OUTPUT_COLUMNS)
 _MAX_NOTES = 5
 
 
@@ -149,7 +148,7 @@ class RowChecker:
         for name, want in self.expected.items():
             if _text(fields[name]) != want:
                 return f"point {point}: {name}={str(fields[name])[:20]}, expected {want}"
-        for name in _BOOL_COLUMNS:
+        for name in BOOL_COLUMNS:
             if _text(fields[name]) not in ("True", "False"):
                 return f"point {point}: {name} must be True or False"
         if not _text(fields["backend"]):
@@ -517,9 +516,9 @@ class ResultStore:
                 t = pa.float64()
             elif key in _INT_COLUMNS:
                 t = pa.int64()
-            elif key in _STR_COLUMNS:
+            elif key in STR_COLUMNS:
                 t = pa.string()
-            elif key in _BOOL_COLUMNS:
+            elif key in BOOL_COLUMNS:
                 t = pa.bool_()
             else:  # a grid axis: its values share one type
                 value = first[key]

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..compute.sweep_files import RESULT_COLUMNS
 from ..diagnostics import Moments, assess_mse, bonferroni_disagrees, log_mse_stderr_theory, theory_reliability
 from ..engine import DEFAULT_BLOCK_TRIALS, monte_carlo
 from ..estimators import Estimator, get_estimator  # the package: get_estimator needs the catalog loaded
@@ -354,14 +355,12 @@ def _point_verdict(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, log_mse
     return reliable, warning, se_rel
 
 
-OUTPUT_COLUMNS = ("estimator", "kernel_value", "mse", "mc_mse", "stderr", "z", "log10_mse", "log10_mc_mse", "mc_mean",
-                  "top_share", "reliable", "warning", "disagrees", "trials", "seed", "device", "backend", "seconds")
-"""Columns of an output row after ``point`` and the grid axes (``point_row``; see the README's sweep section)."""
+
 
 
 def output_columns(grid: Grid) -> list[str]:
-    """Every column of a sweep's output, in order: ``point``, the grid axes, ``OUTPUT_COLUMNS``."""
-    return ["point", *grid.names, *OUTPUT_COLUMNS]
+    """Every column of a sweep's output, in order: ``point``, the grid axes, ``RESULT_COLUMNS``."""
+    return ["point", *grid.names, *RESULT_COLUMNS]
 
 
 def _scaled(value: float, log_scale: float) -> tuple[float | None, str | None]:
