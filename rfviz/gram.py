@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from .diagnostics import Moments, Reliability, assess_mse, family_disagreements
-from .params import ParameterError, check_int, require_fits
+from .params import Cost, ParameterError, check_int, require_fits
 
 FEATURE_BUDGET = 2**24
 """Most numbers one block of features (repeats × points × features) may hold."""
@@ -215,6 +215,31 @@ def gram_cost(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats
     block = max(1, min(repeats, FEATURE_BUDGET // per_repeat))
     nbytes = 8.0 * (3 * block * per_repeat + 3 * n * m_) + 16.0 * repeats
     return nbytes, float(repeats) * (n * m_ * f + (n + m_) * f * d)
+
+
+def gram_study_cost(estimators: Sequence[GramEstimator], queries: np.ndarray, keys: np.ndarray,
+                    repeats: int) -> Cost:
+    """The ``Cost`` of ``repeats`` Gram Monte-Carlo repeats of each estimator (``gram_cost``), for the budgets of
+    ``rfviz.params.require_cost``: the largest estimator's memory and every estimator's time at ``WORK_RATE``.
+
+    Parameters
+    ----------
+    estimators : estimators run one after the other on the same data.
+    queries, keys, repeats : as for ``monte_carlo_gram``.
+
+    Returns
+    -------
+    Cost
+        Peak bytes and seconds (one core).
+
+    Examples
+    --------
+    >>> from rfviz import create
+    >>> q = np.ones((4, 3)); gram_study_cost([create("trig", m=8)], q, q, 100).seconds < 1
+    True
+    """
+    costs = [gram_cost(est, queries, keys, repeats) for est in estimators]
+    return Cost(nbytes=max((c[0] for c in costs), default=0.0), seconds=sum(c[1] for c in costs) / WORK_RATE)
 
 
 def require_gram_budget(nbytes: float, work: float, repeats: int) -> None:
