@@ -584,7 +584,7 @@ class DensityResult(_Result):
                      xlabel="w_ij = ‖ω_i + ω_j‖", ylabel="density", title=f"d = {self.d}")
 
 
-def density(coupling: str = "simplex", *, d: int | None = None, w: Sequence[float] | np.ndarray | None = None,
+def density(coupling: str = SIMPLEX, *, d: int | None = None, w: Sequence[float] | np.ndarray | None = None,
             v: Sequence[float] | np.ndarray | None = None, m: int | None = None) -> DensityResult:
     """The density of w_ij = ‖ω_i + ω_j‖ under a coupling, its conformity and MSE ratios (``rfviz density``).
 

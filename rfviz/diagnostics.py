@@ -272,8 +272,13 @@ def theory_reliability(log_mse: np.ndarray, log_fourth: np.ndarray, trials: int,
                           "the sampled MSE reliable")
         else:
             warning[i] = (f"too few trials: the closed-form fourth moment predicts a relative standard error of "
-                          f"{rse[i]:.0%} at {trials} trials (> {max_rel_stderr:.0%}; {needed[i]:.3g} needed)")
+                          f"{_percent(rse[i])} at {trials} trials (> {max_rel_stderr:.0%}; {needed[i]:.3g} needed)")
     return TheoryReport(rse, needed, reliable, warning)
+
+
+def _percent(fraction: float) -> str:
+    """``fraction`` as a percentage readable at any size (12%, 3.4e+05%, inf%)."""
+    return f"{fraction:.0%}" if fraction < 100 else f"{100 * fraction:.3g}%"
 
 
 def two_sided_p(z: np.ndarray) -> np.ndarray:

@@ -357,6 +357,7 @@ def test_page_runs_the_check_on_plugins_from_the_environment(monkeypatch, tmp_pa
     from streamlit.testing.v1 import AppTest
 
     monkeypatch.setenv(plugins.ENV_VAR, f"{BIASED},{CORRECT},{tmp_path / 'gone.py'}")
+    before = set(sys.modules)  # other tests of this process load plugins in-process on purpose
     at = AppTest.from_file(str(ROOT / "app_pages" / "estimator_lab.py"), default_timeout=60).run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("gone.py" in e.value for e in at.error)  # the broken entry is reported, the page keeps working
@@ -373,7 +374,7 @@ def test_page_runs_the_check_on_plugins_from_the_environment(monkeypatch, tmp_pa
     assert not at.exception, [e.message for e in at.exception]
     assert any("UNBIASED" in s.value for s in at.success)
     # Plugin code runs in its own process (rfviz.plugin_process): the server never imports a plugin module.
-    assert not [m for m in sys.modules if m.startswith("rfviz_plugin_")]
+    assert not [m for m in set(sys.modules) - before if m.startswith("rfviz_plugin_")]
     at.sidebar.button[0].click().run()  # "Reload plugin files": discovered afresh, the choice kept
     assert not at.exception and at.selectbox(key="estimator_lab.est").value == "tempered_positive"
     at.number_input(key="estimator_lab.d").set_value(0).run()

@@ -167,12 +167,13 @@ def test_discovery_runs_each_plugin_in_its_own_process(tmp_path):
     from rfviz.plugin_process import discover_isolated
 
     quits = _plugin(tmp_path, "quits.py", "import os\nos._exit(3)\n")
+    before = set(sys.modules)  # other tests of this process may have loaded the example in-process on purpose
     found, errors = discover_isolated([str(EXAMPLES / "tempered_positive.py"), quits])
     assert list(found) == ["tempered_positive"]
     info = found["tempered_positive"]
     assert info.source.endswith("tempered_positive.py:TemperedPositive") and any(p.name == "m" for p in info.spec)
     assert len(errors) == 1 and "exit code 3" in errors[0]
-    assert not [m for m in sys.modules if "tempered_positive" in m]  # nothing was imported here
+    assert not [m for m in set(sys.modules) - before if "tempered_positive" in m]  # nothing was imported here
 
 
 @pytest.mark.slow
@@ -183,6 +184,7 @@ def test_the_lab_page_loads_and_checks_plugins_in_plugin_processes(tmp_path, mon
 
     quits = _plugin(tmp_path, "quits_in_app.py", "import os\nos._exit(0)\n")
     monkeypatch.setenv("RFVIZ_PLUGINS", f"{EXAMPLES / 'tempered_positive.py'},{quits}")
+    before = set(sys.modules)  # other tests of this process may have loaded the example in-process on purpose
     at = AppTest.from_file(str(BY_PATH["estimator_lab"].file), default_timeout=240)
     at.query_params.update({"trials": "400", "n_theta": "3", "r": "0.5,1"})
     at.run()
@@ -194,7 +196,7 @@ def test_the_lab_page_loads_and_checks_plugins_in_plugin_processes(tmp_path, mon
     assert not at.exception
     shown = [m.value for m in [*at.success, *at.warning, *at.error]]
     assert any("CLI exit code" in m for m in shown), shown
-    assert not [m for m in sys.modules if "tempered_positive" in m]  # the server process never imported it
+    assert not [m for m in set(sys.modules) - before if "tempered_positive" in m]  # the server never imported it
 
 
 def test_the_python_api_checks_plugin_specs_in_a_plugin_process(tmp_path):

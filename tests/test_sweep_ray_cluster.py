@@ -76,14 +76,43 @@ def _kill_everything_under(root: Path, procs: list[subprocess.Popen]) -> None:
                     pass
 
 
+HIDE_INSTALLED_RFVIZ = '''"""Test cluster nodes: rfviz imports only from outside site-packages (Ray's runtime_env)."""
+import importlib.machinery
+import site
+import sys
+
+_SITE = {*site.getsitepackages(), site.getusersitepackages()}
+
+
+class _HideInstalledRfviz:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name != "rfviz":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, [p for p in sys.path if p not in _SITE])
+        if spec is None:
+            raise ModuleNotFoundError("No module named 'rfviz' (an installed copy is hidden on this node)", name=name)
+        return spec
+
+
+sys.meta_path.insert(0, _HideInstalledRfviz)
+'''
+"""The nodes' ``sitecustomize``: a pip-installed rfviz (editable or not) is not importable there, so the test
+proves that the sweep works because the backend ships rfviz, also where the driver's venv has rfviz installed."""
+
+
 @pytest.fixture(scope="module")
 def cluster():
     pytest.importorskip("ray")
     root = Path(tempfile.mkdtemp(prefix="rfc"))  # short: Ray's socket paths must stay < 108 bytes
     outside = root / "elsewhere"  # the nodes' (and drivers') working directory: no rfviz in it
     outside.mkdir()
+    hide = root / "hide"  # an installed rfviz (CI's venv has it, editable) is hidden from the nodes' Pythons too
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(HIDE_INSTALLED_RFVIZ)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "RAY_ADDRESS")}
-    env.update(RAY_TMPDIR=str(root / "t"), RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16))
+    env.update(RAY_TMPDIR=str(root / "t"), RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(16),
+               PYTHONPATH=str(hide))
     ray_cli = [sys.executable, "-m", "ray.scripts.scripts"]  # the `ray` command, whatever the venv's bin dir
     gcs, *ports = free_ports(13)
     procs: list[subprocess.Popen] = []

@@ -126,7 +126,7 @@ class _ProjectionEstimator(SoftmaxFamilyEstimator):
 
     def fourth_moment_available(self) -> bool:
         """iid ω only (rfviz.maths.moments); coupled ω have no fourth-moment closed form here."""
-        return self.params["coupling"] == "iid" and _overrides_rel_fourth(type(self))
+        return self.params["coupling"] == IID and _overrides_rel_fourth(type(self))
 
 
 @register
