@@ -187,6 +187,7 @@ def test_cli_mse_json_shape_and_bad_input():
         assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
 
 
+@pytest.mark.slow  # starts a Python subprocess (interpreter + torch import)
 def test_cli_without_a_command_lists_every_command_and_exits_2():
     out = _cli()
     assert out.returncode == 2 and "Traceback" not in out.stderr
@@ -195,6 +196,7 @@ def test_cli_without_a_command_lists_every_command_and_exits_2():
         assert module.NAME in out.stdout
 
 
+@pytest.mark.slow  # starts a Python subprocess (interpreter + torch import)
 def test_cli_plain_output_is_an_aligned_table_without_dict_reprs():
     est = _cli("estimators")
     assert est.returncode == 0, est.stderr
@@ -220,6 +222,7 @@ def test_parse_real_reads_multiples_of_pi(text, expected):
     assert parse_real("theta", text) == pytest.approx(expected, rel=1e-15)
 
 
+@pytest.mark.slow  # starts a Python subprocess (interpreter + torch import)
 def test_readme_sweep_theta_grid_is_accepted_and_snapped_to_pi():
     from rfviz.sweep.grid import parse_grid
     grid = parse_grid(["theta=0:3.1416:32", "m=8,16,64"], rfviz.REGISTRY["positive"])

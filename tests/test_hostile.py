@@ -277,6 +277,7 @@ PLUGINS = {
 }
 
 
+@pytest.mark.slow  # starts a Python subprocess (interpreter + torch import)
 @pytest.mark.parametrize("plugin", sorted(PLUGINS))
 def test_broken_plugins_exit_2_in_one_line(capsys, tmp_path, plugin):
     path = tmp_path / plugin
@@ -290,6 +291,7 @@ def test_broken_plugins_exit_2_in_one_line(capsys, tmp_path, plugin):
         assert "did not finish within 2 s" in err
 
 
+@pytest.mark.slow  # starts a Python subprocess (interpreter + torch import)
 def test_plugin_prints_do_not_corrupt_json(capsys, tmp_path):
     path = tmp_path / "loud.py"
     path.write_text(textwrap.dedent("""
@@ -307,6 +309,7 @@ def test_plugin_prints_do_not_corrupt_json(capsys, tmp_path):
     assert json.loads(out)["estimator"] == "loud_trig"
 
 
+@pytest.mark.slow  # starts a Python subprocess (interpreter + torch import)
 def test_plugin_timeout_from_the_environment(capsys, tmp_path, monkeypatch):
     path = tmp_path / "sleepy_env.py"
     path.write_text(PLUGINS["sleepy.py"])

@@ -272,6 +272,7 @@ class Broken(SoftmaxFamilyEstimator):
 '''
 
 
+@pytest.mark.slow  # starts a Python subprocess (interpreter + torch import)
 @pytest.mark.parametrize("tag", sorted(BROKEN))
 def test_broken_plugin_gives_one_line_error_and_exit_2(tag, tmp_path, capsys):
     body, message = BROKEN[tag]
@@ -289,6 +290,7 @@ def test_broken_plugin_gives_one_line_error_and_exit_2(tag, tmp_path, capsys):
     ("from rfviz.estimators.hrf import Trig\n\n\nclass Clash(Trig):\n    pass\n", ":Clash",
      "already used by a built-in"),
 ])
+@pytest.mark.slow  # starts a Python subprocess (interpreter + torch import)
 def test_invalid_plugin_files_are_rejected_in_one_line(source, suffix, message, tmp_path, capsys):
     path = tmp_path / "bad_plugin.py"
     path.write_text(source)
@@ -297,6 +299,7 @@ def test_invalid_plugin_files_are_rejected_in_one_line(source, suffix, message, 
     assert err.count("\n") == 1 and message in err, err
 
 
+@pytest.mark.slow  # starts a Python subprocess (interpreter + torch import)
 def test_missing_plugin_targets_are_bad_input(capsys):
     assert cli_main(["check", "no/such/file.py"]) == 2
     assert "does not exist" in capsys.readouterr().err
@@ -433,6 +436,7 @@ class GlobalRng(PositiveAntithetic):
 '''
 
 
+@pytest.mark.slow  # starts a Python subprocess (interpreter + torch import)
 def test_an_irreproducible_plugin_does_not_pass_silently(tmp_path, capsys):
     path = tmp_path / "global_rng.py"
     path.write_text(IRREPRODUCIBLE)

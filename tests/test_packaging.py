@@ -8,6 +8,7 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
 import tomllib
 from packaging.requirements import Requirement
 
@@ -100,6 +101,7 @@ def test_run_script_knows_the_two_commands():
     assert "./run app" in readme and "./run test" in readme
 
 
+@pytest.mark.slow  # starts a Python subprocess (interpreter + torch import)
 def test_python_m_rfviz_still_works():
     out = subprocess.run([sys.executable, "-m", "rfviz", "--help"], capture_output=True, text=True, timeout=120,
                          cwd=ROOT)

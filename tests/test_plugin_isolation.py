@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+pytestmark = pytest.mark.slow  # every test starts Python subprocesses (interpreter + torch import each)
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 FAST = ("--trials", "200", "--theta", "2", "--r", "0.5", "--compare", "", "--no-features")
