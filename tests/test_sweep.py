@@ -3,7 +3,6 @@ with a worker killed mid-sweep), resume after an interruption, heavy-tail diagno
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import shutil
@@ -11,6 +10,7 @@ import tempfile
 
 import numpy as np
 import pytest
+from sweep_helpers import NONDETERMINISTIC, rows, small_spec
 
 from rfviz import ParameterError, get_estimator
 from rfviz.cli import main
@@ -18,21 +18,6 @@ from rfviz.diagnostics import Moments, assess_mse
 from rfviz.sweep import SweepSpec, combine, make_backend, parse_grid, run_sweep, run_tasks, task_seed
 from rfviz.sweep.backends import CRASH_ONCE_ENV, RayBackend
 from rfviz.sweep.tasks import COL
-
-NONDETERMINISTIC = ("backend", "seconds")  # who ran it and how long it took
-
-
-def small_spec(**kw) -> SweepSpec:
-    """4 points × 4 blocks of positive random features (light tails at small r: the closed form is checkable)."""
-    est = get_estimator("positive")
-    grid = parse_grid(["r=0.3:0.6:2", "m=4,8"], est, {"d": "8"})
-    args = {"trials": 2048, "seed": 7, "block_trials": 512, **kw}
-    return SweepSpec("positive", {"d": "8", "theta": "1.0"}, grid, device="cpu", **args)
-
-
-def rows(path) -> list[dict[str, str]]:
-    with open(path, newline="") as f:
-        return [{k: v for k, v in r.items() if k not in NONDETERMINISTIC} for r in csv.DictReader(f)]
 
 
 # ----------------------------------------------------------------------------- grid syntax and seeds

@@ -5,7 +5,6 @@ in tests/test_sweep_ray_cluster.py. Tests that start Ray or a child process are 
 
 from __future__ import annotations
 
-import csv
 import itertools
 import shutil
 import socket
@@ -14,25 +13,12 @@ import time
 
 import numpy as np
 import pytest
+from sweep_helpers import rows, small_spec
 
 from rfviz import ParameterError, get_estimator
 from rfviz.cli import main
 from rfviz.sweep import SweepSpec, make_backend, parse_grid, run_sweep
 from rfviz.sweep.ray_backend import FAIL_POINT_ENV, BatchSizer, RayBackend, SweepTaskError, batch_size, probe_address
-
-NONDETERMINISTIC = ("backend", "seconds")
-
-
-def small_spec(**kw) -> SweepSpec:
-    est = get_estimator("positive")
-    grid = parse_grid(["r=0.3:0.6:2", "m=4,8"], est, {"d": "8"})
-    args = {"trials": 2048, "seed": 7, "block_trials": 512, **kw}
-    return SweepSpec("positive", {"d": "8", "theta": "1.0"}, grid, device="cpu", **args)
-
-
-def rows(path) -> list[dict[str, str]]:
-    with open(path, newline="") as f:
-        return [{k: v for k, v in r.items() if k not in NONDETERMINISTIC} for r in csv.DictReader(f)]
 
 
 def chunks(spec: SweepSpec, points=None, size: int = 3):

@@ -8,7 +8,6 @@ touched, the default port 6379 and /tmp/ray are never used."""
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import secrets
@@ -22,6 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
+from sweep_helpers import rows
 
 from rfviz import get_estimator
 from rfviz.cli import main
@@ -41,11 +41,6 @@ def free_ports(n: int) -> list[int]:
     for s in socks:
         s.close()
     return ports
-
-
-def rows(path) -> list[dict[str, str]]:
-    with open(path, newline="") as f:
-        return [{k: v for k, v in r.items() if k not in ("backend", "seconds")} for r in csv.DictReader(f)]
 
 
 def _kill_everything_under(root: Path, procs: list[subprocess.Popen]) -> None:

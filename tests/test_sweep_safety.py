@@ -3,11 +3,11 @@ point order by streaming merges, resume of damaged Parquet parts, the median-bas
 
 from __future__ import annotations
 
-import csv
 import os
 
 import numpy as np
 import pytest
+from sweep_helpers import NONDETERMINISTIC, rows
 
 from rfviz import ParameterError, get_estimator
 from rfviz.cli import main
@@ -19,17 +19,10 @@ from rfviz.sweep.runner import todo_points
 from rfviz.sweep.store import ResultStore
 from rfviz.sweep.tasks import COL, TASK_CHUNK, iter_tasks
 
-NONDETERMINISTIC = ("backend", "seconds")
-
 
 def spec_of(n_r: int = 3, trials: int = 1024, block: int = 512, **kw) -> SweepSpec:
     grid = parse_grid([f"r=0.3:0.6:{n_r}", "m=4,8"], get_estimator("positive"), {"d": "8"})
     return SweepSpec("positive", {"d": "8", "theta": "1.0"}, grid, trials, 5, block, "cpu", **kw)
-
-
-def csv_rows(path) -> list[dict[str, str]]:
-    with open(path, newline="") as f:
-        return [{k: v for k, v in r.items() if k not in NONDETERMINISTIC} for r in csv.DictReader(f)]
 
 
 # ----------------------------------------------------------------------------- streamed tasks
@@ -65,10 +58,10 @@ def test_local_backend_consumes_tasks_lazily() -> None:
             yield chunk
 
     backend = make_backend("local")
-    rows = backend.run(spec, source())
-    first = next(rows)
+    results = backend.run(spec, source())
+    first = next(results)
     assert first.shape == (1, len(COL)) and len(pulled) == 1  # one chunk taken, not the whole grid
-    rest = list(rows)
+    rest = list(results)
     assert 1 + len(rest) == spec.n_tasks and backend.stats.tasks == spec.n_tasks
 
 
@@ -84,7 +77,7 @@ def test_rows_are_flushed_in_batches(tmp_path, monkeypatch) -> None:
     syncs.clear()
     run_sweep(spec, str(tmp_path / "b.csv"), make_backend("local"), progress=False, flush_points=1, flush_s=1e9)
     assert data_syncs < len(syncs) - 6  # 3 flushes of 4, 4, 2 rows instead of 10
-    assert csv_rows(tmp_path / "a.csv") == csv_rows(tmp_path / "b.csv")
+    assert rows(tmp_path / "a.csv") == rows(tmp_path / "b.csv")
     with pytest.raises(ParameterError, match="flush_points"):
         run_sweep(spec, str(tmp_path / "c.csv"), make_backend("local"), progress=False, flush_points=0)
 
@@ -113,7 +106,7 @@ def test_final_file_is_in_point_order_by_streaming_merges(tmp_path, monkeypatch,
     monkeypatch.setattr(store_mod, "MERGE_BATCH", 3)
     run_sweep(spec, str(tmp_path / f"rev.{suffix}"), OutOfOrder(), progress=False, flush_points=2, flush_s=1e9)
     if suffix == "csv":
-        assert csv_rows(tmp_path / "rev.csv") == csv_rows(tmp_path / "ref.csv")
+        assert rows(tmp_path / "rev.csv") == rows(tmp_path / "ref.csv")
     else:
         import pyarrow.parquet as pq
 
@@ -238,7 +231,7 @@ def test_a_numeric_failure_in_a_task_gives_a_null_unreliable_row(tmp_path, monke
     spec = spec_of(n_r=2)
     report = run_sweep(spec, str(tmp_path / "f.csv"), make_backend("local"), progress=False)
     assert report.status == "complete"
-    got = csv_rows(tmp_path / "f.csv")
+    got = rows(tmp_path / "f.csv")
     assert [r["point"] for r in got] == ["0", "1", "2", "3"]
     assert got[1]["mc_mse"] == got[1]["stderr"] == got[1]["z"] == got[1]["mc_mean"] == ""
     assert got[1]["reliable"] == "False" and "Monte Carlo failed" in got[1]["warning"]
@@ -254,7 +247,7 @@ def test_a_failing_closed_form_is_a_note_not_a_crash(tmp_path, monkeypatch) -> N
 
     monkeypatch.setattr(cls, "log_mse", broken)
     report = run_sweep(spec_of(n_r=2), str(tmp_path / "c.csv"), make_backend("local"), progress=False)
-    got = csv_rows(tmp_path / "c.csv")
+    got = rows(tmp_path / "c.csv")
     assert report.status == "complete" and len(got) == 4
     assert all(r["mse"] == "" and r["z"] == "" and "closed-form MSE failed" in r["warning"] for r in got)
     assert all(r["mc_mse"] != "" for r in got)
