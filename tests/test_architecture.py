@@ -103,18 +103,21 @@ def imports(module: str) -> set[str]:
     dynamic = False
     literals: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            target = _resolve(module, path, node.level, node.module)
-            for alias in node.names:
-                sub = f"{target}.{alias.name}"
-                out.add(sub if sub in MODULES else target)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            out |= _names_of(module, path, node)
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module":
             dynamic = True
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in MODULES:
             literals.add(node.value)
     return out | literals if dynamic else out
+
+
+def _names_of(module: str, path: pathlib.Path, node: ast.Import | ast.ImportFrom) -> set[str]:
+    """Full names one import statement of ``module`` brings in (a submodule where ``from pkg import sub`` names one)."""
+    if isinstance(node, ast.Import):
+        return {alias.name for alias in node.names}
+    target = _resolve(module, path, node.level, node.module)
+    return {sub if (sub := f"{target}.{alias.name}") in MODULES else target for alias in node.names}
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -130,13 +133,8 @@ def eager_imports(module: str) -> set[str]:
     todo = list(ast.parse(path.read_text(encoding="utf-8"), str(path)).body)
     while todo:
         node = todo.pop()
-        if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            target = _resolve(module, path, node.level, node.module)
-            for alias in node.names:
-                sub = f"{target}.{alias.name}"
-                out.add(sub if sub in MODULES else target)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            out |= _names_of(module, path, node)
         elif isinstance(node, ast.If):
             todo += node.orelse if _is_type_checking(node) else [*node.body, *node.orelse]
         elif isinstance(node, ast.Try):
