@@ -59,7 +59,7 @@ from .params import (
     require_fits,
     require_time,
 )
-from .sampling import resolve_device
+from .sampling import BlockStreams, resolve_device
 
 DEFAULT_BLOCK_TRIALS = 128
 """Trials per independently seeded block (part of the determinism contract together with the seed)."""
@@ -213,21 +213,6 @@ def _default_dtype(device: torch.device) -> torch.dtype:
 
 def _samples_nbytes(samples: Samples) -> int:
     return int(sum(t.numel() * t.element_size() for t in samples.values() if isinstance(t, torch.Tensor)))
-
-
-def _concat_blocks(blocks: list[tuple[Samples, int]]) -> tuple[Samples, int]:
-    """Several blocks' samples as one (tensors with a leading ``trials`` axis concatenated, anything else taken
-    from the first block) and their total number of trials."""
-    if len(blocks) == 1:
-        return blocks[0]
-    first, n0 = blocks[0]
-    out: Samples = {}
-    for k, v in first.items():
-        if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == n0:
-            out[k] = torch.cat([samples[k] for samples, _ in blocks])
-        else:
-            out[k] = v
-    return out, sum(n for _, n in blocks)
 
 
 def _slice_trials(samples: Samples, start: int, stop: int, n: int) -> Samples:
@@ -389,6 +374,19 @@ class PreparedRun:
         return self.estimator.sample(self.block_size(b), self.d, generator=gen, device=self.device,
                                      dtype=self.dtype, dim=self.dim)
 
+    def draw_group(self, blocks: range) -> Samples:
+        """The samples of consecutive blocks, each from its own generator (``draw``), drawn in one call where the
+        estimator supports it (``Estimator.sample_blocks``): the same numbers as drawing them one by one."""
+        if len(blocks) == 1:
+            return self.draw(blocks[0])
+        gens = []
+        for b in blocks:
+            gen = torch.Generator(device=self.device)
+            gen.manual_seed(_seed_for_block(self.seed, b))
+            gens.append(gen)
+        streams = BlockStreams(tuple(self.block_size(b) for b in blocks), tuple(gens))
+        return self.estimator.sample_blocks(streams, self.d, device=self.device, dtype=self.dtype, dim=self.dim)
+
     def block_groups(self) -> list[range]:
         """The blocks each unit estimates together: ``_Plan.unit_blocks`` at a time, fewer in short runs so that
         a run still has about MIN_PROGRESS_UNITS units to report progress and check ``cancel`` between."""
@@ -546,7 +544,8 @@ def run_blocks(run: PreparedRun, progress: Callable[[float], None] | None = None
         tt = torch.as_tensor(run.target[ps], device=dev, dtype=torch.float64)
         acc = _ChanAccumulator(p_count, dev)
         for group in run.block_groups():
-            samples, nb = _concat_blocks([(first if b == 0 else run.draw(b), run.block_size(b)) for b in group])
+            samples = first if group == range(1) else run.draw_group(group)
+            nb = sum(run.block_size(b) for b in group)
             sample_bytes = _samples_nbytes(samples)
             ratios: torch.Tensor | None = None
             for t0 in range(0, nb, plan.unit_trials):

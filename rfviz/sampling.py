@@ -13,7 +13,9 @@ declared in ``rfviz.registries.COUPLINGS``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -46,6 +48,65 @@ FRAME_CHUNK_ELEMENTS = 2**21
 Gram–Schmidt temporaries of the coupled samplers whatever the number of trials. A constant, not the engine's
 memory budget, so that the numbers drawn depend only on (generator state, trials, d, dim, device, dtype)."""
 
+@dataclass(frozen=True)
+class BlockStreams:
+    """Consecutive blocks of trials, each drawn from its own generator: the engine's group of independently seeded
+    blocks, sampled in one call.
+
+    Every sampler here accepts it in place of a ``torch.Generator``: block b's rows of every array (the leading axis
+    holds ``trials`` or a multiple of it, trial-major) get exactly the numbers a call with ``sizes[b]`` trials and
+    ``generators[b]`` alone would draw, while everything that does not draw (orthogonalisation, scaling) runs once
+    over the whole group. That keeps the determinism contract (block b's numbers depend only on its seed) and
+    removes the per-block Python and kernel overheads and the concatenation.
+
+    Parameters
+    ----------
+    sizes : trials per block.
+    generators : one torch generator per block.
+
+    Examples
+    --------
+    >>> gens = [torch.Generator().manual_seed(s) for s in (1, 2)]
+    >>> standard_normal((5, 3), BlockStreams((2, 3), tuple(gens)), torch.device("cpu"), torch.float64).shape
+    torch.Size([5, 3])
+    """
+
+    sizes: tuple[int, ...]
+    generators: tuple[torch.Generator, ...]
+
+    @property
+    def trials(self) -> int:
+        return sum(self.sizes)
+
+    def row_ranges(self, rows: int) -> list[tuple[int, int, torch.Generator]]:
+        """(start, stop, generator) of each block in an array of ``rows`` leading rows (a multiple of trials)."""
+        per_trial, rest = divmod(rows, self.trials)
+        if rest or per_trial == 0:
+            raise ValueError(f"an array of {rows} rows does not split into blocks of {self.sizes} trials")
+        out, start = [], 0
+        for n, gen in zip(self.sizes, self.generators, strict=True):
+            out.append((start, start + n * per_trial, gen))
+            start += n * per_trial
+        return out
+
+
+RandomSource = torch.Generator | BlockStreams
+"""What the samplers draw from: one generator, or a group of independently seeded blocks (``BlockStreams``)."""
+
+
+def _blocks(generator: RandomSource, rows: int, chunk_rows: int | None) -> list[tuple[int, int, torch.Generator]]:
+    """The library calls a draw of ``rows`` leading rows makes: per block (a single generator is one block), chunks of
+    at most ``chunk_rows`` rows, each one call."""
+    ranges = generator.row_ranges(rows) if isinstance(generator, BlockStreams) else [(0, rows, generator)]
+    step = chunk_rows or rows or 1
+    return [(a, min(b, a + step), g) for start, b, g in ranges for a in range(start, b, step)]
+
+
+def _rows_and_columns(shape: tuple[int, ...]) -> tuple[int, int]:
+    """An array of ``shape`` as (leading rows, everything else) (a scalar is one row)."""
+    return (shape[0], math.prod(shape[1:])) if shape else (1, 1)
+
+
 def numpy_generator(generator: torch.Generator) -> np.random.Generator:
     """A numpy ``Generator`` seeded by one 63-bit draw from ``generator``: the torch stream still decides every
     number, so the engine's per-block seeding (same seed → same numbers whatever the chunking) carries over."""
@@ -60,15 +121,18 @@ def numpy_normals_faster(device: torch.device, dtype: torch.dtype) -> bool:
     return device.type == "cpu" and dtype == torch.float64
 
 
-def standard_normal(shape: tuple[int, ...], generator: torch.Generator, device: torch.device,
-                    dtype: torch.dtype) -> torch.Tensor:
+def standard_normal(shape: tuple[int, ...], generator: RandomSource, device: torch.device, dtype: torch.dtype,
+                    chunk_rows: int | None = None) -> torch.Tensor:
     """Standard normal samples driven only by ``generator``, by the fastest library sampler for (device, dtype).
 
     Parameters
     ----------
     shape : the output shape.
-    generator : the torch generator that decides every number (one draw seeds numpy's on the CPU in float64).
+    generator : the torch generator that decides every number (one draw seeds numpy's on the CPU in float64), or
+        ``BlockStreams`` (block b's rows from its own generator, see there).
     device, dtype : where and in which precision.
+    chunk_rows : draw at most this many leading rows per library call (each call, on the CPU in float64, seeds its
+        own numpy generator from the torch stream); None: one call per block.
 
     Returns
     -------
@@ -81,78 +145,91 @@ def standard_normal(shape: tuple[int, ...], generator: torch.Generator, device: 
     >>> standard_normal((2, 3), g, torch.device("cpu"), torch.float64).shape
     torch.Size([2, 3])
     """
+    calls = _blocks(generator, shape[0] if shape else 1, chunk_rows)
     if not numpy_normals_faster(device, dtype):
-        return torch.randn(shape, generator=generator, device=device, dtype=dtype)
+        if len(calls) == 1:
+            return torch.randn(shape, generator=calls[0][2], device=device, dtype=dtype)
+        out = torch.empty(shape, device=device, dtype=dtype)
+        for a, b, gen in calls:
+            out[a:b] = torch.randn((b - a, *shape[1:]), generator=gen, device=device, dtype=dtype)
+        return out
     out = torch.empty(shape, dtype=dtype)
-    numpy_generator(generator).standard_normal(out=out.numpy())
+    flat = out.numpy().reshape(_rows_and_columns(shape))
+    for a, b, gen in calls:
+        numpy_generator(gen).standard_normal(out=flat[a:b])
     return out
 
 
-def chi_square(shape: tuple[int, ...], dof: int, generator: torch.Generator, device: torch.device,
+def chi_square(shape: tuple[int, ...], dof: int, generator: RandomSource, device: torch.device,
                dtype: torch.dtype) -> torch.Tensor:
-    """χ²_dof samples (zeros when dof = 0), driven only by ``generator`` (deterministic under a seed).
+    """χ²_dof samples (zeros when dof = 0), driven only by ``generator`` (deterministic under a seed; a
+    ``BlockStreams`` draws each block's rows from its own generator).
 
-    dof ≤ EXACT_SUM_MAX_DOF: a sum of squared normals on the device. Larger dof: numpy's
-    ``Generator.chisquare`` (a well-kept, generator-driven exact sampler: 2·Gamma(dof/2) by Marsaglia–Tsang over
-    ziggurat normals, ~24 ns per sample on this CPU, about 3× a vectorised torch rejection sampler), seeded from
-    ``generator`` and moved to ``device`` (torch's own Gamma/Chi2 take no generator, so they cannot be seeded per
-    block). O(1) random numbers per sample instead of dof, which matters for the engine at large d.
+    dof ≤ EXACT_SUM_MAX_DOF: a sum of squared normals on the device. Larger dof: numpy's generator-driven
+    Gamma(dof/2) sampler (Marsaglia–Tsang over ziggurat normals) times 2, written into the output (the numbers of
+    ``Generator.chisquare``, which computes exactly 2·Gamma(dof/2), without its temporary: ~17 against ~25 ns per
+    sample here), seeded from ``generator`` and moved to ``device`` (torch's own Gamma/Chi2 take no generator, so
+    they cannot be seeded per block). O(1) random numbers per sample instead of dof, which matters at large d.
     """
     if dof <= 0:
         return torch.zeros(shape, device=device, dtype=dtype)
     if dof <= EXACT_SUM_MAX_DOF:
         g = standard_normal((*shape, dof), generator, device, dtype)
         return (g * g).sum(-1)
-    draws = numpy_generator(generator).chisquare(float(dof), size=shape)
+    draws = np.empty(shape, dtype=np.float64)
+    flat = draws.reshape(_rows_and_columns(shape))
+    for a, b, gen in _blocks(generator, flat.shape[0], None):
+        numpy_generator(gen).standard_gamma(0.5 * dof, out=flat[a:b])
+    np.multiply(draws, 2.0, out=draws)
     return torch.from_numpy(draws).to(device=device, dtype=dtype)
 
 
-def chi(shape: tuple[int, ...], dof: int, generator: torch.Generator, device: torch.device,
+def chi(shape: tuple[int, ...], dof: int, generator: RandomSource, device: torch.device,
         dtype: torch.dtype) -> torch.Tensor:
     """χ_dof samples (norms of dof-dimensional standard Gaussian vectors): √χ²_dof, see ``chi_square``."""
     return chi_square(shape, dof, generator, device, dtype).sqrt()
 
 
 def _frame_chunk(g: torch.Tensor) -> torch.Tensor:
-    """Orthonormalise the rows of each (dim, d) slice of g (Gram–Schmidt = QR with a positive-diagonal R)."""
+    """Orthonormalise the rows of each (dim, d) slice of g (Gram–Schmidt = QR with a positive-diagonal R); for
+    dim ≤ 4 in place (g is returned), above by a batched LAPACK QR (a new tensor)."""
     dim = g.shape[1]
     if dim > 4:
         q, r = torch.linalg.qr(g.transpose(-1, -2))
         sign = torch.sign(torch.diagonal(r, dim1=-2, dim2=-1))
         sign = torch.where(sign == 0, torch.ones_like(sign), sign)
         return (q * sign.unsqueeze(-2)).transpose(-1, -2)
-    rows: list[torch.Tensor] = []
     for i in range(dim):
         v = g[:, i]
         for _ in range(2 if i else 1):
-            for q in rows:
-                v = v - (v * q).sum(-1, keepdim=True) * q
-            v = v / torch.linalg.vector_norm(v, dim=-1, keepdim=True)
-        rows.append(v)
-    return torch.stack(rows, 1)
+            for j in range(i):
+                q = g[:, j]
+                v.sub_((v * q).sum(-1, keepdim=True) * q)
+            v.div_(torch.linalg.vector_norm(v, dim=-1, keepdim=True))
+    return g
 
 
-def random_frame(trials: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
+def random_frame(trials: int, d: int, dim: int, generator: RandomSource, device: torch.device,
                  dtype: torch.dtype) -> torch.Tensor:
     """First ``dim`` rows of Haar-random rotations of R^d: shape (trials, dim, d), orthonormal rows.
 
     Gram–Schmidt on iid Gaussian vectors (= QR with a positive-diagonal R, Mezzadri 2007), which is Haar on the
     Stiefel manifold. Costs O(d·dim²) per trial instead of the O(d³) of a full Haar matrix; for dim ≤ 4 the
     orthogonalisation is written out (two Gram–Schmidt passes for round-off) instead of a batched LAPACK QR.
-    Frames are drawn and orthogonalised in chunks of at most FRAME_CHUNK_ELEMENTS Gaussian entries, so the
-    temporaries stay bounded however many trials are asked for (the output itself is trials·dim·d).
+    The Gaussians are drawn in calls of at most FRAME_CHUNK_ELEMENTS entries and orthogonalised in place, chunk by
+    chunk, so the temporaries stay bounded however many trials are asked for (the output itself is trials·dim·d).
     """
     step = max(1, FRAME_CHUNK_ELEMENTS // max(1, dim * d))
-    if trials <= step:
-        return _frame_chunk(standard_normal((trials, dim, d), generator, device, dtype))
-    out = torch.empty((trials, dim, d), device=device, dtype=dtype)
+    g = standard_normal((trials, dim, d), generator, device, dtype, chunk_rows=step)
     for start in range(0, trials, step):
-        n = min(step, trials - start)
-        out[start:start + n] = _frame_chunk(standard_normal((n, dim, d), generator, device, dtype))
-    return out
+        chunk = g[start:start + step]
+        done = _frame_chunk(chunk)
+        if done is not chunk:
+            chunk.copy_(done)
+    return g
 
 
-def sample_iid(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
+def sample_iid(trials: int, m: int, d: int, dim: int, generator: RandomSource, device: torch.device,
                dtype: torch.dtype, norms: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """ω_i iid N(0, I_d). Returns (reduced coordinates (trials, m, dim), |ω|² (trials, m), or None when ``norms``
     is False: the χ²_{d−dim} draw comes after the coordinates', so skipping it leaves the coordinates unchanged)."""
@@ -163,7 +240,7 @@ def sample_iid(trials: int, m: int, d: int, dim: int, generator: torch.Generator
     return w, sq
 
 
-def sample_orthogonal(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
+def sample_orthogonal(trials: int, m: int, d: int, dim: int, generator: RandomSource, device: torch.device,
                       dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """Block-orthogonal ω: per block of d, orthonormal Haar directions times iid χ_d lengths (SimRF §3, ORF)."""
     blocks = -(-m // d)
@@ -173,7 +250,7 @@ def sample_orthogonal(trials: int, m: int, d: int, dim: int, generator: torch.Ge
     return dirs * sq.sqrt().unsqueeze(-1), sq
 
 
-def sample_omegas(coupling: str, trials: int, m: int, d: int, dim: int, generator: torch.Generator,
+def sample_omegas(coupling: str, trials: int, m: int, d: int, dim: int, generator: RandomSource,
                   device: torch.device, dtype: torch.dtype,
                   norms: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Dispatch to the coupling's sampler (``rfviz.registries.COUPLINGS``); see the module docstring for the reduced

@@ -101,3 +101,46 @@ def test_cuda_chi_square_and_frames_follow_the_generator_device():
     assert scipy.stats.kstest(a.double().cpu().numpy(), scipy.stats.chi2(64).cdf).pvalue > 1e-4
     f = random_frame(100, 16, 2, torch.Generator(device=dev).manual_seed(0), dev, torch.float32)
     assert f.device.type == "cuda" and f.shape == (100, 2, 16)
+
+
+# --------------------------------------------------------------------------- groups of blocks (issue 22 item 4)
+@pytest.mark.parametrize(("name", "coupling"), [("trig", "iid"), ("positive", "iid"), ("positive", "orthogonal"),
+                                                ("positive_antithetic", "simplex"), ("positive", "simplex_plus"),
+                                                ("gerf", "orthogonal")])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_a_group_of_blocks_draws_the_numbers_of_its_blocks(name, coupling, dtype):
+    """``sample_blocks`` (one call for several independently seeded blocks, the engine's fast path) gives exactly
+    the numbers of drawing each block alone with its own generator: the determinism contract."""
+    import rfviz
+    from rfviz.sampling import BlockStreams
+
+    est = rfviz.create(name, m=20, coupling=coupling)
+    sizes, seeds = (3, 5, 2), (11, 12, 13)
+    alone = [est.sample(n, 8, generator=torch.Generator().manual_seed(s), device=CPU, dtype=dtype, dim=2)
+             for n, s in zip(sizes, seeds, strict=True)]
+    streams = BlockStreams(sizes, tuple(torch.Generator().manual_seed(s) for s in seeds))
+    group = est.sample_blocks(streams, 8, device=CPU, dtype=dtype, dim=2)
+    for key, value in group.items():
+        if value.dim() > 0:
+            assert torch.equal(torch.cat([a[key] for a in alone]), value), key
+
+
+def test_a_subclass_with_its_own_sample_is_drawn_block_by_block():
+    """A plugin overriding ``sample`` (it may call torch.randn(generator=...) itself) never gets a BlockStreams:
+    ``block_streams`` is honoured only on the class that defines ``sample``."""
+    from rfviz.estimators.hrf import Positive
+    from rfviz.sampling import BlockStreams
+
+    seen = []
+
+    class OwnSampler(Positive):
+        name = "own_sampler"
+
+        def sample(self, trials, d, *, generator, device, dtype=torch.float64, dim=None):
+            seen.append(type(generator))
+            w = torch.randn((trials, self.params["m"], dim or d), generator=generator, dtype=dtype)
+            return {"w": w, "w_sq": (w * w).sum(-1)}
+
+    streams = BlockStreams((2, 3), (torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)))
+    out = OwnSampler(m=4).sample_blocks(streams, 4, device=CPU, dim=2)
+    assert out["w"].shape == (5, 4, 2) and seen == [torch.Generator, torch.Generator]

@@ -12,7 +12,7 @@ returns (trials, P). numpy inputs to ``log_mse`` are (..., dim) and broadcast.
 from __future__ import annotations
 
 import inspect
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import torch
@@ -20,6 +20,9 @@ import torch
 from ..geometry import PairStats, canonical_pair, check_d, embed_pair, gaussian_log_correction
 from ..numerics import exp_or_inf, log_diff_exp, to_log10
 from ..params import KERNEL_PARAM, Param, ParameterError, validate_params
+
+if TYPE_CHECKING:
+    from ..sampling import BlockStreams
 
 Samples = dict[str, torch.Tensor]
 
@@ -69,6 +72,42 @@ class Estimator:
         """Draw the random variables of ``trials`` independent estimators; inputs live in the first ``dim``
         coordinates (default d; isotropic estimators accept dim < d)."""
         raise NotImplementedError
+
+    block_streams: ClassVar[bool] = False
+    """Whether this class's own ``sample`` draws every random number through rfviz.sampling's samplers, so that it
+    accepts a ``rfviz.sampling.BlockStreams`` as ``generator`` (``sample_blocks`` then draws a group of blocks in
+    one call). Honoured only on the class that defines ``sample``: a subclass overriding ``sample`` opts in again."""
+
+    def sample_blocks(self, streams: BlockStreams, d: int, *, device: torch.device,
+                      dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
+        """The samples of several consecutive, independently seeded blocks of trials (the engine's unit of work).
+
+        Parameters
+        ----------
+        streams : the blocks' sizes and generators (``rfviz.sampling.BlockStreams``).
+        d, device, dtype, dim : as in ``sample``.
+
+        Returns
+        -------
+        Samples
+            Block b's trials are exactly ``sample(streams.sizes[b], d, generator=streams.generators[b], ...)``; in one
+            call when the class declares ``block_streams``, else block by block and concatenated.
+
+        Examples
+        --------
+        >>> import rfviz
+        >>> from rfviz.sampling import BlockStreams
+        >>> gens = tuple(torch.Generator().manual_seed(s) for s in (1, 2))
+        >>> s = rfviz.create("trig", m=4).sample_blocks(BlockStreams((3, 2), gens), 8, device=torch.device("cpu"),
+        ...                                               dim=2)
+        >>> s["w"].shape
+        torch.Size([5, 4, 2])
+        """
+        owner = next(c for c in type(self).__mro__ if "sample" in c.__dict__)
+        if owner.__dict__.get("block_streams", False):
+            return self.sample(streams.trials, d, generator=streams, device=device, dtype=dtype, dim=dim)
+        return concat_samples([(self.sample(n, d, generator=g, device=device, dtype=dtype, dim=dim), n)
+                               for n, g in zip(streams.sizes, streams.generators, strict=True)])
 
     def estimate(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
                  log_scale: torch.Tensor | None = None) -> torch.Tensor:
@@ -274,6 +313,31 @@ class SoftmaxFamilyEstimator(Estimator):
         if self.kernel == "gaussian":
             phi = phi * torch.exp(-0.5 * (u * u).sum(-1))[None, :, None]
         return phi
+
+
+def concat_samples(blocks: list[tuple[Samples, int]]) -> Samples:
+    """Several blocks' samples as one: tensors with a leading ``trials`` axis concatenated, anything else taken
+    from the first block (protocol: a per-trial tensor's first axis is ``trials``).
+
+    Parameters
+    ----------
+    blocks : (samples, trials) of each block.
+
+    Returns
+    -------
+    Samples
+
+    Examples
+    --------
+    >>> concat_samples([({"w": torch.zeros(2, 3)}, 2), ({"w": torch.ones(1, 3)}, 1)])["w"].shape
+    torch.Size([3, 3])
+    """
+    if len(blocks) == 1:
+        return blocks[0][0]
+    first, n0 = blocks[0]
+    return {k: (torch.cat([samples[k] for samples, _ in blocks])
+                if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == n0 else v)
+            for k, v in first.items()}
 
 
 def with_kernel(*specs: Param) -> tuple[Param, ...]:

@@ -72,6 +72,8 @@ class _GerfBase(_ProjectionEstimator):
         return simrf.log_mse_coupled_gerf(self._log_mse_crt(s, IID), s.xy, sign, s.z2 if sign == 1 else s.delta2,
                                           s.d, self.params["m"], coupling)
 
+    block_streams: ClassVar[bool] = True  # ``sample`` draws through rfviz.sampling only (via super().sample)
+
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
         out = super().sample(trials, d, generator=generator, device=device, dtype=dtype, dim=dim)

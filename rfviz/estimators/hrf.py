@@ -101,6 +101,7 @@ class _ProjectionEstimator(SoftmaxFamilyEstimator):
     """Couplings besides iid whose MSE has a closed form for this class."""
     needs_norms: ClassVar[bool] = True
     """Whether ``estimate``/``features`` read |ω|² (``samples["w_sq"]``); False lets iid ω skip their χ² draw."""
+    block_streams: ClassVar[bool] = True  # ``sample`` draws through rfviz.sampling only
 
     def closed_form_available(self) -> bool:
         return self.params["coupling"] in (IID, *self.coupled_closed_forms)

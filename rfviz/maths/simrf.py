@@ -31,7 +31,7 @@ from scipy.special import erfcx, gammainc, gammaln, hyp1f1, ive, logsumexp, xlog
 from ..numerics import LOG2, gauss_legendre, log1mexp, log_expm1
 from ..params import ParameterError, check_int
 from ..registries import COUPLED_CLOSED_FORMS, COUPLINGS, COUPLINGS_WITH_DENSITY, IID, ORTHOGONAL, SIMPLEX, SIMPLEX_PLUS
-from ..sampling import chi_square, random_frame, sample_omegas
+from ..sampling import RandomSource, chi_square, random_frame, sample_omegas
 
 CLOSED_FORM_MSE_COUPLINGS = (IID, *COUPLED_CLOSED_FORMS)
 """Couplings whose MSE has a closed form here (``log_relative_mse``); the law of w_ij: ``COUPLINGS_WITH_DENSITY``
@@ -127,13 +127,13 @@ def simplex_plus_pass(norms: torch.Tensor, dirs: torch.Tensor) -> torch.Tensor:
     return s
 
 
-def _blocks_and_frame(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
+def _blocks_and_frame(trials: int, m: int, d: int, dim: int, generator: RandomSource, device: torch.device,
                       dtype: torch.dtype) -> tuple[int, torch.Tensor]:
     blocks = -(-m // d)
     return blocks, random_frame(trials * blocks, d, dim, generator, device, dtype)  # (T·B, dim, d)
 
 
-def sample_simplex(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
+def sample_simplex(trials: int, m: int, d: int, dim: int, generator: RandomSource, device: torch.device,
                    dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """SimRF blocks W = D S R (SimRF Eq. 8): ω_i = w_i Rᵀs_i, w_i ~ χ_d iid, R Haar. Reduced coordinates of
     Rᵀs_i are frame·s_i with frame the first ``dim`` rows of a Haar matrix: O(d·dim) per block via Algorithm 1."""
@@ -148,7 +148,7 @@ SIMPLEX_PLUS_CHUNK = 2**22
 """Entries of S' (blocks × d × d) built at once by the SimRF+ sampler (bounds its memory at 32 MiB in float64)."""
 
 
-def sample_simplex_plus(trials: int, m: int, d: int, dim: int, generator: torch.Generator, device: torch.device,
+def sample_simplex_plus(trials: int, m: int, d: int, dim: int, generator: RandomSource, device: torch.device,
                         dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """SimRF+ blocks W = D S' R (SimRF §3.2): the d norms of each block are drawn first (iid χ_d), S' is
     computed from them by Eq. 17, then a fresh Haar R rotates the block, which keeps every ω_i ~ N(0, I_d)
