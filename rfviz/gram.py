@@ -204,17 +204,42 @@ def gram_cost(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats
     if repeats == 0:
         return 0.0, 0.0
     n, m_, d = queries.shape[0], keys.shape[0], queries.shape[1]
-    gen = torch.Generator().manual_seed(0)
     try:
-        probe = est.features(est.sample(1, d, generator=gen, device=torch.device("cpu")),
-                             torch.as_tensor(queries[:1], dtype=torch.float64), "query")
+        f = _feature_count(est, queries[:1])
     except NotImplementedError:
         return 0.0, 0.0  # no feature map: gram_error reports "no Monte Carlo"
-    f = probe.shape[-1] * (2 if probe.is_complex() else 1)
     per_repeat = max(1, f * (n + m_) + n * m_)
     block = max(1, min(repeats, FEATURE_BUDGET // per_repeat))
     nbytes = 8.0 * (3 * block * per_repeat + 3 * n * m_) + 16.0 * repeats
     return nbytes, float(repeats) * (n * m_ * f + (n + m_) * f * d)
+
+
+PROBE_M = 8
+"""The feature count of an estimator with m > 2·PROBE_M features is extrapolated from probes at m = PROBE_M and
+2·PROBE_M (features are affine in m), so that costing m = 10⁷ does not draw 10⁷ features first."""
+
+
+def _probe_count(est: GramEstimator, row: np.ndarray) -> int:
+    """Real features per input of one sampled feature map (complex features count twice)."""
+    gen = torch.Generator().manual_seed(0)
+    probe = est.features(est.sample(1, row.shape[1], generator=gen, device=torch.device("cpu")),
+                         torch.as_tensor(row, dtype=torch.float64), "query")
+    return probe.shape[-1] * (2 if probe.is_complex() else 1)
+
+
+def _feature_count(est: GramEstimator, row: np.ndarray) -> float:
+    """Features per input of ``est``: probed directly for small m, else affine extrapolation in m from two small
+    probes (the larger of it and the direct count's lower bound m)."""
+    params = getattr(est, "params", {})
+    m = params.get("m")
+    if not isinstance(m, int) or m <= 2 * PROBE_M:
+        return float(_probe_count(est, row))
+    try:
+        small = [_probe_count(type(est)(**{**params, "m": k}), row) for k in (PROBE_M, 2 * PROBE_M)]
+    except (ValueError, TypeError):  # parameters tied to m (ParameterError is a ValueError): probe the real one
+        return float(_probe_count(est, row))
+    slope = (small[1] - small[0]) / PROBE_M
+    return max(float(m), small[0] + slope * (m - PROBE_M))
 
 
 def gram_study_cost(estimators: Sequence[GramEstimator], queries: np.ndarray, keys: np.ndarray,
