@@ -21,7 +21,7 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from ..geometry import check_d
 from ..numerics import LOG2, log_diff_exp, log_expm1
@@ -279,6 +279,8 @@ def dirf_log_var(kind: str, x: Any, y: Any, param: float, shift: float = 0.0, ke
 
 def p_star_geometric(x: Any, y: Any) -> float:
     """Optimal GeomRF p for one pair: no closed form, bounded 1-D minimisation of log R (CRT §3.2.2, Brent)."""
+    from scipy import optimize  # lazy: 0.13 s of import that only the optimisers need
+
     res = optimize.minimize_scalar(lambda p: float(geometric_log_R(x, y, p)), bounds=(1e-9, 1 - 1e-9),
                                    method="bounded", options={"xatol": 1e-12})
     return float(res.x)
@@ -488,6 +490,8 @@ def fit_gerf_complex(stats: dict[str, Any]) -> tuple[int, complex]:
             if 1 - 8 * a.real <= 1e-12:
                 return 1e300
             return float(gerf_log_R(a, s, zs, d)) - stats["Wbar"]
+
+        from scipy import optimize  # lazy, see above
 
         res = optimize.minimize(objective, np.zeros(2), method="L-BFGS-B",
                                 bounds=[(-1e3, A_VARIANCE_BOUND - 1e-6), (-1e3, 1e3)], options={"maxiter": 50})

@@ -11,7 +11,6 @@ import math
 from typing import NamedTuple
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from ..geometry import PairStats, canonical_pair, check_r, check_theta
 from ..numerics import LOG2, log1mexp, log_cosh, log_cosh_m1, log_diff_exp, log_expm1
@@ -285,6 +284,8 @@ def max_log_eps_angular_hybrid(r: float, m: int, n: int, grid: int = 4001) -> tu
     vals = log_eps_angular_hybrid_tr(thetas, r, m, n)
     k = int(np.argmax(vals))
     lo, hi = thetas[max(k - 1, 0)], thetas[min(k + 1, grid - 1)]
+    from scipy.optimize import minimize_scalar  # lazy: 0.13 s of import only this optimiser needs
+
     res = minimize_scalar(lambda t: -float(log_eps_angular_hybrid_tr(t, r, m, n)), bounds=(lo, hi),
                           method="bounded", options={"xatol": 1e-13})
     if -res.fun >= vals[k]:
