@@ -892,29 +892,18 @@ def sweep(name: str, out: str | pathlib.Path, *, grid: Mapping[str, Any] | Seque
     >>> res.points_done, len(res.rows())
     (2, 2)
     """
-    from .estimators import get_estimator
-    from .params import ParameterError
-    from .sweep import SweepSpec, make_backend, parse_grid, run_sweep
-    from .sweep.tasks import DEFAULT_SWEEP_BLOCK
+    from .sweep import make_backend, run_sweep
+    from .sweep.runner import sweep_device, sweep_spec
 
-    if device not in ("auto", "cpu", "cuda"):
-        raise ParameterError(f"device must be auto, cpu or cuda, got {device!r}")
-    if resume and overwrite:
-        raise ParameterError("give resume or overwrite, not both")
-    fixed_text = _assignments(fixed)
     axes = [f"{k}={as_text(v)}" for k, v in grid.items()] if isinstance(grid, Mapping) else list(grid)
-    axis_grid = parse_grid(axes, get_estimator(name), fixed_text)
-    block = DEFAULT_SWEEP_BLOCK if block_trials is None else block_trials
-    spec = SweepSpec(name, fixed_text, axis_grid, trials, seed, block, "cpu")  # validates before a backend starts
+    spec = sweep_spec(name, _assignments(fixed), axes, trials=trials, seed=seed, block_trials=block_trials,
+                      device=device, resume=resume, overwrite=overwrite)  # validates before a backend starts
     options = dict(backend_options or {})
     runner = make_backend(backend, address=options.pop("address", None), workers=options.pop("workers", None),
                           **options)
     try:
-        chosen = runner.default_device() if device == "auto" else device
-        if chosen == "cuda" and backend == "local" and runner.default_device() != "cuda":
-            raise ParameterError("device cuda: no CUDA GPU is visible to this process")
-        report = run_sweep(dataclasses.replace(spec, device=chosen), str(out), runner, resume=resume,
-                           overwrite=overwrite, progress=progress)
+        spec = dataclasses.replace(spec, device=sweep_device(device, backend, runner))
+        report = run_sweep(spec, str(out), runner, resume=resume, overwrite=overwrite, progress=progress)
     finally:
         runner.close()
     data = {"out": str(out), "status": report.status, "points_done": report.points_done,

@@ -11,12 +11,10 @@ import signal
 import sys
 from dataclasses import replace
 
-from ..estimators import get_estimator
-from ..params import ParameterError
-from ..sweep import SweepSpec, make_backend, parse_grid, run_sweep
+from ..sweep import SweepSpec, make_backend, run_sweep
 from ..sweep.ray_backend import RAY_PARAMS, SweepTaskError, install_sigterm_as_interrupt, validate_ray_options
+from ..sweep.runner import sweep_device, sweep_spec
 from ..sweep.store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore, check_flush
-from ..sweep.tasks import DEFAULT_SWEEP_BLOCK
 from ..textio import parse_assignments
 
 NAME = "sweep"
@@ -59,15 +57,9 @@ def _print_notes(notes: list[str]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.device not in ("auto", "cpu", "cuda"):
-        raise ParameterError(f"device must be auto, cpu or cuda, got {args.device!r}")
-    if args.resume and args.overwrite:
-        raise ParameterError("give --resume or --overwrite, not both")
-    cls = get_estimator(args.name)
-    fixed = parse_assignments(args.params)
-    grid = parse_grid(args.grid, cls, fixed)
-    block = DEFAULT_SWEEP_BLOCK if args.block_trials is None else args.block_trials
-    spec = SweepSpec(args.name, fixed, grid, args.trials, args.seed, block, "cpu")  # validates before Ray starts
+    spec = sweep_spec(args.name, parse_assignments(args.params), args.grid, trials=args.trials, seed=args.seed,
+                      block_trials=args.block_trials, device=args.device, resume=args.resume,
+                      overwrite=args.overwrite)  # validates before Ray starts
     check_flush(args.flush_points, args.flush_seconds)
     ResultStore.check_out(args.out, resume=args.resume, overwrite=args.overwrite)  # before Ray starts, writes nothing
     options = validate_ray_options({param.name: getattr(args, param.name) for param in RAY_PARAMS})
@@ -88,10 +80,7 @@ def _run(args: argparse.Namespace, spec: SweepSpec, options: dict) -> int:
     if getattr(backend, "note", None) and not args.quiet:
         print(backend.note, file=sys.stderr)
     try:
-        device = backend.default_device() if args.device == "auto" else args.device
-        if device == "cuda" and args.backend == "local" and backend.default_device() != "cuda":
-            raise ParameterError("device cuda: no CUDA GPU is visible to this process")
-        spec = replace(spec, device=device)
+        spec = replace(spec, device=sweep_device(args.device, args.backend, backend))
         try:
             report = run_sweep(spec, args.out, backend, resume=args.resume, overwrite=args.overwrite,
                                progress=not args.quiet, flush_points=args.flush_points, flush_s=args.flush_seconds,

@@ -122,3 +122,74 @@ def run_sweep(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, 
         bar.finish()
     return SweepReport(status, spec.n_points, store.n_done, finished, trials, time.perf_counter() - started,
                        backend.name, backend.stats, str(out), notes=notes)
+
+
+SWEEP_DEVICES = ("auto", "cpu", "cuda")
+
+
+def sweep_spec(name: str, fixed: dict[str, str], axes: list[str], *, trials: int, seed: int,
+               block_trials: int | None, device: str, resume: bool, overwrite: bool) -> SweepSpec:
+    """The validated ``SweepSpec`` of a sweep request (``rfviz sweep`` and ``rfviz.api.sweep``), before any backend
+    starts: the device name, resume vs overwrite, the estimator, the grid and every grid point.
+
+    Parameters
+    ----------
+    name : a registered estimator.
+    fixed : fixed parameters and inputs as text (``{"d": "64"}``).
+    axes : the grid's axes as text (``["theta=0:pi:8", "m=8,16"]``).
+    trials, seed : per point, and the sweep's seed.
+    block_trials : trials per task (None: DEFAULT_SWEEP_BLOCK).
+    device : auto, cpu or cuda (resolved later by ``sweep_device``).
+    resume, overwrite : at most one.
+
+    Returns
+    -------
+    SweepSpec
+        With device "cpu" until the backend says which device it has.
+
+    Examples
+    --------
+    >>> sweep_spec("trig", {"d": "4"}, ["theta=0,1"], trials=10, seed=0, block_trials=None, device="cpu",
+    ...            resume=False, overwrite=False).name
+    'trig'
+    """
+    from ..estimators import get_estimator
+    from ..params import ParameterError
+    from .grid import parse_grid
+    from .tasks import DEFAULT_SWEEP_BLOCK
+
+    if device not in SWEEP_DEVICES:
+        raise ParameterError(f"device must be auto, cpu or cuda, got {device!r}")
+    if resume and overwrite:
+        raise ParameterError("resume and overwrite exclude each other: give one of them")
+    grid = parse_grid(axes, get_estimator(name), fixed)
+    block = DEFAULT_SWEEP_BLOCK if block_trials is None else block_trials
+    return SweepSpec(name, fixed, grid, trials, seed, block, "cpu")
+
+
+def sweep_device(device: str, backend_name: str, backend: LocalBackend | RayBackend) -> str:
+    """The device a sweep runs on: ``auto`` → the backend's default; ``cuda`` on a local backend without CUDA is
+    refused (ParameterError).
+
+    Parameters
+    ----------
+    device : auto, cpu or cuda.
+    backend_name : local or ray.
+    backend : the started backend.
+
+    Returns
+    -------
+    str
+        cpu or cuda.
+
+    Examples
+    --------
+    >>> sweep_device("cpu", "local", LocalBackend())  # doctest: +SKIP
+    'cpu'
+    """
+    from ..params import ParameterError
+
+    chosen = backend.default_device() if device == "auto" else device
+    if chosen == "cuda" and backend_name == "local" and backend.default_device() != "cuda":
+        raise ParameterError("device cuda: no CUDA GPU is visible to this process")
+    return chosen
