@@ -369,16 +369,11 @@ class PreparedRun:
 
     def draw(self, b: int) -> Samples:
         """Block b's samples, from its own generator seeded with (seed, b) (the determinism contract)."""
-        gen = torch.Generator(device=self.device)
-        gen.manual_seed(_seed_for_block(self.seed, b))
-        return self.estimator.sample(self.block_size(b), self.d, generator=gen, device=self.device,
-                                     dtype=self.dtype, dim=self.dim)
+        return self.draw_group(range(b, b + 1))
 
     def draw_group(self, blocks: range) -> Samples:
-        """The samples of consecutive blocks, each from its own generator (``draw``), drawn in one call where the
-        estimator supports it (``Estimator.sample_blocks``): the same numbers as drawing them one by one."""
-        if len(blocks) == 1:
-            return self.draw(blocks[0])
+        """The samples of consecutive blocks, each from its own generator seeded with (seed, b), in one call where
+        the estimator supports it (``Estimator.sample_blocks``): the same numbers as drawing them one by one."""
         gens = []
         for b in blocks:
             gen = torch.Generator(device=self.device)
@@ -417,8 +412,12 @@ class BlockTotals:
     units: int
     top_e: np.ndarray | None = None
     """(pairs, k) largest per-trial squared errors (rfviz.diagnostics.TOP_K), any order."""
-    max_abs_r: np.ndarray | None = None
-    """(pairs,) largest |K̂·e^{-s}| over the trials (0: every estimate underflowed)."""
+
+    @property
+    def all_zero(self) -> np.ndarray:
+        """(pairs,) whether every estimate K̂·e^{-s} was exactly 0 (underflow): mean 0 and M2 = Σ|r − mean|² = 0,
+        which holds exactly for all-zero estimates and for nothing else (M2 = 0 makes them all equal the mean)."""
+        return (self.mean_r == 0) & (self.m2_r == 0)
 
 
 SECONDS_PER_ELEMENT = 2e-9
@@ -530,7 +529,6 @@ def run_blocks(run: PreparedRun, progress: Callable[[float], None] | None = None
     total_units = run.total_units
     out = {k: np.empty(P, dtype=complex) for k in ("mean_r", "m2_r", "mean_e", "m2_e")}
     top_e = np.zeros((P, min(TOP_K, run.trials)))
-    max_abs_r = np.zeros(P)
     peak = 0
     done = 0
     first = run.first_block if run.first_block is not None else run.draw(0)
@@ -544,7 +542,7 @@ def run_blocks(run: PreparedRun, progress: Callable[[float], None] | None = None
         tt = torch.as_tensor(run.target[ps], device=dev, dtype=torch.float64)
         acc = _ChanAccumulator(p_count, dev)
         for group in run.block_groups():
-            samples = first if group == range(1) else run.draw_group(group)
+            samples = first if group == range(1) else run.draw_group(group)  # block 0 was drawn by prepare
             nb = sum(run.block_size(b) for b in group)
             sample_bytes = _samples_nbytes(samples)
             ratios: torch.Tensor | None = None
@@ -572,14 +570,12 @@ def run_blocks(run: PreparedRun, progress: Callable[[float], None] | None = None
         for k, v in acc.result().items():
             if k == "top_e":
                 top_e[ps] = v
-            elif k == "max_abs_r":
-                max_abs_r[ps] = v
             else:
                 out[k][ps] = v
         if s + 1 < n_super:
             first = run.draw(0)
     return BlockTotals(out["mean_r"], out["m2_r"].real, out["mean_e"].real, out["m2_e"].real, int(peak), total_units,
-                       top_e, max_abs_r)
+                       top_e)
 
 
 def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
@@ -660,7 +656,7 @@ def _assess(run: PreparedRun, totals: BlockTotals) -> tuple[TailReport | None, n
             fourth = np.broadcast_to(np.asarray(value, dtype=object), (run.pairs,))
     except (AttributeError, NotImplementedError):  # plugins written before the hook existed
         fourth = None
-    underflow = (totals.max_abs_r == 0) & (np.asarray(run.target) != 0) if totals.max_abs_r is not None else None
+    underflow = totals.all_zero & (np.asarray(run.target) != 0)
     exact_below = 1e-24 if run.dtype == torch.float64 else 1e-10  # round-off of the run's dtype, relative to K²
     tails = assess_trials(run.trials, totals.mean_e, totals.m2_e, totals.top_e, underflow=underflow,
                           fourth_moment_finite=fourth, exact_below=exact_below)
@@ -726,7 +722,6 @@ class _ChanAccumulator:
         self.mean_e = torch.zeros(pairs, device=device, dtype=torch.float64)
         self.m2_e = torch.zeros(pairs, device=device, dtype=torch.float64)
         self.top_e: torch.Tensor | None = None
-        self.max_abs_r = torch.zeros(pairs, device=device, dtype=torch.float64)
 
     def add_block(self, ratios: torch.Tensor, target: torch.Tensor) -> None:
         nb = ratios.shape[0]
@@ -736,7 +731,6 @@ class _ChanAccumulator:
         e_var, e_mean = _var_mean(err)
         both = err if self.top_e is None else torch.cat([self.top_e, err], 0)
         self.top_e = torch.topk(both, min(TOP_K, both.shape[0]), dim=0).values
-        self.max_abs_r = torch.maximum(self.max_abs_r, ratios.abs().amax(0).to(torch.float64))
         if self.mean_r is None:
             self.mean_r = torch.zeros_like(r_mean)
         elif r_mean.is_complex() and not self.mean_r.is_complex():
@@ -755,8 +749,7 @@ class _ChanAccumulator:
         assert self.mean_r is not None
         return {"mean_r": self.mean_r.cpu().numpy(), "m2_r": self.m2_r.cpu().numpy(),
                 "mean_e": self.mean_e.cpu().numpy(), "m2_e": self.m2_e.cpu().numpy(),
-                "top_e": self.top_e.T.cpu().numpy() if self.top_e is not None else None,
-                "max_abs_r": self.max_abs_r.cpu().numpy()}
+                "top_e": self.top_e.T.cpu().numpy() if self.top_e is not None else None}
 
 
 def _axis(name: str, values: np.ndarray | float) -> np.ndarray:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -57,7 +57,9 @@ class BlockStreams:
     holds ``trials`` or a multiple of it, trial-major) get exactly the numbers a call with ``sizes[b]`` trials and
     ``generators[b]`` alone would draw, while everything that does not draw (orthogonalisation, scaling) runs once
     over the whole group. That keeps the determinism contract (block b's numbers depend only on its seed) and
-    removes the per-block Python and kernel overheads and the concatenation.
+    removes the per-block Python and kernel overheads and the concatenation. On the CPU in float64 each block's
+    numpy generator is seeded once (from its torch generator) and drawn from by every call in turn, so a block
+    drawn alone must be drawn through a one-block ``BlockStreams`` too (the engine does).
 
     Parameters
     ----------
@@ -73,10 +75,19 @@ class BlockStreams:
 
     sizes: tuple[int, ...]
     generators: tuple[torch.Generator, ...]
+    _numpy: dict[int, np.random.Generator] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def trials(self) -> int:
         return sum(self.sizes)
+
+    def numpy_generator(self, block: int) -> np.random.Generator:
+        """Block ``block``'s numpy generator, seeded from its torch generator on first use and then drawn from in
+        sequence by every later call (one seeding per block, not one per library call)."""
+        rng = self._numpy.get(block)
+        if rng is None:
+            rng = self._numpy[block] = numpy_generator(self.generators[block])
+        return rng
 
     def row_ranges(self, rows: int) -> list[tuple[int, int, torch.Generator]]:
         """(start, stop, generator) of each block in an array of ``rows`` leading rows (a multiple of trials)."""
@@ -94,12 +105,23 @@ RandomSource = torch.Generator | BlockStreams
 """What the samplers draw from: one generator, or a group of independently seeded blocks (``BlockStreams``)."""
 
 
-def _blocks(generator: RandomSource, rows: int, chunk_rows: int | None) -> list[tuple[int, int, torch.Generator]]:
-    """The library calls a draw of ``rows`` leading rows makes: per block (a single generator is one block), chunks of
-    at most ``chunk_rows`` rows, each one call."""
+def _blocks(generator: RandomSource, rows: int, chunk_rows: int | None) -> list[tuple[int, int, int]]:
+    """The library calls a draw of ``rows`` leading rows makes: (start, stop, block) per block (a single generator
+    is block 0), in chunks of at most ``chunk_rows`` rows, each one call."""
     ranges = generator.row_ranges(rows) if isinstance(generator, BlockStreams) else [(0, rows, generator)]
     step = chunk_rows or rows or 1
-    return [(a, min(b, a + step), g) for start, b, g in ranges for a in range(start, b, step)]
+    return [(a, min(b, a + step), k) for k, (start, b, _) in enumerate(ranges) for a in range(start, b, step)]
+
+
+def _torch_generator(generator: RandomSource, block: int) -> torch.Generator:
+    return generator.generators[block] if isinstance(generator, BlockStreams) else generator
+
+
+def _numpy_generator(generator: RandomSource, block: int) -> np.random.Generator:
+    """numpy's generator for one library call: a block's own (seeded once per block) or a fresh one per call."""
+    if isinstance(generator, BlockStreams):
+        return generator.numpy_generator(block)
+    return numpy_generator(generator)
 
 
 def _rows_and_columns(shape: tuple[int, ...]) -> tuple[int, int]:
@@ -148,15 +170,16 @@ def standard_normal(shape: tuple[int, ...], generator: RandomSource, device: tor
     calls = _blocks(generator, shape[0] if shape else 1, chunk_rows)
     if not numpy_normals_faster(device, dtype):
         if len(calls) == 1:
-            return torch.randn(shape, generator=calls[0][2], device=device, dtype=dtype)
+            return torch.randn(shape, generator=_torch_generator(generator, 0), device=device, dtype=dtype)
         out = torch.empty(shape, device=device, dtype=dtype)
-        for a, b, gen in calls:
-            out[a:b] = torch.randn((b - a, *shape[1:]), generator=gen, device=device, dtype=dtype)
+        for a, b, k in calls:
+            out[a:b] = torch.randn((b - a, *shape[1:]), generator=_torch_generator(generator, k), device=device,
+                                   dtype=dtype)
         return out
     out = torch.empty(shape, dtype=dtype)
     flat = out.numpy().reshape(_rows_and_columns(shape))
-    for a, b, gen in calls:
-        numpy_generator(gen).standard_normal(out=flat[a:b])
+    for a, b, k in calls:
+        _numpy_generator(generator, k).standard_normal(out=flat[a:b])
     return out
 
 
@@ -178,8 +201,8 @@ def chi_square(shape: tuple[int, ...], dof: int, generator: RandomSource, device
         return (g * g).sum(-1)
     draws = np.empty(shape, dtype=np.float64)
     flat = draws.reshape(_rows_and_columns(shape))
-    for a, b, gen in _blocks(generator, flat.shape[0], None):
-        numpy_generator(gen).standard_gamma(0.5 * dof, out=flat[a:b])
+    for a, b, k in _blocks(generator, flat.shape[0], None):
+        _numpy_generator(generator, k).standard_gamma(0.5 * dof, out=flat[a:b])
     np.multiply(draws, 2.0, out=draws)
     return torch.from_numpy(draws).to(device=device, dtype=dtype)
 
@@ -245,9 +268,40 @@ def sample_orthogonal(trials: int, m: int, d: int, dim: int, generator: RandomSo
     """Block-orthogonal ω: per block of d, orthonormal Haar directions times iid χ_d lengths (SimRF §3, ORF)."""
     blocks = -(-m // d)
     frame = random_frame(trials * blocks, d, dim, generator, device, dtype)  # (T·B, dim, d): columns = directions
-    dirs = frame.transpose(-1, -2).reshape(trials, blocks * d, dim)[:, :m]
     sq = chi_square((trials, m), d, generator, device, dtype)
-    return dirs * sq.sqrt().unsqueeze(-1), sq
+    return scaled_directions(frame, sq.sqrt(), m), sq
+
+
+def scaled_directions(frame: torch.Tensor, lengths: torch.Tensor, m: int) -> torch.Tensor:
+    """ω in reduced coordinates from blocks of directions and their lengths: the first m columns of each trial's
+    frames (T·B, dim, d), times lengths (T, m): shape (T, m, dim). When m fills whole blocks the transpose and the
+    product are one pass into the output.
+
+    Parameters
+    ----------
+    frame : (trials·blocks, dim, d) directions as columns, block-major within a trial.
+    lengths : (trials, m) |ω_i|.
+    m : the number of ω per trial (≤ blocks·d).
+
+    Returns
+    -------
+    torch.Tensor
+        (trials, m, dim).
+
+    Examples
+    --------
+    >>> scaled_directions(torch.ones(6, 2, 4), torch.ones(3, 8), 8).shape
+    torch.Size([3, 8, 2])
+    """
+    trials = lengths.shape[0]
+    n_blocks, dim, d = frame.shape[0] // trials, frame.shape[1], frame.shape[2]
+    if m == n_blocks * d:
+        out = torch.empty((trials, n_blocks, d, dim), device=frame.device, dtype=frame.dtype)
+        torch.mul(frame.view(trials, n_blocks, dim, d).transpose(-1, -2), lengths.view(trials, n_blocks, d, 1),
+                  out=out)
+        return out.view(trials, m, dim)
+    dirs = frame.transpose(-1, -2).reshape(trials, n_blocks * d, dim)[:, :m]
+    return dirs * lengths.unsqueeze(-1)
 
 
 def sample_omegas(coupling: str, trials: int, m: int, d: int, dim: int, generator: RandomSource,

@@ -110,14 +110,15 @@ def test_cuda_chi_square_and_frames_follow_the_generator_device():
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_a_group_of_blocks_draws_the_numbers_of_its_blocks(name, coupling, dtype):
     """``sample_blocks`` (one call for several independently seeded blocks, the engine's fast path) gives exactly
-    the numbers of drawing each block alone with its own generator: the determinism contract."""
+    the numbers of drawing each block alone (a one-block BlockStreams, as the engine draws a lone block) with its
+    own generator: the determinism contract, whatever the grouping."""
     import rfviz
     from rfviz.sampling import BlockStreams
 
     est = rfviz.create(name, m=20, coupling=coupling)
     sizes, seeds = (3, 5, 2), (11, 12, 13)
-    alone = [est.sample(n, 8, generator=torch.Generator().manual_seed(s), device=CPU, dtype=dtype, dim=2)
-             for n, s in zip(sizes, seeds, strict=True)]
+    alone = [est.sample_blocks(BlockStreams((n,), (torch.Generator().manual_seed(s),)), 8, device=CPU, dtype=dtype,
+                               dim=2) for n, s in zip(sizes, seeds, strict=True)]
     streams = BlockStreams(sizes, tuple(torch.Generator().manual_seed(s) for s in seeds))
     group = est.sample_blocks(streams, 8, device=CPU, dtype=dtype, dim=2)
     for key, value in group.items():
