@@ -83,9 +83,32 @@ def test_console_script_is_the_cli_main():
     module, func = _pyproject()["project"]["scripts"]["rfviz"].split(":")
     import importlib
 
-    from rfviz.cli import main
+    from rfviz.cli import console_main
 
-    assert getattr(importlib.import_module(module), func) is main
+    assert getattr(importlib.import_module(module), func) is console_main
+
+
+EXIT_PROBE = """
+import atexit, sys, threading, time
+from rfviz.cli import exit_process
+atexit.register(lambda: print("atexit ran", flush=False))
+sys.stdout.write("x" * 200000)  # buffered: must be flushed before the process leaves
+if sys.argv[1] == "thread":
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread done"))).start()
+exit_process(int(sys.argv[2]))
+"""
+
+
+@pytest.mark.slow  # starts Python subprocesses
+@pytest.mark.parametrize(("mode", "code"), [("plain", 0), ("plain", 3), ("thread", 2)])
+def test_exit_process_runs_atexit_flushes_and_waits_for_threads(mode, code):
+    """The CLI leaves without Python's module teardown (rfviz.cli.exit_process) but still runs the atexit handlers,
+    flushes what it printed, keeps the exit code, and waits for a live non-daemon thread."""
+    out = subprocess.run([sys.executable, "-c", EXIT_PROBE, mode, str(code)], capture_output=True, text=True,
+                         timeout=60, cwd=ROOT)
+    assert out.returncode == code, out.stderr
+    assert out.stdout.startswith("x" * 200000) and "atexit ran" in out.stdout, out.stdout[-200:]
+    assert ("thread done" in out.stdout) == (mode == "thread")
 
 
 def test_run_script_knows_the_two_commands():

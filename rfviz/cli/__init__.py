@@ -11,9 +11,12 @@ Bad input prints one line on stderr and exits with code 2, never a traceback. Wi
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import errno
+import os
 import sys
+import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from types import ModuleType
@@ -120,3 +123,46 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def console_main(argv: Sequence[str] | None = None) -> NoReturn:
+    """The ``rfviz`` console script and ``python -m rfviz``: ``main`` then ``exit_process`` with its code.
+
+    Parameters
+    ----------
+    argv : the arguments (default ``sys.argv[1:]``).
+
+    Examples
+    --------
+    >>> console_main(["estimators"])  # doctest: +SKIP
+    """
+    exit_process(main(argv))
+
+
+def exit_process(code: int) -> NoReturn:
+    """Leave the process with ``code`` once everything a command owes is done, skipping only Python's teardown of
+    module objects: after torch and scipy are imported it takes ~0.3 s of CPU (measured: ``import rfviz.cli`` then
+    exit, 1.9 s vs 1.6 s) and frees memory the operating system reclaims anyway.
+
+    Everything else a normal exit does still happens, in the same order: the ``atexit`` handlers (Ray's shutdown,
+    logging, temporary-directory cleanup), then stdout and stderr are flushed (files rfviz writes are closed by
+    their context managers before ``main`` returns). When another non-daemon thread is alive, or this Python has no
+    ``atexit._run_exitfuncs``, it falls back to ``sys.exit`` (the interpreter waits for such threads).
+
+    Parameters
+    ----------
+    code : the exit status.
+
+    Examples
+    --------
+    >>> exit_process(0)  # doctest: +SKIP
+    """
+    others = [t for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    run_exit_functions = getattr(atexit, "_run_exitfuncs", None)
+    if others or run_exit_functions is None:
+        sys.exit(code)
+    run_exit_functions()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe or a closed stream: nothing left to say
+            stream.flush()
+    os._exit(code)
