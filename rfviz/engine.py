@@ -63,10 +63,11 @@ from .sampling import BlockStreams, resolve_device
 
 DEFAULT_BLOCK_TRIALS = 128
 """Trials per independently seeded block (part of the determinism contract together with the seed)."""
-DEFAULT_CHUNK_BYTES = 16 * 2**20
+DEFAULT_CHUNK_BYTES = 8 * 2**20
 """CPU speed target for one unit's accounted work: units whose largest tensor fits the L2/L3 cache run 2-3×
-faster than huge ones, and are still large enough that Python overhead stays small. On a GPU the default is the
-whole budget (bigger kernels amortise launch latency)."""
+faster than huge ones, and are still large enough that Python overhead stays small (8 MiB: at d = m = 64, 4-8 %
+faster per trial than 4 or 16 MiB for trig iid and positive orthogonal, bench/bench_point.py). On a GPU the default
+is the whole budget (bigger kernels amortise launch latency)."""
 MIN_MEMORY_BUDGET = 2**16
 MAX_UNIT_BLOCKS = 64
 """At most this many blocks are estimated together in one unit (``_Plan.unit_blocks``)."""
@@ -290,8 +291,8 @@ class MCOptions:
         (``rfviz.params.memory_budget_scope``), read when the run is prepared.
     block_trials : trials per independently seeded block (BLOCK_TRIALS_PARAM); results depend on seed and
         block_trials, not on the budget or the chunking.
-    chunk_bytes : cap of one unit of work, for speed (CHUNK_BYTES_PARAM); None: 16 MiB on the CPU, the budget on
-        a GPU.
+    chunk_bytes : cap of one unit of work, for speed (CHUNK_BYTES_PARAM); None: DEFAULT_CHUNK_BYTES (8 MiB) on the
+        CPU, the budget on a GPU.
 
     Examples
     --------
