@@ -18,6 +18,7 @@ import time
 import numpy as np
 import pytest
 import torch
+from proc_helpers import default_sigint
 
 from rfviz.cli import main
 from rfviz.estimators.base import REGISTRY
@@ -151,7 +152,7 @@ def test_ctrl_c_stops_cleanly_with_exit_130():
     """A long --trials run shows progress on stderr (never stdout) and Ctrl-C ends it with one line, exit 130."""
     p = subprocess.Popen([sys.executable, "-m", "rfviz", "mse", "trig", "m=256", "--trials", "1e8", "--json"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, preexec_fn=default_sigint)
     try:
         seen, deadline = b"", time.monotonic() + 90
         while b"monte carlo:" not in seen and time.monotonic() < deadline:

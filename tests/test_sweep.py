@@ -10,6 +10,7 @@ import tempfile
 
 import numpy as np
 import pytest
+from proc_helpers import default_sigint
 from sweep_helpers import NONDETERMINISTIC, rows, small_spec
 
 from rfviz import ParameterError, get_estimator
@@ -246,7 +247,8 @@ def test_cli_sigint_exits_130_keeps_points_and_resumes(tmp_path) -> None:
            "--grid", f"r=0.2:1.2:{n_points}", "--trials", "8192", "--block-trials", "2048", "--seed", "5",
            "--flush-points", "1", "--out", str(out)]  # every row durable at once, so the test can watch them
     env = {**os.environ, "PYTHONPATH": str(root), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_sigint)
     try:
         deadline = time.monotonic() + 120
         stored: list[dict[str, str]] = []
