@@ -106,6 +106,7 @@ def redirect(target: st.Page, old: str) -> st.Page:
 
 st.set_page_config(page_title="rfviz: random-feature atlas", page_icon=str(ROOT / "assets" / "logo.svg"),
                    layout="wide")
+ui.freeze_startup_objects()  # once per server: the imported libraries out of every garbage collection
 st.logo(str(ROOT / "assets" / "logo.svg"))
 NAV = [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES]
 by_path = {v.url_path: v for v in NAV}

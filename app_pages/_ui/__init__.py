@@ -18,6 +18,7 @@ computation package: ``rfviz`` never imports streamlit.
 
 from __future__ import annotations
 
+from ._frame import freeze_startup_objects as freeze_startup_objects
 from ._frame import page, sidebar_info
 from ._output import announce_coinciding, downloads, plot
 from ._run import cached, cached_mc, freeze, guard, memo, pooled, shared_figure

@@ -9,6 +9,7 @@ widget wrote (``PageState.finish``). A page that stops early (``st.stop``, an ex
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -61,3 +62,31 @@ def sidebar_info() -> None:
     st.sidebar.toggle("Phone layout", value=phone_browser(), key=PHONE_KEY,
                       help="charts for a narrow screen: panels stacked one per row, legends under the plot, titles "
                            "wrapped (on by default when the browser says it is a phone)")
+
+
+@st.cache_resource(show_spinner=False)
+def freeze_startup_objects() -> int:
+    """Once per server process: import the libraries every page uses, collect, then ``gc.freeze()`` what is left.
+
+    Why: Python's full garbage collection walks every tracked object, and after torch, scipy, plotly and
+    Streamlit are imported that is ~300 000 objects, ~0.3 s of CPU on a 2-core server, paid by every
+    generation-2 collection (Python's own, and Streamlit's ``runner.postScriptGC`` after each run, which
+    ``.streamlit/config.toml`` turns off). The imported modules live as long as the server, so freezing them
+    (CPython's documented use of ``gc.freeze``: long-lived start-up objects into the permanent generation, never
+    scanned) loses nothing and leaves each collection only the objects of the sessions. Measured with
+    bench/bench_concurrency.py: README, "Many visitors".
+
+    Returns
+    -------
+    int
+        The number of objects frozen.
+    """
+    import plotly.graph_objects  # noqa: F401  (what every page draws with)
+    import scipy.special  # noqa: F401
+    import torch  # noqa: F401
+
+    import rfviz.compute.catalog  # noqa: F401  (the estimator catalog, the engine below it)
+
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
