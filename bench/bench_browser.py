@@ -55,9 +55,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(port: int) -> subprocess.Popen:
+def start_server(port: int, script: pathlib.Path = ROOT / "app.py") -> subprocess.Popen:
+    """``streamlit run script`` on 127.0.0.1:port from the repository root (its .streamlit/config.toml applies),
+    returned once it answers its health check."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(script), "--server.headless",
                              "true", "--server.port", str(port), "--server.address", "127.0.0.1",
                              "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
                             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

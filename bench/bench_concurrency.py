@@ -8,7 +8,12 @@ bench_browser definition). Prints, per K, the median and p90 latency over all se
 average of the machine (the numbers mean little on a busy machine) and the server's own CPU seconds per round
 (/proc/<pid>/stat): the browsers run on the same machine, so on 2 cores they compete with the server.
 
-Usage: ``python bench/bench_concurrency.py [--ks 1,4,8,16] [--rounds 3]`` (not a test).
+It also reads the CPU seconds all Chromium processes spent per round (/proc): on this machine the K browsers share
+the server's two cores, whereas in a real classroom each student's laptop pays its own. ``--app floor`` serves
+bench/floor_app.py instead of app.py (nothing but the same slider and chart): the browser work any Streamlit page
+drawing this chart costs, the floor under the app's own numbers.
+
+Usage: ``python bench/bench_concurrency.py [--ks 1,4,8,16] [--rounds 3] [--app rfviz|floor]`` (not a test).
 """
 
 from __future__ import annotations
@@ -56,24 +61,24 @@ async def _press_and_time(page, start: asyncio.Event) -> float:
             return (last - t0) / 1000.0
 
 
-async def run_k(browser, url: str, k: int, rounds: int, pid: int) -> tuple[list[float], float]:
-    """Latencies (seconds) of k sessions × ``rounds`` simultaneous presses, and the server's CPU seconds per round
-    (what the server itself spent: the rest of a latency is the browsers and the machine's other load)."""
+async def run_k(browser, url: str, k: int, rounds: int, pid: int) -> dict[str, object]:
+    """k sessions × ``rounds`` simultaneous presses: every latency (seconds), and the CPU seconds per round of the
+    server and of all Chromium processes."""
     opened = [await _open(browser, url) for _ in range(k)]
-    times: list[float] = []
-    cpu0 = cpu_seconds(pid)
+    latency: list[float] = []
+    cpu0, browsers0 = cpu_seconds(pid), chromium_seconds()
     try:
         for _ in range(rounds):
             start = asyncio.Event()
             tasks = [asyncio.create_task(_press_and_time(page, start)) for _, page in opened]
             await asyncio.sleep(0.5)  # every session focused on its slider
             start.set()
-            times += await asyncio.gather(*tasks)
-        cpu = (cpu_seconds(pid) - cpu0) / rounds
+            latency += await asyncio.gather(*tasks)
+        cpu, browsers = (cpu_seconds(pid) - cpu0) / rounds, (chromium_seconds() - browsers0) / rounds
     finally:
         for ctx, _ in opened:
             await ctx.close()
-    return times, cpu
+    return {"latency": latency, "cpu": cpu, "browsers": browsers}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -82,43 +87,64 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def chromium_seconds() -> float:
+    """User + system CPU time so far of every running Chromium process (renderers, GPU/compositor, browser)."""
+    total = 0.0
+    for proc in pathlib.Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if b"chromium" in (proc / "cmdline").read_bytes().split(b"\0")[0]:
+                total += cpu_seconds(int(proc.name))
+        except OSError:  # the process ended meanwhile
+            continue
+    return total
+
+
 def p90(xs: list[float]) -> float:
     """The 90th percentile (inclusive method)."""
     return statistics.quantiles(xs, n=10, method="inclusive")[-1] if len(xs) > 1 else xs[0]
 
 
-async def main_async(ks: list[int], rounds: int) -> None:
+async def main_async(ks: list[int], rounds: int, app: str) -> None:
     from playwright.async_api import async_playwright
 
     port = free_port()
-    proc = start_server(port)
-    url = f"http://127.0.0.1:{port}/hybrid?view=lambda&r=1.0"
+    proc = start_server(port, ROOT / "bench" / "floor_app.py" if app == "floor" else ROOT / "app.py")
+    url = f"http://127.0.0.1:{port}/" + ("" if app == "floor" else "hybrid?view=lambda&r=1.0")
     rows = []
     try:
         async with async_playwright() as pw:
             browser = await pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             for k in ks:
                 load = os.getloadavg()[0]
-                times, cpu = await run_k(browser, url, k, rounds, proc.pid)
-                rows.append((k, statistics.median(times), p90(times), max(times), cpu, load, os.getloadavg()[0]))
+                r = await run_k(browser, url, k, rounds, proc.pid)
+                med = statistics.median
+                rows.append((k, med(r["latency"]), p90(r["latency"]), r["cpu"], r["browsers"], load,
+                             os.getloadavg()[0]))
                 print(f"K = {k:2d}: median {rows[-1][1]:.2f} s, p90 {rows[-1][2]:.2f} s", flush=True)
             await browser.close()
     finally:
         proc.terminate()
         proc.wait(timeout=20)
-    print(f"\nK sessions move the Hybrid r slider at once, {rounds} rounds, headless Chromium, {os.cpu_count()} CPUs")
-    print(f"{'K':>3s} {'median s':>9s} {'p90 s':>7s} {'max s':>7s} {'server CPU s/round':>19s} {'load before':>12s} "
-          f"{'load after':>11s}")
-    for k, med, hi, mx, cpu, l0, l1 in rows:
-        print(f"{k:3d} {med:9.2f} {hi:7.2f} {mx:7.2f} {cpu:19.2f} {l0:12.2f} {l1:11.2f}")
+    what = "bench/floor_app.py (the slider and chart alone)" if app == "floor" else "app.py, Hybrid page"
+    print(f"\nK sessions move the Hybrid r slider at once ({what}), {rounds} rounds, headless Chromium, "
+          f"{os.cpu_count()} CPUs")
+    print(f"{'K':>3s} {'median s':>9s} {'p90 s':>7s} {'server CPU s/round':>19s} {'Chromium CPU s/round':>21s} "
+          f"{'load before':>12s} {'load after':>11s}")
+    for k, lat, hi, cpu, browsers, l0, l1 in rows:
+        print(f"{k:3d} {lat:9.2f} {hi:7.2f} {cpu:19.2f} {browsers:21.2f} {l0:12.2f} {l1:11.2f}")
+    print("median/p90: key press to chart re-rendered, over every session and round")
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ks", default="1,4,8,16", help="comma-separated session counts")
     ap.add_argument("--rounds", type=int, default=3, help="simultaneous presses per K")
+    ap.add_argument("--app", choices=("rfviz", "floor"), default="rfviz",
+                    help="rfviz: app.py's Hybrid page; floor: bench/floor_app.py (the same slider and chart alone)")
     args = ap.parse_args()
-    asyncio.run(main_async([int(k) for k in args.ks.split(",")], args.rounds))
+    asyncio.run(main_async([int(k) for k in args.ks.split(",")], args.rounds, args.app))
 
 
 if __name__ == "__main__":
