@@ -28,6 +28,8 @@ from rfviz.params import (
     time_budget_scope,
 )
 
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
 TIMEOUT = 60
 
 
@@ -268,3 +270,18 @@ def test_app_refuses_a_huge_parquet_in_the_results_folder(tmp_path, monkeypatch)
     assert not at.exception, [e.message for e in at.exception]
     assert f"at most {sf.MAX_ROWS} rows" in _errors(at)
     assert len(at.get("plotly_chart")) == 0
+
+
+@pytest.mark.slow
+def test_no_full_garbage_collection_per_rerun():
+    """A classroom's server must not walk every object of torch, scipy and plotly after each session's rerun
+    (~0.3 s of CPU each): Streamlit's forced collection is off in the config `streamlit run` reads, and the app
+    freezes the start-up objects once, so Python's own full collections skip them too."""
+    import gc
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
+    assert config["runner"]["postScriptGC"] is False
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
+    assert not at.exception
+    assert gc.get_freeze_count() > 100_000  # torch, scipy, plotly and streamlit objects (~300 000 here)
