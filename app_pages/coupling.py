@@ -88,9 +88,10 @@ with ui.page(
 
 
     def _sampled_ratios(d: int, m: int, features: str, trials: int, seed: int, progress) -> dict:
-        """Sampled MSE/MSE_iid per coupling (memoised per session: the run draws a progress bar)."""
+        """Sampled MSE/MSE_iid per coupling (shared by every session; ``progress`` draws this page's bar)."""
         return ui.memo("coupling-mc", (d, m, features, trials, seed),
-                       lambda: cs.sampled_ratio_columns(d, m, features, trials=trials, seed=seed, progress=progress))
+                       lambda report: cs.sampled_ratio_columns(d, m, features, trials=trials, seed=seed,
+                                                               progress=report), progress)
 
 
     with ui.guard():

@@ -84,10 +84,10 @@ with ui.page(
         if ds.queries.shape[0] < points:
             st.info(f"The file has {ds.queries.shape[0]} rows, fewer than queries = keys = {points}: every row is "
                     f"used (queries and keys overlap). Lower 'queries = keys' to draw fewer.")
-        avg = ui.memo("data.avg", view_key, lambda: cdata.pair_averages(ds, names, {"m": m}, sorted({*M_VALUES, m}),
-                                                                            kernel))
+        m_values = sorted({*M_VALUES, m})
+        avg = ui.memo("data.avg", view_key, lambda report: cdata.pair_averages(ds, names, {"m": m}, m_values, kernel))
         st.markdown(f"**Answer:** {ui.plain(cdata.verdict(ds, avg, m, titles=catalog.titles(names)))}.")
-        dm = ui.memo("data.map", view_key, lambda: cdata.data_map(ds, names, {"m": m}, kernel))
+        dm = ui.memo("data.map", view_key, lambda report: cdata.data_map(ds, names, {"m": m}, kernel))
         fig_map = fdata.data_map_figure(dm.r_axis, dm.theta_axis, dm.values, dm.density, dm.title,
                                         titles=catalog.titles(names))
         ui.plot(fig_map, key="data-map")
@@ -104,7 +104,7 @@ with ui.page(
         if st.button(f"Run Monte Carlo ({repeats:,} repeats)", key="data.run_gram",
                      help="sample the Gram error with features shared by all entries (repeats draws)"):
             with st.spinner("sampling…"):
-                st.session_state[mc_key] = ui.memo("data.gram_mc", mc_key, lambda: cdata.gram_table(
+                st.session_state[mc_key] = ui.memo("data.gram_mc", mc_key, lambda report: cdata.gram_table(
                     ds, names, {"m": m}, kernel, ui.valid(REPEATS_PARAM, repeats)))
         rows = st.session_state.get(mc_key)
         ran = rows is not None

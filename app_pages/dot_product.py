@@ -113,7 +113,7 @@ with ui.page(
                          help=f"sample every sketch with the engine at m = {', '.join(map(str, MC_M))} (1000 trials "
                               "each; ±2 SE bars)"):
                 with st.spinner("sampling…"):
-                    st.session_state[mc_key] = ui.memo("dot_product.mc", mc_key, lambda: cd.sketches_vs_m_mc(
+                    st.session_state[mc_key] = ui.memo("dot_product.mc", mc_key, lambda report: cd.sketches_vs_m_mc(
                         r, theta, d, p, MC_M, embedding, trials=1000))
             if mc_key in st.session_state:
                 fig = cd.sketches_vs_m(r, theta, d, p, max(m, *MC_M), embedding, points=st.session_state[mc_key])

@@ -119,12 +119,15 @@ with ui.page(
             d, trials, seed = ui.valid(D_PARAM, d), ui.valid(LAB_TRIALS_PARAM, trials), ui.valid(SEED_PARAM, seed)
             bar = st.progress(0.0, text="sampling…")
             settings_kw = dict(r=r_values, theta=np.linspace(0.0, np.pi, int(n_theta)).tolist(), d=int(d),
-                               trials=int(trials), seed=int(seed), alpha=float(alpha), device="auto",
-                               progress=lambda f: bar.progress(min(max(f, 0.0), 1.0), text="sampling…"))
-            if name in plugins:
-                report = check_isolated(plugins[name].source, (), params, compare, **settings_kw)
-            else:
-                report = check(cls, params, compare=compare, **settings_kw)
+                               trials=int(trials), seed=int(seed), alpha=float(alpha), device="auto")
+
+            def run_check(fraction_done):  # in the server's bounded pool, off this page's thread
+                if name in plugins:
+                    return check_isolated(plugins[name].source, (), params, compare, progress=fraction_done,
+                                          **settings_kw)
+                return check(cls, params, compare=compare, progress=fraction_done, **settings_kw)
+
+            report = ui.pooled(run_check, lambda f: bar.progress(min(max(f, 0.0), 1.0), text="sampling…"))
             bar.empty()
             st.session_state["estimator_lab.report"] = (settings, report)
 

@@ -98,8 +98,8 @@ with ui.page(
     def _sampled(name: str, p: dict, kernel: str, d: int, r: np.ndarray, theta: np.ndarray, trials: int, seed: int,
                  embedding: str, progress) -> ex.Sampled:
         key = ui.freeze((name, p, kernel, d, r, theta, trials, seed, embedding))
-        return ui.memo("mse-mc", key, lambda: ex.sampled_surface(name, p, kernel, d, r, theta, trials, seed, embedding,
-                                                                 progress=progress))
+        return ui.memo("mse-mc", key, lambda report: ex.sampled_surface(name, p, kernel, d, r, theta, trials, seed,
+                                                                        embedding, progress=report), progress)
 
 
     def _surfaces(r: np.ndarray, theta: np.ndarray) -> list[ex.Surface]:

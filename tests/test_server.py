@@ -17,7 +17,7 @@ from rfviz import ParameterError, create
 from rfviz import data as rd
 from rfviz.compute import dp as cd
 from rfviz.compute import sweep_files as sf
-from rfviz.compute.jobs import JobPool, SharedCache
+from rfviz.compute.jobs import Abandoned, JobPool, SharedCache
 from rfviz.engine import prepare
 from rfviz.params import (
     SERVER_TIME_BUDGET,
@@ -181,18 +181,21 @@ def test_pool_leaves_the_queue_when_a_waiter_is_cancelled():
 
 
 def test_shared_cache_computes_identical_concurrent_requests_once():
-    cache = SharedCache(8)
-    calls = []
-    joined = []
-    results = []
+    cache, pool = SharedCache(8), JobPool(2)
+    calls: list[int] = []
+    results: list[float] = []
+    started: list[bool] = []
 
-    def compute() -> float:
+    def compute(report) -> float:
         calls.append(1)
         time.sleep(0.3)
         return 42.0
 
     def ask() -> None:
-        results.append(cache.get_or_compute(("mc", 1), compute, on_join=lambda: joined.append(1)))
+        _, job, new = cache.result_or_job(("mc", 1), lambda: pool.submit(compute))
+        started.append(new)
+        with job.watch():
+            results.append(job.future.result(timeout=30))
 
     threads = [threading.Thread(target=ask) for _ in range(8)]
     for t in threads:
@@ -200,47 +203,74 @@ def test_shared_cache_computes_identical_concurrent_requests_once():
     for t in threads:
         t.join(30)
     assert results == [42.0] * 8
-    assert len(calls) == 1 and cache.computed == 1 and len(joined) == 7
-    assert cache.get_or_compute(("mc", 1), compute) == 42.0 and len(calls) == 1  # later: a hit
-    assert cache.get_or_compute(("mc", 2), lambda: 7) == 7 and cache.computed == 2
+    assert len(calls) == 1 and cache.computed == 1 and started.count(True) == 1
+    assert cache.result_or_job(("mc", 1), lambda: pool.submit(compute)) == (True, 42.0, False)  # later: a hit
+    assert len(calls) == 1
 
 
-def test_shared_cache_hands_a_cancelled_flight_to_a_waiter():
-    class Stop(RuntimeError):
-        pass
+def test_a_job_outlives_the_page_that_left_and_is_stored():
+    """A page rerun or stopped while its Monte Carlo runs: the job goes on off the page's thread, a page that asks
+    again within the grace period joins it, and the result is stored for everyone."""
+    cache, pool = SharedCache(8), JobPool(1)
 
-    cache = SharedCache(4, abandon_on=(Stop,))
-    started = threading.Event()
-    got: list[object] = []
+    def compute(report) -> int:
+        for i in range(10):
+            time.sleep(0.05)
+            report((i + 1) / 10)
+        return 7
 
-    def owner() -> None:
-        def run() -> int:
-            started.set()
-            time.sleep(0.2)
-            raise Stop("this user pressed Stop")
+    _, job, _ = cache.result_or_job("k", lambda: pool.submit(compute, abandon_after=2.0))
+    with job.watch():
+        time.sleep(0.1)  # the first page leaves early (a rerun)
+    hit2, job2, started2 = cache.result_or_job("k", lambda: pool.submit(compute))
+    assert (hit2, started2) == (False, False) and job2 is job  # the rerun joins the running job
+    with job2.watch():
+        assert job2.future.result(timeout=30) == 7
+    assert job.fraction == 1.0 and cache.lookup("k") == (True, 7) and cache.computed == 1
 
-        with pytest.raises(Stop):
-            cache.get_or_compute("k", run)
 
-    t = threading.Thread(target=owner)
-    t.start()
-    started.wait(5)
-    got.append(cache.get_or_compute("k", lambda: 5))  # joins the flight, then computes it itself
-    t.join(5)
-    assert got == [5] and cache.computed == 1
+def test_an_abandoned_job_stops_at_its_next_report_and_frees_its_slot():
+    cache, pool = SharedCache(8), JobPool(1)
+    reports: list[float] = []
+
+    def endless(report) -> None:
+        while True:
+            time.sleep(0.02)
+            reports.append(1.0)
+            report(0.5)
+
+    _, job, _ = cache.result_or_job("endless", lambda: pool.submit(endless, abandon_after=0.2))
+    with job.watch():
+        time.sleep(0.3)  # watched: runs past its grace period
+    assert not job.future.done()
+    with pytest.raises(Abandoned):
+        job.future.result(timeout=10)
+    assert cache.lookup("endless") == (False, None)
+    assert pool.submit(lambda report: "next").future.result(timeout=10) == "next"  # the slot is free again
+    assert pool.running == 0 and len(reports) > 5
+
+
+def test_a_job_runs_with_the_callers_budgets():
+    pool = JobPool(1)
+    with time_budget_scope(12.5):
+        job = pool.submit(lambda report: current_time_budget())
+    assert job.future.result(timeout=10) == 12.5
 
 
 def test_shared_cache_does_not_keep_failures_and_bounds_its_size():
-    cache = SharedCache(2)
+    cache, pool = SharedCache(2), JobPool(1)
 
-    def fail() -> int:
+    def fail(report) -> int:
         raise ParameterError("m must be …")
 
+    _, job, _ = cache.result_or_job("k", lambda: pool.submit(fail))
     with pytest.raises(ParameterError):
-        cache.get_or_compute("k", fail)
-    assert cache.get_or_compute("k", lambda: 1) == 1
+        job.future.result(timeout=10)
+    _, job, started = cache.result_or_job("k", lambda: pool.submit(lambda report: 1))
+    assert started and job.future.result(timeout=10) == 1
     for i in range(5):
-        cache.get_or_compute(i, lambda i=i: i)
+        cache.result_or_job(i, lambda i=i: pool.submit(lambda report: i))[1].future.result(timeout=10)
+    time.sleep(0.1)  # the last result lands through the future's callback
     assert cache.lookup("k") == (False, None) and cache.lookup(4) == (True, 4)
 
 

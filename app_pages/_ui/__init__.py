@@ -7,7 +7,8 @@
 * ``_widgets``: widgets generated from ``rfviz.params.Param`` specs (``estimator_params``) and
   the shared composite controls (``kernel_and_estimators``, ``colour_range``, ``unused``).
 * ``_run``: ``guard`` (ParameterError → ``st.error``, the page carries on), ``cached``, ``memo``/``cached_mc``
-  (Monte Carlo shared by all sessions, single-flight, in the bounded pool ``pooled``), ``shared_figure`` (a
+  (Monte Carlo shared by all sessions, single-flight, run in the bounded pool off the page's thread; ``pooled``
+  for one page's own job; ``wait_for`` shows a job's queue place and progress), ``shared_figure`` (a
   closed-form figure built once for every session), ``freeze``.
 * ``_output``: ``plot``, ``announce_coinciding``, ``downloads`` (CSV + HTML, generated on click).
 * ``_text``: ``plain`` and ``short`` (user-supplied text made inert and cut for messages).
@@ -18,16 +19,15 @@ computation package: ``rfviz`` never imports streamlit.
 
 from __future__ import annotations
 
-from ._frame import freeze_startup_objects as freeze_startup_objects
-from ._frame import page, sidebar_info
+from ._frame import freeze_startup_objects, page, sidebar_info
 from ._output import announce_coinciding, downloads, plot
-from ._run import cached, cached_mc, freeze, guard, memo, pooled, shared_figure
+from ._run import cached, cached_mc, freeze, guard, memo, pooled, shared_figure, wait_for
 from ._text import plain, short
 from ._url import PageState, to_text, valid
 from ._widgets import colour_range, estimator_params, kernel_and_estimators, unused
 
 __all__ = [
     "PageState", "announce_coinciding", "cached", "cached_mc", "colour_range", "downloads", "estimator_params",
-    "freeze", "guard", "kernel_and_estimators", "memo", "page", "plain", "plot", "pooled", "shared_figure", "short",
-    "sidebar_info", "to_text", "unused", "valid",
+    "freeze", "freeze_startup_objects", "guard", "kernel_and_estimators", "memo", "page", "plain", "plot",
+    "pooled", "shared_figure", "short", "sidebar_info", "to_text", "unused", "valid", "wait_for",
 ]

@@ -1,17 +1,18 @@
 """Running a page's computations: errors shown instead of raised (``guard``), results cached across reruns and
-sessions (``cached``: closed forms; ``memo``/``cached_mc``: Monte Carlo, shared, single-flight, in the server's
-bounded pool ``pooled``)."""
+sessions (``cached``: closed forms; ``memo``/``cached_mc``: Monte Carlo, shared, single-flight, run in the server's
+bounded pool off the page's thread, ``rfviz.compute.jobs``)."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterator
+from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import streamlit as st
 
-from rfviz.compute.jobs import POOL, SHARED
+from rfviz.compute.jobs import POLL_SECONDS, POOL, SHARED, Abandoned, Job
 from rfviz.params import ParameterError
 
 from ._text import plain
@@ -47,41 +48,59 @@ def shared_figure(fn: F) -> F:
     return st.cache_resource(show_spinner=False, max_entries=256)(fn)  # type: ignore[return-value]
 
 
-def pooled(compute: Callable[[], T]) -> T:
-    """Run ``compute()`` in one of the server's Monte-Carlo slots (``rfviz.compute.jobs.POOL``); while none is free
-    the page says how many jobs are ahead."""
-    note = st.empty()
-
-    def waiting(ahead: int) -> None:
-        note.info(f"Waiting for a free worker: {ahead} job{'s' if ahead != 1 else ''} ahead (this server runs "
-                  f"{POOL.workers} Monte-Carlo job{'s' if POOL.workers != 1 else ''} at a time).",
-                  icon=":material/hourglass_top:")
-
-    try:
-        with POOL.slot(on_wait=waiting):
-            note.empty()
-            return compute()
-    finally:
-        note.empty()
+Progress = Callable[[float], None]
+"""A page's progress display: called with the fraction done (0 to 1), on the page's own thread."""
 
 
-def memo(namespace: str, key: Any, compute: Callable[[], T], max_entries: int = 32) -> T:
+def memo(namespace: str, key: Any, compute: Callable[[Progress], T], progress: Progress | None = None) -> T:
     """A Monte-Carlo result shared by every session (``rfviz.compute.jobs.SHARED``: keyed by ``namespace`` and the
-    parameters ``key``, computed once even when many sessions ask at the same moment) and computed in the server's
-    bounded pool (``pooled``). Unlike ``st.cache_data`` the computation may draw Streamlit elements while running
-    (progress bars): only the session that computes shows them; the others see that they wait. ``key`` must be
-    hashable and hold every input of ``compute`` (uploads by content hash). ``max_entries`` is kept for callers;
-    the shared store is bounded as a whole."""
-    hit, value = SHARED.lookup((namespace, key))
-    if hit:
-        return value
+    parameters ``key``, computed once even when many sessions ask at the same moment), computed by
+    ``compute(report)`` in the server's bounded pool, in a thread of its own (``rfviz.compute.jobs.POOL``).
+
+    The page waits here and shows, from its own thread, the jobs ahead of it in the queue, that another visitor's
+    identical request is running, or the job's progress through ``progress(fraction)``; ``compute`` reports its
+    progress through the ``report`` it is given and must not call streamlit. If the page is rerun or stopped
+    meanwhile the computation goes on and its result is stored for the next run; once no page has waited for it
+    for a few seconds it stops at its next report (``Abandoned``). ``key`` must be hashable and hold every input
+    of ``compute`` (uploads by content hash)."""
+    while True:
+        hit, found, started = SHARED.result_or_job((namespace, key), lambda: POOL.submit(compute))
+        if hit:
+            return found
+        try:
+            return wait_for(found, progress, joined=not started)
+        except Abandoned:  # joined a job everyone before had left: ask again (a new job)
+            continue
+
+
+def wait_for(job: Job[T], progress: Progress | None = None, joined: bool = False) -> T:
+    """Wait for ``job`` on the page's thread: its place in the queue, the note that it is another visitor's
+    request (``joined``), or ``progress(fraction)`` while it runs; its result, or the exception it raised."""
     note = st.empty()
     try:
-        return SHARED.get_or_compute((namespace, key), lambda: pooled(compute), on_join=lambda: note.info(
-            "The same computation is running for another visitor: waiting for its result.",
-            icon=":material/group:"))
+        with job.watch():
+            while True:
+                try:
+                    return job.future.result(timeout=POLL_SECONDS)
+                except FutureTimeout:
+                    pass
+                if job.ahead:
+                    note.info(f"Waiting for a free worker: {job.ahead} job{'s' if job.ahead != 1 else ''} ahead "
+                              f"(this server runs {POOL.workers} Monte-Carlo job{'s' if POOL.workers != 1 else ''} "
+                              "at a time).", icon=":material/hourglass_top:")
+                elif joined:
+                    note.info("The same computation is running for another visitor: waiting for its result.",
+                              icon=":material/group:")
+                if progress is not None and not job.ahead:
+                    progress(job.fraction)
     finally:
         note.empty()
+
+
+def pooled(compute: Callable[[Progress], T], progress: Progress | None = None) -> T:
+    """``compute(report)`` in the server's bounded pool, off the page's thread, for this page alone (not shared,
+    e.g. a check of a plugin file that may have been edited since): ``wait_for`` its result."""
+    return wait_for(POOL.submit(compute), progress)
 
 
 def cached_mc(fn: F) -> F:
@@ -91,7 +110,7 @@ def cached_mc(fn: F) -> F:
 
     @functools.wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
-        return memo(namespace, (args, tuple(sorted(kwargs.items()))), lambda: fn(*args, **kwargs))
+        return memo(namespace, (args, tuple(sorted(kwargs.items()))), lambda report: fn(*args, **kwargs))
 
     return run  # type: ignore[return-value]
 

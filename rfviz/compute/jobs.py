@@ -1,25 +1,32 @@
-"""Sharing a server between many visitors: a bounded pool of Monte-Carlo slots and a single-flight shared cache.
+"""Sharing a server between many visitors: a bounded pool of Monte-Carlo jobs run off the page's thread, and a
+single-flight shared cache of their results.
 
-* ``JobPool``: at most ``workers`` jobs hold a slot at once, process-wide; the others queue in arrival order and
-  are told how many jobs are ahead of them (``on_wait(ahead)``), so a classroom cannot start 30 Monte-Carlo runs on
-  a 2-core server at once.
+* ``JobPool``: at most ``workers`` jobs hold a slot at once, process-wide; the others queue in arrival order.
+  ``JobPool.submit`` runs a computation in a thread of its own (``Job``), not on the page's script thread: a page
+  polls the job, shows its place in the queue or its progress, and may be rerun or stopped meanwhile without
+  stopping the computation, whose result lands in the shared cache for the next run.
+* ``Job``: one submitted computation, with its future, its place in the queue and its progress. While at least one
+  page waits for it (``Job.watch``) it runs to the end; once nobody has watched it for ``abandon_after`` seconds
+  (every visitor who asked moved on) its next progress report raises ``Abandoned`` and its slot is freed.
 * ``SharedCache``: results keyed by their parameters, shared by every caller (every app session) and computed once:
-  a caller asking for a key being computed waits for that computation instead of starting its own (single-flight);
-  a failure is handed to the waiting callers and not cached.
+  a caller asking for a key being computed joins that job instead of starting its own (single-flight); a failure
+  is handed to the waiting callers and not stored.
 
 ``POOL`` and ``SHARED`` are the process-wide instances the app uses (``app_pages/_ui/_run.py``). Nothing here
-imports streamlit: the callbacks are how a face shows the waiting.
+imports streamlit: the page shows the waiting and the progress from its own thread.
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Hashable, Iterator
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..engine import Cancelled
 
@@ -27,6 +34,13 @@ T = TypeVar("T")
 
 POLL_SECONDS = 0.25
 """How often a waiting job re-reports its place in the queue."""
+
+class Abandoned(Cancelled):
+    """A job nobody waited for any more (every page that asked moved on): stopped at its next progress report."""
+
+
+ABANDON_SECONDS = 2.0
+"""A job nobody has watched for this long is abandoned (a rerun of the page that asked rejoins it well within)."""
 
 
 def default_workers() -> int:
@@ -109,6 +123,106 @@ class JobPool:
                 self.running -= 1
                 self._cond.notify_all()
 
+    def submit(self, compute: Callable[[Callable[[float], None]], T],
+               abandon_after: float = ABANDON_SECONDS) -> Job[T]:
+        """Run ``compute(report)`` in a thread of its own once a slot is free, with the caller's context variables
+        (the memory and time budgets in force); ``report(fraction)`` is its progress callback (``Job.report``).
+
+        Parameters
+        ----------
+        compute : the computation; it must not call streamlit (it runs off the page's thread).
+        abandon_after : see ``Job``.
+
+        Returns
+        -------
+        Job
+            Its future, place in the queue and progress.
+
+        Examples
+        --------
+        >>> JobPool(2).submit(lambda report: report(1.0) or "done").future.result(timeout=10)
+        'done'
+        """
+        job: Job[T] = Job(abandon_after)
+        context = contextvars.copy_context()
+        threading.Thread(target=context.run, args=(self._run, job, compute), name="rfviz-job", daemon=True).start()
+        return job
+
+    def _run(self, job: Job[T], compute: Callable[[Callable[[float], None]], T]) -> None:
+        try:
+            with self.slot(on_wait=job.queued):
+                job.ahead = 0
+                value = compute(job.report)
+        except BaseException as exc:  # handed to every waiting page; never raised in this thread
+            job.future.set_exception(exc)
+        else:
+            job.future.set_result(value)
+
+
+class Job(Generic[T]):
+    """One computation submitted to a ``JobPool``, running in a thread of its own.
+
+    Parameters
+    ----------
+    abandon_after : seconds without any watcher after which ``report`` raises ``Abandoned``.
+
+    Attributes
+    ----------
+    future : concurrent.futures.Future
+        The result, or the exception the computation raised.
+    ahead : int
+        Jobs ahead of this one in the pool's queue (0 once it runs).
+    fraction : float
+        The last progress reported by the computation (0 to 1).
+
+    Examples
+    --------
+    >>> job = JobPool(1).submit(lambda report: 6 * 7)
+    >>> job.future.result(timeout=10)
+    42
+    """
+
+    def __init__(self, abandon_after: float = ABANDON_SECONDS) -> None:
+        self.future: Future = Future()
+        self.ahead = 0
+        self.fraction = 0.0
+        self.abandon_after = float(abandon_after)
+        self._lock = threading.Lock()
+        self._watchers = 0
+        self._unwatched_since: float | None = time.monotonic()
+
+    @contextmanager
+    def watch(self) -> Iterator[Job[T]]:
+        """Mark one page as waiting for this job for the block (the job is not abandoned meanwhile)."""
+        with self._lock:
+            self._watchers += 1
+            self._unwatched_since = None
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._watchers -= 1
+                if self._watchers == 0:
+                    self._unwatched_since = time.monotonic()
+
+    def abandoned(self) -> bool:
+        """Whether nobody has watched this job for ``abandon_after`` seconds."""
+        with self._lock:
+            since = self._unwatched_since
+        return since is not None and time.monotonic() - since > self.abandon_after
+
+    def report(self, fraction: float) -> None:
+        """The computation's progress callback: records ``fraction`` and raises ``Abandoned`` if nobody waits."""
+        self.fraction = float(fraction)
+        if self.abandoned():
+            raise Abandoned("nobody waits for this Monte-Carlo result any more")
+
+    def queued(self, ahead: int) -> None:
+        """The pool's ``on_wait`` while this job queues: records its place; an abandoned job leaves the queue."""
+        self.ahead = int(ahead)
+        if self.abandoned():
+            raise Abandoned("nobody waits for this Monte-Carlo result any more")
+
 
 class SharedCache:
     """Results shared by every caller, keyed by their parameters, computed once (single-flight), LRU-bounded.
@@ -117,27 +231,24 @@ class SharedCache:
     ----------
     max_entries : int
         Results kept (least recently used dropped first).
-    abandon_on : tuple of exception types
-        Failures that belong to the caller, not to the parameters (a user's Stop button): the waiters compute the
-        result themselves instead of receiving the failure.
 
     Examples
     --------
-    >>> cache = SharedCache(4)
-    >>> cache.get_or_compute(("square", 3), lambda: 9)
-    9
-    >>> cache.get_or_compute(("square", 3), lambda: 0)  # a hit: not recomputed
-    9
+    >>> cache, pool = SharedCache(4), JobPool(1)
+    >>> hit, job, started = cache.result_or_job(("square", 3), lambda: pool.submit(lambda report: 9))
+    >>> (hit, started, job.future.result(timeout=10))
+    (False, True, 9)
+    >>> cache.result_or_job(("square", 3), lambda: pool.submit(lambda report: 0))  # stored: not recomputed
+    (True, 9, False)
     """
 
-    def __init__(self, max_entries: int = 64, abandon_on: tuple[type[BaseException], ...] = ()) -> None:
+    def __init__(self, max_entries: int = 64) -> None:
         self.max_entries = int(max_entries)
-        self.abandon_on = tuple(abandon_on)
         self.computed = 0
-        """Computations actually run (hits and joined flights do not count)."""
+        """Computations whose result was stored (hits and joined flights do not count)."""
         self._lock = threading.Lock()
         self._done: OrderedDict[Hashable, Any] = OrderedDict()
-        self._flights: dict[Hashable, Future] = {}
+        self._flights: dict[Hashable, Job] = {}
 
     def lookup(self, key: Hashable) -> tuple[bool, Any]:
         """``(True, value)`` for a stored result, else ``(False, None)``."""
@@ -147,54 +258,34 @@ class SharedCache:
                 return True, self._done[key]
         return False, None
 
-    def get_or_compute(self, key: Hashable, compute: Callable[[], T],
-                       on_join: Callable[[], None] | None = None) -> T:
-        """The stored result for ``key``, else wait for the computation of ``key`` in flight (``on_join()`` is
-        called first), else run ``compute()`` here and share its result. A computation abandoned by its caller
-        (a page run stopped: a BaseException that is not an Exception, or one of ``abandon_on``) is taken over by
-        one of its waiters."""
-        while True:
-            with self._lock:
-                if key in self._done:
-                    self._done.move_to_end(key)
-                    return self._done[key]
-                flight = self._flights.get(key)
-                owner = flight is None
-                if owner:
-                    flight = self._flights[key] = Future()
-            if owner:
-                return self._compute(key, compute, flight)
-            if on_join is not None:
-                on_join()
-            try:
-                return flight.result()
-            except _Abandoned:
-                continue
-
-    def _compute(self, key: Hashable, compute: Callable[[], T], flight: Future) -> T:
-        try:
-            value = compute()
-        except BaseException as exc:
-            with self._lock:
-                del self._flights[key]
-            mine = not isinstance(exc, Exception) or isinstance(exc, self.abandon_on)
-            flight.set_exception(_Abandoned() if mine else exc)
-            raise
+    def result_or_job(self, key: Hashable, start: Callable[[], Job[T]]) -> tuple[bool, Any, bool]:
+        """``(True, value, False)`` for a stored result; else ``(False, job, started)``: the job computing ``key``,
+        the one in flight (``started`` False: this caller joins it) or a new one from ``start()`` (True). The
+        job's result is stored when it finishes, whether or not anybody still waits; a failure is not stored."""
         with self._lock:
-            self.computed += 1
-            del self._flights[key]
-            self._done[key] = value
-            while len(self._done) > self.max_entries:
-                self._done.popitem(last=False)
-        flight.set_result(value)
-        return value
+            if key in self._done:
+                self._done.move_to_end(key)
+                return True, self._done[key], False
+            job = self._flights.get(key)
+            if job is not None:
+                return False, job, False
+            job = self._flights[key] = start()
+        job.future.add_done_callback(lambda done: self._land(key, job, done))
+        return False, job, True
 
-
-class _Abandoned(Exception):
-    """The computation a waiter joined was stopped by its own caller: the waiter computes it instead."""
+    def _land(self, key: Hashable, job: Job, done: Future) -> None:
+        with self._lock:
+            if self._flights.get(key) is job:
+                del self._flights[key]
+            if done.exception() is None:
+                self.computed += 1
+                self._done[key] = done.result()
+                self._done.move_to_end(key)
+                while len(self._done) > self.max_entries:
+                    self._done.popitem(last=False)
 
 
 POOL = JobPool(default_workers())
 """The server's Monte-Carlo slots."""
-SHARED = SharedCache(256, abandon_on=(Cancelled,))
+SHARED = SharedCache(256)
 """The server's shared results of Monte-Carlo runs (every session's)."""
