@@ -33,7 +33,8 @@ from ..engine import Cancelled
 T = TypeVar("T")
 
 POLL_SECONDS = 0.25
-"""How often a waiting job re-reports its place in the queue."""
+"""How often a queued job re-reports its place in the queue, and a waiting page polls its job."""
+
 
 class Abandoned(Cancelled):
     """A job nobody waited for any more (every page that asked moved on): stopped at its next progress report."""
@@ -267,7 +268,7 @@ class SharedCache:
                 self._done.move_to_end(key)
                 return True, self._done[key], False
             job = self._flights.get(key)
-            if job is not None:
+            if job is not None and not job.future.done():  # a finished one is landing: its failure is not shared
                 return False, job, False
             job = self._flights[key] = start()
         job.future.add_done_callback(lambda done: self._land(key, job, done))
