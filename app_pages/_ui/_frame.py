@@ -9,6 +9,7 @@ widget wrote (``PageState.finish``). A page that stops early (``st.stop``, an ex
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -64,7 +65,7 @@ def sidebar_info() -> None:
                            "wrapped (on by default when the browser says it is a phone)")
 
 
-@st.cache_resource(show_spinner=False)
+@functools.cache  # once per process; not st.cache_resource, which "Clear caches" would run again
 def freeze_startup_objects() -> int:
     """Once per server process: import the libraries every page uses, collect, then ``gc.freeze()`` what is left.
 
