@@ -315,3 +315,17 @@ def test_no_full_garbage_collection_per_rerun():
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120).run()
     assert not at.exception
     assert gc.get_freeze_count() > 100_000  # torch, scipy, plotly and streamlit objects (~300 000 here)
+
+
+def test_the_waiting_note_follows_the_job():
+    """The page's note says the queue place while the job queues, that it joined another visitor's request, and
+    nothing once its own job runs (the queue note is cleared when the job leaves the queue)."""
+    from app_pages._ui._run import _waiting_note
+    from rfviz.compute.jobs import Job
+
+    job = Job()
+    job.ahead = 2
+    assert "2 jobs ahead" in _waiting_note(job, joined=False)[0]
+    job.ahead = 0
+    assert _waiting_note(job, joined=False) is None
+    assert "another visitor" in _waiting_note(job, joined=True)[0]

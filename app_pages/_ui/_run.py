@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import streamlit as st
 
-from rfviz.compute.jobs import POLL_SECONDS, POOL, SHARED, Abandoned, Job
+from rfviz.compute.jobs import POLL_SECONDS, POOL, SHARED, Abandoned, Job, Progress
 from rfviz.params import ParameterError
 
 from ._text import plain
@@ -48,10 +48,6 @@ def shared_figure(fn: F) -> F:
     return st.cache_resource(show_spinner=False, max_entries=256)(fn)  # type: ignore[return-value]
 
 
-Progress = Callable[[float], None]
-"""A page's progress display: called with the fraction done (0 to 1), on the page's own thread."""
-
-
 def memo(namespace: str, key: Any, compute: Callable[[Progress], T], progress: Progress | None = None) -> T:
     """A Monte-Carlo result shared by every session (``rfviz.compute.jobs.SHARED``: keyed by ``namespace`` and the
     parameters ``key``, computed once even when many sessions ask at the same moment), computed by
@@ -76,7 +72,7 @@ def memo(namespace: str, key: Any, compute: Callable[[Progress], T], progress: P
 def wait_for(job: Job[T], progress: Progress | None = None, joined: bool = False) -> T:
     """Wait for ``job`` on the page's thread: its place in the queue, the note that it is another visitor's
     request (``joined``), or ``progress(fraction)`` while it runs; its result, or the exception it raised."""
-    note = st.empty()
+    note, shown = st.empty(), None
     try:
         with job.watch():
             while True:
@@ -84,17 +80,29 @@ def wait_for(job: Job[T], progress: Progress | None = None, joined: bool = False
                     return job.future.result(timeout=POLL_SECONDS)
                 except FutureTimeout:
                     pass
-                if job.ahead:
-                    note.info(f"Waiting for a free worker: {job.ahead} job{'s' if job.ahead != 1 else ''} ahead "
-                              f"(this server runs {POOL.workers} Monte-Carlo job{'s' if POOL.workers != 1 else ''} "
-                              "at a time).", icon=":material/hourglass_top:")
-                elif joined:
-                    note.info("The same computation is running for another visitor: waiting for its result.",
-                              icon=":material/group:")
+                waiting = _waiting_note(job, joined)
+                if waiting != shown:  # a new delta only when the note changes (cleared once the job leaves the queue)
+                    if waiting is None:
+                        note.empty()
+                    else:
+                        note.info(waiting[0], icon=waiting[1])
+                    shown = waiting
                 if progress is not None and not job.ahead:
                     progress(job.fraction)
     finally:
         note.empty()
+
+
+def _waiting_note(job: Job, joined: bool) -> tuple[str, str] | None:
+    """(text, icon) of what the page says while ``job`` runs: its place in the queue, that it is another visitor's
+    request, or nothing."""
+    if job.ahead:
+        return (f"Waiting for a free worker: {job.ahead} job{'s' if job.ahead != 1 else ''} ahead (this server runs "
+                f"{POOL.workers} Monte-Carlo job{'s' if POOL.workers != 1 else ''} at a time).",
+                ":material/hourglass_top:")
+    if joined:
+        return "The same computation is running for another visitor: waiting for its result.", ":material/group:"
+    return None
 
 
 def pooled(compute: Callable[[Progress], T], progress: Progress | None = None) -> T:

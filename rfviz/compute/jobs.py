@@ -31,6 +31,8 @@ from typing import Any, Generic, TypeVar
 from ..engine import Cancelled
 
 T = TypeVar("T")
+Progress = Callable[[float], None]
+"""A progress callback: called with the fraction done (0 to 1)."""
 
 POLL_SECONDS = 0.25
 """How often a queued job re-reports its place in the queue, and a waiting page polls its job."""
@@ -124,7 +126,7 @@ class JobPool:
                 self.running -= 1
                 self._cond.notify_all()
 
-    def submit(self, compute: Callable[[Callable[[float], None]], T],
+    def submit(self, compute: Callable[[Progress], T],
                abandon_after: float = ABANDON_SECONDS) -> Job[T]:
         """Run ``compute(report)`` in a thread of its own once a slot is free, with the caller's context variables
         (the memory and time budgets in force); ``report(fraction)`` is its progress callback (``Job.report``).
@@ -149,7 +151,7 @@ class JobPool:
         threading.Thread(target=context.run, args=(self._run, job, compute), name="rfviz-job", daemon=True).start()
         return job
 
-    def _run(self, job: Job[T], compute: Callable[[Callable[[float], None]], T]) -> None:
+    def _run(self, job: Job[T], compute: Callable[[Progress], T]) -> None:
         try:
             with self.slot(on_wait=job.queued):
                 job.ahead = 0
@@ -215,12 +217,14 @@ class Job(Generic[T]):
     def report(self, fraction: float) -> None:
         """The computation's progress callback: records ``fraction`` and raises ``Abandoned`` if nobody waits."""
         self.fraction = float(fraction)
-        if self.abandoned():
-            raise Abandoned("nobody waits for this Monte-Carlo result any more")
+        self._stop_if_abandoned()
 
     def queued(self, ahead: int) -> None:
         """The pool's ``on_wait`` while this job queues: records its place; an abandoned job leaves the queue."""
         self.ahead = int(ahead)
+        self._stop_if_abandoned()
+
+    def _stop_if_abandoned(self) -> None:
         if self.abandoned():
             raise Abandoned("nobody waits for this Monte-Carlo result any more")
 
