@@ -212,3 +212,12 @@ def test_monte_carlo_meets_eps_at_the_predicted_m(name: str, params: dict, setti
     assert 4 * se <= 0.1 * eps, f"the test has no power: se {se:.3g} at ε = {eps}"
     assert abs(rel - eps) <= 0.1 * eps, f"sampled relative error {rel:.4g} ± {se:.2g} at m = {res.m}, ε = {eps}"
     assert abs(rel - res.relative_error) <= 4.5 * se
+
+
+def test_docs_page_examples_run() -> None:
+    import doctest
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "docs" / "how-many-features.md"
+    result = doctest.testfile(str(path), module_relative=False)
+    assert result.attempted >= 3 and result.failed == 0
