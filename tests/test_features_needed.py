@@ -20,6 +20,7 @@ import pytest
 import rfviz
 from rfviz.cli import main
 from rfviz.compute.features import LADDER_RATIO, Target, data_target, features_needed, features_needed_map, grid_target
+from rfviz.geometry import embed_pair
 from rfviz.params import Cost, ParameterError, time_budget_scope
 
 POINT = {"r": 0.8, "theta": 1.0, "d": 4}
@@ -191,7 +192,7 @@ def _sampled_relative_error(name: str, params: dict, setting: dict, res: rfviz.a
         rel_sq, se_sq = float(np.mean(values)) / k2, float(np.std(values, ddof=1) / math.sqrt(values.size)) / k2
     else:
         at = res.to_dict().get("worst_at") or {"r": setting["r"], "theta": setting["theta"]}
-        x, y = est.grid_pairs(at["r"], at["theta"], setting["d"])
+        x, y = embed_pair(at["r"], at["theta"], setting["d"])  # in R^d: GERF's law depends on d itself
         mc = monte_carlo(est, np.atleast_2d(x), np.atleast_2d(y), trials=_trials(name, res.eps),
                          seed=3, device="cpu")
         assert bool(mc.reliable[0]), mc.warning[0]
