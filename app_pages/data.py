@@ -1,4 +1,5 @@
-"""Your data: where a data set's pairs lie on the MSE map, which estimator wins on it, and its Gram error."""
+"""Your data: where a data set's pairs lie on the MSE map, which estimator wins on it, its Gram error, and every
+applicable estimator tuned on it and ranked at equal feature length."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from rfviz import data as rd
-from rfviz.compute import catalog
+from rfviz.compute import catalog, ranking
 from rfviz.compute import data as cdata
+from rfviz.compute.ranking import LENGTH_PARAM
 from rfviz.figures import data as fdata
 from rfviz.figures.common import traces_csv
 from rfviz.figures.export import columns_to_csv
@@ -117,3 +119,23 @@ with ui.page(
         if rows:
             ui.downloads("rfviz-data-gram", lambda: columns_to_csv({k: [r.get(k) for r in rows] for k in rows[0]}),
                          None, key="data-gram")
+
+        # ------------------------------------------------------------------ which estimator, tuned, for this data
+        st.subheader("Which estimator, tuned, for this data")
+        length = state.param(LENGTH_PARAM)
+        length = ui.valid(LENGTH_PARAM, length)
+        rank_key = (*load_key, kernel, length)
+        ranked = ui.memo("data.rank", rank_key,
+                         lambda report: ranking.rank_estimators(ds.queries, ds.keys, kernel, length))
+        rank_mc_key = ("data.rank_mc", *rank_key, repeats)
+        if st.button(f"Confirm the top three by Monte Carlo ({repeats:,} repeats)", key="data.run_rank_mc"):
+            with st.spinner("sampling…"):
+                st.session_state[rank_mc_key] = ui.memo("data.rank_mc", rank_mc_key, lambda report: (
+                    ranking.rank_estimators(ds.queries, ds.keys, kernel, length,
+                                            repeats=ui.valid(REPEATS_PARAM, repeats))))
+        ranked = st.session_state.get(rank_mc_key, ranked)
+        table = ranking.ranking_table(ranked, catalog.titles([r.estimator for r in ranked.rows]))
+        st.dataframe(table, hide_index=True)
+        st.caption(ranking.RANKING_NOTE)
+        ui.downloads("rfviz-data-ranking", lambda: columns_to_csv({k: [r.get(k) for r in table] for k in table[0]}),
+                     None, key="data-ranking")

@@ -38,16 +38,26 @@ from ..gram import (
     log_kernel_matrix,
 )
 from ..maths import crt
-from ..params import Cost, ParameterError, require_cost
+from ..params import Cost, Param, ParameterError, check, require_cost
 from ..registries import COUPLED_CLOSED_FORMS, COUPLINGS, IID
 from .catalog import estimators_for_kernel, make_estimator
 from .features import HYBRID_N, SECONDS_PER_EVALUATION, SECONDS_PER_PAIR
 
+LENGTH_PARAM = Param("length", 256, "int", "feature-vector length (real numbers per input) at which the estimators are "
+                     "compared", low=1, high=1_000_000, ui_low=8, ui_high=4096, label="feature length")
 CONFIRMED = 3
 """How many of the top estimators the Monte Carlo confirms."""
 Q_GRID = (0.5, 0.75, 1.0)
 """Realness q of the dot-product sketches tried (only (2q − 1)² matters)."""
 GEOMETRIC_P_GRID = (0.2, 0.4, 0.6, 0.8)
+RANKING_NOTE = ("Every estimator of the kernel with a closed form, its parameters tuned on these pairs by minimising "
+                "the "
+                "closed-form relative Gram error √(Σ MSE)/‖K‖_F (coupling; GERF/OPRF's A from the CRT paper's batch "
+                "statistics; the hybrids' split of the length between m and n; sketch q; Poisson λ; geometric p), "
+                "ranked at equal feature-vector length (what a model pays: trig and antithetic maps use 2m numbers, "
+                "positive m, hybrids 4m(n + 1), complex maps twice their count), with the same parameters at equal m "
+                "beside it. The button samples the top three (features shared by all entries; reliability rule and "
+                "Holm at 1 % as in the Gram table).")
 POISSON_SCALES = (0.5, 1.0, 2.0)
 """Multiples of the pairs' mean λ* (CRT Thm 3.4) tried for the Poisson rate."""
 
@@ -198,13 +208,14 @@ def rank_one(name: str, kernel: str, q: np.ndarray, k: np.ndarray, length: int, 
                   rel_l if math.isfinite(rel_l) else None, len_m, rel_m if math.isfinite(rel_m) else None, note)
 
 
-def ranking_cost(names: Sequence[str], pairs: int, d: int) -> Cost:
+def ranking_cost(names: Sequence[str], pairs: int, d: int, length: int = 256) -> Cost:
     """The ``Cost`` of :func:`rank_estimators` in closed forms (the Monte Carlo is costed by ``rfviz.gram``).
 
     Parameters
     ----------
     names : the estimators ranked.
     pairs, d : the data's query × key pairs and dimension.
+    length : the feature length compared (Maclaurin's allocation grows with its m, about length / 2).
 
     Returns
     -------
@@ -215,12 +226,49 @@ def ranking_cost(names: Sequence[str], pairs: int, d: int) -> Cost:
     >>> ranking_cost(["trig", "positive"], 64 * 64, 4).seconds < 5
     True
     """
-    evaluations = 0
+    evaluations, extra = 0, 0.0
     for name in names:
-        n_options = 3 * (len(HYBRID_N) if "n" in {p.name for p in get_estimator(name).spec} else 1) * 2
+        n_options = 3 * (len(HYBRID_N) if "n" in {p.name for p in get_estimator(name).spec} else 1)
         evaluations += 2 * n_options + 4
+        if name == "maclaurin":
+            from ..estimators.dp import MAX_OPTIMIZED_FEATURES
+            from ..maths.dp import optimize_maclaurin_cost
+
+            m = min(MAX_OPTIMIZED_FEATURES, max(1, length // 2))
+            extra += 2 * optimize_maclaurin_cost(m, 6).seconds
     per_eval = SECONDS_PER_EVALUATION + pairs * SECONDS_PER_PAIR * max(1.0, d / 16)
-    return Cost(nbytes=pairs * d * 8.0 * 24, seconds=evaluations * per_eval)
+    return Cost(nbytes=pairs * d * 8.0 * 24, seconds=evaluations * per_eval + extra)
+
+
+def ranking_table(ranking: Ranking, titles: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The ranking as table rows for a page (estimator titles, the tuned parameters as text, Monte Carlo merged).
+
+    Parameters
+    ----------
+    ranking : Ranking
+    titles : mapping, optional
+        Estimator name → the title shown.
+
+    Returns
+    -------
+    list of dict
+    """
+    sampled = {c["estimator"]: c for c in ranking.confirmation}
+    rows = []
+    for i, r in enumerate(ranking.rows, 1):
+        tuned = ", ".join(f"{k}={r.params[k]}" for k in r.tuned if k in r.params)
+        c = sampled.get(r.estimator)
+        rows.append({"rank": i, "estimator": (titles or {}).get(r.estimator, r.estimator),
+                     f"m at length {ranking.length}": r.m_equal_length, "length": r.length_equal_length,
+                     "rel. Gram error (equal length)": r.relative_error_equal_length,
+                     f"length at m = {ranking.m}": r.length_equal_m,
+                     f"rel. Gram error (m = {ranking.m})": r.relative_error_equal_m,
+                     "tuned": tuned or "—",
+                     "Monte Carlo √(Σ err²)/‖K‖": (math.sqrt(c["frobenius_sq_mc"] / c["kernel_frobenius_sq"])
+                                                  if c and c["frobenius_sq_mc"] is not None else None),
+                     "MC reliable": c["reliable"] if c else None, "MC agrees": c["agreement"] if c else None,
+                     "note": r.note})
+    return rows
 
 
 @dataclass(frozen=True)
@@ -276,8 +324,7 @@ def rank_estimators(queries: np.ndarray, keys: np.ndarray, kernel: str = "softma
     'trig'
     """
     q, k = np.asarray(queries, dtype=float), np.asarray(keys, dtype=float)
-    if length < 1 or int(length) != length:
-        raise ParameterError(f"length must be an integer in [1, inf), got {length}")
+    length = check(length, LENGTH_PARAM)
     m = int(m if m is not None else max(1, length // 2))
     applicable = [n for n in estimators_for_kernel(kernel) if get_estimator(n).has_closed_form]
     names = list(names) if names is not None else applicable
@@ -289,7 +336,7 @@ def rank_estimators(queries: np.ndarray, keys: np.ndarray, kernel: str = "softma
     if not names:
         raise ParameterError(f"no estimator of the {kernel} kernel to rank")
     require_cost(f"ranking {len(names)} estimators on {q.shape[0]} × {k.shape[0]} pairs",
-                 ranking_cost(names, q.shape[0] * k.shape[0], q.shape[1]), "use fewer points or estimators")
+                 ranking_cost(names, q.shape[0] * k.shape[0], q.shape[1], length), "use fewer points or estimators")
     log_k = log_kernel_matrix(make_estimator(names[0], {}, kernel), q, k)[0]
     log_k2 = float(np.logaddexp.reduce(2 * np.ravel(log_k)))
     rows = [rank_one(name, kernel, q, k, int(length), m, log_k2) for name in names]
