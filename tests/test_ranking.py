@@ -125,3 +125,12 @@ def test_top_three_confirmed_by_monte_carlo(dataset: str, kernel: str) -> None:
         if c["reliable"]:
             assert c["agreement"] is True, c
     assert sum(c["reliable"] for c in res.monte_carlo) >= 2
+
+
+def test_docs_page_examples_run() -> None:
+    import doctest
+    import pathlib
+
+    path = pathlib.Path(__file__).resolve().parents[1] / "docs" / "which-estimator.md"
+    result = doctest.testfile(str(path), module_relative=False)
+    assert result.attempted >= 2 and result.failed == 0
