@@ -122,7 +122,7 @@ with ui.page(
 
 
     def _features_figure(title: str) -> tuple:
-        """The 'features needed for ε' maps on a grid of at most 30 × 40 cells (a search per rung elsewhere)."""
+        """The maps of the m needed for ε on a grid of at most 30 × 40 cells (a search per rung elsewhere)."""
         eps_ok = ui.valid(cf.EPS_PARAM, eps)
         r_fm, theta_fm = ex.make_axes(float(r_max), min(resolution, 30), min(resolution + 20, 40))
         maps = {}
