@@ -263,11 +263,13 @@ def ranking_table(ranking: Ranking, titles: Mapping[str, str] | None = None) -> 
                      "rel. Gram error (equal length)": r.relative_error_equal_length,
                      f"length at m = {ranking.m}": r.length_equal_m,
                      f"rel. Gram error (m = {ranking.m})": r.relative_error_equal_m,
-                     "tuned": tuned or "—",
-                     "Monte Carlo √(Σ err²)/‖K‖": (math.sqrt(c["frobenius_sq_mc"] / c["kernel_frobenius_sq"])
-                                                  if c and c["frobenius_sq_mc"] is not None else None),
-                     "MC reliable": c["reliable"] if c else None, "MC agrees": c["agreement"] if c else None,
-                     "note": r.note})
+                     "tuned": tuned or "—"})
+        if sampled:  # Monte-Carlo columns only once the top three were sampled (no empty cells before)
+            rows[-1].update({"Monte Carlo √(Σ err²)/‖K‖": (math.sqrt(c["frobenius_sq_mc"] / c["kernel_frobenius_sq"])
+                                                          if c and c["frobenius_sq_mc"] is not None else None),
+                             "MC reliable": c["reliable"] if c else None, "MC agrees": c["agreement"] if c else None})
+        if any(x.note for x in ranking.rows):
+            rows[-1]["note"] = r.note
     return rows
 
 
