@@ -222,3 +222,10 @@ def test_docs_page_examples_run() -> None:
     path = pathlib.Path(__file__).resolve().parents[1] / "docs" / "how-many-features.md"
     result = doctest.testfile(str(path), module_relative=False)
     assert result.attempted >= 3 and result.failed == 0
+
+
+def test_cli_text_parameters_are_typed_in_the_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["features-needed", "hybrid_angular", "eps=0.1", "r=1", "theta=1", "d=4", "n=4", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["n"] == 4 and out["params"]["n"] == 4
+    assert out == rfviz.features_needed("hybrid_angular", 0.1, r=1, theta=1, d=4, n=4).to_dict()

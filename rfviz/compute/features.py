@@ -441,6 +441,7 @@ def features_needed(name: str, eps: float, target: Target, params: Mapping[str, 
     cls = get_estimator(name)
     base = cls(**{**own, "m": 1})
     base.check_dimension(target.d)
+    own = {k: base.params[k] for k in own}  # validated, typed (the CLI passes text)
     require_cost(f"features-needed for {name} over {target.pairs} pairs", features_needed_cost(name, own, target),
                  "use fewer pairs (a coarser region, fewer queries/keys)")
     problem = _Problem(name, own, target, 2 * math.log(eps))
