@@ -66,3 +66,23 @@ def test_costed_before_it_runs() -> None:
         ridge_study(Xa, ya, Xb, yb, repeats=3)
     with pytest.raises(ParameterError, match="repeats"):
         ridge_study(Xa, ya, Xb, yb, repeats=1)
+
+
+@pytest.mark.slow
+def test_your_data_page_downstream_panel() -> None:
+    """The Your-data page's button fits the models: three tables (ridge on diabetes and the synthetic set, attention
+    on the page's pairs), Nyström rows included, and the rank correlation stated."""
+    import pathlib
+
+    from streamlit.testing.v1 import AppTest
+
+    page = pathlib.Path(__file__).resolve().parents[1] / "app_pages" / "data.py"
+    at = AppTest.from_file(str(page), default_timeout=300).run()
+    before = len(at.dataframe)
+    next(b for b in at.button if b.key == "data.run_downstream").click().run()
+    assert not at.exception and not at.error
+    tables = at.dataframe[before:]
+    assert len(tables) == 3
+    for table in tables:
+        assert "Nyström (scikit-learn)" in set(table.value["method"]) and (table.value["± stderr"] > 0).any()
+    assert sum("Spearman" in m.value for m in at.markdown) == 3

@@ -275,3 +275,77 @@ def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Seque
     rf = [r for r in rows if r.method != "nystroem"]
     return Study("softmax attention (relative output error)", rows, 0.0,
                  _spearman([r.kernel_error for r in rf], [r.error for r in rf]))
+
+
+def regression_sets(seed: int = 0) -> dict[str, tuple[np.ndarray, ...]]:
+    """The ridge study's data: scikit-learn's bundled diabetes (standardised with the training split's statistics)
+    and a synthetic set with a known function, y = sin(1.5 x₁) + x₂²/2 + 0.05·noise, x ~ N(0, I₃); 75 % / 25 %.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the split and of the synthetic draw.
+
+    Returns
+    -------
+    dict
+        name → (X_train, y_train, X_test, y_test).
+
+    Examples
+    --------
+    >>> sorted(regression_sets())
+    ['diabetes', 'synthetic']
+    """
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_diabetes(return_X_y=True)
+    Xa, Xb, ya, yb = train_test_split(X, y, random_state=seed)
+    mu, sd = Xa.mean(0), Xa.std(0)
+    rng = np.random.default_rng(seed)
+    S = rng.normal(size=(240, 3))
+    t = np.sin(1.5 * S[:, 0]) + 0.5 * S[:, 1] ** 2 + 0.05 * rng.normal(size=len(S))
+    return {"diabetes": ((Xa - mu) / sd, ya, (Xb - mu) / sd, yb), "synthetic": (S[:180], t[:180], S[180:], t[180:])}
+
+
+def study_table(study: Study, titles: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """A study's rows for a page table (method titles, error ± standard error, the kernel error).
+
+    Parameters
+    ----------
+    study : Study
+    titles : mapping, optional
+        Estimator name → the title shown.
+
+    Returns
+    -------
+    list of dict
+    """
+    return [{"method": "Nyström (scikit-learn)" if r.method == "nystroem" else (titles or {}).get(r.method, r.method),
+             "length": r.length, "error": r.error, "± stderr": r.stderr,
+             "closed-form rel. Gram error": r.kernel_error}
+            for r in study.rows]
+
+
+def page_studies(queries: np.ndarray, keys: np.ndarray, repeats: int = 8, seed: int = 0) -> dict[str, Study]:
+    """The Your-data page's downstream panel: ridge on diabetes and on the synthetic set, attention on the page's
+    queries and keys (values drawn once from ``seed``), lengths 32, 64, 128.
+
+    Parameters
+    ----------
+    queries, keys : np.ndarray
+        The page's data (N, d) and (M, d).
+    repeats, seed : feature draws and seed.
+
+    Returns
+    -------
+    dict of Study
+    """
+    out = {f"ridge · {name}": ridge_study(*parts, names=("trig", "positive_antithetic", "gerf"), lengths=(32, 64, 128),
+                                          repeats=repeats, scale=0.3 if name == "diabetes" else 0.6,
+                                          alpha=1.0 if name == "diabetes" else 0.05, seed=seed)
+           for name, parts in regression_sets(seed).items()}
+    values = np.random.default_rng(seed).normal(size=(len(keys), 4))
+    out["attention · these pairs"] = attention_study(queries, keys, values, lengths=(32, 64, 128), repeats=repeats,
+                                                     seed=seed)
+    return out
