@@ -47,9 +47,10 @@ EXACT_PROBES = (1, 3, 64, 4096)
 """The m at which m·MSE(m) is compared to decide that MSE = c/m at the pairs asked about."""
 EXACT_RTOL = 1e-9
 """Largest difference of log(m·MSE(m)) between the probes still called c/m (round-off is ~1e-15)."""
-SECONDS_PER_PAIR = 2e-6
-"""Seconds of one closed-form evaluation per pair (measured 2026-11-27, 2-core VM: 0.3-1.3e-6 per pair for the
-heaviest estimators at 10⁴ pairs; erring slow)."""
+SECONDS_PER_PAIR = 1e-5
+"""Seconds of one closed-form evaluation per pair (measured 2026-11-27 on the 2-core VM, 1200 pairs: 0.1 µs for trig,
+2 µs for the orthogonal/simplex positive closed forms, 6.2 µs for GERF with orthogonal coupling, the heaviest;
+erring slow). Pairs in more than 64 coordinates cost proportionally more (their inner products)."""
 SECONDS_PER_EVALUATION = 5e-4
 """Fixed seconds of one closed-form evaluation (estimator construction, validation; measured ~1e-4)."""
 BYTES_PER_PAIR_COORDINATE = 8 * 24
@@ -369,7 +370,7 @@ def _feature_length(problem: _Problem, m: int, n: int | None) -> int | None:
 def _evaluation_seconds(name: str, params: Mapping[str, Any], target: Target) -> float:
     """Seconds of one closed-form evaluation over the target's pairs (for Maclaurin's optimized allocation, its
     Algorithm 3 at the largest m it accepts)."""
-    per_eval = SECONDS_PER_EVALUATION + max(1, target.pairs) * SECONDS_PER_PAIR * max(1.0, target.x.shape[-1] / 16)
+    per_eval = SECONDS_PER_EVALUATION + max(1, target.pairs) * SECONDS_PER_PAIR * max(1.0, target.x.shape[-1] / 64)
     if name == "maclaurin" and params.get("method", "optimized") == "optimized":
         from ..estimators.dp import MAX_OPTIMIZED_FEATURES
         from ..maths.dp import optimize_maclaurin_cost
