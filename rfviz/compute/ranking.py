@@ -47,7 +47,8 @@ LENGTH_PARAM = Param("length", 256, "int", "feature-vector length (real numbers 
                      "compared", low=1, high=1_000_000, ui_low=8, ui_high=4096, label="feature length")
 RANKING_SECONDS_PER_PAIR = 4e-6
 """Seconds per pair of one candidate's closed-form Gram error, averaged over a ranking's mix of estimators (measured
-2026-11-27: 1.8 s of CPU for the 13 softmax estimators' ~280 evaluations on digits' 64 × 64 pairs, 1.6 µs per pair;
+2026-11-27: 0.5 s of CPU idle, 1.8 s under load, for the 13 softmax estimators' ~280 evaluations on digits'
+64 × 64 pairs, 0.4-1.6 µs per pair;
 the heaviest single closed form, GERF with orthogonal coupling, 6.2 µs; erring slow)."""
 CONFIRMED = 3
 """How many of the top estimators the Monte Carlo confirms."""
