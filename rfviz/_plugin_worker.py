@@ -1,6 +1,6 @@
 """The plugin process: ``python -m rfviz._plugin_worker REQUEST.json`` (started by ``rfviz.plugin_process``).
 
-It limits itself (RLIMIT_AS, RLIMIT_CPU) before any plugin code runs, reports its stage in the status file
+It limits itself (RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE) before any plugin code runs, reports its stage in the status file
 (``import``, ``the smoke test``, ``the check<TAB>fraction``), and writes its answer, ``{"value": …}`` or
 ``{"error": one line, "kind": …}``, as JSON data (``rfviz.plugin_process.answer_json``: plain types, arrays as
 ``.npy`` bytes, rfviz's report types field by field; never a pickle) renamed into place. It ends with
@@ -18,7 +18,8 @@ from typing import Any
 
 
 def _set_limits(limits: dict[str, Any]) -> None:
-    for key, which in (("memory_bytes", resource.RLIMIT_AS), ("cpu_s", resource.RLIMIT_CPU)):
+    for key, which in (("memory_bytes", resource.RLIMIT_AS), ("cpu_s", resource.RLIMIT_CPU),
+                       ("file_bytes", resource.RLIMIT_FSIZE)):
         value = limits.get(key)
         if value is not None:
             _soft, hard = resource.getrlimit(which)

@@ -24,8 +24,9 @@ What crosses, and how (a plugin runs in the worker, so it can write any file the
   stays valid); its tail is kept in ``rfviz.plugins.CAPTURED_STDOUT``.
 
 Limits (``PluginLimits``; defaults stated there): a wall-clock deadline for the plugin's code (from the moment the
-worker has imported rfviz until it answers), RLIMIT_AS (address space) and RLIMIT_CPU, set by the worker on itself
-before any plugin code runs (not in ``preexec_fn``, which is unsafe in a threaded parent such as Streamlit).
+worker has imported rfviz until it answers), RLIMIT_AS (address space), RLIMIT_CPU and RLIMIT_FSIZE
+(``FILE_MAX_BYTES``), set by the worker on itself before any plugin code runs (not in ``preexec_fn``, which is
+unsafe in a threaded parent such as Streamlit).
 
 Built-in estimators (no plugin code) keep running in-process.
 """
@@ -68,6 +69,9 @@ POLL_S = 0.05
 RESULT_MAX_BYTES = 32 * 2**20
 """The largest answer file the parent reads: 32 MiB. A lab report is ~100 bytes per grid point and comparison (a
 5 × 13 grid: ~40 kB), so this holds grids of ~10⁵ points; parsed, 32 MiB of JSON costs at most a few hundred MB."""
+FILE_MAX_BYTES = 2**30
+"""RLIMIT_FSIZE of the plugin process: no file it writes (its fds 1 and 2 included: a print in a hot loop) grows
+past 1 GiB; a write beyond it fails with ``OSError`` (errno EFBIG: Python ignores SIGXFSZ), one line."""
 STATUS_MAX_BYTES = 4096
 """The largest status file the parent reads (the worker writes one short line)."""
 ANSWER_FORMAT = "rfviz-plugin-answer/1"
@@ -552,7 +556,8 @@ def run_isolated(task: str, payload: dict[str, Any], label: str, limits: PluginL
     limits = PluginLimits.from_env() if limits is None else limits
     with tempfile.TemporaryDirectory(prefix="rfviz-plugin-", ignore_cleanup_errors=True) as tmp:
         folder = pathlib.Path(tmp)
-        request = {"task": task, "payload": payload, "limits": asdict(limits), "sys_path": list(sys.path),
+        request = {"task": task, "payload": payload, "limits": {**asdict(limits), "file_bytes": FILE_MAX_BYTES},
+                   "sys_path": list(sys.path),
                    "memory_budget": current_memory_budget(), "answer": str(folder / "answer.json"),
                    "status": str(folder / "status")}
         (folder / "request.json").write_text(json.dumps(request, default=_plain), encoding="utf-8")

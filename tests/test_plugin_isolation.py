@@ -425,3 +425,48 @@ def test_an_npy_header_that_lies_about_its_shape_allocates_nothing():
 
     with pytest.raises(WireError, match="does not fill its shape"):
         from_wire({"$": "ndarray", "v": _lying_npy()})
+
+
+@pytest.mark.slow
+def test_the_lab_page_stays_up_with_forged_answers_and_odd_types(tmp_path, monkeypatch, capfd):
+    """RFVIZ_PLUGINS naming a plugin that forges its answer (a pickle that would run a command) and one with a
+    str-subclass title and a float-subclass default: the page loads (before: the server exited, or the page broke
+    at load), lists the second with plain texts and checks it; nothing ran in this process, nothing on its stdout."""
+    from streamlit.testing.v1 import AppTest
+
+    from app_pages import BY_PATH
+
+    marker = tmp_path / "marker"
+    forges = _plugin(tmp_path, "forges_page.py", FORGES_ANSWER.format(marker=marker, payload="pickle.dumps(Boom())"))
+    odd = _plugin(tmp_path, "odd_page.py", ODD_TYPES)
+    monkeypatch.setenv("RFVIZ_PLUGINS", f"{forges},{odd}")
+    at = AppTest.from_file(str(BY_PATH["estimator_lab"].file), default_timeout=300)
+    at.query_params.update({"est": "odd_trig", "trials": "400", "n_theta": "3", "r": "0.5,1"})
+    at.run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any("forges_page.py" in e.value and "not rfviz's JSON" in e.value for e in at.error), \
+        [e.value for e in at.error]
+    assert at.selectbox(key="estimator_lab.est").value == "odd_trig"
+    assert any("Trig, with a str-subclass title" in c.value for c in at.caption)
+    at.button(key="estimator_lab.run").click().run()
+    assert not at.exception, [e.message for e in at.exception]
+    assert any("CLI exit code" in m.value for m in [*at.success, *at.warning, *at.error])
+    out, _err = capfd.readouterr()
+    assert "PWNED" not in out and not marker.exists()
+
+
+def test_output_files_are_capped_by_the_file_size_limit(tmp_path, monkeypatch):
+    """A plugin printing without end cannot fill the disk: its fd 1 stops at RLIMIT_FSIZE (FILE_MAX_BYTES, here
+    1 MiB), the write fails with EFBIG and the check is one line."""
+    import rfviz.plugin_process as pp
+    from rfviz.plugins import PluginError
+
+    monkeypatch.setattr(pp, "FILE_MAX_BYTES", 2**20)
+    path = _plugin(tmp_path, "floods.py", """
+        import os
+        while True:
+            os.write(1, b"x" * 2**16)
+    """)
+    with pytest.raises(PluginError, match=r"importing plugin file .*floods.py.* raised OSError: \[Errno 27\] File "
+                                          r"too large"):
+        pp.check_isolated(path, (), {}, [])
