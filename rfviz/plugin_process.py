@@ -316,7 +316,24 @@ def from_wire(data: Any, depth: int = 0) -> Any:
 
 def answer_json(value: Any = None, error: str | None = None, kind: str = "plugin") -> str:
     """The worker's answer file: ``{"format", "value"}`` or ``{"format", "error", "kind"}``, ASCII JSON without
-    NaN literals (``to_wire`` tags them). A value that cannot cross becomes an error answer."""
+    NaN literals (``to_wire`` tags them). A value that cannot cross becomes an error answer.
+
+    Parameters
+    ----------
+    value : the task's result (when ``error`` is None).
+    error : one line saying why there is no result.
+    kind : ``"plugin"`` or ``"parameter"`` (the parent raises PluginError or ParameterError).
+
+    Returns
+    -------
+    str
+        The JSON text.
+
+    Examples
+    --------
+    >>> answer_json(error="boom")
+    '{"format": "rfviz-plugin-answer/1", "error": "boom", "kind": "plugin"}'
+    """
     if error is None:
         try:
             return json.dumps({"format": ANSWER_FORMAT, "value": to_wire(value)}, ensure_ascii=True, allow_nan=False)
@@ -332,7 +349,22 @@ def _no_constant(name: str) -> Any:
 
 def read_answer(raw: bytes, label: str) -> Any:
     """The value of an answer file's bytes (``answer_json``); its error as a one-line ``PluginError`` (or
-    ``ParameterError``), and anything that is not such an answer as a ``PluginError`` naming the plugin."""
+    ``ParameterError``), and anything that is not such an answer as a ``PluginError`` naming the plugin.
+
+    Parameters
+    ----------
+    raw : the answer file's bytes (read with ``read_capped``).
+    label : how errors name the plugin (``"plugin 'x.py'"``).
+
+    Returns
+    -------
+    The value, rebuilt by ``from_wire``.
+
+    Examples
+    --------
+    >>> read_answer(answer_json({"m": 8}).encode(), "plugin 'x.py'")
+    {'m': 8}
+    """
     try:
         data = json.loads(raw.decode("ascii"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -354,7 +386,24 @@ def read_capped(path: pathlib.Path, cap: int, what: str, label: str) -> bytes | 
     """At most ``cap`` bytes of the file a plugin process wrote at ``path``; None if there is none.
 
     Opened without following a link and without blocking (a FIFO planted there), it must be a regular file whose
-    size, checked before reading, is within ``cap``; otherwise a one-line ``PluginError`` naming the plugin."""
+    size, checked before reading, is within ``cap``; otherwise a one-line ``PluginError`` naming the plugin.
+
+    Parameters
+    ----------
+    path : the file.
+    cap : the most bytes read.
+    what : how errors name the file (``"status file"``).
+    label : how errors name the plugin.
+
+    Returns
+    -------
+    bytes or None
+
+    Examples
+    --------
+    >>> read_capped(pathlib.Path("/nonexistent/status"), 4096, "status file", "plugin 'x.py'") is None
+    True
+    """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -634,7 +683,12 @@ def check_isolated(target: str, extra_plugins: Sequence[str], params: dict[str, 
     from the worker's JSON (``from_wire``): nothing of the plugin's classes or values reaches the caller."""
     from .lab import LabReport
 
-    payload = {"target": target, "extra_plugins": list(extra_plugins), "params": to_wire(params),
+    try:
+        wire_params = to_wire(dict(params))
+    except (WireError, TypeError, ValueError) as exc:
+        raise ParameterError(f"params must map names to numbers, booleans, strings, complex numbers or tuples of "
+                             f"them: {exc}") from None
+    payload = {"target": target, "extra_plugins": list(extra_plugins), "params": wire_params,
                "compare": list(compare), "kwargs": kwargs}
     label = f"plugin {target!r}"
     report = run_isolated("check", payload, label, limits, progress)

@@ -420,6 +420,16 @@ def test_answers_that_are_not_rfviz_data_are_refused():
     back = from_wire(to_wire({"a": arr, "t": (True, 2, 2.5, float("-inf"), "x")}))
     assert np.array_equal(back["a"], arr) and back["a"].dtype == arr.dtype
     assert back["t"][:3] == (True, 2, 2.5) and back["t"][3] == float("-inf")
+    params = {"A": -0.1234567 + 0.05j, "x": 0.1 + 0.2, "n": 2**63 + 1, "c": (1 + 0.5j, 0.8)}
+    assert from_wire(json.loads(json.dumps(to_wire(params)))) == params  # exact, types kept
+
+
+def test_python_api_params_that_are_not_data_are_refused_naming_params():
+    import rfviz.api
+    from rfviz.params import ParameterError
+
+    with pytest.raises(ParameterError, match="params must map names to numbers"):
+        rfviz.api.check("no/such/plugin.py", {"m": object()})
 
 
 def test_an_npy_header_that_lies_about_its_shape_allocates_nothing():
