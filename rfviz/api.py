@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import math
 import pathlib
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -36,6 +37,31 @@ from .textio import jsonable
 
 __all__ = ["CheckResult", "DensityResult", "GramResult", "MSEResult", "MonteCarloSummary", "PsiResult",
            "SweepResult", "check", "density", "gram", "mse", "mse_curve", "psi", "sweep"]
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _as_command(fn: F) -> F:
+    """Run an API function as its command runs: numpy's floating-point errors ignored (a valid but extreme input
+    gives the command's ``null`` and note, whatever ``np.errstate`` the caller set), and a numeric failure or an
+    exhausted memory a ParameterError in the command's words, never a raw FloatingPointError, OverflowError,
+    ZeroDivisionError or MemoryError."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            with np.errstate(all="ignore"):
+                return fn(*args, **kwargs)
+        except (FloatingPointError, OverflowError, ZeroDivisionError) as exc:
+            text = " ".join(str(exc).split())[:300] or type(exc).__name__
+            raise ParameterError(f"numeric overflow or loss of precision ({text}); try less extreme inputs") \
+                from exc
+        except MemoryError as exc:
+            raise ParameterError("not enough memory for this request; use smaller sizes (and a memory budget "
+                                 "that fits the machine: rfviz.params.memory_budget_scope)") from exc
+
+    return wrapper  # type: ignore[return-value]
 
 
 class _Result:
@@ -96,6 +122,7 @@ class MSEResult(_Result):
     _typed = ("params", "inputs")
 
 
+@_as_command
 def mse(name: str, *, r: float | None = None, theta: float | None = None, d: int | None = None,
         x: Sequence[float] | np.ndarray | None = None, y: Sequence[float] | np.ndarray | None = None,
         embedding: str | None = None, trials: int | None = None, seed: int = 0, device: str = "auto",
@@ -141,6 +168,7 @@ def mse(name: str, *, r: float | None = None, theta: float | None = None, d: int
     return MSEResult._of(report, mc=mc)
 
 
+@_as_command
 def mse_curve(names: str | Sequence[str], *, vary: str = "theta", values: Sequence[float] | np.ndarray | None = None,
               r: float = 1.0, theta: float = math.pi / 2, d: int = 2, **params: Any) -> Any:
     """log10 of the closed-form MSE of one or more estimators along ``theta``, ``r`` or an estimator parameter.
@@ -205,6 +233,7 @@ class DensityResult(_Result):
                      xlabel="w_ij = ‖ω_i + ω_j‖", ylabel="density", title=f"d = {self.d}")
 
 
+@_as_command
 def density(coupling: str = SIMPLEX, *, d: int | None = None, w: Sequence[float] | np.ndarray | None = None,
             v: Sequence[float] | np.ndarray | None = None, m: int | None = None) -> DensityResult:
     """The density of w_ij = ‖ω_i + ω_j‖ under a coupling, its conformity and MSE ratios (``rfviz density``).
@@ -263,6 +292,7 @@ class PsiResult(_Result):
                      xlabel="|ω|", ylabel="radial density", title=f"{self.mechanism} features")
 
 
+@_as_command
 def psi(mechanism: str = "positive", *, inputs: str = "sphere", kernel: str = "softmax", d: int | None = None,
         r: float | None = None, r2: float | None = None, sigma: float | None = None, theta: float | None = None,
         grid: int | None = None) -> PsiResult:
@@ -310,6 +340,7 @@ class GramResult(_Result):
     _json: dict[str, Any] = dataclasses.field(repr=False, compare=False)
 
 
+@_as_command
 def gram(names: str | Sequence[str], data: str, *, keys_data: str | None = None,
          data_params: Mapping[str, Any] | None = None, queries: int = 64, keys: int = 64,
          preprocess: str | None = None, scale: float = 1.0, m: Sequence[int] = (8, 32, 128), repeats: int = 100,
@@ -375,6 +406,7 @@ class CheckResult(_Result):
     _json: dict[str, Any] = dataclasses.field(repr=False, compare=False)
 
 
+@_as_command
 def check(target: str | type, params: Mapping[str, Any] | None = None, **options: Any) -> CheckResult:
     """Check an estimator for bias and compare it with the built-ins (``rfviz check``, the estimator lab).
 
@@ -449,6 +481,7 @@ class SweepResult(_Result):
         return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
 
 
+@_as_command
 def sweep(name: str, out: str | pathlib.Path, *, grid: Mapping[str, Any] | Sequence[str], trials: int = 100_000,
           seed: int = 0, block_trials: int | None = None, backend: str = "local", device: str = "auto",
           resume: bool = False, overwrite: bool = False, progress: bool = False,
