@@ -1,10 +1,12 @@
 """The Python face of rfviz: one function per command, each returning a small frozen result object.
 
 ``rfviz.mse``, ``rfviz.density``, ``rfviz.psi``, ``rfviz.check``, ``rfviz.api.gram`` and ``rfviz.api.sweep`` (the
-names ``rfviz.gram`` and ``rfviz.sweep`` belong to the engine's modules) take typed
-keyword arguments and compute exactly what ``rfviz COMMAND ... --json`` prints (the CLI parses its text into the same
-calls): ``result.to_dict()`` equals the command's JSON, and the numbers are attributes (``result.mse``,
-``result.mc.stderr``, ...). Figure helpers (``result.figure()``, :func:`mse_curve`) return Plotly figures, which show
+names ``rfviz.gram`` and ``rfviz.sweep`` belong to the engine's modules) take Python values (floats, complex
+numbers, ints, bools, lists and arrays), validated by the same ``Param``s as the command line, and compute exactly what
+``rfviz COMMAND ... --json`` prints: both call the typed core in ``rfviz.commands`` (the CLI parses its text into
+those values first). ``result.to_dict()`` equals the command's JSON; the attributes keep their types (``result.mse``,
+``result.mc.stderr``, ``result.params["A"]`` a complex number where A is one). A bad value raises ``ParameterError``
+naming the parameter, as the command does. Figure helpers (``result.figure()``, :func:`mse_curve`) return Plotly figures, which show
 themselves in Jupyter.
 
 >>> import rfviz
