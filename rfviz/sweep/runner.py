@@ -136,7 +136,7 @@ def sweep_spec(name: str, fixed: dict[str, str], axes: list[str], *, trials: int
     axes : the grid's axes as text (``["theta=0:pi:8", "m=8,16"]``).
     trials, seed : per point, and the sweep's seed.
     block_trials : trials per task (None: DEFAULT_SWEEP_BLOCK).
-    device : auto, cpu or cuda (resolved later by ``sweep_device``).
+    device : auto, cpu, cuda or cuda:N (``DEVICE_PARAM``; resolved later by ``sweep_device``).
     resume, overwrite : at most one.
 
     Returns
@@ -147,7 +147,7 @@ def sweep_spec(name: str, fixed: dict[str, str], axes: list[str], *, trials: int
     Examples
     --------
     >>> sweep_spec("trig", {"d": "4"}, ["theta=0,1"], trials=10, seed=0, block_trials=None, device="cpu",
-    ...            resume=False, overwrite=False).name
+    ...            resume=False, overwrite=False).estimator
     'trig'
     """
     from ..estimators import get_estimator
