@@ -129,6 +129,8 @@ REFUSED = [
     (lambda: api.gram("trig", "iris", params=[1]), "params"),
     (lambda: api.gram("trig", "iris", mm=3), "mm"),
     (lambda: rfviz.check(42), "target"),
+    (lambda: rfviz.check(int), "target"),
+    (lambda: api.sweep(5, "never.csv", grid={"theta": [0.5]}), "estimator"),
     (lambda: rfviz.check("trig", params=[1]), "params"),
     (lambda: rfviz.check("trig", theta=np.zeros(10**6)), "theta"),
     (lambda: rfviz.check("trig", theta="pi/0"), "theta"),

@@ -81,7 +81,9 @@ def check_settings(**options: Any) -> dict[str, Any]:
 def check_target_arguments(target: Any, params: Any) -> dict[str, Any]:
     """``target`` (a name, a plugin spec or an estimator class) and ``params`` (a mapping) checked for their type;
     the parameters as a dict."""
-    if not (isinstance(target, str) or isinstance(target, type)):
+    from ..estimators.base import Estimator
+
+    if not (isinstance(target, str) or (isinstance(target, type) and issubclass(target, Estimator))):
         raise ParameterError(f"target must be an estimator name, a plugin spec (path/to/file.py:Class) or an "
                              f"estimator class, got {str(target)[:40]!r}")
     if params is not None and not isinstance(params, Mapping):
