@@ -80,13 +80,13 @@ class Param:
             return kind
         return f"{kind} in {lo}{a}, {b}{hi}"
 
-    def _check_bounds(self, v: float) -> None:
+    def _check_bounds(self, v: float, shown: Any = None) -> None:
         bad = (
             (self.low is not None and (v < self.low or (self.low_open and v == self.low)))
             or (self.high is not None and (v > self.high or (self.high_open and v == self.high)))
         )
         if bad:
-            raise ParameterError(f"{self.name} must be {self.range_text()}, got {v:g}")
+            raise ParameterError(f"{self.name} must be {self.range_text()}, got {f'{v:g}' if shown is None else shown}")
 
     # ------------------------------------------------------------ validation
     def validate(self, value: Any) -> Any:
@@ -124,7 +124,7 @@ class Param:
             raise ParameterError(f"{self.name} must be finite, got {value!r}")
         if self.kind == "int":
             if isinstance(value, int | np.integer):  # exact, also beyond 2^53 (e.g. random seeds)
-                self._check_bounds(f)
+                self._check_bounds(f, int(value) if abs(f) >= 2**32 else None)
                 return int(value)
             if f != int(f):
                 raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
@@ -192,6 +192,8 @@ class Param:
                 if isinstance(exc, ParameterError):
                     raise
                 raise ParameterError(f"{self.name} must be {self.range_text()}, got {text!r}") from None
+        if self.kind == "int" and t.lstrip("+-").isdigit() and len(t) < 40:
+            return self.validate(int(t))  # exact beyond 2^53 (seeds); "1e3" goes through float below
         try:
             num = float(t)
         except ValueError:

@@ -297,3 +297,26 @@ def test_api_holds_no_text_path_no_maths_and_no_statistics():
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
     assert not {m for m in modules if m and m.split(".")[0] in ("maths", "engine", "gram", "numerics", "diagnostics",
                                                                 "geometry", "data")}
+
+
+@pytest.mark.slow
+def test_the_app_seed_widget_holds_the_whole_seed_range():
+    """Why [0, 2^53 − 1]: the browser's number widget holds every seed of that range exactly (a URL seed above it is
+    refused with SEED_PARAM's message, as on the CLI)."""
+    from streamlit.testing.v1 import AppTest
+
+    from app_pages import BY_PATH
+
+    path = str(pathlib.Path(__file__).resolve().parents[1] / "app_pages" / "gerf.py")
+    for seed, ok in ((2**53 - 1, True), (2**53, False)):
+        at = AppTest.from_file(path, default_timeout=60)
+        at.query_params["seed"] = str(seed)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        value = at.number_input(key=BY_PATH["gerf"].key("seed")).value
+        errors = [str(e.value).replace("\\", "") for e in at.error]  # the page escapes Markdown
+        if ok:
+            assert value == seed and not errors
+        else:
+            assert value != seed and any("seed must be an integer in [0, 9007199254740991], got 9007199254740992" in e
+                                        for e in errors)
