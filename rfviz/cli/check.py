@@ -112,7 +112,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="which pairs enter the bias test, comma-separated: canonical (the r × θ grid), random "
                         "(random orientations of R^d), unequal (|y| = |x|/2); default all three, each reported")
     p.add_argument("--no-features", action="store_true", help="skip the feature-map checks")
-    p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    p.add_argument("--device", default="cpu", help="cpu (default), auto, cuda or cuda:N")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="deadline of the plugin process (import, smoke test and the check together; default: "
