@@ -6,8 +6,8 @@ numbers, ints, bools, lists and arrays), validated by the same ``Param``s as the
 ``rfviz COMMAND ... --json`` prints: both call the typed core in ``rfviz.commands`` (the CLI parses its text into
 those values first). ``result.to_dict()`` equals the command's JSON; the attributes keep their types (``result.mse``,
 ``result.mc.stderr``, ``result.params["A"]`` a complex number where A is one). A bad value raises ``ParameterError``
-naming the parameter, as the command does. Figure helpers (``result.figure()``, :func:`mse_curve`) return Plotly figures, which show
-themselves in Jupyter.
+naming the parameter, as the command does. Figure helpers (``result.figure()``, :func:`mse_curve`) return Plotly
+figures, which show themselves in Jupyter.
 
 >>> import rfviz
 >>> res = rfviz.mse("trig", r=1.0, theta=1.0, d=4, m=10)
@@ -141,11 +141,11 @@ def mse(name: str, *, r: float | None = None, theta: float | None = None, d: int
     x, y : array_like, optional
         An explicit pair instead of (r, θ, d).
     trials : int, optional
-        Monte-Carlo trials (None or 0: closed form only).
+        Monte-Carlo trials (None or 0: closed form only; otherwise an integer in [2, 1e8], as ``--trials``).
     seed : int
-        Seed of the Monte-Carlo run.
+        Seed of the Monte-Carlo run, in [0, 2^53 − 1] (``rfviz.params.SEED_PARAM``).
     device : str
-        ``auto``, ``cpu`` or ``cuda``.
+        ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (``rfviz.params.DEVICE_PARAM``).
     max_seconds : float, optional
         Stop the Monte-Carlo run (``ParameterError``) when it takes longer.
     **params
@@ -372,7 +372,7 @@ def gram(names: str | Sequence[str], data: str, *, keys_data: str | None = None,
     seed : int
         Seed of the data draw, k-means and Monte Carlo.
     device : str
-        ``cpu`` or ``cuda``.
+        ``cpu`` (default), ``auto``, ``cuda`` or ``cuda:N`` (``rfviz.params.DEVICE_PARAM``).
     params, **more
         Estimator parameters (each goes to the named estimators that have it), as a mapping and/or keywords.
 
@@ -507,7 +507,7 @@ def sweep(name: str, out: str | pathlib.Path, *, grid: Mapping[str, Any] | Seque
     backend : str
         ``local`` or ``ray``.
     device : str
-        ``auto``, ``cpu`` or ``cuda``.
+        ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (``rfviz.params.DEVICE_PARAM``; cuda:N on the local backend only).
     resume, overwrite : bool
         Continue an interrupted sweep / replace an existing file.
     progress : bool
