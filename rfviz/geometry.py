@@ -36,15 +36,20 @@ def parse_real(name: str, text: str | float) -> float:
     True
     """
     if not isinstance(text, str):
+        if isinstance(text, bool):
+            raise ParameterError(f"{name} must be a number, got {text!r}")
         try:
             return float(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ParameterError(f"{name} must be a number, got {text!r}") from None
     match = _PI_TEXT.match(text)
     if match:
         sign = match.group(1) or ""
         factor = float(sign) if sign not in ("", "+", "-") else -1.0 if sign == "-" else 1.0
-        return factor * math.pi / (float(match.group(2)) if match.group(2) else 1.0)
+        divisor = float(match.group(2)) if match.group(2) else 1.0
+        if divisor == 0 or not math.isfinite(divisor):
+            raise ParameterError(f"{name} must be a number (or a multiple of pi such as pi/2), got {text!r}")
+        return factor * math.pi / divisor
     try:
         return float(text)
     except ValueError:
@@ -134,7 +139,7 @@ TensorSRHT sketches) let the user choose; other modules register more (``flat``,
 def embed_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int,
                embedding: str = "canonical") -> tuple[np.ndarray, np.ndarray]:
     """Pairs at (r, θ) in R^d under the named embedding (default: canonical)."""
-    if embedding not in EMBEDDINGS:
+    if not isinstance(embedding, str) or embedding not in EMBEDDINGS:
         raise ParameterError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {embedding!r}")
     return EMBEDDINGS[embedding](r, theta, d)  # type: ignore[operator]
 

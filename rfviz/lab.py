@@ -34,7 +34,7 @@ from .engine import MCResult, monte_carlo
 from .estimators import REGISTRY, Estimator, PairStats  # the package: REGISTRY needs the catalog loaded
 from .geometry import check_r, check_theta, embed_pair
 from .numerics import LOG10
-from .params import CHECK_TRIALS_PARAM, LAB_D_PARAM, Param, ParameterError, validated
+from .params import CHECK_TRIALS_PARAM, CPU_DEVICE_PARAM, LAB_D_PARAM, SEED_PARAM, Param, ParameterError, validated
 from .params import check as check_param
 from .plugins import call_guarded, instantiate, protocol_guard
 
@@ -515,7 +515,7 @@ class LabOptions:
     progress: Callable[[float], None] | None = None
 
     def __post_init__(self) -> None:
-        for spec in (CHECK_TRIALS_PARAM, ALPHA_PARAM):
+        for spec in (CHECK_TRIALS_PARAM, ALPHA_PARAM, SEED_PARAM, CPU_DEVICE_PARAM):
             object.__setattr__(self, spec.name, check_param(getattr(self, spec.name), spec))
 
     @property

@@ -54,6 +54,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz._plugin_worker": "lab/gallery/sweep",  # that child's entry point
     "rfviz.gallery": "lab/gallery/sweep",
     "rfviz.sweep": "lab/gallery/sweep",  # distributed sweeps: a thin layer over the engine
+    "rfviz.commands": "lab/gallery/sweep",  # the typed core of the commands, which the API and the CLI wrap
     "rfviz.api": "faces",  # the Python API: one function per command, which the CLI wraps
     "rfviz.cli": "faces",
     "rfviz.__main__": "faces",

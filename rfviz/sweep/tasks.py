@@ -18,18 +18,18 @@ import itertools
 import math
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ..compute.sweep_files import RESULT_COLUMNS
 from ..diagnostics import Moments, assess_mse, bonferroni_disagrees, log_mse_stderr_theory, theory_reliability
-from ..engine import DEFAULT_BLOCK_TRIALS, monte_carlo
+from ..engine import BLOCK_TRIALS_PARAM, DEFAULT_BLOCK_TRIALS, monte_carlo
 from ..estimators import Estimator, get_estimator  # the package: get_estimator needs the catalog loaded
 from ..geometry import check_d, check_r, check_theta
 from ..numerics import LOG10
-from ..params import ParameterError
+from ..params import DEVICE_PARAM, ENGINE_TRIALS_PARAM, SEED_PARAM, ParameterError, check
 from .grid import INPUTS, Grid
 
 TASK_FIELDS = ("point", "block", "n", "log_scale", "mean_e", "m2_e", "mean_r_re", "mean_r_im", "m2_r", "seconds")
@@ -45,6 +45,8 @@ TASK_CHUNK = 4096
 """Most (point, block) pairs per array handed to ``backend.run`` (``iter_tasks``)."""
 MAX_RELIABLE_Z = 1e6
 """A Monte-Carlo MSE further than this many standard errors from the closed form is never reliable."""
+SWEEP_TRIALS_PARAM = replace(ENGINE_TRIALS_PARAM, help="Monte-Carlo trials per grid point", high=MAX_TRIALS)
+"""A sweep's trials per point (split into tasks, so beyond one engine run's cap)."""
 
 
 def task_seed(seed: int, point: int, block: int) -> int:
@@ -69,14 +71,10 @@ class SweepSpec:
 
     def __post_init__(self) -> None:
         cls = get_estimator(self.estimator)
-        if isinstance(self.trials, bool) or int(self.trials) != self.trials or not 2 <= self.trials <= MAX_TRIALS:
-            raise ParameterError(f"trials must be an integer in [2, {MAX_TRIALS:.0e}], got {self.trials}")
-        if isinstance(self.seed, bool) or int(self.seed) != self.seed or not 0 <= self.seed < 2**63:
-            raise ParameterError(f"seed must be an integer in [0, 2^63), got {self.seed}")
-        if int(self.block_trials) != self.block_trials or self.block_trials < 2:
-            raise ParameterError(f"block_trials must be an integer in [2, inf), got {self.block_trials}")
-        if self.device not in ("cpu", "cuda"):
-            raise ParameterError(f"device must be cpu or cuda once resolved, got {self.device!r}")
+        for spec in (SWEEP_TRIALS_PARAM, SEED_PARAM, BLOCK_TRIALS_PARAM, DEVICE_PARAM):
+            object.__setattr__(self, spec.name, check(getattr(self, spec.name), spec))
+        if self.device == "auto":
+            raise ParameterError("device must be cpu, cuda or cuda:N once resolved, got 'auto'")
         specs = {p.name for p in cls.spec}
         for key in self.fixed:
             if key not in specs and key not in INPUTS:
