@@ -364,7 +364,8 @@ def _binomial_lambda_moments(p: np.ndarray, n: int) -> np.ndarray:
 
 
 def log_fourth_angular_hybrid(xx: np.ndarray, yy: np.ndarray, xy: np.ndarray, theta: np.ndarray, m: int, n: int,
-                              shared: bool) -> np.ndarray:
+                              shared: bool, *, z2: np.ndarray | None = None,
+                              delta2: np.ndarray | None = None) -> np.ndarray:
     """log E(K̂ − K)⁴/K⁴ of the angular hybrid λ̂·SM_++ + (1 − λ̂)·SM_trig ([HRF] eq. 12, λ̂ = Binomial(n, θ/π)/n
     independent of the m projections ω, shared by both estimators or not) [derived].
 
@@ -374,8 +375,9 @@ def log_fourth_angular_hybrid(xx: np.ndarray, yy: np.ndarray, xy: np.ndarray, th
     Independent ω: E[α^jβ^k] = E[α^j]E[β^k] and E[αβ] = 0.
     """
     xx, yy, xy = (np.atleast_1d(np.asarray(v, float)) for v in (xx, yy, xy))
-    z2 = np.maximum(xx + yy + 2 * xy, 0.0)
-    delta2 = np.maximum(xx + yy - 2 * xy, 0.0)
+    # |x ± y|² from the caller's x ± y where given (PairStats), else the expansion (cancels as y → ±x)
+    z2 = np.maximum(xx + yy + 2 * xy, 0.0) if z2 is None else np.atleast_1d(np.asarray(z2, float))
+    delta2 = np.maximum(xx + yy - 2 * xy, 0.0) if delta2 is None else np.atleast_1d(np.asarray(delta2, float))
     pts = z2.size
     pos, _ = exp_feature(z2, antithetic=True)
     trig, _ = trig_feature(delta2)
