@@ -189,8 +189,9 @@ def _log_mp(combos: list[tuple[complex, list[Term]]], gram: np.ndarray, d: int, 
     dps = 40
     while dps <= 320:
         value = _mp_value(combos, gram, d, p, dps)
-        if value == 0:
-            return -math.inf, 1.0
+        if value == 0:  # every digit cancelled at this precision: not yet a zero (E(cos t − μ)⁴ ~ W⁴ at W = |Δ|²)
+            dps *= 2
+            continue
         with mpmath.workdps(dps):
             log_value = float(mpmath.log(abs(value)))
         lost = (top - log_value) / math.log(10)

@@ -1,0 +1,205 @@
+"""Closed forms against an independent mpmath evaluation at hostile points (θ → 0, θ → π, r → 0, r ≥ 10,
+near-duplicate and near-antipodal data rows), to 1e-10 in log space.
+
+The references are written here from first principles, not from rfviz: for ω ~ N(0, I_d), ω·u ~ N(0, |u|²) and
+E e^{kω·u} = e^{k²|u|²/2}, E cos(kω·u) = e^{−k²|u|²/2}; a feature's moments follow by expanding its powers
+([HRF] Lemma 2.2; [CRT] Thm 3.1–3.3 for GERF and OPRF's A*). Each is evaluated at the exact float inputs x, y the
+estimator receives (converted to mpf exactly), so the comparison measures rfviz's round-off alone. A point whose
+true value is 0 must come back as exactly −inf.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+import rfviz
+from rfviz.geometry import embed_pair
+
+TOL = 1e-10
+D = 8
+M = 16
+HOSTILE_RT = [(1.0, 1e-6), (3.0, 2e-8), (1.0, 1e-9), (3.0, 1e-7), (1.0, math.pi - 1e-8), (1.0, 3.14159265),
+              (2.0, math.pi), (1e-6, 1.0), (1e-6, 1e-6), (10.0, 0.5), (12.0, 2.0), (10.0, math.pi - 1e-8),
+              (1.0, 0.0), (0.7, 1.3)]
+
+
+def _near_rows() -> list[tuple[np.ndarray, np.ndarray]]:
+    """Data rows in R^D: near-duplicates (y = x + 1e-7·noise) and near-antipodal (y = −x + 1e-7·noise)."""
+    rng = np.random.default_rng(28)
+    rows = []
+    for scale in (0.3, 1.0, 2.5):
+        x = scale * rng.standard_normal(D) / math.sqrt(D)
+        noise = rng.standard_normal(D)
+        rows += [(x, x + 1e-7 * scale * noise), (x, -x + 1e-7 * scale * noise), (x, x + 1e-4 * noise)]
+    return rows
+
+
+def hostile_pairs() -> list[tuple[str, np.ndarray, np.ndarray]]:
+    out = []
+    for r, t in HOSTILE_RT:
+        x, y = embed_pair(r, t, D)
+        out.append((f"r={r:g},θ={t!r}", x, y))
+    out += [(f"rows{i}", x, y) for i, (x, y) in enumerate(_near_rows())]
+    return out
+
+
+PAIRS = hostile_pairs()
+
+
+# ---------------------------------------------------------------- references (mpmath, from first principles)
+def _stats(x: np.ndarray, y: np.ndarray) -> dict[str, mp.mpf]:
+    xs = [mp.mpf(float(v)) for v in x]
+    ys = [mp.mpf(float(v)) for v in y]
+    pairs = list(zip(xs, ys, strict=True))
+    return {"xx": mp.fsum(a * a for a in xs), "yy": mp.fsum(b * b for b in ys), "xy": mp.fsum(a * b for a, b in pairs),
+            "Z": mp.fsum((a + b) ** 2 for a, b in pairs), "W": mp.fsum((a - b) ** 2 for a, b in pairs)}
+
+
+def _log(v: mp.mpf) -> float:
+    return -math.inf if v == 0 else float(mp.log(v))
+
+
+def _kernel_factor(s: dict, kernel: str) -> mp.mpf:
+    """MSE_gauss = e^{−|x|²−|y|²}·MSE_softmax ([HRF] eq. 1)."""
+    return mp.mpf(1) if kernel == "softmax" else mp.exp(-s["xx"] - s["yy"])
+
+
+def ref_trig(s: dict, m: int, kernel: str) -> mp.mpf:
+    """cos(ω·(x−y))·e^{(|x|²+|y|²)/2}: Var cos t = (1 + e^{−2W})/2 − e^{−W} = (1 − e^{−W})²/2."""
+    w = s["W"]
+    var = (1 + mp.exp(-2 * w)) / 2 - mp.exp(-w)
+    return mp.exp(s["xx"] + s["yy"]) * var / m * _kernel_factor(s, kernel)
+
+
+def ref_trig_phase(s: dict, m: int, kernel: str) -> mp.mpf:
+    """2cos(ω·x + b)cos(ω·y + b) = cos(ω·(x−y)) + cos(ω·(x+y) + 2b): Var = (1 + e^{−2W})/2 + ½ − e^{−W}."""
+    w = s["W"]
+    var = (1 + mp.exp(-2 * w)) / 2 + mp.mpf(1) / 2 - mp.exp(-w)
+    return mp.exp(s["xx"] + s["yy"]) * var / m * _kernel_factor(s, kernel)
+
+
+def ref_positive(s: dict, m: int, kernel: str) -> mp.mpf:
+    """e^{ω·(x+y) − (|x|²+|y|²)/2}: E f² = e^{2Z − |x|² − |y|²}, K = e^{x·y}."""
+    second = mp.exp(2 * s["Z"] - s["xx"] - s["yy"])
+    return (second - mp.exp(2 * s["xy"])) / m * _kernel_factor(s, kernel)
+
+
+def ref_positive_antithetic(s: dict, m: int, kernel: str) -> mp.mpf:
+    """e^{−(|x|²+|y|²)/2}·cosh(ω·(x+y)): E cosh² t = (1 + e^{2Z})/2."""
+    second = mp.exp(-s["xx"] - s["yy"]) * (1 + mp.exp(2 * s["Z"])) / 2
+    return (second - mp.exp(2 * s["xy"])) / m * _kernel_factor(s, kernel)
+
+
+def ref_gerf(s: dict, m: int, kernel: str, A: mp.mpf) -> mp.mpf:
+    """GERF with s = +1, real A < 1/8 ([CRT] Thm 3.1), softmax form: Y = (1−4A)^{d/2}
+    e^{2A|ω|² + √(1−4A)ω·(x+y) − (|x|² + |y|²)/2} (E Y = e^{x·y}); E e^{4A|ω|² + 2b ω·z} = (1−8A)^{−d/2}
+    e^{2b²|z|²/(1−8A)}."""
+    A = mp.mpf(A)
+    second = (1 - 4 * A) ** D * (1 - 8 * A) ** (-mp.mpf(D) / 2) \
+        * mp.exp(2 * (1 - 4 * A) * s["Z"] / (1 - 8 * A) - s["xx"] - s["yy"])
+    return (second - mp.exp(2 * s["xy"])) / m * _kernel_factor(s, kernel)
+
+
+def ref_oprf(s: dict, m: int, kernel: str) -> mp.mpf:
+    """OPRF = GERF at A* = (1 − 2Z/d − √((2Z/d + 1)² + 8Z/d))/16 ([CRT] Thm 3.3)."""
+    t = 2 * s["Z"] / D
+    return ref_gerf(s, m, kernel, (1 - t - mp.sqrt((t + 1) ** 2 + 4 * t)) / 16)
+
+
+def _central4(moment) -> tuple[mp.mpf, mp.mpf]:
+    """(σ², μ4) of a feature from its raw moments E f^k (k = 1..4)."""
+    mu = moment(1)
+    var = moment(2) - mu**2
+    return var, moment(4) - 4 * mu * moment(3) + 6 * mu**2 * moment(2) - 3 * mu**4
+
+
+def _fourth_of_mean(var: mp.mpf, mu4: mp.mpf, m: int) -> mp.mpf:
+    """E(mean of m iid − μ)⁴ = (μ4 + 3(m − 1)σ⁴)/m³."""
+    return (mu4 + 3 * (m - 1) * var**2) / m**3
+
+
+def ref_fourth(name: str, s: dict, m: int) -> mp.mpf:
+    """E(K̂ − K)⁴ (softmax) of trig, positive and positive_antithetic: cos^k, e^{kt}, cosh^k t expanded into
+    E cos(jt) = e^{−j²W/2}, E e^{jt} = e^{j²Z/2}."""
+    scale = mp.exp((s["xx"] + s["yy"]) / 2)
+    if name == "trig":
+        c = {0: 1, 1: mp.exp(-s["W"] / 2), 2: mp.exp(-2 * s["W"]), 3: mp.exp(-9 * s["W"] / 2), 4: mp.exp(-8 * s["W"])}
+        raw = {1: c[1], 2: (1 + c[2]) / 2, 3: (3 * c[1] + c[3]) / 4, 4: (3 + 4 * c[2] + c[4]) / 8}
+    elif name == "positive":
+        raw = {k: mp.exp(k * k * s["Z"] / 2) for k in range(1, 5)}
+        scale = 1 / scale
+    else:  # cosh^k t = 2^{-k} Σ_j C(k, j) e^{(k−2j)t}
+        raw = {k: mp.fsum(mp.binomial(k, j) * mp.exp((k - 2 * j) ** 2 * s["Z"] / 2) for j in range(k + 1)) / 2**k
+               for k in range(1, 5)}
+        scale = 1 / scale
+    var, mu4 = _central4(lambda k: raw[k])
+    return scale**4 * _fourth_of_mean(var, mu4, m)
+
+
+# ------------------------------------------------------------------------------- cases
+def _cases() -> list[tuple[str, dict, object]]:
+    out = []
+    for kernel in ("softmax", "gaussian"):
+        out += [("trig", {"kernel": kernel}, lambda s, k=kernel: ref_trig(s, M, k)),
+                ("trig_phase", {"kernel": kernel}, lambda s, k=kernel: ref_trig_phase(s, M, k)),
+                ("positive", {"kernel": kernel}, lambda s, k=kernel: ref_positive(s, M, k)),
+                ("positive_antithetic", {"kernel": kernel}, lambda s, k=kernel: ref_positive_antithetic(s, M, k)),
+                ("gerf", {"kernel": kernel, "A": -0.1, "s": 1}, lambda s, k=kernel: ref_gerf(s, M, k, "-0.1")),
+                ("gerf", {"kernel": kernel, "A": 0.05, "s": 1}, lambda s, k=kernel: ref_gerf(s, M, k, "0.05")),
+                ("oprf", {"kernel": kernel}, lambda s, k=kernel: ref_oprf(s, M, k))]
+    return out
+
+
+CASES = _cases()
+
+
+def log_errors(name: str, params: dict, ref, pairs=PAIRS) -> list[tuple[str, float, float, float]]:
+    """(point, rfviz log MSE, reference log MSE, |difference|) over the pairs."""
+    est = rfviz.create(name, m=M, **params)
+    rows = []
+    with mp.workdps(60):
+        for label, x, y in pairs:
+            got = float(est.log_mse(x, y, D))
+            want = _log(ref(_stats(x, y)))
+            err = 0.0 if got == want else abs(got - want)
+            rows.append((label, got, want, err))
+    return rows
+
+
+def test_every_iid_softmax_family_estimator_is_covered():
+    """The registry's iid, real-A closed forms of the HRF and CRT families all have a reference here."""
+    covered = {name for name, _, _ in CASES}
+    for name in ("trig", "trig_phase", "positive", "positive_antithetic", "gerf", "oprf"):
+        assert name in rfviz.REGISTRY and name in covered
+
+
+@pytest.mark.parametrize("name,params,ref", CASES, ids=[f"{n}-{'-'.join(map(str, p.values()))}" for n, p, _ in CASES])
+def test_closed_form_matches_mpmath_at_hostile_points(name, params, ref):
+    bad = [row for row in log_errors(name, params, ref) if not row[3] <= TOL]
+    assert not bad, f"{name} {params}: (point, rfviz, mpmath, |Δlog|) = {bad}"
+
+
+def test_exactly_zero_where_the_truth_is_zero():
+    """θ = π (y = −x) for the positive family and θ = 0 for trig: −inf, not a round-off residue."""
+    x, y = embed_pair(1.5, math.pi, D)
+    for name in ("positive", "positive_antithetic", "oprf"):
+        assert float(rfviz.create(name).log_mse(x, y, D)) == -math.inf
+    x, y = embed_pair(1.5, 0.0, D)
+    assert float(rfviz.create("trig").log_mse(x, y, D)) == -math.inf
+
+
+@pytest.mark.parametrize("name", ["trig", "positive", "positive_antithetic"])
+def test_fourth_moment_matches_mpmath_at_hostile_points(name):
+    est = rfviz.create(name, m=M)
+    bad = []
+    with mp.workdps(150):  # the raw moments cancel to ~W⁴ or Z⁴ (1e-72 at W = 1e-18)
+        for label, x, y in PAIRS:
+            got = float(est.log_fourth_central_moment(x, y, D))
+            want = _log(ref_fourth(name, _stats(x, y), M))
+            if not (got == want or abs(got - want) <= TOL):
+                bad.append((label, got, want))
+    assert not bad, f"{name}: (point, rfviz, mpmath) = {bad}"
