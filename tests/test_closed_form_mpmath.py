@@ -11,6 +11,7 @@ true value is 0 must come back as exactly −inf.
 from __future__ import annotations
 
 import math
+from functools import cache
 
 import mpmath as mp
 import numpy as np
@@ -110,6 +111,60 @@ def ref_oprf(s: dict, m: int, kernel: str) -> mp.mpf:
     return ref_gerf(s, m, kernel, (1 - t - mp.sqrt((t + 1) ** 2 + 4 * t)) / 16)
 
 
+def ref_gerf_general(s: dict, m: int, kernel: str, A: complex, sign: int) -> mp.mpf:
+    """GERF with complex A and s = ±1, estimator Re Y ([CRT] Thm 3.1–3.2): Y = D² e^{2A|ω|² + Bω·u − (s+1)(|x|²+|y|²)/2}
+    (Gaussian form), u = x + s·y, Z_s = |u|², B² = s(1−4A), D⁴ = (1−4A)^d; E(Re Y)² = ½(E|Y|² + Re E Y²) with
+    E e^{a|ω|² + b·ω} = (1−2a)^{−d/2} e^{b·b/(2(1−2a))} (b·b bilinear for E Y², |b|² with Re B for E|Y|²).
+    Relative to K² = e^{2x·y−|x|²−|y|²} the exponents reduce to multiples of Z_s (−(s+1)S + … = −s Z_s)."""
+    A = mp.mpc(A.real, A.imag)
+    zs = s["Z"] if sign == 1 else s["W"]
+    one4, one8, one8r = 1 - 4 * A, 1 - 8 * A, 1 - 8 * mp.re(A)
+    sq = one4**D * one8 ** (-D // 2) * mp.exp((2 * sign * one4 / one8 - sign) * zs)  # E Y²/K² (d even)
+    re_b2 = (abs(one4) + sign * mp.re(one4)) / 2  # (Re B)², B = √(s(1−4A)) principal
+    mod = abs(one4) ** D * one8r ** (-D // 2) * mp.exp((2 * re_b2 / one8r - sign) * zs)  # E|Y|²/K²
+    k2 = mp.exp(2 * s["xy"]) * _kernel_factor(s, kernel)
+    return k2 * ((mod + mp.re(sq)) / 2 - 1) / m
+
+
+@cache
+def _pair_mean(x: mp.mpf, sigma: int, c: float) -> mp.mpf:
+    """E over a coupled pair (ω1, ω2) (iid χ_d norms, directions at cosine c, uniformly rotated) of
+    e^{(ω1+ω2)·z} (σ = +1, x = |z|²) or cos((ω1+ω2)·Δ) (σ = −1, x = |Δ|²). For |ω1+ω2|² = n², a uniform
+    direction gives 0F1(; d/2; σn²x/4); in polar coordinates ρ1 = R cos φ, ρ2 = R sin φ, R² ~ Gamma(d, 2)
+    turns the R-average into 1F1(d; d/2; σ(1 + c·sin 2φ)x/2), and φ has density ∝ (sin φ cos φ)^{d−1}."""
+    if c == 0:
+        return mp.hyp1f1(D, mp.mpf(D) / 2, sigma * x / 2)
+    cc = mp.mpf(c)
+    num = mp.quad(lambda f: (mp.sin(f) * mp.cos(f)) ** (D - 1) * mp.hyp1f1(D, mp.mpf(D) / 2,
+                                                                          sigma * (1 + cc * mp.sin(2 * f)) * x / 2),
+                  [0, mp.pi / 4, mp.pi / 2])
+    return num / (mp.beta(mp.mpf(D) / 2, mp.mpf(D) / 2) / 2)
+
+
+def coupled_rel_cov(kind: str, s: dict, c: float) -> mp.mpf:
+    """Cov(feature_i, feature_j)/K² of two coupled features at pair cosine c ([SimRF] §3; [CRT] §3.9), for the
+    positive family (every real-A GERF with s = +1: the A-dependence cancels, R² ~ Gamma(d, 2/(1−4A)) and
+    B² = 1−4A), its antithetic form (cosh: ½ of the + and − pairs) and trig (cos(ω·Δ): ½(cos of the sum + cos of
+    the difference))."""
+    if kind == "trig":
+        return mp.exp(s["W"]) * (_pair_mean(s["W"], -1, c) + _pair_mean(s["W"], -1, -c)) / 2 - 1
+    if kind == "positive_antithetic":
+        return mp.exp(-s["Z"]) * (_pair_mean(s["Z"], 1, c) + _pair_mean(s["Z"], 1, -c)) / 2 - 1
+    return mp.exp(-s["Z"]) * _pair_mean(s["Z"], 1, c) - 1
+
+
+def ref_coupled(kind: str, iid, coupling: str, kernel: str):
+    """MSE_coupled = MSE_iid + (P/m²)·K²·relCov, P = Σ_b m_b(m_b − 1) ordered pairs within blocks of d."""
+    c = 0.0 if coupling == "orthogonal" else -1.0 / (D - 1)
+    blocks, rem = divmod(M, D)
+    pairs = blocks * D * (D - 1) + rem * (rem - 1)
+
+    def ref(s: dict) -> mp.mpf:
+        k2 = (mp.exp(2 * s["xy"]) if kind != "trig" else mp.exp(s["xx"] + s["yy"] - s["W"])) * _kernel_factor(s, kernel)
+        return iid(s) + mp.mpf(pairs) / M**2 * k2 * coupled_rel_cov(kind, s, c)
+    return ref
+
+
 def _central4(moment) -> tuple[mp.mpf, mp.mpf]:
     """(σ², μ4) of a feature from its raw moments E f^k (k = 1..4)."""
     mu = moment(1)
@@ -151,10 +206,29 @@ def _cases() -> list[tuple[str, dict, object]]:
                 ("gerf", {"kernel": kernel, "A": -0.1, "s": 1}, lambda s, k=kernel: ref_gerf(s, M, k, "-0.1")),
                 ("gerf", {"kernel": kernel, "A": 0.05, "s": 1}, lambda s, k=kernel: ref_gerf(s, M, k, "0.05")),
                 ("oprf", {"kernel": kernel}, lambda s, k=kernel: ref_oprf(s, M, k))]
+        for a, sign in ((-0.1 + 0.05j, 1), (0.03 + 0.2j, -1), (0.05, -1), (-0.2 - 0.1j, -1)):
+            out.append(("gerf", {"kernel": kernel, "A": a, "s": sign},
+                        lambda s, k=kernel, a=a, g=sign: ref_gerf_general(s, M, k, a, g)))
+    return out
+
+
+def _coupled_cases(coupling: str) -> list[tuple[str, dict, object]]:
+    out = []
+    for kernel in ("softmax", "gaussian"):
+        iid = {"trig": lambda s, k=kernel: ref_trig(s, M, k), "positive": lambda s, k=kernel: ref_positive(s, M, k),
+               "positive_antithetic": lambda s, k=kernel: ref_positive_antithetic(s, M, k)}
+        for name, ref in iid.items():
+            out.append((name, {"kernel": kernel, "coupling": coupling}, ref_coupled(name, ref, coupling, kernel)))
+        out.append(("gerf", {"kernel": kernel, "coupling": coupling, "A": -0.1, "s": 1},
+                    ref_coupled("gerf", lambda s, k=kernel: ref_gerf(s, M, k, "-0.1"), coupling, kernel)))
+        out.append(("oprf", {"kernel": kernel, "coupling": coupling},
+                    ref_coupled("oprf", lambda s, k=kernel: ref_oprf(s, M, k), coupling, kernel)))
     return out
 
 
 CASES = _cases()
+COUPLED = _coupled_cases("orthogonal") + [pytest.param(*case, marks=pytest.mark.slow)  # ~1-8 s each (quadrature)
+                                           for case in _coupled_cases("simplex")]
 
 
 def log_errors(name: str, params: dict, ref, pairs=PAIRS) -> list[tuple[str, float, float, float]]:
@@ -179,6 +253,13 @@ def test_every_iid_softmax_family_estimator_is_covered():
 
 @pytest.mark.parametrize("name,params,ref", CASES, ids=[f"{n}-{'-'.join(map(str, p.values()))}" for n, p, _ in CASES])
 def test_closed_form_matches_mpmath_at_hostile_points(name, params, ref):
+    bad = [row for row in log_errors(name, params, ref) if not row[3] <= TOL]
+    assert not bad, f"{name} {params}: (point, rfviz, mpmath, |Δlog|) = {bad}"
+
+
+@pytest.mark.parametrize("name,params,ref", COUPLED, ids=[
+    f"{n}-{'-'.join(map(str, p.values()))}" for n, p, _ in (c.values if hasattr(c, "values") else c for c in COUPLED)])
+def test_coupled_closed_form_matches_mpmath_at_hostile_points(name, params, ref):
     bad = [row for row in log_errors(name, params, ref) if not row[3] <= TOL]
     assert not bad, f"{name} {params}: (point, rfviz, mpmath, |Δlog|) = {bad}"
 
