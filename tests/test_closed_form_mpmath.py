@@ -165,6 +165,80 @@ def ref_coupled(kind: str, iid, coupling: str, kernel: str):
     return ref
 
 
+def _coords(x: np.ndarray, y: np.ndarray) -> tuple[list[mp.mpf], list[mp.mpf]]:
+    return [mp.mpf(float(v)) for v in x], [mp.mpf(float(v)) for v in y]
+
+
+def ref_poisson(x: np.ndarray, y: np.ndarray, m: int, kernel: str, lam: float, shift: float) -> mp.mpf:
+    """PoisRF ([CRT] Thm 3.4): Y = e^{λd − S_c/2} Π_l (x̃_l ỹ_l/λ)^{ω_l}, ω_l ~ Poisson(λ), x̃ = x − c:
+    E Y = e^{x̃·ỹ − S_c/2} = e^{−|x−y|²/2}, E Y² = e^{λd + Σ x̃_l²ỹ_l²/λ − S_c}."""
+    xs, ys = _coords(x, y)
+    c, lam = mp.mpf(shift), mp.mpf(lam)
+    xt, yt = [a - c for a in xs], [b - c for b in ys]
+    second = mp.exp(lam * D + mp.fsum((a * b) ** 2 for a, b in zip(xt, yt, strict=True)) / lam
+                    - mp.fsum(a * a for a in xt) - mp.fsum(b * b for b in yt))
+    return _dirf_mse(xs, ys, second, m, kernel)
+
+
+def ref_geometric(x: np.ndarray, y: np.ndarray, m: int, kernel: str, prob: float, shift: float) -> mp.mpf:
+    """GeomRF ([CRT] Thm 3.5): ω_l ~ Geometric(p) on {0, 1, …}, Y = e^{−S_c/2} Π (x̃_lỹ_l)^{ω_l}/(ω_l!·P(ω_l)):
+    E Y² = e^{−S_c} Π_l Σ_k (x̃_lỹ_l)^{2k}/(k!² p(1−p)^k) = e^{−S_c} p^{−d} Π I0(2|x̃_lỹ_l|/√(1−p))."""
+    xs, ys = _coords(x, y)
+    c, p = mp.mpf(shift), mp.mpf(prob)
+    xt, yt = [a - c for a in xs], [b - c for b in ys]
+    prod = mp.fprod(mp.besseli(0, 2 * abs(a * b) / mp.sqrt(1 - p)) for a, b in zip(xt, yt, strict=True))
+    second = mp.exp(-mp.fsum(a * a for a in xt) - mp.fsum(b * b for b in yt)) * p ** (-D) * prod
+    return _dirf_mse(xs, ys, second, m, kernel)
+
+
+def _dirf_mse(xs: list, ys: list, second: mp.mpf, m: int, kernel: str) -> mp.mpf:
+    """(E Y² − K_gauss²)/m, times e^{|x|²+|y|²} for the softmax kernel (unshifted x, y)."""
+    sq = mp.fsum(a * a for a in xs) + mp.fsum(b * b for b in ys)
+    k2 = mp.exp(-mp.fsum((a - b) ** 2 for a, b in zip(xs, ys, strict=True)))
+    return (second - k2) / m * (mp.exp(sq) if kernel == "softmax" else 1)
+
+
+def ref_poly_sketch(x: np.ndarray, y: np.ndarray, m: int, p: int, q: float, basis: str, variance: str) -> mp.mpf:
+    """[DP] Thm 2: K̂ = mean over m features of Π_{i≤p}(z_i·x)·conj(z_i·y), z_i's entries a + ib with a, b
+    independent, E a² = q, E b² = 1 − q (Rademacher or Gaussian). Pairing the four indices of one factor:
+    E|g|² = μ4·S + (|x|²|y|² − S) + (1 + ρ²)(t² − S) and E g² = μ4·S + ρ²(|x|²|y|² − S) + 2(t² − S), with
+    ρ = E z² = 2q − 1, μ4 = E|z|⁴, S = Σ x_k²y_k², t = x·y. complex: Var = ((E|g|²)^p − t^{2p})/m;
+    real_part: (½((E|g|²)^p + (E g²)^p) − t^{2p})/m (E(Re f)² = ½(E|f|² + Re E f²))."""
+    xs, ys = _coords(x, y)
+    q = mp.mpf(q)
+    rho = 2 * q - 1
+    mu4 = 1 if basis == "rademacher" else 3 * q**2 + 2 * q * (1 - q) + 3 * (1 - q) ** 2
+    S = mp.fsum((a * b) ** 2 for a, b in zip(xs, ys, strict=True))
+    t = mp.fsum(a * b for a, b in zip(xs, ys, strict=True))
+    nn = mp.fsum(a * a for a in xs) * mp.fsum(b * b for b in ys)
+    mod = mu4 * S + (nn - S) + (1 + rho**2) * (t * t - S)
+    if variance == "complex":
+        return (mod**p - t ** (2 * p)) / m
+    sq = mu4 * S + rho**2 * (nn - S) + 2 * (t * t - S)
+    return ((mod**p + sq**p) / 2 - t ** (2 * p)) / m
+
+
+def _coordinate_cases() -> list[tuple[str, dict, object]]:
+    """Estimators that depend on coordinates: the reference takes the pair itself."""
+    out = []
+    for kernel in ("softmax", "gaussian"):
+        for lam, shift in ((0.5, 0.0), (2.0, -1.5)):
+            out.append(("poisson", {"kernel": kernel, "lam": lam, "shift": shift},
+                        lambda x, y, k=kernel, a=lam, c=shift: ref_poisson(x, y, M, k, a, c)))
+        for prob, shift in ((0.3, 0.0), (0.7, -1.5)):
+            out.append(("geometric", {"kernel": kernel, "prob": prob, "shift": shift},
+                        lambda x, y, k=kernel, a=prob, c=shift: ref_geometric(x, y, M, k, a, c)))
+    for p, q, basis, variance in ((1, 1.0, "rademacher", "complex"), (3, 1.0, "rademacher", "complex"),
+                                  (2, 0.5, "gaussian", "complex"), (3, 0.3, "rademacher", "real_part"),
+                                  (2, 1.0, "gaussian", "real_part"), (4, 0.5, "rademacher", "complex")):
+        out.append(("poly_sketch", {"p": p, "q": q, "basis": basis, "variance": variance},
+                    lambda x, y, p=p, q=q, b=basis, v=variance: ref_poly_sketch(x, y, M, p, q, b, v)))
+    return out
+
+
+COORDINATE = _coordinate_cases()
+
+
 def _central4(moment) -> tuple[mp.mpf, mp.mpf]:
     """(σ², μ4) of a feature from its raw moments E f^k (k = 1..4)."""
     mu = moment(1)
@@ -262,6 +336,20 @@ def test_closed_form_matches_mpmath_at_hostile_points(name, params, ref):
 def test_coupled_closed_form_matches_mpmath_at_hostile_points(name, params, ref):
     bad = [row for row in log_errors(name, params, ref) if not row[3] <= TOL]
     assert not bad, f"{name} {params}: (point, rfviz, mpmath, |Δlog|) = {bad}"
+
+
+@pytest.mark.parametrize("name,params,ref", COORDINATE,
+                         ids=[f"{n}-{'-'.join(map(str, p.values()))}" for n, p, _ in COORDINATE])
+def test_coordinate_closed_form_matches_mpmath_at_hostile_points(name, params, ref):
+    est = rfviz.create(name, m=M, **params)
+    bad = []
+    with mp.workdps(60):
+        for label, x, y in PAIRS:
+            got = float(est.log_mse(x, y))
+            want = _log(ref(x, y))
+            if not (got == want or abs(got - want) <= TOL):
+                bad.append((label, got, want))
+    assert not bad, f"{name} {params}: (point, rfviz, mpmath) = {bad}"
 
 
 def test_exactly_zero_where_the_truth_is_zero():
