@@ -372,3 +372,25 @@ def test_fourth_moment_matches_mpmath_at_hostile_points(name):
             if not (got == want or abs(got - want) <= TOL):
                 bad.append((label, got, want))
     assert not bad, f"{name}: (point, rfviz, mpmath) = {bad}"
+
+
+def test_gram_closed_form_with_near_duplicate_rows_matches_mpmath(monkeypatch):
+    """Σ_ij MSE over queries × keys holding near-duplicate rows (|q − k| ~ 1e-7·|q|): the Gram path forms each
+    pair's |q − k|² from the difference; row blocks (forced small here) change nothing."""
+    from rfviz import gram
+
+    rng = np.random.default_rng(5)
+    keys = rng.standard_normal((6, D)) / math.sqrt(D)
+    queries = np.concatenate([keys[:4] + 1e-7 * rng.standard_normal((4, D)), -keys[4:] + 1e-8])
+    for name, ref in (("trig", ref_trig), ("positive_antithetic", ref_positive_antithetic)):
+        est = rfviz.create(name, m=M, kernel="gaussian")
+        with mp.workdps(60):
+            total = mp.fsum(ref(_stats(q, k), M, "gaussian") for q in queries for k in keys)
+        whole = gram.log_frobenius_sq_closed_form(est, queries, keys)
+        assert abs(whole - float(mp.log(total))) <= TOL
+        monkeypatch.setattr(gram, "PAIR_CHUNK_BYTES", 8 * len(keys) * D)  # one query row per block
+        assert gram.log_frobenius_sq_closed_form(est, queries, keys) == pytest.approx(whole, abs=1e-13)
+        log_k, sign = gram.log_kernel_matrix(est, queries, keys)
+        monkeypatch.undo()
+        ref_k = [[float(-_stats(q, k)["W"] / 2) for k in keys] for q in queries]
+        assert np.allclose(log_k, ref_k, rtol=1e-12, atol=0) and np.all(sign == 1)
