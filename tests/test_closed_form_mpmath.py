@@ -218,6 +218,41 @@ def ref_poly_sketch(x: np.ndarray, y: np.ndarray, m: int, p: int, q: float, basi
     return ((mod**p + sq**p) / 2 - t ** (2 * p)) / m
 
 
+def ref_complex_exponential(x: np.ndarray, y: np.ndarray, m: int, kernel: str, diag: list[complex],
+                            antithetic: bool, variance: str) -> mp.mpf:
+    """CE estimator ([HRF] §2.3): X = e^{−((Ax)² + (By)²)/2 + ω·w}, B = A^{−T}, w = Ax + By (bilinear squares),
+    so with SM = e^{x·y}: E X = SM, E|X|² = SM²e^{|w|²} (2|Re w|² − Re w² = |w|²), E X² = SM²e^{w²}; antithetic
+    (cosh ω·w): E|X|² = SM² cosh|w|², E X² = SM² cosh w². complex: (E|X|² − SM²)/m; real_part:
+    (½(E|X|² + Re E X²) − SM²)/m."""
+    xs, ys = _coords(x, y)
+    a = [mp.mpc(c.real, c.imag) for c in diag] + [mp.mpc(1)] * (len(xs) - len(diag))
+    w = [ak * xk + yk / ak for ak, xk, yk in zip(a, xs, ys, strict=True)]
+    mod, sq = mp.fsum(abs(v) ** 2 for v in w), mp.fsum(v * v for v in w)
+    f = mp.cosh if antithetic else mp.exp
+    sm2 = mp.exp(2 * mp.fsum(u * v for u, v in zip(xs, ys, strict=True)))
+    rel = f(mod) - 1 if variance == "complex" else (f(mod) + mp.re(f(sq))) / 2 - 1
+    gauss = mp.exp(-mp.fsum(u * u for u in xs) - mp.fsum(v * v for v in ys))
+    return sm2 * rel / m * (gauss if kernel == "gaussian" else 1)
+
+
+def ref_angular_hybrid(x: np.ndarray, y: np.ndarray, m: int, kernel: str, n: int, shared: bool) -> mp.mpf:
+    """λ̂·SM_++ + (1 − λ̂)·SM_trig with λ̂ ~ Binomial(n, θ/π)/n independent of ω ([HRF] eq. 12, Thm 3.1):
+    E[λ̂²]MSE_++ + E[(1 − λ̂)²]MSE_trig + 2E[λ̂(1 − λ̂)]·Cov/m, where with shared ω the per-feature covariance is
+    Re E e^{ω·(z + iΔ)} − SM² = SM²(cos(|x|² − |y|²) − 1) (z = x + y, Δ = x − y); θ = 2 atan2(|x̂ − ŷ|, |x̂ + ŷ|)."""
+    xs, ys = _coords(x, y)
+    s = _stats(x, y)
+    nx, ny = mp.sqrt(s["xx"]), mp.sqrt(s["yy"])
+    minus = mp.sqrt(mp.fsum((a / nx - b / ny) ** 2 for a, b in zip(xs, ys, strict=True)))
+    plus = mp.sqrt(mp.fsum((a / nx + b / ny) ** 2 for a, b in zip(xs, ys, strict=True)))
+    p = 2 * mp.atan2(minus, plus) / mp.pi
+    second = p**2 + p * (1 - p) / n
+    cross = p - second
+    out = second * ref_positive_antithetic(s, m, kernel) + (1 - 2 * p + second) * ref_trig(s, m, kernel)
+    if shared:
+        out += 2 * cross * mp.exp(2 * s["xy"]) * (mp.cos(s["xx"] - s["yy"]) - 1) / m * _kernel_factor(s, kernel)
+    return out
+
+
 def _coordinate_cases() -> list[tuple[str, dict, object]]:
     """Estimators that depend on coordinates: the reference takes the pair itself."""
     out = []
@@ -228,6 +263,21 @@ def _coordinate_cases() -> list[tuple[str, dict, object]]:
         for prob, shift in ((0.3, 0.0), (0.7, -1.5)):
             out.append(("geometric", {"kernel": kernel, "prob": prob, "shift": shift},
                         lambda x, y, k=kernel, a=prob, c=shift: ref_geometric(x, y, M, k, a, c)))
+        for a, antithetic, variance in ((1j, False, "real_part"), (1.0, True, "complex"), (1.0, False, "real_part"),
+                                        (0.7 + 0.4j, True, "real_part"), (0.3 - 1.1j, False, "complex")):
+            out.append(("complex_exponential", {"kernel": kernel, "A": a, "antithetic": antithetic,
+                                                "variance": variance},
+                        lambda x, y, k=kernel, a=a, t=antithetic, v=variance:
+                        ref_complex_exponential(x, y, M, k, [a] * D, t, v)))
+        diag = (1 + 0.5j, 0.8 + 0j)
+        for antithetic, variance in ((False, "real_part"), (True, "complex")):
+            out.append(("complex_exponential_diag", {"kernel": kernel, "A_diag": diag, "antithetic": antithetic,
+                                                     "variance": variance},
+                        lambda x, y, k=kernel, t=antithetic, v=variance, g=diag:
+                        ref_complex_exponential(x, y, M, k, list(g), t, v)))
+        for n, shared in ((1, False), (7, True), (7, False)):
+            out.append(("hybrid_angular", {"kernel": kernel, "n": n, "shared": shared},
+                        lambda x, y, k=kernel, n=n, sh=shared: ref_angular_hybrid(x, y, M, k, n, sh)))
     for p, q, basis, variance in ((1, 1.0, "rademacher", "complex"), (3, 1.0, "rademacher", "complex"),
                                   (2, 0.5, "gaussian", "complex"), (3, 0.3, "rademacher", "real_part"),
                                   (2, 1.0, "gaussian", "real_part"), (4, 0.5, "rademacher", "complex")):

@@ -27,6 +27,7 @@ from ..maths.hrf import (
     SIGMA_PARAM,
     LambdaMoments,
     angle_between,
+    angle_to_antipode,
     angular_lambda_moments,
     gaussian_lambda_moments,
     log_mse_bipolar,
@@ -523,7 +524,7 @@ class HybridAngular(_BipolarHybrid):
 
     def _moments(self, s: PairStats) -> LambdaMoments:
         """Reference F2 with θ = ∠(x, y) (θ = π/2 if x or y is 0, matching sgn(0) := +1)."""
-        return angular_lambda_moments(angle_between(s.x, s.y), self.params["n"])
+        return angular_lambda_moments(angle_between(s.x, s.y), self.params["n"], angle_to_antipode(s.x, s.y))
 
     def fourth_moment_available(self) -> bool:
         return True

@@ -51,6 +51,19 @@ def angle_between(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where((nx[..., 0] > 0) & (ny[..., 0] > 0), theta, PI / 2)
 
 
+def angle_to_antipode(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """π − ∠(x, y) over the last axis, as 2·atan2(|x̂ + ŷ|, |x̂ − ŷ|): accurate relative to itself near θ = π,
+    where π − ``angle_between`` keeps only its absolute accuracy (θ = π − 1e-8: 8 digits). π/2 for a zero vector."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    nx = np.linalg.norm(x, axis=-1, keepdims=True)
+    ny = np.linalg.norm(y, axis=-1, keepdims=True)
+    ux = x / np.where(nx > 0, nx, 1.0)
+    uy = y / np.where(ny > 0, ny, 1.0)
+    rest = 2.0 * np.arctan2(np.linalg.norm(ux + uy, axis=-1), np.linalg.norm(ux - uy, axis=-1))
+    return np.where((nx[..., 0] > 0) & (ny[..., 0] > 0), rest, PI / 2)
+
+
 # ------------------------------------------------------------------- trig and positive base estimators
 def log_mse_trig(xx: np.ndarray, yy: np.ndarray, delta2: np.ndarray, m: int) -> np.ndarray:
     """log MSE_trig = log[e^{|x|²+|y|²}(1 − e^{−|x−y|²})²/(2m)], softmax kernel, m iid ω ([HRF] Lemma 2.2 eq. 7)."""
@@ -74,13 +87,16 @@ def angular_lambda(theta: np.ndarray | float) -> np.ndarray:
     return check_theta(theta) / PI
 
 
-def angular_lambda_moments(theta: np.ndarray | float, n: int) -> LambdaMoments:
+def angular_lambda_moments(theta: np.ndarray | float, n: int,
+                           antipode: np.ndarray | float | None = None) -> LambdaMoments:
     """Moments of λ̂ = 1/2 − (1/2n)Σ sgn(τ_j·x)sgn(τ_j·y) = Binomial(n, p)/n, p = θ/π (HRF Lemma 3.2 eq. 24;
-    [HRF] eq. 24; Var and the Binomial law [derived])."""
+    [HRF] eq. 24; Var and the Binomial law [derived]). ``antipode`` = π − θ computed directly
+    (``angle_to_antipode``) keeps 1 − p exact as θ → π (else 1 − θ/π)."""
     n = check(n, N_PARAM)
     p = angular_lambda(theta)
+    q = 1 - p if antipode is None else np.asarray(antipode, dtype=float) / PI
     second = p * (p - p / n + 1.0 / n)
-    return LambdaMoments(p, second, p * (1 - p) / n, (1 - p) * (1 - p + p / n), (1 - 1.0 / n) * p * (1 - p))
+    return LambdaMoments(p, second, p * q / n, q * (q + p / n), (1 - 1.0 / n) * p * q)
 
 
 # ------------------------------------------------------------------------------------------ Gaussian λ
@@ -429,9 +445,12 @@ def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antit
     cosh a + cosh b cos c − 2 = (cosh a − 1) + (cosh b − 1)cos c − 2 sin²(c/2).
     """
     w = np.asarray(w, dtype=complex)
-    a = np.sum(np.abs(w) ** 2, -1)
-    ww = np.sum(w * w, -1)
-    b, c = ww.real, ww.imag
+    # |u|², |v|² summed from Re w and Im w themselves: (a ± b)/2 would leave the round-off of a and b (e.g.
+    # |u|² ~ 1e-23 instead of 0 for w = i(x − y), 2e-9 of the MSE at |x − y|² = 1e-7)
+    u2_sum = np.sum(w.real**2, -1)
+    v2_sum = np.sum(w.imag**2, -1)
+    a = u2_sum + v2_sum
+    b, c = u2_sum - v2_sum, 2.0 * np.sum(w.real * w.imag, -1)
     log_sm2 = 2.0 * np.asarray(log_sm, float)
     if variance == "complex":
         core = log_cosh_m1(a) if antithetic else log_expm1(a)
@@ -446,8 +465,7 @@ def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antit
             pos = np.where(cos_c > 0, np.logaddexp(log_cosh_m1(a), t2), log_cosh_m1(a))
             neg = np.where(cos_c < 0, np.logaddexp(log_sin2, t2), log_sin2)
         else:
-            u2 = np.maximum((a + b) / 2, 0.0)
-            v2 = np.maximum((a - b) / 2, 0.0)
+            u2, v2 = u2_sum, v2_sum
             pos = np.logaddexp(LOG2 + log_expm1(u2) + log_cosh(v2), LOG2 + log_cosh_m1(v2))
             neg = b + log_sin2
         core = np.where(np.isneginf(pos), -np.inf, log_diff_exp(pos, np.minimum(neg, pos)))  # w = 0: exact
@@ -457,6 +475,7 @@ def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antit
 __all__ = [
     "LambdaMoments",
     "angle_between",
+    "angle_to_antipode",
     "angular_lambda",
     "angular_lambda_moments",
     "ce_loss",
