@@ -35,33 +35,38 @@ SIGMA_PARAM = Param("sigma", 1.0, "float", "bandwidth σ of the Gaussian λ-coef
                     low_open=True, ui_low=0.05, ui_high=5.0, label="σ")
 
 
-def angle_between(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """θ = ∠(x, y) ∈ [0, π] over the last axis, accurate near 0 and π (Kahan: 2·atan2(|x̂ − ŷ|, |x̂ + ŷ|)).
-
-    A zero vector gets θ = π/2: with sgn(0) := +1 a sign projection separates 0 from y with probability
-    1/2 = θ/π, so the angular λ-moments stay exact under that convention.
-    """
+def _unit_gaps(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(|x̂ − ŷ|, |x̂ + ŷ|, both non-zero) over the last axis, from x ∓ y themselves:
+    x̂ ∓ ŷ = (x ∓ y)/|x| ∓ y(|y| − |x|)/(|x||y|) with |x| − |y| = (x − y)·(x + y)/(|x| + |y|), so a near-duplicate
+    (or near-antipodal) pair keeps the relative accuracy of its small gap (x/|x| − y/|y| would keep ε/θ of it)."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     nx = np.linalg.norm(x, axis=-1, keepdims=True)
     ny = np.linalg.norm(y, axis=-1, keepdims=True)
-    ux = x / np.where(nx > 0, nx, 1.0)
-    uy = y / np.where(ny > 0, ny, 1.0)
-    theta = 2.0 * np.arctan2(np.linalg.norm(ux - uy, axis=-1), np.linalg.norm(ux + uy, axis=-1))
-    return np.where((nx[..., 0] > 0) & (ny[..., 0] > 0), theta, PI / 2)
+    ok = (nx > 0) & (ny > 0)
+    sx, sy = np.where(ok, nx, 1.0), np.where(ok, ny, 1.0)
+    minus, plus = x - y, x + y
+    norm_gap = np.sum(minus * plus, -1, keepdims=True) / (sx + sy)  # |x| − |y|
+    tilt = y * norm_gap / (sx * sy)
+    return (np.linalg.norm(minus / sx - tilt, axis=-1), np.linalg.norm(plus / sx + tilt, axis=-1), ok[..., 0])
+
+
+def angle_between(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """θ = ∠(x, y) ∈ [0, π] over the last axis, accurate near 0 and π (Kahan: 2·atan2(|x̂ − ŷ|, |x̂ + ŷ|), the unit
+    gaps from x ∓ y, ``_unit_gaps``).
+
+    A zero vector gets θ = π/2: with sgn(0) := +1 a sign projection separates 0 from y with probability
+    1/2 = θ/π, so the angular λ-moments stay exact under that convention.
+    """
+    minus, plus, ok = _unit_gaps(x, y)
+    return np.where(ok, 2.0 * np.arctan2(minus, plus), PI / 2)
 
 
 def angle_to_antipode(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """π − ∠(x, y) over the last axis, as 2·atan2(|x̂ + ŷ|, |x̂ − ŷ|): accurate relative to itself near θ = π,
     where π − ``angle_between`` keeps only its absolute accuracy (θ = π − 1e-8: 8 digits). π/2 for a zero vector."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    nx = np.linalg.norm(x, axis=-1, keepdims=True)
-    ny = np.linalg.norm(y, axis=-1, keepdims=True)
-    ux = x / np.where(nx > 0, nx, 1.0)
-    uy = y / np.where(ny > 0, ny, 1.0)
-    rest = 2.0 * np.arctan2(np.linalg.norm(ux + uy, axis=-1), np.linalg.norm(ux - uy, axis=-1))
-    return np.where((nx[..., 0] > 0) & (ny[..., 0] > 0), rest, PI / 2)
+    minus, plus, ok = _unit_gaps(x, y)
+    return np.where(ok, 2.0 * np.arctan2(plus, minus), PI / 2)
 
 
 # ------------------------------------------------------------------- trig and positive base estimators
