@@ -253,6 +253,30 @@ def ref_angular_hybrid(x: np.ndarray, y: np.ndarray, m: int, kernel: str, n: int
     return out
 
 
+def ref_gaussian_hybrid(x: np.ndarray, y: np.ndarray, m: int, kernel: str, n: int, sigma: float, r_norm: float,
+                        shared: bool, lambda_rf: str) -> mp.mpf:
+    """λ̂·SM_++ + (1 − λ̂)·SM_trig with the normalised Gaussian λ = (1 − e^{−σ²|x−y|²/2})/ρ, ρ = 1 − e^{−2σ²r²}
+    ([HRF] App. F), estimated as λ̂ = (1 − Ĝ)/ρ from n RFs Ĝ of e^{−σ²|x−y|²/2} at (σx, σy), independent of ω:
+    E λ̂ = λ, Var λ̂ = Var Ĝ/ρ² with Var Ĝ = (1 − e^{−σ²D})²/(2n) (trig) or e^{σ²(Z − D)}(1 − e^{−σ²Z})²/(2n)
+    (antithetic positive; D = |x − y|², Z = |x + y|²); then as ``ref_angular_hybrid``. r = r_norm, or |x| = |y|."""
+    st = _stats(x, y)
+    s2 = mp.mpf(sigma) ** 2
+    r2 = mp.mpf(r_norm) ** 2 if r_norm > 0 else (st["xx"] + st["yy"]) / 2
+    rho = -mp.expm1(-2 * s2 * r2)
+    lam = -mp.expm1(-s2 * st["W"] / 2) / rho
+    if lambda_rf == "trig":
+        var = mp.expm1(-s2 * st["W"]) ** 2 / (2 * n) / rho**2
+    else:
+        var = mp.exp(s2 * (st["Z"] - st["W"])) * mp.expm1(-s2 * st["Z"]) ** 2 / (2 * n) / rho**2
+    rest = (mp.exp(-s2 * st["W"] / 2) - mp.exp(-2 * s2 * r2)) / rho  # 1 − λ, not 1 − (1 − 1e-57) at 60 digits
+    second = lam**2 + var
+    out = second * ref_positive_antithetic(st, m, kernel) + (rest**2 + var) * ref_trig(st, m, kernel)
+    if shared:
+        out += 2 * (lam - second) * mp.exp(2 * st["xy"]) * (mp.cos(st["xx"] - st["yy"]) - 1) / m \
+            * _kernel_factor(st, kernel)
+    return out
+
+
 def _coordinate_cases() -> list[tuple[str, dict, object]]:
     """Estimators that depend on coordinates: the reference takes the pair itself."""
     out = []
@@ -275,6 +299,12 @@ def _coordinate_cases() -> list[tuple[str, dict, object]]:
                                                      "variance": variance},
                         lambda x, y, k=kernel, t=antithetic, v=variance, g=diag:
                         ref_complex_exponential(x, y, M, k, list(g), t, v)))
+        for n, sigma, r_norm, shared, lam_rf in ((3, 1.0, 2.0, True, "trig"), (5, 0.3, 1.5, False, "positive"),
+                                                  (4, 0.5, 0.8, True, "positive")):
+            out.append(("hybrid_gaussian", {"kernel": kernel, "n": n, "sigma": sigma, "r_norm": r_norm,
+                                            "shared": shared, "lambda_rf": lam_rf},
+                        lambda x, y, k=kernel, n=n, g=sigma, rn=r_norm, sh=shared, lr=lam_rf:
+                        ref_gaussian_hybrid(x, y, M, k, n, g, rn, sh, lr)))
         for n, shared in ((1, False), (7, True), (7, False)):
             out.append(("hybrid_angular", {"kernel": kernel, "n": n, "shared": shared},
                         lambda x, y, k=kernel, n=n, sh=shared: ref_angular_hybrid(x, y, M, k, n, sh)))
@@ -400,6 +430,28 @@ def test_coordinate_closed_form_matches_mpmath_at_hostile_points(name, params, r
             if not (got == want or abs(got - want) <= TOL):
                 bad.append((label, got, want))
     assert not bad, f"{name} {params}: (point, rfviz, mpmath) = {bad}"
+
+
+@pytest.mark.parametrize("lambda_rf", ["trig", "positive"])
+def test_gaussian_hybrid_on_the_sphere_matches_mpmath(lambda_rf):
+    """r_norm = 0 (ρ from |x| = |y|, the paper's setting): the canonical hostile pairs."""
+    est = rfviz.create("hybrid_gaussian", m=M, n=3, sigma=0.7, lambda_rf=lambda_rf)
+    bad = []
+    with mp.workdps(60):
+        for label, x, y in PAIRS[:len(HOSTILE_RT)]:
+            got = float(est.log_mse(x, y, D))
+            want = _log(ref_gaussian_hybrid(x, y, M, "softmax", 3, 0.7, 0.0, False, lambda_rf))
+            if not (got == want or abs(got - want) <= TOL):
+                bad.append((label, got, want))
+    assert not bad, f"(point, rfviz, mpmath) = {bad}"
+
+
+def test_gaussian_hybrid_refuses_a_lambda_variance_past_float64():
+    """σ = 2 with ++ λ-features at |x| = 10: Var λ̂ ~ e^{σ²·4x·y} = e^{1400}: a ParameterError naming sigma, not NaN."""
+    x, y = embed_pair(10.0, 0.5, D)
+    est = rfviz.create("hybrid_gaussian", m=M, n=4, sigma=2.0, r_norm=0.8, lambda_rf="positive")
+    with pytest.raises(rfviz.ParameterError, match="sigma"):
+        est.log_mse(x, y, D)
 
 
 def test_exactly_zero_where_the_truth_is_zero():

@@ -612,10 +612,11 @@ class HybridGaussian(_BipolarHybrid):
     def _moments(self, s: PairStats) -> LambdaMoments:
         """Reference F5 (HRF eqs. 72–73) with D² from coordinates (no cancellation at small θ)."""
         self._check_same_length(s.xx, s.yy, self.rtol_same_length)
-        r = self.params["r_norm"] if self.params["r_norm"] > 0 else np.sqrt(0.5 * (s.xx + s.yy))
-        delta2 = np.sum((s.x - s.y) ** 2, -1)
-        z2 = np.sum((s.x + s.y) ** 2, -1) if self.params["lambda_rf"] == "positive" else None
-        return gaussian_lambda_moments(delta2, r, self.params["sigma"], self.params["n"], z2)
+        sphere = self.params["r_norm"] <= 0
+        r = np.sqrt(0.5 * (s.xx + s.yy)) if sphere else self.params["r_norm"]
+        z2 = s.z2 if self.params["lambda_rf"] == "positive" else None
+        return gaussian_lambda_moments(s.delta2, r, self.params["sigma"], self.params["n"], z2,
+                                       sphere_z2=s.z2 if sphere else None)
 
 
 __all__ = [

@@ -120,7 +120,8 @@ def gaussian_lambda(theta: np.ndarray | float, r: np.ndarray | float, sigma: flo
 
 
 def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, sigma: float, n: int,
-                            plus_z2: np.ndarray | float | None = None) -> LambdaMoments:
+                            plus_z2: np.ndarray | float | None = None, *,
+                            sphere_z2: np.ndarray | float | None = None) -> LambdaMoments:
     """Moments of λ̂ = 1/ρ − (1/(nρ))Σ cos(σ τ_i·(x − y)), the normalised Gaussian λ estimated with n trig RFs
     (HRF App. F eqs. 69, 72–73; docs: derivations/gaussian-lambda). ``delta2`` = |x − y|², ``r`` the normalising
     length of ρ.
@@ -132,6 +133,10 @@ def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, s
     Ĝ = e^{−σ²(|x|²+|y|²)}(1/n)Σ cosh(σ τ_i·(x + y)) (docs: derivations/gaussian-lambda, "[derived] λ estimated with
     ++"): only Var_G
     changes, to e^{σ²(Z² − D²)}(1 − e^{−σ²Z²})²/(2n), Z² = |x + y|².
+
+    ``sphere_z2`` = |x + y|² where r² = (|x|² + |y|²)/2: then 2r² − D²/2 = Z²/2 exactly (parallelogram law), which
+    keeps 1 − λ = (e^{−σ²D²/2} − e^{−2σ²r²})/ρ accurate as θ → π (the difference t − σ²D²/2 cancels there).
+    A Var_G past float64 (e^{σ²(Z² − D²)/2} > 1e308) is refused with ParameterError.
     """
     n = check(n, N_PARAM)
     s2 = check(sigma, SIGMA_PARAM) ** 2
@@ -147,10 +152,17 @@ def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, s
         sd = np.abs(np.expm1(-s2 * delta2)) / (math.sqrt(2 * n) * rho_safe)  # √Var_G / ρ
     else:
         z2 = np.maximum(np.asarray(plus_z2, float), 0.0)
-        sd = np.exp(0.5 * s2 * (z2 - delta2)) * -np.expm1(-s2 * z2) / (math.sqrt(2 * n) * rho_safe)
+        with np.errstate(divide="ignore"):  # Z² = 0: sd = 0
+            log_sd = 0.5 * s2 * (z2 - delta2) + np.log(-np.expm1(-s2 * z2)) - np.log(math.sqrt(2 * n) * rho_safe)
+        if np.any(log_sd > 354.0):  # sd² overflows float64
+            raise ParameterError(f"sigma must be smaller (or lambda_rf=trig): the ++ λ-estimate's variance "
+                                 f"e^{{σ²(|x+y|² − |x−y|²)}}/(2n) reaches e^{2 * float(np.max(log_sd)):.0f} here, "
+                                 "past float64")
+        sd = np.exp(log_sd)
     # |1 − ρ − g| = |e^{−2σ²r²} − e^{−σ²D²/2}| = e^{−min}·(1 − e^{−|difference|}): no cancellation, no overflow.
     half = s2 * delta2 / 2
-    gap = np.exp(-np.minimum(t, half)) * -np.expm1(-np.abs(t - half)) / rho_safe
+    apart = t - half if sphere_z2 is None else s2 * np.asarray(sphere_z2, float) / 2
+    gap = np.exp(-np.minimum(t, half)) * -np.expm1(-np.abs(apart)) / rho_safe
     zero = np.zeros_like(mean)
     mean = np.where(ok, mean, zero)
     variance = np.where(ok, sd**2, zero)
