@@ -277,6 +277,56 @@ def ref_gaussian_hybrid(x: np.ndarray, y: np.ndarray, m: int, kernel: str, n: in
     return out
 
 
+def _poly_moments(x: np.ndarray, y: np.ndarray, q: float, basis: str) -> tuple[mp.mpf, mp.mpf, mp.mpf]:
+    """(t = x·y, E|g|², E g²) of one sketch factor g = (z·x)·conj(z·y) (see ``ref_poly_sketch``)."""
+    xs, ys = _coords(x, y)
+    q = mp.mpf(q)
+    rho = 2 * q - 1
+    mu4 = 1 if basis == "rademacher" else 3 * q**2 + 2 * q * (1 - q) + 3 * (1 - q) ** 2
+    S = mp.fsum((a * b) ** 2 for a, b in zip(xs, ys, strict=True))
+    t = mp.fsum(a * b for a, b in zip(xs, ys, strict=True))
+    nn = mp.fsum(a * a for a in xs) * mp.fsum(b * b for b in ys)
+    return t, mu4 * S + (nn - S) + (1 + rho**2) * (t * t - S), mu4 * S + rho**2 * (nn - S) + 2 * (t * t - S)
+
+
+def ref_maclaurin(x: np.ndarray, y: np.ndarray, est, params: dict) -> mp.mpf:
+    """Maclaurin features ([DP] §4): k(t) = Σ a_n t^n, a_0 exact, degrees 1..p sketched by the polynomial sketch.
+    optimized: Σ_n a_n²·Var_n(D_n) + (Σ_{n>p} a_n t^n)² with the allocation D_n of Algorithm 3 (a parameter here,
+    read from the estimator's plan like OPRF's A*); random (Kar–Karnick): one degree N ~ μ per feature,
+    Y = (a_N/μ_N)Π_{i≤N} g_i, Var = (Σ a_n²/μ_n E|g|^{2n} − (Σ a_n t^n)²)/m (real part: ½(E|g|^{2n} + E g^{2n}))
+    plus the same truncation bias². a_n = 1/n! (exponential; Gaussian: × e^{−(|x|²+|y|²)/2}), C(P, n)ν^{P−n}
+    (polynomial (x·y + ν)^P)."""
+    t, mod, sq = _poly_moments(x, y, params["q"], params["basis"])
+    kernel, real = params["kernel"], params["variance"] == "real_part"
+    if kernel == "polynomial":
+        big_p, nu = params["kernel_degree"], mp.mpf(params["nu"])
+        coef = {n: mp.binomial(big_p, n) * nu ** (big_p - n) for n in range(big_p + 1)}
+        full = (t + nu) ** big_p
+    else:
+        coef = {n: 1 / mp.factorial(n) for n in range(200)}
+        full = mp.exp(t)
+    top = min(params["p"], params["kernel_degree"]) if kernel == "polynomial" else params["p"]
+
+    def second(n: int) -> mp.mpf:  # E|Π g|² or E(Re Π g)²
+        return (mod**n + sq**n) / 2 if real else mod**n
+    if params["method"] == "optimized":
+        alloc = est.plan(D).alloc
+        var = mp.fsum(coef[n] ** 2 * (second(n) - t ** (2 * n)) / dn for n, dn in enumerate(alloc, start=1))
+        p_used = len(alloc)
+    else:
+        w = [mp.mpf(params["c"]) ** -(n + 1) for n in range(1, top + 1)]
+        mu = [v / mp.fsum(w) for v in w]
+        mean = mp.fsum(coef[n] * t**n for n in range(1, top + 1))
+        var = (mp.fsum(coef[n] ** 2 / mu[n - 1] * second(n) for n in range(1, top + 1)) - mean**2) / params["m"]
+        p_used = top
+    bias = full - mp.fsum(coef[n] * t**n for n in range(p_used + 1))
+    out = var + bias**2
+    if kernel == "gaussian":
+        xs, ys = _coords(x, y)
+        out *= mp.exp(-mp.fsum(a * a for a in xs) - mp.fsum(b * b for b in ys))
+    return out
+
+
 def _coordinate_cases() -> list[tuple[str, dict, object]]:
     """Estimators that depend on coordinates: the reference takes the pair itself."""
     out = []
@@ -452,6 +502,30 @@ def test_gaussian_hybrid_refuses_a_lambda_variance_past_float64():
     est = rfviz.create("hybrid_gaussian", m=M, n=4, sigma=2.0, r_norm=0.8, lambda_rf="positive")
     with pytest.raises(rfviz.ParameterError, match="sigma"):
         est.log_mse(x, y, D)
+
+
+MACLAURIN = [dict(kernel="exponential", method="optimized", p=6, m=40, q=0.5, basis="rademacher", variance="complex"),
+             dict(kernel="gaussian", method="optimized", p=5, m=24, q=1.0, basis="gaussian", variance="real_part"),
+             dict(kernel="polynomial", method="optimized", p=4, m=30, q=0.5, basis="rademacher",
+                  variance="complex", kernel_degree=3, nu=0.5),
+             dict(kernel="exponential", method="random", p=6, m=40, q=0.5, basis="rademacher", variance="complex",
+                  c=2.0),
+             dict(kernel="polynomial", method="random", p=3, m=16, q=1.0, basis="rademacher", variance="real_part",
+                  kernel_degree=3, nu=1.0, c=3.0)]
+
+
+@pytest.mark.parametrize("params", MACLAURIN, ids=[f"{p['kernel']}-{p['method']}" for p in MACLAURIN])
+def test_maclaurin_closed_form_matches_mpmath_at_hostile_points(params):
+    est = rfviz.create("maclaurin", sketch="poly", **params)
+    full = {"kernel_degree": 3, "nu": 1.0, "c": 2.0, **params}
+    bad = []
+    with mp.workdps(80):
+        for label, x, y in PAIRS:
+            got = float(est.log_mse(x, y))
+            want = _log(ref_maclaurin(x, y, est, full))
+            if not (got == want or abs(got - want) <= TOL):
+                bad.append((label, got, want))
+    assert not bad, f"maclaurin {params}: (point, rfviz, mpmath) = {bad}"
 
 
 def test_exactly_zero_where_the_truth_is_zero():
