@@ -289,6 +289,34 @@ def _poly_moments(x: np.ndarray, y: np.ndarray, q: float, basis: str) -> tuple[m
     return t, mu4 * S + (nn - S) + (1 + rho**2) * (t * t - S), mu4 * S + rho**2 * (nn - S) + 2 * (t * t - S)
 
 
+def ref_tensor_srht(x: np.ndarray, y: np.ndarray, m: int, p: int, q: float, variance: str) -> mp.mpf:
+    """TensorSRHT ([DP] Thm 10 eq. 33, Thm 5 eq. 28 at q = 1; an independent permutation per block and degree), d the
+    padded dimension (8 here): Var_D = V/D + c(D, d)/D²·Cov with V = M^p − t^{2p} (μ4 = 1), V1 = |x|²|y|² − S +
+    ρ²(t² − S), Cov = (t² − V1/(d − 1))^p − t^{2p}, c = ⌊D/d⌋d(d − 1) + (D mod d)(D mod d − 1); real part:
+    ½(Var_D + (M'^p − t^{2p})/D + c/D²·(C'^p − t^{2p})), C' = t² − [(t² − S) + ρ²(|x|²|y|² − S)]/(d − 1)."""
+    t, mod, sq = _poly_moments(x, y, q, "rademacher")
+    xs, ys = _coords(x, y)
+    rho2 = (2 * mp.mpf(q) - 1) ** 2
+    S = mp.fsum((a * b) ** 2 for a, b in zip(xs, ys, strict=True))
+    nn = mp.fsum(a * a for a in xs) * mp.fsum(b * b for b in ys)
+    d = D
+    pairs = (m // d) * d * (d - 1) + (m % d) * (m % d - 1)
+    v1 = nn - S + rho2 * (t * t - S)
+    cov = (t * t - v1 / (d - 1)) ** p - t ** (2 * p)
+    var = (mod**p - t ** (2 * p)) / m + mp.mpf(pairs) / m**2 * cov
+    if variance == "complex":
+        return _exact_zero(var, nn**p)
+    c_re = t * t - ((t * t - S) + rho2 * (nn - S)) / (d - 1)
+    pv = (sq**p - t ** (2 * p)) / m + mp.mpf(pairs) / m**2 * (c_re**p - t ** (2 * p))
+    return _exact_zero((var + pv) / 2, nn**p)
+
+
+def _exact_zero(value: mp.mpf, scale: mp.mpf) -> mp.mpf:
+    """0 for a value at the working precision's round-off of its terms (an exact case, e.g. TensorSRHT at p = 1 and
+    D ∈ dℕ: ±1e-60 instead of 0)."""
+    return mp.mpf(0) if abs(value) <= scale * mp.mpf(10) ** (20 - mp.mp.dps) else value
+
+
 def ref_maclaurin(x: np.ndarray, y: np.ndarray, est, params: dict) -> mp.mpf:
     """Maclaurin features ([DP] §4): k(t) = Σ a_n t^n, a_0 exact, degrees 1..p sketched by the polynomial sketch.
     optimized: Σ_n a_n²·Var_n(D_n) + (Σ_{n>p} a_n t^n)² with the allocation D_n of Algorithm 3 (a parameter here,
@@ -358,6 +386,10 @@ def _coordinate_cases() -> list[tuple[str, dict, object]]:
         for n, shared in ((1, False), (7, True), (7, False)):
             out.append(("hybrid_angular", {"kernel": kernel, "n": n, "shared": shared},
                         lambda x, y, k=kernel, n=n, sh=shared: ref_angular_hybrid(x, y, M, k, n, sh)))
+    for p, q, variance, m in ((1, 1.0, "complex", 16), (3, 0.5, "complex", 16), (2, 1.0, "real_part", 12),
+                              (3, 0.5, "real_part", 5), (4, 0.5, "complex", 21)):
+        out.append(("tensor_srht", {"p": p, "q": q, "variance": variance, "m": m},
+                    lambda x, y, p=p, q=q, v=variance, m=m: ref_tensor_srht(x, y, m, p, q, v)))
     for p, q, basis, variance in ((1, 1.0, "rademacher", "complex"), (3, 1.0, "rademacher", "complex"),
                                   (2, 0.5, "gaussian", "complex"), (3, 0.3, "rademacher", "real_part"),
                                   (2, 1.0, "gaussian", "real_part"), (4, 0.5, "rademacher", "complex")):
@@ -471,7 +503,7 @@ def test_coupled_closed_form_matches_mpmath_at_hostile_points(name, params, ref)
 @pytest.mark.parametrize("name,params,ref", COORDINATE,
                          ids=[f"{n}-{'-'.join(map(str, p.values()))}" for n, p, _ in COORDINATE])
 def test_coordinate_closed_form_matches_mpmath_at_hostile_points(name, params, ref):
-    est = rfviz.create(name, m=M, **params)
+    est = rfviz.create(name, **{"m": M, **params})
     bad = []
     with mp.workdps(60):
         for label, x, y in PAIRS:

@@ -356,18 +356,32 @@ def var_tsrht_normalised(st: DotStats, p: int, q: float, num_features: int | np.
     Not monotone in D: it jumps up when a new block starts (P4, Fig. 12). Clipped at 0 (P7).
     """
     d_pad = padded_dim(st.d) if d_pad is None else d_pad
-    D = np.asarray(num_features, float)
-    c = block_pairs(np.asarray(num_features), d_pad) / D**2
-    v, cov = tsrht_parts(st, p, q, d_pad)
-    full, size = v / D + c * cov, np.abs(v / D) + np.abs(c * cov)
+    full = _tsrht_sum(st.tau, single_degree_var(st, q), p, num_features, d_pad)
     if variance == "real_part":
-        pv = power_gap(st.tau, pseudo_moment_gap(st, q, 1.0), p) / D
-        pcov = power_gap(st.tau, -(st.delta + rho2(q) * st.rest) / (d_pad - 1), p)
-        full, size = 0.5 * (full + pv + c * pcov), 0.5 * (size + np.abs(pv) + np.abs(c * pcov))
+        pseudo = _tsrht_sum(st.tau, st.delta + rho2(q) * st.rest, p, num_features, d_pad)
+        full = 0.5 * (full + pseudo)
     elif variance != "complex":
         raise ParameterError(f"variance must be one of {', '.join(VARIANCES)}, got {variance!r}")
-    # The two terms cancel exactly in the exact cases (p = 1, D ∈ dℕ); what is left there is round-off.
-    return np.where(full > 64 * np.finfo(float).eps * size, full, 0.0)
+    return np.maximum(full, 0.0)
+
+
+def _tsrht_sum(tau: np.ndarray, gap: np.ndarray, p: int, num_features: int | np.ndarray, d_pad: int) -> np.ndarray:
+    """((τ + g)^p − τ^p)/D + c/D²·((τ − g/(d − 1))^p − τ^p) = Σ_{k≥1} C(p, k)τ^{p−k}g^k·β_k, β_k = 1/D +
+    (c/D²)(−1/(d − 1))^k, with g = M − t² = V1 (the same number: (|x|²|y|² − t²) + κΔ = (|x|²|y|² − S) + ρ²Δ, μ4 = 1;
+    normalised by |x|²|y|²). The first-order terms of the variance and the covariance cancel (exactly for D ∈ dℕ,
+    where β_1 = 0), so β_1 = (D(d − 1) − c)/(D²(d − 1)) is formed from integers and the rest carries no cancellation:
+    the variance stays exact where it is O(g²) (θ → 0, or p = 1)."""
+    tau, gap = np.broadcast_arrays(np.asarray(tau, float), np.asarray(gap, float))
+    D = np.asarray(num_features, float)
+    pairs = np.asarray(block_pairs(np.asarray(num_features), d_pad), float)
+    total = np.zeros(np.broadcast(tau, D).shape)
+    for k in range(1, p + 1):
+        if k == 1:
+            beta = (D * (d_pad - 1) - pairs) / (D**2 * (d_pad - 1))
+        else:
+            beta = 1.0 / D + pairs / D**2 * (-1.0 / (d_pad - 1)) ** k
+        total = total + math.comb(p, k) * tau ** (p - k) * gap**k * beta
+    return total
 
 
 def log_var_tsrht(st: DotStats, p: int, q: float, num_features: int | np.ndarray, variance: str = "complex",
