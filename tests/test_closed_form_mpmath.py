@@ -431,10 +431,10 @@ def _fourth_of_mean(var: mp.mpf, mu4: mp.mpf, m: int) -> mp.mpf:
 
 
 def ref_fourth(name: str, s: dict, m: int) -> mp.mpf:
-    """E(K̂ − K)⁴ (softmax) of trig, positive and positive_antithetic: cos^k, e^{kt}, cosh^k t expanded into
+    """E(K̂ − K)⁴ (softmax) of trig, trig_phase, positive and positive_antithetic: cos^k, e^{kt}, cosh^k t expanded into
     E cos(jt) = e^{−j²W/2}, E e^{jt} = e^{j²Z/2}."""
     scale = mp.exp((s["xx"] + s["yy"]) / 2)
-    if name == "trig":
+    if name in ("trig", "trig_phase"):
         c = {0: 1, 1: mp.exp(-s["W"] / 2), 2: mp.exp(-2 * s["W"]), 3: mp.exp(-9 * s["W"] / 2), 4: mp.exp(-8 * s["W"])}
         raw = {1: c[1], 2: (1 + c[2]) / 2, 3: (3 * c[1] + c[3]) / 4, 4: (3 + 4 * c[2] + c[4]) / 8}
     elif name == "positive":
@@ -445,6 +445,8 @@ def ref_fourth(name: str, s: dict, m: int) -> mp.mpf:
                for k in range(1, 5)}
         scale = 1 / scale
     var, mu4 = _central4(lambda k: raw[k])
+    if name == "trig_phase":  # cos(ω·Δ) + U, U = cos(uniform phase) ⊥ ω: E U² = ½, E U⁴ = 3/8, odd moments 0
+        var, mu4 = var + mp.mpf(1) / 2, mu4 + 3 * var + mp.mpf(3) / 8
     return scale**4 * _fourth_of_mean(var, mu4, m)
 
 
@@ -607,7 +609,7 @@ def test_exactly_zero_where_the_truth_is_zero():
     assert float(rfviz.create("trig").log_mse(x, y, D)) == -math.inf
 
 
-@pytest.mark.parametrize("name", ["trig", "positive", "positive_antithetic"])
+@pytest.mark.parametrize("name", ["trig", "trig_phase", "positive", "positive_antithetic"])
 def test_fourth_moment_matches_mpmath_at_hostile_points(name):
     est = rfviz.create(name, m=M)
     bad = []
