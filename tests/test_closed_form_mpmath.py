@@ -450,6 +450,42 @@ def ref_fourth(name: str, s: dict, m: int) -> mp.mpf:
     return scale**4 * _fourth_of_mean(var, mu4, m)
 
 
+def _central_moments(name: str, s: dict) -> tuple[mp.mpf, mp.mpf, mp.mpf]:
+    """(μ2, μ3, μ4) of one softmax feature of trig (e^{S/2}cos ω·Δ) or positive_antithetic (e^{−S/2}cosh ω·z)."""
+    if name == "trig":
+        scale = mp.exp((s["xx"] + s["yy"]) / 2)
+        c = {k: mp.exp(-k * k * s["W"] / 2) for k in range(5)}
+        raw = {1: c[1], 2: (1 + c[2]) / 2, 3: (3 * c[1] + c[3]) / 4, 4: (3 + 4 * c[2] + c[4]) / 8}
+    else:
+        scale = mp.exp(-(s["xx"] + s["yy"]) / 2)
+        raw = {k: mp.fsum(mp.binomial(k, j) * mp.exp((k - 2 * j) ** 2 * s["Z"] / 2) for j in range(k + 1)) / 2**k
+               for k in range(1, 5)}
+    mu = raw[1]
+    mu3 = raw[3] - 3 * mu * raw[2] + 2 * mu**3
+    var, mu4 = _central4(lambda k: raw[k])
+    return var * scale**2, mu3 * scale**3, mu4 * scale**4
+
+
+def ref_fourth_angular_hybrid(s: dict, x: np.ndarray, y: np.ndarray, m: int, n: int) -> mp.mpf:
+    """E(K̂ − K)⁴ of λ̂a + (1 − λ̂)b ([HRF] eq. 12) for |x| = |y| (z ⊥ Δ: the ++ error a and the trig error b are
+    independent even with shared ω, and λ̂ ~ Binomial(n, θ/π)/n is independent of both):
+    Σ_j C(4, j)E[λ̂^j(1 − λ̂)^{4−j}]E[a^j]E[b^{4−j}], means of m iid: E a² = μ2/m, E a³ = μ3/m², E a⁴ =
+    (μ4 + 3(m − 1)μ2²)/m³."""
+    xs, ys = _coords(x, y)
+    nx, ny = mp.sqrt(s["xx"]), mp.sqrt(s["yy"])
+    minus = mp.sqrt(mp.fsum((a / nx - b / ny) ** 2 for a, b in zip(xs, ys, strict=True)))
+    plus = mp.sqrt(mp.fsum((a / nx + b / ny) ** 2 for a, b in zip(xs, ys, strict=True)))
+    p, q = 2 * mp.atan2(minus, plus) / mp.pi, 2 * mp.atan2(plus, minus) / mp.pi
+    weights = [mp.fsum(mp.binomial(n, k) * p**k * q ** (n - k) * (mp.mpf(k) / n) ** j * (1 - mp.mpf(k) / n) ** (4 - j)
+                       for k in range(n + 1)) for j in range(5)]
+
+    def mean_moments(name: str) -> dict[int, mp.mpf]:
+        v, m3, m4 = _central_moments(name, s)
+        return {0: mp.mpf(1), 1: mp.mpf(0), 2: v / m, 3: m3 / m**2, 4: (m4 + 3 * (m - 1) * v**2) / m**3}
+    a, b = mean_moments("positive_antithetic"), mean_moments("trig")
+    return mp.fsum(mp.binomial(4, j) * weights[j] * a[j] * b[4 - j] for j in range(5))
+
+
 # ------------------------------------------------------------------------------- cases
 def _cases() -> list[tuple[str, dict, object]]:
     out = []
@@ -563,6 +599,19 @@ def test_gaussian_hybrid_on_the_sphere_matches_mpmath(lambda_rf):
         for label, x, y in PAIRS[:len(HOSTILE_RT)]:
             got = float(est.log_mse(x, y, D))
             want = _log(ref_gaussian_hybrid(x, y, M, "softmax", 3, 0.7, 0.0, False, lambda_rf))
+            if not (got == want or abs(got - want) <= TOL):
+                bad.append((label, got, want))
+    assert not bad, f"(point, rfviz, mpmath) = {bad}"
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_angular_hybrid_fourth_moment_matches_mpmath_on_the_sphere(shared):
+    est = rfviz.create("hybrid_angular", m=M, n=3, shared=shared)
+    bad = []
+    with mp.workdps(150):
+        for label, x, y in PAIRS[:len(HOSTILE_RT)]:
+            got = float(est.log_fourth_central_moment(x, y, D))
+            want = _log(ref_fourth_angular_hybrid(_stats(x, y), x, y, M, 3))
             if not (got == want or abs(got - want) <= TOL):
                 bad.append((label, got, want))
     assert not bad, f"(point, rfviz, mpmath) = {bad}"

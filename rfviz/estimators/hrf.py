@@ -532,7 +532,8 @@ class HybridAngular(_BipolarHybrid):
     def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
         """rfviz.maths.moments.log_fourth_angular_hybrid (Binomial λ̂ independent of ω; shared or independent ω)."""
         return moments.log_fourth_angular_hybrid(s.xx, s.yy, s.xy, angle_between(s.x, s.y), self.params["m"],
-                                                 self.params["n"], self.params["shared"], z2=s.z2, delta2=s.delta2)
+                                                 self.params["n"], self.params["shared"], z2=s.z2, delta2=s.delta2,
+                                                 antipode=angle_to_antipode(s.x, s.y))
 
 
 @register
