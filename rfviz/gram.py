@@ -120,11 +120,27 @@ def _pairs(queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return q[:, None, :], k[None, :, :]
 
 
+PAIR_CHUNK_BYTES = 32 * 2**20
+"""Pairwise closed forms form each pair's x − y and x + y (|x ∓ y|² from the difference, exact for near-duplicate
+rows): a (rows, M, d) array per step, so queries are taken in row blocks of at most this many bytes."""
+
+
+def _row_blocks(n: int, m: int, d: int) -> list[slice]:
+    """Row slices of the N queries with rows·M·d·8 bytes ≤ ``PAIR_CHUNK_BYTES`` (at least one row each)."""
+    rows = max(1, PAIR_CHUNK_BYTES // max(1, 8 * m * d))
+    return [slice(i, min(n, i + rows)) for i in range(0, n, rows)]
+
+
 def log_kernel_matrix(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log|K_ij|, sign K_ij), shape (N, M)."""
+    """(log|K_ij|, sign K_ij), shape (N, M), in row blocks (``PAIR_CHUNK_BYTES``)."""
     x, y = _pairs(queries, keys)
-    log_k, sign = est.kernel_log_value(x, y)
-    return np.broadcast_to(log_k, (x.shape[0], y.shape[1])), np.broadcast_to(sign, (x.shape[0], y.shape[1]))
+    n, m = x.shape[0], y.shape[1]
+    log_k, sign = np.empty((n, m)), np.empty((n, m))
+    for rows in _row_blocks(n, m, x.shape[-1]):
+        lk, sg = est.kernel_log_value(x[rows], y)
+        block = (rows.stop - rows.start, m)
+        log_k[rows], sign[rows] = np.broadcast_to(lk, block), np.broadcast_to(sg, block)
+    return log_k, sign
 
 
 def kernel_matrix(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -139,12 +155,16 @@ def kernel_matrix(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> 
 def log_frobenius_sq_closed_form(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> float | None:
     """log Σ_ij MSE(x_i, y_j) = log E‖K̂ − K‖²_F for features shared by all entries (``None``: no closed form).
 
-    One broadcast call of the estimator's ``log_mse`` over all N×M pairs, summed in log space."""
+    Broadcast calls of the estimator's ``log_mse`` over the N×M pairs in row blocks (``PAIR_CHUNK_BYTES``; each
+    pair's |x ∓ y|² from its difference), summed in log space."""
     if not est.closed_form_available():
         return None
     x, y = _pairs(queries, keys)
+    n, m = x.shape[0], y.shape[1]
+    log_mse = np.empty((n, m))
     try:
-        log_mse = np.asarray(est.log_mse(x, y), dtype=float)
+        for rows in _row_blocks(n, m, x.shape[-1]):
+            log_mse[rows] = np.asarray(est.log_mse(x[rows], y), dtype=float)
     except NotImplementedError:
         return None
     top = float(np.max(log_mse))
