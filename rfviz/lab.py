@@ -28,8 +28,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from scipy.special import erfc, ndtri
+from scipy.special import ndtri
 
+from .diagnostics import EXACT_REL, holm, two_sided_p
 from .engine import MCResult, monte_carlo
 from .estimators import REGISTRY, Estimator, PairStats  # the package: REGISTRY needs the catalog loaded
 from .geometry import check_r, check_theta, embed_pair
@@ -71,11 +72,9 @@ with the lab's defaults)."""
 CONFIRM_SEED_OFFSET = 1_000_003
 TIE_LOG10 = 0.05
 """|log10 ratio| below this counts as a tie in the win/lose summary (about ±12 %)."""
-EXACT_REL_MSE = 1e-24
-"""A relative MSE (MSE/K²) below this is float64 round-off: the estimator is exact at that point (e.g. positive RFs
-at θ = π, trig at θ = 0). float32 runs (the GPU default) use EXACT_REL_MSE_FLOAT32."""
 EXACT_REL_MSE_FLOAT32 = 1e-10
-"""(≈ 100 float32 ulps)²."""
+"""(≈ 100 float32 ulps)²: round-off of float32 runs (the GPU default); float64 runs use rfviz.diagnostics.EXACT_REL
+(a relative MSE, MSE/K², below it is round-off: exact, e.g. positive RFs at θ = π, trig at θ = 0)."""
 FEATURE_TRIALS = 1024
 FEATURE_GROWTH_TOLERANCE = 1.1
 """Features look bounded if max|φ| over all samples ≤ this × max|φ| over the first 1/16 of them."""
@@ -97,27 +96,11 @@ ALPHA_PARAM = Param("alpha", DEFAULT_ALPHA, help="family-wise error rate of the 
 
 
 # --------------------------------------------------------------------------- statistics helpers
-def two_sided_p(z: np.ndarray) -> np.ndarray:
-    """Two-sided normal p-value of z-scores (inf → 0; NaN, an undefined z, → 1)."""
-    p = erfc(np.abs(np.asarray(z, dtype=float)) / math.sqrt(2.0))
-    return np.where(np.isnan(p), 1.0, p)
-
-
-def holm_reject(p: np.ndarray, alpha: float, mask: np.ndarray | None = None) -> np.ndarray:
-    """Holm's step-down procedure (Holm 1979) over the entries where ``mask`` is true: reject p_(k) while
-    p_(k) ≤ α/(M − k), k = 0, 1, …; controls the family-wise error at α under any dependence."""
+def holm_over(p: np.ndarray, alpha: float, mask: np.ndarray | None = None) -> np.ndarray:
+    """Holm's step-down rejections (``rfviz.diagnostics.holm``) over the entries where ``mask`` is true; the others
+    neither count in the family nor are rejected. A NaN p-value (an undefined z) is not tested either."""
     p = np.asarray(p, dtype=float)
-    mask = np.ones(p.shape, bool) if mask is None else np.asarray(mask, bool)
-    reject = np.zeros(p.shape, bool)
-    idx = np.flatnonzero(mask.ravel())
-    order = idx[np.argsort(p.ravel()[idx], kind="stable")]
-    M = len(order)
-    flat = reject.ravel()
-    for k, i in enumerate(order):
-        if p.ravel()[i] > alpha / (M - k):
-            break
-        flat[i] = True
-    return flat.reshape(p.shape)
+    return holm(p if mask is None else np.where(np.asarray(mask, bool), p, np.nan), alpha)
 
 
 def bonferroni_z(alpha: float, tests: int) -> float:
@@ -127,7 +110,7 @@ def bonferroni_z(alpha: float, tests: int) -> float:
 
 def exact_threshold(res: MCResult) -> float:
     """Relative MSE that counts as round-off for the run's dtype."""
-    return EXACT_REL_MSE_FLOAT32 if "32" in res.dtype else EXACT_REL_MSE
+    return EXACT_REL_MSE_FLOAT32 if "32" in res.dtype else EXACT_REL
 
 
 def exact_points(res: MCResult) -> np.ndarray:
@@ -630,11 +613,11 @@ def _holm_with_extra_pairs(est: Estimator, opts: LabOptions, grid: _Grid, p: np.
     """Holm over the tested grid points and the extra pairs together: (grid rejections, extra pairs' rows)."""
     extra = _usable_extra_pairs(est, opts, grid, warnings)
     if not extra:
-        return holm_reject(p, opts.alpha, tested), []
+        return holm_over(p, opts.alpha, tested), []
     ex_x, ex_y, meta = extra
     ex = _run_mc(est, ex_x, ex_y, opts.d, opts.trials, opts.seed + 1, opts.device, None)
     ez, e_tested, e_inf, e_det = _bias_test(ex, opts.trials)
-    both = holm_reject(np.concatenate([p, _p_values(ex, ez)]), opts.alpha, np.concatenate([tested, e_tested]))
+    both = holm_over(np.concatenate([p, _p_values(ex, ez)]), opts.alpha, np.concatenate([tested, e_tested]))
     rows = [{"kind": kind, "norm_x": nx, "norm_y": ny, "theta": th, "z": float(ez[i]), "tested": bool(e_tested[i]),
              "informative": bool(e_inf[i]), "rejected": bool(both[p.size + i]),
              "reliable": bool(ex.reliable[i]) if ex.reliable is not None else True,
@@ -1006,7 +989,7 @@ def closed_form_verdicts(res: MCResult, log_mse_cf: np.ndarray, exact: np.ndarra
     z = np.where(infinite | det_wrong, np.nan, z)
     tested = ~infinite & ~det_wrong & (exact | ((kappa <= trials * CLOSED_FORM_KURTOSIS_FRACTION) & reliable))
     tested &= np.isfinite(z)
-    rejected = holm_reject(two_sided_p(z), alpha * CLOSED_FORM_ALPHA_FACTOR, tested) | det_wrong
+    rejected = holm_over(two_sided_p(z), alpha * CLOSED_FORM_ALPHA_FACTOR, tested) | det_wrong
     return {"z": z, "tested": tested, "rejected": rejected, "infinite": infinite, "deterministic_wrong": det_wrong,
             "rel_diff": rel_diff}
 

@@ -18,7 +18,7 @@ import pytest
 from mc_helpers import assert_mc_matches_closed_form
 
 import rfviz
-from rfviz import lab, plugins
+from rfviz import diagnostics, lab, plugins
 from rfviz.cli import main as cli_main
 from rfviz.figures import lab as lab_figures
 from rfviz.geometry import canonical_pair
@@ -38,11 +38,14 @@ def _load(spec: str) -> type[rfviz.Estimator]:
 def test_holm_step_down_rejects_exactly_the_textbook_set():
     # Sorted p: 0.005 ≤ 0.05/4, 0.01 ≤ 0.05/3, 0.03 > 0.05/2 → stop: two rejections (Holm 1979).
     p = np.array([0.01, 0.04, 0.03, 0.005])
-    assert lab.holm_reject(p, 0.05).tolist() == [True, False, False, True]
+    assert lab.holm_over(p, 0.05).tolist() == [True, False, False, True]
     # Masked-out points neither count in M nor get rejected: with M = 2, 0.03 ≤ 0.05/1 after 0.01 ≤ 0.05/2.
     mask = np.array([True, False, True, False])
-    assert lab.holm_reject(p, 0.05, mask).tolist() == [True, False, True, False]
-    assert lab.two_sided_p(np.array([0.0, np.inf, np.nan])).tolist() == [1.0, 0.0, 1.0]
+    assert lab.holm_over(p, 0.05, mask).tolist() == [True, False, True, False]
+    # The lab uses the one Holm and p-value of rfviz.diagnostics (issue 28: no copies).
+    assert lab.holm is diagnostics.holm and lab.two_sided_p is diagnostics.two_sided_p
+    assert lab.exact_threshold(rfviz.engine.MCResult(*([np.zeros(1)] * 6), 2, "cpu", "float64")) == \
+        diagnostics.EXACT_REL
     assert lab.bonferroni_z(0.05, 1) == pytest.approx(1.959963985, rel=1e-9)
 
 
