@@ -10,13 +10,19 @@
   are log-normal-like). κ is estimated from the engine's output (κ = 1 + n·SE(rel_mse)²/rel_mse²); points with
   κ > trials/100 are left out of the bias test (κ > trials/1000 for the closed-form test, which needs higher
   moments), and the report lists them with that reason.
-* **closed form**: if the estimator gives one, the z-score of the sampled MSE against it (Holm at α/100).
+* **closed form**: if the estimator gives one, the z-score of the sampled MSE against it on the grid and the extra
+  pairs (one Holm family at α/100, each rejection confirmed on an independent 4× sample). "Agrees" needs at least
+  MIN_CLOSED_FORM_POINTS tested non-exact points (exact points, 0 = 0 at round-off, test no formula); the report
+  gives their number and the smallest detectable relative error (``detectable_error``).
 * **MSE ratio map**: log10(MSE_candidate / MSE_builtin) against chosen built-ins with the same m and kernel
-  (closed forms where they exist, Monte Carlo otherwise): negative where the candidate wins.
+  (the built-ins' closed forms where they exist, Monte Carlo otherwise; the candidate's closed form only where it
+  was tested and agreed, its sampled MSE elsewhere): negative where the candidate wins.
 * **features**: finite, positive (real and > 0), bounded-looking (the largest |φ| does not grow with more
   samples), and consistent with ``estimate`` (Σ φ_query(x)·φ_key(y) = K̂(x, y)).
 
-The summary verdict is "unbiased" or "bias detected"; other findings are warnings.
+The summary verdict (``LabReport.verdict``, exit codes in EXIT_CODES) is "unbiased", "bias detected", "closed form
+disagrees", "inconclusive" or "biased, as declared" (``unbiased = False``: exit 4, not 1); other findings are
+warnings.
 """
 
 from __future__ import annotations
