@@ -100,6 +100,9 @@ def test_correct_example_passes_and_trades_off_against_positive():
     # The MSE map uses the closed form exactly where it was tested (and nothing rejected it), the sample elsewhere.
     assert (report.closed_form_used == report.closed_form_tested).all(), report.to_text()
     assert report.mse_source in ("closed form", "closed form where tested and agreed, Monte Carlo elsewhere")
+    # The figure says so: a dot at every point where the candidate's MSE is the sampled one.
+    dots = [t for t in lab_figures.ratio_map(report).data if t.name == lab_figures.SAMPLED_NAME]
+    assert sum(len(t.x) for t in dots) == len(report.comparisons) * int((~report.closed_form_used).sum())
     assert report.features["positive"] and not report.features["bounded_observed"]
     vs_pos = next(c for c in report.comparisons if c.name == "positive").log10_ratio
     # σ > 1 wins where |x + y| is large (θ = 0, r = 1.5) and loses near x + y = 0 (θ = 3π/4, r = 0.5).
@@ -579,6 +582,7 @@ def test_a_closed_form_ten_times_too_small_is_caught_and_stays_out_of_the_ratio_
     assert any(c["pair"] == "unequal" and c["confirmed"] for c in report.closed_form_confirmation)
     # The map uses the closed form nowhere ...
     assert not report.closed_form_used.any() and report.mse_source == "monte carlo", report.to_text()
+    assert "(sampled MSE)" in lab_figures.ratio_map(report).layout.title.text
     # ... so against the built-in FAVOR+ (the same estimator, a correct closed form) the ratio is the sampling
     # error of the candidate's MSE, not -1 (10×): at informative points the relative standard error is ≤ 10 %
     # (MAX_REL_STDERR), so 4 standard errors keep |log10 ratio| ≤ -log10(1 - 0.4).
