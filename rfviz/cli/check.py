@@ -1,8 +1,9 @@
 """``python -m rfviz check TARGET``: the estimator lab from the command line (see rfviz.lab).
 
 TARGET is a built-in name, the name of a loaded plugin, or a plugin spec (``path/to/file.py[:Class]``,
-``package.module:Class``). Exit code 0: unbiased; 1: bias detected; 3: inconclusive; 2: bad input or a broken plugin
-(one line on stderr, never a traceback). Plugin code runs in its own process (rfviz.plugin_process: own session,
+``package.module:Class``). Exit code (rfviz.lab.EXIT_CODES) 0: unbiased; 1: bias detected or the closed form
+disagrees; 3: inconclusive; 4: biased, as declared (the estimator sets ``unbiased = False``); 2: bad input or a broken
+plugin (one line on stderr, never a traceback). Plugin code runs in its own process (rfviz.plugin_process: own session,
 output captured, deadline, RLIMIT_AS and RLIMIT_CPU); a built-in target without --plugin runs in-process.
 """
 
