@@ -22,6 +22,14 @@ pytestmark = pytest.mark.slow  # every page run through Streamlit's AppTest (pyt
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TIMEOUT = 60
+LAB_TIMEOUT = 300
+"""The lab page's first run discovers the bundled examples, one plugin process each (each imports torch): a minute
+or more on a loaded 2-core machine."""
+
+
+def page_timeout(page: str) -> float:
+    """AppTest's timeout for a page's first run."""
+    return LAB_TIMEOUT if page == "estimator_lab" else TIMEOUT
 WIDGET_KINDS = ("slider", "number_input", "selectbox", "multiselect", "toggle", "radio", "checkbox", "select_slider")
 
 
@@ -94,7 +102,7 @@ PROBED = [p.url_path for p in PAGES if p.probe is not None]
 @pytest.fixture(scope="module", params=ALL_PAGES)
 def loaded(request) -> tuple[str, AppTest]:
     page = request.param
-    at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT).run()
+    at = AppTest.from_file(page_path(page), default_timeout=page_timeout(page)).run()
     return page, at
 
 
@@ -239,7 +247,7 @@ MC_VIEW = {"hybrid": {"view": "mse-vs-base"}, "coupling": {"view": "ratio-vs-v"}
 def test_page_parameter_out_of_range_in_the_url_falls_back_with_an_error(page, name, value):
     """Page-level parameters (rfviz.params: TRIALS_PARAM, SEED_PARAM, LAB_TRIALS_PARAM, …) check URL values with
     the same range as the widget: out of range → the default, and an error naming the parameter and the range."""
-    at = AppTest.from_file(page_path(page), default_timeout=TIMEOUT)
+    at = AppTest.from_file(page_path(page), default_timeout=page_timeout(page))
     at.query_params.update(MC_VIEW.get(page, {}))
     at.query_params[name] = value
     at.run()
@@ -755,7 +763,7 @@ def test_every_figure_download_has_an_offline_twin_with_its_size():
 
 def test_lab_lists_the_bundled_examples_without_plugins_configured(monkeypatch):
     monkeypatch.delenv("RFVIZ_PLUGINS", raising=False)
-    at = AppTest.from_file(page_path("estimator_lab"), default_timeout=TIMEOUT).run()
+    at = AppTest.from_file(page_path("estimator_lab"), default_timeout=page_timeout("estimator_lab")).run()
     _no_exception(at, "estimator_lab")
     picker = next(s for s in at.selectbox if s.label == "Estimator to check")
     examples = [o for o in picker.options if o.endswith("(example)")]

@@ -377,7 +377,8 @@ def test_page_runs_the_check_on_plugins_from_the_environment(monkeypatch, tmp_pa
 
     monkeypatch.setenv(plugins.ENV_VAR, f"{BIASED},{CORRECT},{tmp_path / 'gone.py'}")
     before = set(sys.modules)  # other tests of this process load plugins in-process on purpose
-    at = AppTest.from_file(str(ROOT / "app_pages" / "estimator_lab.py"), default_timeout=60).run()
+    # discovery starts one plugin process per example and plugin (each imports torch): minutes on a loaded machine
+    at = AppTest.from_file(str(ROOT / "app_pages" / "estimator_lab.py"), default_timeout=300).run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("gone.py" in e.value for e in at.error)  # the broken entry is reported, the page keeps working
     picker = at.selectbox(key="estimator_lab.est")
