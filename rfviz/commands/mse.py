@@ -134,6 +134,10 @@ def _closed_form(est: Any, x: np.ndarray, y: np.ndarray) -> tuple[float | None, 
     """The log of the (mean) closed-form MSE, or None with a note where it is not representable."""
     if not est.closed_form_available():
         return None, None
+    with np.errstate(over="ignore"):
+        squares_finite = np.all(np.isfinite(np.sum(x * x, -1))) and np.all(np.isfinite(np.sum(y * y, -1)))
+    if not squares_finite:  # every closed form works with |x|², |y|², |x ∓ y|²: none is a float64 here
+        return None, "closed form not representable at these inputs (|x|² or |y|² overflows float64)"
     try:
         log_mse = _log_mean_mse(est.log_mse(x, y))
     except (FloatingPointError, OverflowError) as exc:  # valid but extreme inputs: null with a reason
