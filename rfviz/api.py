@@ -32,7 +32,7 @@ from .clustered import ClusteredCE
 from .engine import monte_carlo
 from .estimators import REGISTRY, get_estimator
 from .geometry import embed_pair, parse_real, snap_theta
-from .gram import family_agreement, gram_cost, gram_error, require_gram_budget
+from .gram import gram_cost, gram_error, require_gram_budget, with_family_agreement
 from .maths.optimal import (
     INPUT_KINDS,
     INPUT_PARAMS,
@@ -57,6 +57,7 @@ from .params import CLI_D_PARAM, Param, ParameterError, require_fits, validate_p
 from .params import check as check_value
 from .registries import COUPLINGS_WITH_DENSITY, IID, SIMPLEX
 from .textio import format_complex, jsonable, parse_vector
+from .verdicts import roundoff_floor, sampled_verdict
 
 __all__ = ["CheckResult", "DensityResult", "GramResult", "MSEResult", "MonteCarloSummary", "PsiResult",
            "SweepResult", "check", "density", "gram", "mse", "mse_curve", "psi", "sweep"]
@@ -143,18 +144,6 @@ def _log_mean_mse(log_mse: np.ndarray) -> float:
     return top + math.log(float(np.mean(np.exp(values - top))))
 
 
-AGREEMENT_Z = 4.0
-"""|z| of the sampled MSE against the closed form above which a reliable point is called a disagreement."""
-
-
-def agreement(z: float, reliable: bool) -> str:
-    """"agrees", "disagrees" (|z| > AGREEMENT_Z at a reliable point) or "unreliable" (the sampled MSE's standard
-    error cannot be trusted, so no z-score means anything)."""
-    if not reliable:
-        return "unreliable"
-    return "agrees" if math.isfinite(z) and abs(z) <= AGREEMENT_Z else "disagrees"
-
-
 def _finite(v: float) -> float | None:
     return float(v) if math.isfinite(float(v)) else None
 
@@ -237,43 +226,7 @@ def mse_report(name: str, assignments: dict[str, str], trials: int, seed: int, d
         prog = _Progress(max_seconds)
         res = monte_carlo(est, x, y, trials=max(2, -(-trials // n_pairs)), seed=seed, device=device, progress=prog,
                           cancel=prog.cancel)
-        if n_pairs == 1:
-            exact = float(res.rel_mse[0]) == 0.0 and float(res.rel_mse_stderr[0]) == 0.0
-            reliable, warning = bool(res.reliable[0]), res.warning[0]
-            if exact and log_mse is not None and math.isfinite(log_mse) and log_mse - 2 * float(res.log_scale[0]) > -50:
-                reliable = False  # every trial equal to K where the closed form says the estimator is not exact
-                warning = ("precision loss: every sampled estimate equals K exactly, but the closed-form MSE is "
-                           "not 0 here")
-            bias_z = float(res.bias_z[0])
-            report["mc"] = {
-                "mse": float(res.mse[0]),
-                "stderr": float(res.mse_stderr[0]),
-                "log10_mse": float(res.log10_mse[0]) if float(res.rel_mse[0]) > 0 else None,
-                "mean": float(res.mean[0]),
-                "bias_z": bias_z if math.isfinite(bias_z) else None,
-                "trials": res.trials,
-                "device": res.device,
-                "reliable": reliable,
-                "warning": warning,
-                "trials_needed": _count(res.trials_needed[0]),
-                "tail_index": _finite(res.tail_index[0]),
-            }
-            if log_mse is not None:
-                z = 0.0 if exact and not math.isfinite(log_mse) else float(res.z_against(np.array([log_mse]))[0])
-                report["mc"]["z_vs_closed_form"] = z if math.isfinite(z) else None
-                report["mc"]["agreement"] = agreement(z, reliable)
-        else:
-            mse, stderr = float(np.mean(res.mse)), float(np.sqrt(np.sum(res.mse_stderr**2)) / n_pairs)
-            warnings = [str(w) for w in np.ravel(res.warning) if w is not None]
-            report["mc"] = {"mse": mse, "stderr": stderr, "log10_mse": math.log10(mse) if mse > 0 else None,
-                            "mean": float(np.mean(res.mean)), "trials": res.trials * n_pairs, "pairs": n_pairs,
-                            "device": res.device, "reliable": res.all_reliable,
-                            "warning": f"{len(warnings)} of {n_pairs} pairs unreliable: {warnings[0]}" if warnings
-                            else None}
-            if log_mse is not None and stderr > 0 and log_mse < 709:
-                z = (mse - math.exp(log_mse)) / stderr
-                report["mc"]["z_vs_closed_form"] = z
-                report["mc"]["agreement"] = agreement(z, res.all_reliable)
+        report["mc"] = sampled_verdict(res, log_mse, n_pairs, roundoff_floor(d, int(est.params.get("m", 1))))
     return report
 
 
@@ -398,10 +351,8 @@ def gram_report(names: list[str], assignments: dict[str, str], data: Any, ms: li
             built.append((name, est))
     costs = [gram_cost(est, data.queries, data.keys, repeats) for _, est in built]  # refused before any repeat
     require_gram_budget(max((c[0] for c in costs), default=0.0), sum(c[1] for c in costs), repeats)
-    results = [gram_error(est, data.queries, data.keys, repeats, seed, device, name).to_json() for name, est in built]
-    for row, agrees in zip(results, family_agreement([r["z_vs_closed_form"] for r in results],
-                                                     [r["reliable"] for r in results]), strict=True):
-        row["agreement"] = agrees  # Holm at 1 % over the table's reliable rows
+    errors = [gram_error(est, data.queries, data.keys, repeats, seed, device, name) for name, est in built]
+    results = [e.to_json() for e in with_family_agreement(errors)]  # Holm at 1 % over the table (rfviz.verdicts)
     info = {k: v for k, v in data.describe().items() if not k.endswith("_labels")}
     return {"data": info, "m": ms, "repeats": repeats, "seed": seed, "results": results,
             **({"clusters": fits} if fits else {})}

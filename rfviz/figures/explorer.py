@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ..diagnostics import FWER_LEVEL
+from ..verdicts import FWER_LEVEL
 from .common import HeatmapStyle, columns_to_csv, heatmaps, lines, surfaces
 
 QUANTITIES: dict[str, str] = {
