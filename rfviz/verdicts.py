@@ -553,3 +553,20 @@ def _pairs_verdict(res: Any, log_mse: float | None, n_pairs: int, floor: float) 
         out["z_vs_closed_form"] = z
         out["agreement"] = agreement(z, res.all_reliable, exact)
     return out
+
+
+def outcome_text(counts: dict[str, int], trials: int) -> str:
+    """One line saying what was sampled and with which outcome, from the counts of the agreement words (keys
+    ``agrees``, ``disagrees``, ``unreliable``, ``exact``, ``untested``; they add up to the points sampled).
+
+    Examples
+    --------
+    >>> outcome_text({"agrees": 40, "disagrees": 0, "unreliable": 5, "exact": 4, "untested": 0}, 2000)[:55]
+    '49 points sampled at 2,000 trials: 40 agree with the clo'
+    """
+    total = sum(counts.values())
+    parts = [f"{counts.get('agrees', 0)} agree with the closed form"]
+    labels = (("disagrees", "disagree (Holm, 1 % family-wise)"), ("unreliable", "unreliable (heavy-tailed)"),
+              ("exact", "exact at round-off"), ("untested", "not tested (no closed form)"))
+    parts += [f"{counts[k]} {label}" for k, label in labels if counts.get(k)]
+    return f"{total} points sampled at {int(trials):,} trials: " + ", ".join(parts)

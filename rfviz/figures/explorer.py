@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ..verdicts import FWER_LEVEL
+from ..verdicts import FWER_LEVEL, trials_needed_text
 from .common import HeatmapStyle, columns_to_csv, heatmaps, lines, surfaces
 
 QUANTITIES: dict[str, str] = {
@@ -62,15 +62,10 @@ HEAVY_LABEL = "heavy-tailed: the sampled MSE is unreliable here"
 
 
 def trials_guidance(trials_needed: float, trials: int) -> str:
-    """One line for the app: how many trials give ±10 % (one standard error) on the sampled MSE."""
-    if np.isnan(trials_needed):
-        return ""
-    if not np.isfinite(trials_needed):
-        return ("no number of trials makes the sampled MSE reliable at some point (infinite fourth moment or "
-                "precision loss): trust the closed form there")
-    if trials_needed <= trials:
-        return f"{trials} trials give ±10 % or better at every sampled point"
-    return f"for ±10 % on every sampled point you need ≈ {int(trials_needed):,} trials (now {trials:,})"
+    """One line for the app: how many trials give ±10 % (one standard error) on the sampled MSE, in words where no
+    practical count does (rfviz.verdicts.trials_needed_text)."""
+    text = trials_needed_text(trials_needed, trials)
+    return f"on every sampled point: {text}" if text else ""
 
 
 def surface_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str,
