@@ -195,16 +195,18 @@ with ui.page(
 
         # ------------------------------------------------------------------ figures
         if values:
-            disagree, heavy = {}, {}
+            disagree, heavy, dots = {}, {}, {}
             if sampled_grid and which != "ratio":
                 for k, s in sampled_grid.items():
                     rr, tt = np.meshgrid(r_mc, theta_mc, indexing="ij")
+                    dots[k] = (rr.ravel(), tt.ravel())
                     disagree[k] = (rr[s.disagree_mask], tt[s.disagree_mask])
-                    heavy[k] = (rr[~s.reliable_mask], tt[~s.reliable_mask])
+                    unreliable = ~s.reliable_mask & ~s.exact_mask  # the badge's count (Sampled.outcomes)
+                    heavy[k] = (rr[unreliable], tt[unreliable])
             title = f"{ex.QUANTITIES[which]} · {kernel.replace('_', '-')} kernel · d = {int(d)}"
             if view == "heatmap":
                 fig = fx.heatmap_figure(r_axis, theta_axis, values, which, disagree, title=title, zrange=zrange,
-                                        heavy=heavy, titles=catalog.titles(values))
+                                        heavy=heavy, titles=catalog.titles(values), sampled=dots)
             else:
                 points = {}
                 if sampled_grid:

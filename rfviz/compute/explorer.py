@@ -199,15 +199,18 @@ def sampled_quantity(surfaces: Sequence[Surface], sampled: Mapping[str, Sampled]
     if which == "ratio":
         if pair and all(k in sampled for k in pair):
             a, b = sampled[pair[0]], sampled[pair[1]]
+            either = a.exact_mask | b.exact_mask  # a ratio with an exact side is drawn as exact (no value)
             with np.errstate(invalid="ignore"):
-                out[f"{pair[0]} / {pair[1]}"] = (a.log10_mse - b.log10_mse, np.hypot(a.log10_stderr, b.log10_stderr))
+                out[f"{pair[0]} / {pair[1]}"] = (np.where(either, -np.inf, a.log10_mse - b.log10_mse),
+                                                 np.hypot(a.log10_stderr, b.log10_stderr))
         return out
     for name, s in sampled.items():
+        shown = np.where(s.exact_mask, -np.inf, s.log10_mse)  # exact at round-off: drawn as exact, like the surface
         if which == "rel_error":
             # log10_kernel on the sampled grid is recomputed by the caller's Surface of that grid
-            out[name] = (0.5 * s.log10_mse - by_name[name].log10_kernel, 0.5 * s.log10_stderr)
+            out[name] = (0.5 * shown - by_name[name].log10_kernel, 0.5 * s.log10_stderr)
         else:
-            out[name] = (s.log10_mse, s.log10_stderr)
+            out[name] = (shown, s.log10_stderr)
     return out
 
 
