@@ -332,9 +332,11 @@ def family_agreement(z: Sequence[float | None] | np.ndarray, reliable: Sequence[
     --------
     >>> family_agreement([0.5, 9.0, None, 30.0, 1e9], [True, True, True, False, True], [0, 0, 0, 0, 1])
     ['agrees', 'disagrees', None, 'unreliable', 'exact']
+    >>> family_agreement(np.array([30.0]), np.array([False]))  # numpy bools read as bools
+    ['unreliable']
     """
     zz = np.array([np.nan if v is None else float(v) for v in z], dtype=float)
-    rel = np.array([r is not False for r in reliable], bool)
+    rel = np.array([r is None or bool(r) for r in reliable], bool)  # None (not sampled) is not "unreliable"
     ex = np.zeros(zz.shape, bool) if exact is None else np.asarray(exact, bool).reshape(zz.shape)
     bad = family_disagreements(zz, rel, ex, alpha)
     words: list[str | None] = []
@@ -562,7 +564,7 @@ def outcome_text(counts: dict[str, int], trials: int) -> str:
     Examples
     --------
     >>> outcome_text({"agrees": 40, "disagrees": 0, "unreliable": 5, "exact": 4, "untested": 0}, 2000)[:55]
-    '49 points sampled at 2,000 trials: 40 agree with the clo'
+    '49 points sampled at 2,000 trials: 40 agree with the cl'
     """
     total = sum(counts.values())
     parts = [f"{counts.get('agrees', 0)} agree with the closed form"]

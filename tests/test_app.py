@@ -327,6 +327,7 @@ def test_explorer_defaults_give_every_panel_its_outcome_in_words():
     badges = [m.value for m in at.markdown if "badge[" in m.value]
     shown = " ".join([*badges, *(c.value for c in at.caption)])
     assert badges and all("points sampled at" in b for b in badges), badges
+    assert any("unreliable (heavy-tailed)" in b for b in badges), badges  # FAVOR+ at r ≤ 2: heavy by theory
     assert not re.search(r"\d{1,3}(,\d{3}){4,}", shown), shown  # no count of 10¹² or more as digits
 
 
