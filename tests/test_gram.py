@@ -204,3 +204,17 @@ def test_cli_gram_bad_input(argv: list[str], needle: str, capsys: pytest.Capture
     assert main(["gram", *argv, *([] if "--repeats" in argv else ["--repeats", "0"])]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and needle in err, err
+
+
+def test_your_data_angular_hybrid_on_wine_is_unreliable_by_theory_not_a_disagreement() -> None:
+    """Issue 28: the Your-data page's defaults (wine, 60 × 60 points, standardize + scale 0.5, m = 16) at 300
+    repeats. The per-repeat Frobenius error of the (correct) angular hybrid is heavily skewed (measured over 6000
+    repeats: skewness 5.9, kurtosis 73, largest repeat 14× the mean), so a 300-repeat sample can miss by 3.4 of its
+    own standard errors; the per-pair fourth moments bound its relative standard error by 16 % (> 10 %), so theory
+    calls it unreliable with the repeats that guarantee ±10 % (790), never 'disagrees'."""
+    ds = data.load("wine", queries=60, keys=60, steps=("standardize", "scale"), scale=0.5)
+    res = gram.with_family_agreement([gram.gram_error(create("hybrid_angular", m=16), ds.queries, ds.keys, 300, s)
+                                      for s in (0, 1)])
+    for r in res:
+        assert r.reliable is False and r.agreement == "unreliable" and r.repeats_needed == 790
+        assert "790 repeats" in r.warning and "standard errors" not in r.note
