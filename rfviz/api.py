@@ -144,14 +144,6 @@ def _log_mean_mse(log_mse: np.ndarray) -> float:
     return top + math.log(float(np.mean(np.exp(values - top))))
 
 
-def _finite(v: float) -> float | None:
-    return float(v) if math.isfinite(float(v)) else None
-
-
-def _count(v: float) -> int | None:
-    return int(v) if math.isfinite(float(v)) else None
-
-
 def _number(name: str, text: str) -> float:
     """A number as typed (``pi/2`` allowed); θ just above π (``3.1416``) is read as π."""
     value = parse_real(name, text)
