@@ -34,7 +34,7 @@ def test_one_agreement_rule_for_a_point_and_a_family():
     assert v.agreement(1e30, True, exact=True) == "exact"
     words = v.family_agreement([2.8, 0.1, 4.0], [True, True, True])  # Holm: 4.0 ≤ .01/3; then p(2.8) = .0051 > .01/2
     assert words == ["agrees", "agrees", "disagrees"]
-    assert v.bonferroni_disagrees(3.0, True, 1) and not v.bonferroni_disagrees(3.0, True, 3)
+    assert v.bonferroni_disagrees(3.0, True, 3) and not v.bonferroni_disagrees(3.0, True, 5)  # p = .0027
     assert not v.bonferroni_disagrees(30.0, False, 1) and not v.bonferroni_disagrees(30.0, True, 1, exact=True)
 
 
