@@ -225,6 +225,22 @@ def fwer_threshold_text(alpha: float = FWER_LEVEL) -> str:
             "sampled MSE against the closed form)")
 
 
+def precision_loss(closed_rel: np.ndarray | float | None, sampled_rel: np.ndarray | float, floor: float) -> np.ndarray:
+    """Where the sample sits at round-off (relative MSE ≤ ``floor``) but the closed form is above it: every estimate
+    equals K to the last bits where the estimator is not exact (underflow or cancellation in the features). Such a
+    sample is unreliable (``PRECISION_LOSS``), never a disagreement. False where the closed form is missing.
+
+    Examples
+    --------
+    >>> precision_loss(np.array([1e-3, 0.0, 1e-3]), np.array([0.0, 0.0, 1e-3]), 1e-26).tolist()
+    [True, False, False]
+    """
+    c = np.asarray(np.nan if closed_rel is None else closed_rel, dtype=float)
+    s = np.asarray(sampled_rel, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return (s <= floor) & (c > floor)
+
+
 # ------------------------------------------------------------------------------------------- z and p-values
 
 def z_against_closed_form(sampled: np.ndarray | float, closed: np.ndarray | float, stderr: np.ndarray | float,
@@ -516,7 +532,7 @@ def sampled_verdict(res: Any, log_mse: float | None, n_pairs: int, floor: float)
     closed_rel = math.nan if log_mse is None else math.exp(min(log_mse - 2.0 * scale, 700.0))
     exact = bool(exact_at_roundoff(closed_rel, rel, floor)) and log_mse is not None
     reliable, warning = bool(res.reliable[0]), res.warning[0]
-    if log_mse is not None and rel <= floor < closed_rel:
+    if log_mse is not None and precision_loss(closed_rel, rel, floor).item():
         reliable, warning = False, PRECISION_LOSS
     needed = float(res.trials_needed[0])
     if not reliable and needed > PRACTICAL_TRIALS and "practical" not in str(warning) and "no number" not in str(

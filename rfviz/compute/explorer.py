@@ -18,7 +18,14 @@ from ..engine import monte_carlo
 from ..figures.explorer import QUANTITIES
 from ..numerics import LOG10
 from ..params import ParameterError
-from ..verdicts import FWER_LEVEL, exact_at_roundoff, family_agreement, family_disagreements, roundoff_floor
+from ..verdicts import (
+    FWER_LEVEL,
+    exact_at_roundoff,
+    family_agreement,
+    family_disagreements,
+    precision_loss,
+    roundoff_floor,
+)
 from .catalog import make_estimator, short_of, title_of
 
 __all__ = ["FWER_LEVEL", "QUANTITIES", "Sampled", "Surface",
@@ -151,7 +158,7 @@ def sampled_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r
     with np.errstate(divide="ignore", invalid="ignore"):
         log10_mse = np.reshape(res.log10_mse, shape)
         se = np.reshape(res.log10_mse_stderr, shape)
-        exact = np.zeros(shape, bool)
+        exact = lost = np.zeros(shape, bool)
         if est.closed_form_available():
             log_mse = np.reshape(est.log_mse(x, y, d), res_shape)
             expected = np.exp(log_mse - 2.0 * res.log_scale)  # MSE / e^{2s}
@@ -160,10 +167,13 @@ def sampled_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r
             # closed form and sample both at float64 round-off: exact, not tested (rfviz.verdicts)
             floor = roundoff_floor(d, int(est.params.get("m", 1)))
             exact = np.reshape(exact_at_roundoff(expected, res.rel_mse, floor), shape)
-            z = np.where(np.isfinite(z) & ~exact, z, np.nan)
+            lost = np.reshape(precision_loss(expected, res.rel_mse, floor), shape)  # unreliable, not a disagreement
+            z = np.where(np.isfinite(z) & ~exact & ~lost, z, np.nan)
         else:
             z = np.full(shape, np.nan)
     reliable = None if res.reliable is None else np.reshape(np.asarray(res.reliable, bool), shape)
+    if lost.any():
+        reliable = ~lost if reliable is None else reliable & ~lost
     needed = None if res.trials_needed is None else np.reshape(np.asarray(res.trials_needed, float), shape)
     return Sampled(name, log10_mse, se, z, res.trials, res.device, reliable, needed, exact)
 

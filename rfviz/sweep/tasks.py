@@ -25,18 +25,20 @@ import numpy as np
 
 from ..compute.sweep_files import RESULT_COLUMNS
 from ..diagnostics import Moments, assess_mse
-from ..verdicts import (
-    bonferroni_disagrees,
-    exact_at_roundoff,
-    log_mse_stderr_theory,
-    roundoff_floor,
-    theory_reliability,
-)
 from ..engine import DEFAULT_BLOCK_TRIALS, monte_carlo
 from ..estimators import Estimator, get_estimator  # the package: get_estimator needs the catalog loaded
 from ..geometry import check_d, check_r, check_theta
 from ..numerics import LOG10
 from ..params import ParameterError
+from ..verdicts import (
+    PRECISION_LOSS,
+    bonferroni_disagrees,
+    exact_at_roundoff,
+    log_mse_stderr_theory,
+    precision_loss,
+    roundoff_floor,
+    theory_reliability,
+)
 from .grid import INPUTS, Grid
 
 TASK_FIELDS = ("point", "block", "n", "log_scale", "mean_e", "m2_e", "mean_r_re", "mean_r_im", "m2_r", "seconds")
@@ -359,6 +361,10 @@ def _point_verdict(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, log_mse
             se_rel = max(se_rel, float(np.exp(log_mse_stderr_theory(log_mse, log_m4, e.count) - 2 * stats.log_scale)))
     if stats.mean_r == 0 and e.mean > 0 and e.m2 == 0:
         reliable, warning = False, "precision loss: every sampled estimate underflowed to 0, so the sampled MSE is K²"
+    elif log_mse is not None and math.isfinite(stats.log_scale) and precision_loss(
+            math.exp(min(log_mse - 2 * stats.log_scale, LOG_MAX)), e.mean,
+            roundoff_floor(d, int(est.params.get("m", 1)))).item():
+        reliable, warning = False, PRECISION_LOSS  # a sample at round-off where the closed form is not
     return reliable, warning, se_rel
 
 
