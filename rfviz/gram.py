@@ -33,6 +33,7 @@ from .verdicts import (
     gram_theory,
     practical_count,
     roundoff_floor,
+    z_against_closed_form,
 )
 
 FEATURE_BUDGET = 2**24
@@ -105,7 +106,7 @@ class GramError:
         """(MC − closed form)/stderr: how many standard errors the two disagree by."""
         if self.frobenius_sq_closed_form is None or self.frobenius_sq_mc is None or not self.stderr:
             return None
-        return (self.frobenius_sq_mc - self.frobenius_sq_closed_form) / self.stderr
+        return float(z_against_closed_form(self.frobenius_sq_mc, self.frobenius_sq_closed_form, self.stderr))
 
     def to_json(self) -> dict[str, Any]:
         return {"estimator": self.estimator, "params": self.params, "m": self.params.get("m"),

@@ -38,6 +38,7 @@ from ..verdicts import (
     precision_loss,
     roundoff_floor,
     theory_reliability,
+    z_against_closed_form,
 )
 from .grid import INPUTS, Grid
 
@@ -425,7 +426,7 @@ def _z_score(log_mse: float | None, stats: PointStats, se_rel: float) -> float |
     if log_mse - 2 * s > LOG_MAX:  # the closed form is > e^709 of the scaled errors: z is hugely negative
         log_ratio = log_mse - 2 * s - math.log(se_rel)
         return -math.exp(min(log_ratio, LOG_MAX)) if log_ratio <= LOG_MAX else -math.inf
-    return (e.mean - math.exp(log_mse - 2 * s)) / se_rel
+    return float(z_against_closed_form(e.mean, math.exp(log_mse - 2 * s), se_rel))  # rfviz.verdicts
 
 
 def _reliability(verdict: tuple[bool, str | None] | None, stderr: float | None, z: float | None, notes: list[str],
