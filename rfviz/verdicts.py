@@ -11,9 +11,11 @@ exact at round-off
     *exact*: it is never tested, never a disagreement, never unreliable, and never sets a colour scale.
 reliable
     Where the estimator has a closed-form fourth moment E|K̂ − K|⁴, theory decides (the predicted relative standard
-    error of the sampled MSE at this trial count, ``rfviz.verdicts.theory_reliability``; for a Gram matrix the
+    error of the sampled MSE at this trial count, ``theory_reliability``; for a Gram matrix the
     bound of ``gram_theory``); elsewhere the sample decides (``rfviz.diagnostics.assess_trials``/``assess_mse``:
-    tail index, top share, relative standard error). An unreliable point is never called a disagreement.
+    tail index, top share, relative standard error). An unreliable point is never called a disagreement. A sample
+    at round-off where the closed form is above it is unreliable too (``precision_loss``: underflow or cancellation
+    in the features), never a disagreement.
 z
     (sampled − closed form) / SE, with SE the larger of the sampled standard error and the one the fourth moment
     predicts (``z_against_closed_form``): a heavy-ish tail underestimates its own spread in a finite sample.
@@ -61,6 +63,10 @@ TARGET_REL_STDERR = 0.1
 
 EXACT, AGREES, DISAGREES, UNRELIABLE = "exact", "agrees", "disagrees", "unreliable"
 """The four agreement words (``None``: not tested)."""
+
+PRECISION_LOSS = ("precision loss: every sampled estimate equals K to float64 round-off, but the closed-form MSE is "
+                  "above round-off here")
+"""Warning of a sample at round-off where the closed form is not (underflow or cancellation in the features)."""
 
 
 def roundoff_floor(d: int, m: int = 1, eps: float = EPS) -> float:
@@ -499,9 +505,6 @@ def _percent(fraction: float) -> str:
 
 # ------------------------------------------------------------------------------ one point of ``rfviz mse``
 
-PRECISION_LOSS = ("precision loss: every sampled estimate equals K to float64 round-off, but the closed-form MSE is "
-                  "above round-off here")
-"""Warning of a sample at round-off where the closed form is not (underflow or cancellation in the features)."""
 
 
 def _num(v: float) -> float | None:
