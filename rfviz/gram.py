@@ -364,14 +364,18 @@ def _theory(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: 
         if not (est.closed_form_available() and getattr(est, "fourth_moment_available", lambda: False)()):
             return None
         x, y = _pairs(queries, keys)
-        shape = (x.shape[0], y.shape[1], x.shape[-1])
-        xf, yf = np.broadcast_to(x, shape).reshape(-1, shape[-1]), np.broadcast_to(y, shape).reshape(-1, shape[-1])
-        log_mse = np.asarray(est.log_mse(xf, yf), float).reshape(-1)
-        log_m4 = np.full(log_mse.shape, -np.inf)
-        todo = np.flatnonzero(np.isfinite(log_mse))
-        for start in range(0, len(todo), THEORY_CHUNK):
-            idx = todo[start:start + THEORY_CHUNK]
-            log_m4[idx] = est.log_fourth_central_moment(xf[idx], yf[idx])  # type: ignore[attr-defined]
+        n, m = x.shape[0], y.shape[1]
+        log_mse = np.broadcast_to(np.asarray(est.log_mse(x, y), float), (n, m))
+        log_m4 = np.full((n, m), -np.inf)
+        rows = max(1, THEORY_CHUNK // m)  # query rows per call: ≤ THEORY_CHUNK pairs, never all N·M·d at once
+        for start in range(0, n, rows):
+            block = log_mse[start:start + rows]
+            xb = np.broadcast_to(x[start:start + rows], (block.shape[0], m, x.shape[-1]))
+            yb = np.broadcast_to(y, (block.shape[0], m, x.shape[-1]))
+            live = np.isfinite(block)
+            if live.any():
+                sub = log_m4[start:start + rows]
+                sub[live] = est.log_fourth_central_moment(xb[live], yb[live])  # type: ignore[attr-defined]
     except (AttributeError, NotImplementedError, ValueError, ArithmeticError):
         return None
     return gram_theory(log_mse, log_m4, repeats)
