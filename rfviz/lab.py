@@ -36,7 +36,6 @@ import numpy as np
 import torch
 from scipy.special import ndtri
 
-from .diagnostics import EXACT_REL, holm, theory_reliability, two_sided_p
 from .engine import MCResult, monte_carlo
 from .estimators import REGISTRY, Estimator, PairStats  # the package: REGISTRY needs the catalog loaded
 from .geometry import check_r, check_theta, embed_pair
@@ -44,6 +43,7 @@ from .numerics import LOG10
 from .params import CHECK_TRIALS_PARAM, CPU_DEVICE_PARAM, LAB_D_PARAM, SEED_PARAM, Param, ParameterError, validated
 from .params import check as check_param
 from .plugins import call_guarded, instantiate, protocol_guard
+from .verdicts import holm, roundoff_floor, theory_reliability, two_sided_p
 
 DEFAULT_R: tuple[float, ...] = (0.5, 1.0, 1.5)
 DEFAULT_THETA: tuple[float, ...] = (0.0, math.pi / 4, math.pi / 2, 3 * math.pi / 4, math.pi)
@@ -85,7 +85,7 @@ CONFIRM_SEED_OFFSET = 1_000_003
 TIE_LOG10 = 0.05
 """|log10 ratio| below this counts as a tie in the win/lose summary (about ±12 %)."""
 EXACT_REL_MSE_FLOAT32 = 1e-10
-"""(≈ 100 float32 ulps)²: round-off of float32 runs (the GPU default); float64 runs use rfviz.diagnostics.EXACT_REL
+"""(≈ 100 float32 ulps)²: round-off of float32 runs (the GPU default); float64 runs use rfviz.verdicts.roundoff_floor
 (a relative MSE, MSE/K², below it is round-off: exact, e.g. positive RFs at θ = π, trig at θ = 0)."""
 FEATURE_TRIALS = 1024
 FEATURE_GROWTH_TOLERANCE = 1.1
@@ -117,7 +117,7 @@ ALPHA_PARAM = Param("alpha", DEFAULT_ALPHA, help="family-wise error rate of the 
 
 # --------------------------------------------------------------------------- statistics helpers
 def holm_over(p: np.ndarray, alpha: float, mask: np.ndarray | None = None) -> np.ndarray:
-    """Holm's step-down rejections (``rfviz.diagnostics.holm``) over the entries where ``mask`` is true; the others
+    """Holm's step-down rejections (``rfviz.verdicts.holm``) over the entries where ``mask`` is true; the others
     neither count in the family nor are rejected. A NaN p-value (an undefined z) is not tested either."""
     p = np.asarray(p, dtype=float)
     return holm(p if mask is None else np.where(np.asarray(mask, bool), p, np.nan), alpha)
@@ -129,8 +129,10 @@ def bonferroni_z(alpha: float, tests: int) -> float:
 
 
 def exact_threshold(res: MCResult) -> float:
-    """Relative MSE that counts as round-off for the run's dtype."""
-    return EXACT_REL_MSE_FLOAT32 if "32" in res.dtype else EXACT_REL
+    """Relative MSE that counts as round-off for the run's dtype and sizes (``rfviz.verdicts.roundoff_floor``, as
+    the engine recorded it; the float32 floor of the GPU default at least ``EXACT_REL_MSE_FLOAT32``)."""
+    floor = float(res.extras.get("exact_below", roundoff_floor(int(res.extras.get("d", 1)))))
+    return max(floor, EXACT_REL_MSE_FLOAT32) if "32" in res.dtype else floor
 
 
 def exact_points(res: MCResult) -> np.ndarray:
@@ -1101,7 +1103,7 @@ def lab_reliable(res: MCResult, log_mse_cf: np.ndarray | None) -> np.ndarray:
     """Per pair: can the sampled MSE be trusted, decided without the closed-form MSE that the lab is testing.
 
     Where the estimator has a closed-form fourth moment the engine decides ``res.reliable`` from theory
-    (rfviz.diagnostics.theory_reliability): relative standard error √((E|K̂ − K|⁴/MSE² − 1)/N) ≤ 10 % with the
+    (rfviz.verdicts.theory_reliability): relative standard error √((E|K̂ − K|⁴/MSE² − 1)/N) ≤ 10 % with the
     *closed-form* MSE. In the lab that MSE is the claim under test, so a closed form 10× too small makes
     E|K̂ − K|⁴/MSE² 100× too large, calls every point unreliable and hides itself (issue 28: "agrees" on exact
     points alone). Here the same rule (the same function) is applied to the *sampled* MSE: E|K̂ − K|⁴ is recovered

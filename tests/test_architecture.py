@@ -37,7 +37,8 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.geometry": "numerics/params",
     "rfviz.references": "numerics/params",
     "rfviz._version": "numerics/params",
-    "rfviz.diagnostics": "numerics/params",  # pure statistics of sampled errors
+    "rfviz.diagnostics": "numerics/params",  # pure statistics of sampled errors (tail diagnostics)
+    "rfviz.verdicts": "numerics/params",  # every verdict: round-off, reliable, z, p, Holm, agreement, words
     "rfviz.data": "numerics/params",  # data sets and preprocessing (numpy, scikit-learn)
     "rfviz.maths": "maths",
     "rfviz.sampling": "maths",
@@ -311,7 +312,7 @@ def test_no_function_longer_than_the_limit():
 # ----------------------------------------------------------------------------- figures only draw
 FIGURES_MAY_IMPORT = ("rfviz.figures", "rfviz.params", "rfviz.registries", "rfviz.numerics", "rfviz.geometry",
                       "rfviz.references",
-                      "rfviz.diagnostics", "rfviz._version", "rfviz.maths")
+                      "rfviz.diagnostics", "rfviz.verdicts", "rfviz._version", "rfviz.maths")
 """What rfviz/figures/ may import from the package: itself, the bottom layer and the closed forms of rfviz.maths
 (never the engine, the estimators, gram, lab, data, sweep, compute or gallery)."""
 FILE_READS = {"open", "read_text", "read_bytes", "iterdir", "glob", "rglob", "listdir", "scandir", "reader",

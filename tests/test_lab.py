@@ -18,7 +18,7 @@ import pytest
 from mc_helpers import assert_mc_matches_closed_form
 
 import rfviz
-from rfviz import diagnostics, lab, plugins
+from rfviz import diagnostics, lab, plugins, verdicts
 from rfviz.cli import main as cli_main
 from rfviz.figures import lab as lab_figures
 from rfviz.geometry import canonical_pair
@@ -42,10 +42,10 @@ def test_holm_step_down_rejects_exactly_the_textbook_set():
     # Masked-out points neither count in M nor get rejected: with M = 2, 0.03 ≤ 0.05/1 after 0.01 ≤ 0.05/2.
     mask = np.array([True, False, True, False])
     assert lab.holm_over(p, 0.05, mask).tolist() == [True, False, True, False]
-    # The lab uses the one Holm and p-value of rfviz.diagnostics (issue 28: no copies).
-    assert lab.holm is diagnostics.holm and lab.two_sided_p is diagnostics.two_sided_p
-    assert lab.exact_threshold(rfviz.engine.MCResult(*([np.zeros(1)] * 6), 2, "cpu", "float64")) == \
-        diagnostics.EXACT_REL
+    # The lab uses the one Holm, p-value and round-off floor of rfviz.verdicts (no copies).
+    assert lab.holm is verdicts.holm and lab.two_sided_p is verdicts.two_sided_p
+    res = rfviz.engine.MCResult(*([np.zeros(1)] * 6), 2, "cpu", "float64", extras={"d": 16})
+    assert lab.exact_threshold(res) == verdicts.roundoff_floor(16)
     assert lab.bonferroni_z(0.05, 1) == pytest.approx(1.959963985, rel=1e-9)
 
 

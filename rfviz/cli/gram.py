@@ -72,13 +72,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"data {info['name']}: {info['queries']} queries × {info['keys']} keys, d = {info['d']}, mean norms "
           f"{info['mean_query_norm']:.3g} / {info['mean_key_norm']:.3g}, preprocess {info['preprocess']}")
     print(f"{'estimator':<22}{'m':>6}{'Σ MSE (closed)':>16}{'MC':>12}{'± stderr':>11}{'reliable':>9}"
-          f"{'agrees':>7}{'rel. Frob':>11}{'attn L1':>10}")
+          f"{'agreement':>11}{'rel. Frob':>11}{'attn L1':>10}")
     for r in report["results"]:
         def f(v: Any, w: int) -> str:
             return f"{v:>{w}.4g}" if isinstance(v, float | int) and not isinstance(v, bool) else f"{'—':>{w}}"
         print(f"{r['estimator']:<22}{r['m'] if r['m'] is not None else '—':>6}{f(r['frobenius_sq_closed_form'], 16)}"
               f"{f(r['frobenius_sq_mc'], 12)}{f(r['stderr'], 11)}{r['reliable']!s:>9}"
-              f"{r['agreement']!s:>7}{f(r['relative_frobenius'], 11)}{f(r['attention_l1'], 10)}")
+              f"{r['agreement'] or '—':>11}{f(r['relative_frobenius'], 11)}{f(r['attention_l1'], 10)}")
         if r.get("warning"):
             print(f"{'':<22}warning: {r['warning']}")
         if r.get("note"):

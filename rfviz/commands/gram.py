@@ -14,7 +14,7 @@ from .. import data as datasets
 from ..clustered import NAME as CLUSTERED
 from ..clustered import ClusteredCE
 from ..estimators import REGISTRY, get_estimator  # the package: the catalog loaded
-from ..gram import family_agreement, gram_cost, gram_error, require_gram_budget
+from ..gram import gram_cost, gram_error, require_gram_budget, with_family_agreement
 from ..params import CPU_DEVICE_PARAM, M_PARAM, SEED_PARAM, Param, ParameterError, check, check_list
 from ..sampling import resolve_device
 
@@ -94,10 +94,8 @@ def gram_report(names: list[str], params: dict[str, Any], data: Any, ms: list[in
             built.append((name, est))
     costs = [gram_cost(est, data.queries, data.keys, repeats) for _, est in built]  # refused before any repeat
     require_gram_budget(max((c[0] for c in costs), default=0.0), sum(c[1] for c in costs), repeats)
-    results = [gram_error(est, data.queries, data.keys, repeats, seed, device, name).to_json() for name, est in built]
-    for row, agrees in zip(results, family_agreement([r["z_vs_closed_form"] for r in results],
-                                                     [r["reliable"] for r in results]), strict=True):
-        row["agreement"] = agrees  # Holm at 1 % over the table's reliable rows
+    errors = [gram_error(est, data.queries, data.keys, repeats, seed, device, name) for name, est in built]
+    results = [e.to_json() for e in with_family_agreement(errors)]  # Holm at 1 % over the table (rfviz.verdicts)
     info = {k: v for k, v in data.describe().items() if not k.endswith("_labels")}
     return {"data": info, "m": ms, "repeats": repeats, "seed": seed, "results": results,
             **({"clusters": fits} if fits else {})}

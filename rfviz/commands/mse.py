@@ -27,6 +27,7 @@ from ..params import (
     check_list,
     require_fits,
 )
+from ..verdicts import roundoff_floor, sampled_verdict
 
 X_PARAM = Param("x", None, "float", "the first input, a list of finite numbers (with y, instead of r, theta, d)")
 Y_PARAM = Param("y", None, "float", "the second input, as long as x")
@@ -81,26 +82,6 @@ def _log_mean_mse(log_mse: np.ndarray) -> float:
     return top + math.log(float(np.mean(np.exp(values - top))))
 
 
-AGREEMENT_Z = 4.0
-"""|z| of the sampled MSE against the closed form above which a reliable point is called a disagreement."""
-
-
-def agreement(z: float, reliable: bool) -> str:
-    """"agrees", "disagrees" (|z| > AGREEMENT_Z at a reliable point) or "unreliable" (the sampled MSE's standard
-    error cannot be trusted, so no z-score means anything)."""
-    if not reliable:
-        return "unreliable"
-    return "agrees" if math.isfinite(z) and abs(z) <= AGREEMENT_Z else "disagrees"
-
-
-def _finite(v: float) -> float | None:
-    return float(v) if math.isfinite(float(v)) else None
-
-
-def _count(v: float) -> int | None:
-    return int(v) if math.isfinite(float(v)) else None
-
-
 class Progress:
     """Progress of a long Monte-Carlo run on stderr (never stdout, so --json stays clean), after ``after_s``
     seconds; with ``max_seconds`` the run stops there (``Cancelled``) with a message saying how to go on."""
@@ -145,48 +126,6 @@ def _closed_form(est: Any, x: np.ndarray, y: np.ndarray) -> tuple[float | None, 
     if math.isnan(log_mse):
         return None, "closed form not representable at these inputs (NaN in log space)"
     return log_mse, None
-
-
-def _mc_report(res: Any, log_mse: float | None, n_pairs: int) -> dict[str, Any]:
-    """The ``mc`` object of the report from the Monte-Carlo result ``res`` over ``n_pairs`` pairs."""
-    if n_pairs == 1:
-        exact = float(res.rel_mse[0]) == 0.0 and float(res.rel_mse_stderr[0]) == 0.0
-        reliable, warning = bool(res.reliable[0]), res.warning[0]
-        if exact and log_mse is not None and math.isfinite(log_mse) and log_mse - 2 * float(res.log_scale[0]) > -50:
-            reliable = False  # every trial equal to K where the closed form says the estimator is not exact
-            warning = ("precision loss: every sampled estimate equals K exactly, but the closed-form MSE is "
-                       "not 0 here")
-        bias_z = float(res.bias_z[0])
-        mc: dict[str, Any] = {
-            "mse": float(res.mse[0]),
-            "stderr": float(res.mse_stderr[0]),
-            "log10_mse": float(res.log10_mse[0]) if float(res.rel_mse[0]) > 0 else None,
-            "mean": float(res.mean[0]),
-            "bias_z": bias_z if math.isfinite(bias_z) else None,
-            "trials": res.trials,
-            "device": res.device,
-            "reliable": reliable,
-            "warning": warning,
-            "trials_needed": _count(res.trials_needed[0]),
-            "tail_index": _finite(res.tail_index[0]),
-        }
-        if log_mse is not None:
-            z = 0.0 if exact and not math.isfinite(log_mse) else float(res.z_against(np.array([log_mse]))[0])
-            mc["z_vs_closed_form"] = z if math.isfinite(z) else None
-            mc["agreement"] = agreement(z, reliable)
-    else:
-        mse, stderr = float(np.mean(res.mse)), float(np.sqrt(np.sum(res.mse_stderr**2)) / n_pairs)
-        warnings = [str(w) for w in np.ravel(res.warning) if w is not None]
-        mc = {"mse": mse, "stderr": stderr, "log10_mse": math.log10(mse) if mse > 0 else None,
-              "mean": float(np.mean(res.mean)), "trials": res.trials * n_pairs, "pairs": n_pairs,
-              "device": res.device, "reliable": res.all_reliable,
-              "warning": f"{len(warnings)} of {n_pairs} pairs unreliable: {warnings[0]}" if warnings
-              else None}
-        if log_mse is not None and stderr > 0 and log_mse < 709:
-            z = (mse - math.exp(log_mse)) / stderr
-            mc["z_vs_closed_form"] = z
-            mc["agreement"] = agreement(z, res.all_reliable)
-    return mc
 
 
 def mc_settings(trials: Any, seed: Any, device: Any, max_seconds: Any) -> tuple[int, int, str, float | None]:
@@ -256,7 +195,7 @@ def mse_report(name: str, params: dict[str, Any], inputs: dict[str, Any], *, tri
         prog = Progress(max_seconds)
         res = monte_carlo(est, x, y, trials=max(2, -(-trials // n_pairs)), seed=seed, device=device, progress=prog,
                           cancel=prog.cancel)
-        report["mc"] = _mc_report(res, log_mse, n_pairs)
+        report["mc"] = sampled_verdict(res, log_mse, n_pairs, roundoff_floor(x.shape[-1], int(est.params.get("m", 1))))
     return report
 
 
