@@ -2,9 +2,10 @@
 
 Plugins are the classes named on the machine running the app (RFVIZ_PLUGINS, entry points ``rfviz.estimators``);
 nothing is uploaded from the browser. Plugin code never runs in the server's process: discovery and each check run in
-a plugin process (rfviz.plugin_process: own session killed at its deadline, RLIMIT_AS/RLIMIT_CPU); built-ins run
-in-process. All statistics live in rfviz.lab; this page only collects settings and shows
-the report.
+a plugin process (rfviz.plugin_process: own session killed at its deadline, RLIMIT_AS/RLIMIT_CPU), which answers in
+data only (JSON read capped: plain texts, rfviz's own Params, the lab report rebuilt field by field; never a pickle
+or a plugin's class); built-ins run in-process. All statistics live in rfviz.lab; this page only collects settings
+and shows the report.
 """
 
 from __future__ import annotations

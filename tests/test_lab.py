@@ -332,10 +332,14 @@ def test_loading_by_path_module_env_and_entry_points(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(EXAMPLES))
     by_module = plugins.resolve_estimator("shared_omega_hybrid:SharedOmegaHybrid")
     assert by_module.name == "shared_omega_hybrid" and by_module.__module__ == "shared_omega_hybrid"
-    # RFVIZ_PLUGINS: comma- or semicolon-separated specs; a broken one is reported, not fatal.
+    # RFVIZ_PLUGINS: comma- or semicolon-separated specs, loaded only in a plugin process (discover_isolated and
+    # check_isolated, tests/test_plugin_isolation.py): rfviz's own process never resolves them by name.
     env = {plugins.ENV_VAR: f"{CORRECT}; {tmp_path / 'missing.py'}"}
-    loaded, errors = plugins.discover(env)
-    assert "tempered_positive" in loaded and len(errors) == 1 and "does not exist" in errors[0]
+    assert plugins.env_specs(env) == [CORRECT, str(tmp_path / "missing.py")]
+    monkeypatch.setenv(plugins.ENV_VAR, BIASED)
+    plugins.PLUGINS.pop("shared_omega_hybrid", None)
+    with pytest.raises(plugins.PluginError, match="checked by name in a plugin process"):
+        plugins.resolve_estimator("shared_omega_hybrid")
     # Entry points (group rfviz.estimators) of an installed distribution found on sys.path.
     dist = tmp_path / "rfviz_demo_plugin-0.1.dist-info"
     dist.mkdir()
@@ -343,8 +347,7 @@ def test_loading_by_path_module_env_and_entry_points(tmp_path, monkeypatch):
     (dist / "entry_points.txt").write_text("[rfviz.estimators]\ntempered = tempered_positive:TemperedPositive\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert "tempered_positive:TemperedPositive" in plugins.entry_point_specs()
-    loaded, errors = plugins.discover({})
-    assert "tempered_positive" in loaded and not errors
+    assert plugins.resolve_estimator("tempered_positive:TemperedPositive").name == "tempered_positive"
     assert "tempered_positive" not in rfviz.REGISTRY  # plugins never enter the built-in catalog
 
 
