@@ -29,6 +29,7 @@ from ..engine import DEFAULT_BLOCK_TRIALS, monte_carlo
 from ..estimators import Estimator, get_estimator  # the package: get_estimator needs the catalog loaded
 from ..geometry import check_d, check_r, check_theta
 from ..numerics import LOG10
+from ..params import MAX_TRIALS as ENGINE_MAX_TRIALS
 from ..params import ParameterError
 from .grid import INPUTS, Grid
 
@@ -40,6 +41,8 @@ DEFAULT_SWEEP_BLOCK = 4096
 point of 10⁶ trials spreads over hundreds of tasks."""
 MAX_TRIALS = 10**13
 MAX_TASKS = 10**9
+MAX_TASK_TRIALS = ENGINE_MAX_TRIALS
+"""Most trials of one task (one ``engine.monte_carlo`` call): a block holds up to 2·block_trials − 1 trials."""
 LOG_MAX = 709.0  # exp overflows float64 above this
 TASK_CHUNK = 4096
 """Most (point, block) pairs per array handed to ``backend.run`` (``iter_tasks``)."""
@@ -75,6 +78,10 @@ class SweepSpec:
             raise ParameterError(f"seed must be an integer in [0, 2^63), got {self.seed}")
         if int(self.block_trials) != self.block_trials or self.block_trials < 2:
             raise ParameterError(f"block_trials must be an integer in [2, inf), got {self.block_trials}")
+        if self.block_size(0) > MAX_TASK_TRIALS:
+            raise ParameterError(f"block_trials: a task of this sweep would run {self.block_size(0)} trials, more "
+                                 f"than one Monte-Carlo call runs ({MAX_TASK_TRIALS:.0e}); give --block-trials at "
+                                 f"most {MAX_TASK_TRIALS // 2:.0e}")
         if self.device not in ("cpu", "cuda"):
             raise ParameterError(f"device must be cpu or cuda once resolved, got {self.device!r}")
         specs = {p.name for p in cls.spec}
