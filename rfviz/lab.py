@@ -922,9 +922,11 @@ def _extra_pairs(est: Estimator, kinds: Sequence[str], r: np.ndarray, theta: np.
             continue
         for th in angles:
             x, y = (np.asarray(v, float) for v in embed_pair(r0, th, d, "canonical"))
-            if kind == "random":
-                q, _ = np.linalg.qr(rng.standard_normal((d, d)))
-                x, y = q @ x, q @ y
+            if kind == "random":  # x, y span e1, e2: a Haar-random frame of k = min(d, 2) columns rotates them
+                k = min(d, 2)  # (O(d) memory; a d × d QR took 3 GiB at d = 20 000)
+                q, rr = np.linalg.qr(rng.standard_normal((d, k)))
+                q = q * np.where(np.diag(rr) < 0, -1.0, 1.0)
+                x, y = q @ x[:k], q @ y[:k]
                 nx, ny = r0, r0
             else:
                 y = UNEQUAL_RATIO * y
