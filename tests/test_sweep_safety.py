@@ -425,3 +425,20 @@ def _row_of(spec: SweepSpec, point: int) -> dict:
     from rfviz.sweep.tasks import combine, point_row, run_task
 
     return point_row(spec, combine(np.stack([run_task(spec, point, b) for b in range(spec.n_blocks)])), "local")
+
+
+def test_disk_full_while_writing_a_parquet_part_leaves_no_temporary_file(tmp_path, monkeypatch) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    spec = spec_of(trials=256, block=128)
+    store = ResultStore(tmp_path / "a.parquet", spec, flush_points=1)
+    real = pq.write_table
+
+    def full(table, where, *a, **kw):
+        real(table, where, *a, **kw)  # a part of it reached the disk, then the disk filled up
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", full)
+    with pytest.raises(OSError):
+        store.append(_row_of(spec, 0))
+    parts = tmp_path / "a.parquet.parts"
+    assert not [p.name for p in parts.iterdir() if p.name.startswith(store_mod.TMP_PREFIX)]

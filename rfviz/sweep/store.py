@@ -769,10 +769,14 @@ class ResultStore:
         while (name := f"part-{index:06d}-{os.getpid()}.parquet") in used:
             index += 1
         tmp = tmp_path_for(self.parts_dir / name)
-        pq.write_table(table, tmp)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, self.parts_dir / name)
+        try:  # disk-full or Ctrl-C while writing: no temporary part left behind
+            pq.write_table(table, tmp)
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, self.parts_dir / name)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         fsync_dir(self.parts_dir)
         return name
 
