@@ -412,11 +412,18 @@ def _grid_text(r: np.ndarray, theta: np.ndarray, values: np.ndarray, mark: np.nd
 
 
 # --------------------------------------------------------------------------- the check
+MAX_GRID_PAIRS = 10_000
+"""Most (r, θ) pairs of one check (a 100 × 100 grid): each is a Monte-Carlo point and a row of the report."""
+
+
 def _grid(r: Sequence[float], theta: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     r_arr = np.asarray(r, dtype=float).ravel()
     t_arr = np.asarray(theta, dtype=float).ravel()
     if r_arr.size == 0 or t_arr.size == 0:
         raise ParameterError("the grid needs at least one r and one theta value")
+    if r_arr.size * t_arr.size > MAX_GRID_PAIRS:  # before any pair is built: 10⁴ × 10⁴ took 2.6 GB and 50 s
+        raise ParameterError(f"the grid has {r_arr.size} r × {t_arr.size} theta = {r_arr.size * t_arr.size} pairs; "
+                             f"at most {MAX_GRID_PAIRS} (use fewer --r or --theta values, or a sweep)")
     return check_r(r_arr), check_theta(t_arr)
 
 

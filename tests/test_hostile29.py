@@ -105,6 +105,13 @@ def test_check_and_psi_at_d_20000_stay_small() -> None:
         assert peak_mib < 1200, (args, peak_mib)  # was past 3 GiB (a d × d matrix of 3 GiB)
 
 
+def test_check_grid_of_a_hundred_million_pairs_is_refused_up_front() -> None:
+    r = ",".join(f"{0.1 + i * 1e-4:.4f}" for i in range(10_000))
+    started = time.perf_counter()
+    _one_line_error(_rfviz("check", "trig", "--r", r, "--theta", "10000"), "100000000 pairs", "at most 10000")
+    assert time.perf_counter() - started < 60  # was 50 s and 2.6 GB before a torch allocation error
+
+
 # ------------------------------------------------------------------------------ item 5: files and signals
 def test_an_npz_renamed_npy_is_refused_in_one_line(tmp_path) -> None:
     np.savez(tmp_path / "a.npz", a=np.ones((4, 3)))
