@@ -321,6 +321,29 @@ def test_a_stale_lock_file_of_a_killed_sweep_is_reused(tmp_path) -> None:
     assert not store_mod.lock_path(out).exists()
 
 
+def test_resume_skips_an_over_long_torn_line_without_holding_it(tmp_path, monkeypatch, capsys) -> None:
+    """The mechanism of the 4 GiB case below, fast: a 1 KiB bound and a torn line of 8 MiB."""
+    out = tmp_path / "a.csv"
+    assert main(_cli_sweep(out)) == 0
+    full = rows(out)
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(b"".join(lines[:-1]) + b"5," + b"7" * 8 * 2**20)
+    monkeypatch.setattr(store_mod, "MAX_ROW_BYTES", 1024)
+    longest = []
+    real = store_mod.bounded_lines
+
+    def spy(f, limit=None):
+        for line in real(f, limit):
+            longest.append(0 if line is None else len(line))
+            yield line
+
+    monkeypatch.setattr(store_mod, "bounded_lines", spy)
+    assert main(_cli_sweep(out, "--resume")) == 0
+    assert "longer than 1 KiB" in capsys.readouterr().err
+    assert max(longest) <= 1025 and rows(out) == full
+
+
+@pytest.mark.slow
 def test_resume_reads_a_huge_torn_last_line_in_bounded_memory(tmp_path) -> None:
     """A CSV ending in a 4 GiB torn line (sparse: no disk used) is resumed without reading the line whole."""
     import subprocess

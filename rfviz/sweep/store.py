@@ -40,7 +40,7 @@ import numpy as np
 
 from ..compute.sweep_files import BOOL_COLUMNS, OUTPUT_COLUMNS, STR_COLUMNS
 from ..fileio import TMP_PREFIX, atomic_write, atomic_writer, check_input, check_output, fsync_dir, tmp_path_for
-from ..params import ParameterError
+from ..params import ParameterError, format_bytes
 from .tasks import SweepSpec, output_columns
 
 FORMAT = "rfviz-sweep"
@@ -276,7 +276,7 @@ def _sigint_deferred() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
-def bounded_lines(f: Any, limit: int = MAX_ROW_BYTES) -> Iterator[bytes | None]:
+def bounded_lines(f: Any, limit: int | None = None) -> Iterator[bytes | None]:
     """The lines of a binary file with at most ``limit`` bytes of one line in memory: a longer line is read
     through to its end in chunks of ``limit`` bytes and yielded as None (so a torn 4 GiB last line costs one
     pass over the disk, not 4 GiB of memory).
@@ -286,6 +286,7 @@ def bounded_lines(f: Any, limit: int = MAX_ROW_BYTES) -> Iterator[bytes | None]:
     >>> list(bounded_lines(io.BytesIO(b"a\\n" + b"x" * 10 + b"\\nb"), limit=4))
     [b'a\\n', None, b'b']
     """
+    limit = MAX_ROW_BYTES if limit is None else limit
     while line := f.readline(limit + 1):
         if len(line) <= limit or line.endswith(b"\n"):
             yield line
@@ -619,7 +620,7 @@ class ResultStore:
 
     def _csv_problem(self, line: bytes | None, checker: RowChecker) -> str | None:
         if line is None:
-            return f"a line longer than {MAX_ROW_BYTES // 2**20} MiB (torn or foreign; skipped unread)"
+            return f"a line longer than {format_bytes(MAX_ROW_BYTES)} (torn or foreign; skipped unread)"
         if not line.endswith(b"\n"):
             return "torn last line (no line end)"
         fields = self._csv_fields(line)
