@@ -40,14 +40,16 @@ def test_the_explorer_csv_carries_the_monte_carlo_points() -> None:
 
 
 def test_the_3d_box_is_wider_than_tall_and_spans_the_figure() -> None:
-    fig = fx.surface_figure(np.linspace(0.1, 2, 5), np.linspace(0, np.pi, 6), {"trig": np.ones((5, 6))}, "log10_mse", {})
+    r, theta = np.linspace(0.1, 2, 5), np.linspace(0, np.pi, 6)
+    fig = fx.surface_figure(r, theta, {"trig": np.ones((5, 6))}, "log10_mse", {})
     scene = fig.layout.scene
     assert scene.aspectmode == "manual" and scene.aspectratio.x > 1.2 * scene.aspectratio.z
     assert tuple(scene.domain.x) == (0.0, 1.0)
 
 
 def test_phone_charts_keep_a_row_for_the_toolbar_above_the_title() -> None:
-    fig = fx.surface_figure(np.linspace(0.1, 2, 5), np.linspace(0, np.pi, 6), {"trig": np.ones((5, 6))}, "log10_mse", {},
+    r, theta = np.linspace(0.1, 2, 5), np.linspace(0, np.pi, 6)
+    fig = fx.surface_figure(r, theta, {"trig": np.ones((5, 6))}, "log10_mse", {},
                             title="a rather long chart title that wraps on a phone screen of 390 px")
     phone = common.compact_layout(fig)
     assert phone.layout.title.pad.t >= common.PHONE_MODEBAR_PX
