@@ -35,14 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .diagnostics import (
-    TOP_K,
-    TailReport,
-    assess_trials,
-    log_mse_stderr_theory,
-    theory_reliability,
-    with_theory,
-)
+from .diagnostics import TOP_K, TailReport, assess_trials
 from .estimators import get_estimator  # the package: looking up a name needs the catalog loaded
 from .estimators.base import Estimator, PairStats, Samples
 from .geometry import check_r, check_theta, project_to_span
@@ -60,6 +53,7 @@ from .params import (
     require_time,
 )
 from .sampling import BlockStreams, resolve_device
+from .verdicts import log_mse_stderr_theory, roundoff_floor, theory_reliability, with_theory, z_against_closed_form
 
 DEFAULT_BLOCK_TRIALS = 128
 """Trials per independently seeded block (part of the determinism contract together with the seed)."""
@@ -119,7 +113,7 @@ class MCResult:
     """Per pair: share of the total squared error carried by the largest 32 trials."""
     trials_needed: np.ndarray | None = None
     """Per pair: trials for a 10 % relative standard error: from the closed-form fourth moment where the estimator
-    has one (rfviz.diagnostics.theory_reliability; inf where E|K̂ − K|⁴ = ∞), else from this run's variance (a lower
+    has one (rfviz.verdicts.theory_reliability; inf where E|K̂ − K|⁴ = ∞), else from this run's variance (a lower
     bound when heavy-tailed; inf when more trials cannot make the standard error meaningful: underflow)."""
     rel_mse_stderr_theory: np.ndarray | None = None
     """Per pair: the standard error of the sampled MSE predicted by the closed forms, √(Var|K̂ − K|²/N)·e^{-2s}
@@ -183,11 +177,7 @@ class MCResult:
         """z-score of the sampled MSE against a closed-form log MSE (broadcast to the result's shape)."""
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             expected_rel = np.exp(np.asarray(log_mse) - 2.0 * self.log_scale)
-            se = self.rel_mse_stderr
-            if self.rel_mse_stderr_theory is not None:
-                theory = np.asarray(self.rel_mse_stderr_theory, float)
-                se = np.where(np.isnan(theory), se, np.fmax(se, theory))
-            return (self.rel_mse - expected_rel) / se
+        return z_against_closed_form(self.rel_mse, expected_rel, self.rel_mse_stderr, self.rel_mse_stderr_theory)
 
     def reshaped(self, shape: tuple[int, ...], axes: dict[str, np.ndarray] | None = None) -> MCResult:
         """The same result with every per-pair array reshaped to ``shape`` (and the named ``axes``)."""
@@ -579,6 +569,12 @@ def run_blocks(run: PreparedRun, progress: Callable[[float], None] | None = None
                        top_e)
 
 
+def _exact_below(run: PreparedRun) -> float:
+    """The relative MSE at or below which this run's squared errors are round-off of its dtype
+    (rfviz.verdicts.roundoff_floor, derived there)."""
+    return roundoff_floor(run.d, int(run.estimator.params.get("m", 1)), float(torch.finfo(run.dtype).eps))
+
+
 def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
     """The MCResult of a run: sample variances from the combined moments, reshaped to the input batch shape.
     FloatingPointError when the estimates overflowed."""
@@ -611,7 +607,7 @@ def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
         trials_needed=tails.trials_needed if tails else None,
         rel_mse_stderr_theory=theory_se,
         extras={"block_trials": run.block, "plan": run.plan, "work_per_pair": run.per_pair, "d": run.d,
-                "dim": run.dim},
+                "dim": run.dim, "exact_below": _exact_below(run)},
     )
     return res.reshaped(run.batch_shape) if run.batch_shape != (run.pairs,) else res
 
@@ -645,7 +641,7 @@ def _theory_logs(run: PreparedRun) -> tuple[np.ndarray, np.ndarray] | None:
 def _assess(run: PreparedRun, totals: BlockTotals) -> tuple[TailReport | None, np.ndarray | None]:
     """The per-pair reliability of a run (rfviz.diagnostics.assess_trials), with the estimator's own word on its
     fourth moment (``Estimator.fourth_moment_finite``) where it gives one, decided by the closed-form fourth moment
-    where the estimator has one (rfviz.diagnostics.theory_reliability); and the predicted standard error of the
+    where the estimator has one (rfviz.verdicts.theory_reliability); and the predicted standard error of the
     sampled MSE relative to e^{2s} (None without a closed form)."""
     if totals.top_e is None:
         return None, None
@@ -658,7 +654,7 @@ def _assess(run: PreparedRun, totals: BlockTotals) -> tuple[TailReport | None, n
     except (AttributeError, NotImplementedError):  # plugins written before the hook existed
         fourth = None
     underflow = totals.all_zero & (np.asarray(run.target) != 0)
-    exact_below = 1e-24 if run.dtype == torch.float64 else 1e-10  # round-off of the run's dtype, relative to K²
+    exact_below = _exact_below(run)
     tails = assess_trials(run.trials, totals.mean_e, totals.m2_e, totals.top_e, underflow=underflow,
                           fourth_moment_finite=fourth, exact_below=exact_below)
     logs = _theory_logs(run)

@@ -43,6 +43,8 @@ address space (torch alone maps about 0.8 GiB); the engine's own memory budget (
 STARTUP_TIMEOUT_S = 120.0
 """Seconds the worker may take to start Python and import rfviz and torch (before any plugin code runs)."""
 POLL_S = 0.05
+GROUP_EXIT_TIMEOUT_S = 5.0
+"""Seconds ``run_isolated`` waits, after the SIGKILL of the plugin's process group, for every member to end."""
 OUTPUT_TAIL = 2000
 
 
@@ -117,6 +119,61 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _only_zombies_left(pgid: int) -> bool | None:
+    """Whether every process of group ``pgid`` has ended (a zombie whose threads are all gone, or state X); None
+    where /proc cannot be read (not Linux). A killed member stays a zombie until its parent reaps it, and members
+    that outlived the worker were reparented to init, which in a container need not reap them at all."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return None
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            fields = pathlib.Path(f"/proc/{entry}/stat").read_bytes().rsplit(b")", 1)[1].split()
+            if int(fields[2]) != pgid:
+                continue
+            if fields[0] not in (b"Z", b"X") or len(os.listdir(f"/proc/{entry}/task")) > 1:
+                return False  # still running, or still tearing down (exit of its threads, its memory)
+        except (OSError, IndexError, ValueError):
+            continue  # gone between listdir and read
+    return True
+
+
+def _await_group_end(pgid: int, timeout_s: float = GROUP_EXIT_TIMEOUT_S) -> bool:
+    """After ``_kill_group``: wait until the group is gone (``killpg(pgid, 0)`` answers ESRCH) or only zombies are
+    left; False if some member still runs after ``timeout_s`` (e.g. in uninterruptible sleep on a dead NFS mount).
+    SIGKILL is delivered asynchronously: without this wait a forked child could still be alive (its memory being
+    torn down on a loaded machine) when ``check`` returns."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.001
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:  # a member we may not signal (it changed its uid): we cannot see its end
+            return False
+        if _only_zombies_left(pgid):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(delay)
+        delay = min(2 * delay, 0.05)
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """Reap the killed worker and wait (bounded) for the rest of its group. Where /proc can tell zombies apart
+    (Linux) the worker is reaped last, so its id, the group's id, cannot be reused while the group is awaited."""
+    if not os.path.exists("/proc/self/stat"):
+        proc.wait()
+        _await_group_end(proc.pid)
+        return
+    _await_group_end(proc.pid)
+    proc.wait()
 
 
 def _read_status(path: pathlib.Path) -> tuple[str, float | None]:
@@ -225,7 +282,7 @@ def run_isolated(task: str, payload: dict[str, Any], label: str, limits: PluginL
             code, stage, timed_out = _wait(proc, folder / "status", limits, progress)
         finally:
             _kill_group(proc.pid)  # the worker, if still running, and whatever it forked or started
-            proc.wait()
+            _end_group(proc)
         output = (_tail(folder / "stdout") + _tail(folder / "stderr")).strip()
         if output:
             CAPTURED_STDOUT.append(output[-OUTPUT_TAIL:])

@@ -110,7 +110,8 @@ def variance_vs_m(r: float = 1.0, theta: float = math.pi / 4, d: int = 4, p: int
 def _expand(st: dp.DotStats) -> dp.DotStats:
     """Add a trailing axis so that closed forms broadcast against a vector of D."""
     f = {k: np.asarray(getattr(st, k))[..., None] for k in ("log_nn", "tau", "w", "s", "sign_t", "sum_sq")}
-    return dp.DotStats(**f, d=st.d)
+    return dp.DotStats(**f, d=st.d, delta_value=np.asarray(st.delta)[..., None],
+                       rest_value=np.asarray(st.rest)[..., None])
 
 
 def _average(values: np.ndarray, embedding: str) -> np.ndarray:

@@ -162,7 +162,8 @@ class Gerf(_GerfBase):
     def _log_mse_crt(self, s: PairStats, coupling: str) -> np.ndarray:
         """[CRT] Thm 3.2 eq. 6 (iid) or the exact orthogonal closed form ([CRT] §3.9), softmax kernel."""
         a, sign = self._A_s(s.d)
-        return crt.gerf_log_mse(a, sign, s.xx, s.yy, s.xy, s.d, self.params["m"], coupling, kernel="softmax")
+        return crt.gerf_log_mse(a, sign, s.xx, s.yy, s.xy, s.d, self.params["m"], coupling, kernel="softmax",
+                                z2=s.z2, delta2=s.delta2)
 
     def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
         """iid ω: rfviz.maths.moments (+inf where Re A ≥ 1/16)."""

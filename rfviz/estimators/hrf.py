@@ -27,6 +27,7 @@ from ..maths.hrf import (
     SIGMA_PARAM,
     LambdaMoments,
     angle_between,
+    angle_to_antipode,
     angular_lambda_moments,
     gaussian_lambda_moments,
     log_mse_bipolar,
@@ -523,7 +524,7 @@ class HybridAngular(_BipolarHybrid):
 
     def _moments(self, s: PairStats) -> LambdaMoments:
         """Reference F2 with θ = ∠(x, y) (θ = π/2 if x or y is 0, matching sgn(0) := +1)."""
-        return angular_lambda_moments(angle_between(s.x, s.y), self.params["n"])
+        return angular_lambda_moments(angle_between(s.x, s.y), self.params["n"], angle_to_antipode(s.x, s.y))
 
     def fourth_moment_available(self) -> bool:
         return True
@@ -531,7 +532,8 @@ class HybridAngular(_BipolarHybrid):
     def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
         """rfviz.maths.moments.log_fourth_angular_hybrid (Binomial λ̂ independent of ω; shared or independent ω)."""
         return moments.log_fourth_angular_hybrid(s.xx, s.yy, s.xy, angle_between(s.x, s.y), self.params["m"],
-                                                 self.params["n"], self.params["shared"])
+                                                 self.params["n"], self.params["shared"], z2=s.z2, delta2=s.delta2,
+                                                 antipode=angle_to_antipode(s.x, s.y))
 
 
 @register
@@ -611,10 +613,11 @@ class HybridGaussian(_BipolarHybrid):
     def _moments(self, s: PairStats) -> LambdaMoments:
         """Reference F5 (HRF eqs. 72–73) with D² from coordinates (no cancellation at small θ)."""
         self._check_same_length(s.xx, s.yy, self.rtol_same_length)
-        r = self.params["r_norm"] if self.params["r_norm"] > 0 else np.sqrt(0.5 * (s.xx + s.yy))
-        delta2 = np.sum((s.x - s.y) ** 2, -1)
-        z2 = np.sum((s.x + s.y) ** 2, -1) if self.params["lambda_rf"] == "positive" else None
-        return gaussian_lambda_moments(delta2, r, self.params["sigma"], self.params["n"], z2)
+        sphere = self.params["r_norm"] <= 0
+        r = np.sqrt(0.5 * (s.xx + s.yy)) if sphere else self.params["r_norm"]
+        z2 = s.z2 if self.params["lambda_rf"] == "positive" else None
+        return gaussian_lambda_moments(s.delta2, r, self.params["sigma"], self.params["n"], z2,
+                                       sphere_z2=s.z2 if sphere else None)
 
 
 __all__ = [

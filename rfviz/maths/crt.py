@@ -129,14 +129,23 @@ def gerf_log_rel_var(A: Any, s: int, Zs: Any, d: int) -> np.ndarray:
     return np.where(small, log_direct, log_expm1(log_r))
 
 
-def gerf_log_var(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, kernel: str = "gaussian") -> np.ndarray:
+def _plus_minus_sq(xx: np.ndarray, yy: np.ndarray, xy: np.ndarray, z2: Any, delta2: Any) -> tuple[np.ndarray, ...]:
+    """(|x + y|², |x − y|²): the stable values when the caller has them (``PairStats.z2``/``delta2``, from the
+    coordinates of x ± y), else |x|² + |y|² ± 2x·y (which loses digits as y → ±x)."""
+    Z = np.maximum(xx + yy + 2 * xy, 0.0) if z2 is None else np.asarray(z2, dtype=float)
+    W = np.maximum(xx + yy - 2 * xy, 0.0) if delta2 is None else np.asarray(delta2, dtype=float)
+    return Z, W
+
+
+def gerf_log_var(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, kernel: str = "gaussian", *,
+                 z2: Any = None, delta2: Any = None) -> np.ndarray:
     """log Var of one GERF feature (M = 1) for the Gaussian or softmax kernel (CRT eq. 6; tests/test_crt.py).
 
-    Var_gauss = K²(R−1) with K² = e^{−|x−y|²}; Var_softmax = e^{S}·Var_gauss = e^{2x·y}(R−1).
+    Var_gauss = K²(R−1) with K² = e^{−|x−y|²}; Var_softmax = e^{S}·Var_gauss = e^{2x·y}(R−1). Pass ``z2`` =
+    |x + y|² and ``delta2`` = |x − y|² computed from x ± y where they may be small against |x|² + |y|².
     """
     xx, yy, xy = (np.asarray(v, dtype=float) for v in (xx, yy, xy))
-    Z = np.maximum(xx + yy + 2 * xy, 0.0)
-    W = np.maximum(xx + yy - 2 * xy, 0.0)
+    Z, W = _plus_minus_sq(xx, yy, xy, z2, delta2)
     return _kernel_log_sq(kernel, xy, W) + gerf_log_rel_var(A, s, Z if check_s(s) == 1 else W, d)
 
 
@@ -154,10 +163,19 @@ def r_theta_stats(r: Any, theta: Any) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return r2, r2, r2 * np.cos(np.asarray(theta, dtype=float))
 
 
+def r_theta_plus_minus(r: Any, theta: Any) -> dict[str, np.ndarray]:
+    """{z2: |x + y|² = 4r²cos²(θ/2), delta2: |x − y|² = 4r²sin²(θ/2)} for |x| = |y| = r at angle θ, without the
+    cancellation of 2r²(1 ± cos θ) at θ → π or 0."""
+    r = np.asarray(r, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    cos_half = np.where(theta == np.pi, 0.0, np.cos(theta / 2))  # θ = fl(π) is π (as in geometry.canonical_pair)
+    return {"z2": (2 * r * cos_half) ** 2, "delta2": (2 * r * np.sin(theta / 2)) ** 2}
+
+
 def log_var_vs_real_A(A_grid: Any, s: int, r: float, theta: float, d: int, kernel: str = "gaussian") -> np.ndarray:
     """log Var (M = 1) along real A < 1/8 at one (r, θ): the 'variance against A' view ([CRT] Fig. 2, view 3)."""
     A = np.asarray(A_grid, dtype=float)
-    return gerf_log_var(A.astype(complex), s, *r_theta_stats(r, theta), d, kernel)
+    return gerf_log_var(A.astype(complex), s, *r_theta_stats(r, theta), d, kernel, **r_theta_plus_minus(r, theta))
 
 
 def log_var_complex_grid(re_A: Any, im_A: Any, s: int, r: float, theta: float, d: int,
@@ -172,7 +190,7 @@ def log_var_complex_grid(re_A: Any, im_A: Any, s: int, r: float, theta: float, d
     ok = A.real < A_VARIANCE_BOUND
     out = np.full(A.shape, np.inf)
     if np.any(ok):
-        out[ok] = gerf_log_var(A[ok], s, *r_theta_stats(r, theta), d, kernel)
+        out[ok] = gerf_log_var(A[ok], s, *r_theta_stats(r, theta), d, kernel, **r_theta_plus_minus(r, theta))
     return out
 
 
@@ -405,15 +423,14 @@ def thm41_bound_rel(Z: Any, d: int) -> np.ndarray:
 
 
 def gerf_log_mse(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, m: int, coupling: str = IID,
-                 kernel: str = "gaussian") -> np.ndarray:
+                 kernel: str = "gaussian", *, z2: Any = None, delta2: Any = None) -> np.ndarray:
     """log MSE of the mean of m GERF features, iid (Var/m) or block-orthogonal with real A ([CRT] Thm 4.1;
     tests/test_crt.py):
-    MSE_ort = Var1/m + (Σ_b n_b(n_b−1)/m²)·K²·relCov_s(Z_s, d)."""
+    MSE_ort = Var1/m + (Σ_b n_b(n_b−1)/m²)·K²·relCov_s(Z_s, d). ``z2``/``delta2``: as in ``gerf_log_var``."""
     s = check_s(s)
     m = check(m, M_PARAM)
     xx, yy, xy = (np.asarray(v, dtype=float) for v in (xx, yy, xy))
-    Z = np.maximum(xx + yy + 2 * xy, 0.0)
-    W = np.maximum(xx + yy - 2 * xy, 0.0)
+    Z, W = _plus_minus_sq(xx, yy, xy, z2, delta2)
     Zs = Z if s == 1 else W
     log_rel = gerf_log_rel_var(A, s, Zs, d) - math.log(m)
     log_k2 = _kernel_log_sq(kernel, xy, W)

@@ -92,11 +92,21 @@ class DotStats:
     sign_t: np.ndarray
     sum_sq: np.ndarray
     d: int
+    delta_value: np.ndarray | None = None
+    rest_value: np.ndarray | None = None
 
     @property
     def delta(self) -> np.ndarray:
-        """Δ/(|x|²|y|²) with Δ = t² − S = Σ_{i≠j} x_i x_j y_i y_j (Eq. 22 is Δ ≥ 0)."""
-        return self.tau - self.s
+        """Δ/(|x|²|y|²) with Δ = t² − S = Σ_{i≠j} x_i x_j y_i y_j (Eq. 22 is Δ ≥ 0): ``delta_value`` where the pairs
+        gave it (``from_pairs``, summed without cancellation), else τ − s (exact for the angle embeddings, where
+        τ and s come from the same cos θ)."""
+        return self.tau - self.s if self.delta_value is None else self.delta_value
+
+    @property
+    def rest(self) -> np.ndarray:
+        """1 − s = (|x|²|y|² − S)/(|x|²|y|²) = Σ_{k≠l} x_k²y_l²/(|x|²|y|²): ``rest_value`` where the pairs gave it
+        (a sum of non-negative terms), else 1 − s."""
+        return 1.0 - self.s if self.rest_value is None else self.rest_value
 
     @property
     def log_abs_t(self) -> np.ndarray:
@@ -123,6 +133,13 @@ class DotStats:
         w = np.clip(w, 0.0, 1.0)
         with np.errstate(divide="ignore"):
             log_nn = np.log(nn)
+        # Δ = t² − S = 2Σ_{i<j} p_i p_j (p = x∘y) from running sums: (1 − w) − s would leave the round-off of two
+        # O(1) numbers where Δ ≪ |x|²|y|² (e.g. Δ = 0 exactly for x ∥ e1, against w = sin²θ ~ 1e-16)
+        prod = x * y
+        delta = 2.0 * np.sum(prod * _exclusive_sums(prod, before=True), -1)
+        # |x|²|y|² − S = Σ_k x_k²·Σ_{l≠k} y_l², the inner sums from prefix and suffix sums (no cancellation)
+        y2 = y * y
+        rest = np.sum(x * x * (_exclusive_sums(y2, before=True) + _exclusive_sums(y2, before=False)), -1)
         return cls(
             log_nn=log_nn,
             tau=np.where(ok, np.clip(1.0 - w, 0.0, 1.0), 0.0),
@@ -131,6 +148,8 @@ class DotStats:
             sign_t=np.sign(t),
             sum_sq=xx + yy,
             d=int(x.shape[-1]),
+            delta_value=np.where(ok, delta / safe_nn, 0.0),
+            rest_value=np.where(ok, rest / safe_nn, 1.0),
         )
 
     @classmethod
@@ -248,6 +267,15 @@ def log_mean_exp(log_values: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- difference of powers
+def _exclusive_sums(v: np.ndarray, before: bool) -> np.ndarray:
+    """Σ_{j<k} v_j (``before``) or Σ_{j>k} v_j at each k over the last axis, as shifted running sums (not
+    cumsum − v, which leaves the round-off of v_k where v_k dominates)."""
+    zero = np.zeros_like(v[..., :1])
+    if before:
+        return np.concatenate([zero, np.cumsum(v[..., :-1], -1)], -1)
+    return np.concatenate([np.flip(np.cumsum(np.flip(v[..., 1:], -1), -1), -1), zero], -1)
+
+
 def power_gap(base: np.ndarray, gap: np.ndarray, p: int) -> np.ndarray:
     """(base + gap)^p − base^p for base ≥ 0, without cancellation when |gap| ≪ base (tests/test_dot_product.py).
 
@@ -281,7 +309,7 @@ def moment_gap(st: DotStats, q: float, mu4: float) -> np.ndarray:
 
 def pseudo_moment_gap(st: DotStats, q: float, mu4: float) -> np.ndarray:
     """(M' − t²)/(|x|²|y|²) with M' = μ4 S + ρ²(|x|²|y|² − S) + 2(t² − S) (tests/test_dot_product.py, derived)."""
-    return (mu4 - 1.0) * st.s + rho2(q) * (1.0 - st.s) + st.delta
+    return (mu4 - 1.0) * st.s + rho2(q) * st.rest + st.delta
 
 
 def var_poly_normalised(st: DotStats, p: int, q: float, mu4: float, num_features: int | np.ndarray,
@@ -308,7 +336,7 @@ def log_var_poly(st: DotStats, p: int, q: float, mu4: float, num_features: int |
 # ----------------------------------------------------------------------------- TensorSRHT (F3, F4, F5)
 def single_degree_var(st: DotStats, q: float) -> np.ndarray:
     """V_q^{(1)}/(|x|²|y|²) = 1 − s + ρ²Δ (Eq. 17 with p = 1, μ4 = 1)."""
-    return 1.0 - st.s + rho2(q) * st.delta
+    return st.rest + rho2(q) * st.delta
 
 
 def tsrht_parts(st: DotStats, p: int, q: float, d_pad: int) -> tuple[np.ndarray, np.ndarray]:
@@ -328,18 +356,32 @@ def var_tsrht_normalised(st: DotStats, p: int, q: float, num_features: int | np.
     Not monotone in D: it jumps up when a new block starts (P4, Fig. 12). Clipped at 0 (P7).
     """
     d_pad = padded_dim(st.d) if d_pad is None else d_pad
-    D = np.asarray(num_features, float)
-    c = block_pairs(np.asarray(num_features), d_pad) / D**2
-    v, cov = tsrht_parts(st, p, q, d_pad)
-    full, size = v / D + c * cov, np.abs(v / D) + np.abs(c * cov)
+    full = _tsrht_sum(st.tau, single_degree_var(st, q), p, num_features, d_pad)
     if variance == "real_part":
-        pv = power_gap(st.tau, pseudo_moment_gap(st, q, 1.0), p) / D
-        pcov = power_gap(st.tau, -(st.delta + rho2(q) * (1.0 - st.s)) / (d_pad - 1), p)
-        full, size = 0.5 * (full + pv + c * pcov), 0.5 * (size + np.abs(pv) + np.abs(c * pcov))
+        pseudo = _tsrht_sum(st.tau, st.delta + rho2(q) * st.rest, p, num_features, d_pad)
+        full = 0.5 * (full + pseudo)
     elif variance != "complex":
         raise ParameterError(f"variance must be one of {', '.join(VARIANCES)}, got {variance!r}")
-    # The two terms cancel exactly in the exact cases (p = 1, D ∈ dℕ); what is left there is round-off.
-    return np.where(full > 64 * np.finfo(float).eps * size, full, 0.0)
+    return np.maximum(full, 0.0)
+
+
+def _tsrht_sum(tau: np.ndarray, gap: np.ndarray, p: int, num_features: int | np.ndarray, d_pad: int) -> np.ndarray:
+    """((τ + g)^p − τ^p)/D + c/D²·((τ − g/(d − 1))^p − τ^p) = Σ_{k≥1} C(p, k)τ^{p−k}g^k·β_k, β_k = 1/D +
+    (c/D²)(−1/(d − 1))^k, with g = M − t² = V1 (the same number: (|x|²|y|² − t²) + κΔ = (|x|²|y|² − S) + ρ²Δ, μ4 = 1;
+    normalised by |x|²|y|²). The first-order terms of the variance and the covariance cancel (exactly for D ∈ dℕ,
+    where β_1 = 0), so β_1 = (D(d − 1) − c)/(D²(d − 1)) is formed from integers and the rest carries no cancellation:
+    the variance stays exact where it is O(g²) (θ → 0, or p = 1)."""
+    tau, gap = np.broadcast_arrays(np.asarray(tau, float), np.asarray(gap, float))
+    D = np.asarray(num_features, float)
+    pairs = np.asarray(block_pairs(np.asarray(num_features), d_pad), float)
+    total = np.zeros(np.broadcast(tau, D).shape)
+    for k in range(1, p + 1):
+        if k == 1:
+            beta = (D * (d_pad - 1) - pairs) / (D**2 * (d_pad - 1))
+        else:
+            beta = 1.0 / D + pairs / D**2 * (-1.0 / (d_pad - 1)) ** k
+        total = total + math.comb(p, k) * tau ** (p - k) * gap**k * beta
+    return total
 
 
 def log_var_tsrht(st: DotStats, p: int, q: float, num_features: int | np.ndarray, variance: str = "complex",
@@ -566,7 +608,9 @@ def optimize_maclaurin(st: DotStats, *, kernel: str, total: int, p_min: int = 1,
     n_top = max(p_max, 1)
     log_a = log_maclaurin_coefficients(kernel, n_top, kernel_degree, nu)
     flat = DotStats(*(np.ravel(np.broadcast_to(f, np.shape(st.log_nn))) for f in
-                      (st.log_nn, st.tau, st.w, st.s, st.sign_t, st.sum_sq)), d=st.d)
+                      (st.log_nn, st.tau, st.w, st.s, st.sign_t, st.sum_sq)), d=st.d,
+                    delta_value=np.ravel(np.broadcast_to(st.delta, np.shape(st.log_nn))),
+                    rest_value=np.ravel(np.broadcast_to(st.rest, np.shape(st.log_nn))))
     weight = -flat.sum_sq if kernel == "gaussian" else np.zeros_like(flat.log_nn)
     D = np.arange(1, total + 1)
     log_cost = np.full((n_top, total), -np.inf)
@@ -744,8 +788,8 @@ def var_tensor_sketch_normalised(st: DotStats, p: int, num_features: int) -> np.
     """Var k̂ / (|x|²|y|²)^p of the degree-p TensorSketch with m = num_features buckets (derivation above)."""
     m = int(num_features)
     c0 = tensor_sketch_c0(m)
-    g1 = (1.0 - st.s) + st.delta  # (N + t² − 2S)/N ≥ 0
-    g2 = 1.0 - st.s  # (N − S)/N ≥ 0
+    g1 = st.rest + st.delta  # (N + t² − 2S)/N ≥ 0
+    g2 = st.rest  # (N − S)/N ≥ 0
     g3 = st.delta  # (t² − S)/N, any sign
     total = (c0 * power_gap(st.tau, g1, p) + (m - c0) * power_gap(st.tau, g2, p)
              + (m - c0) * power_gap(st.tau, g3, p))

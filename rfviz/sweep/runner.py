@@ -134,9 +134,6 @@ def _run_locked(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *
                        backend.name, backend.stats, str(out), notes=notes)
 
 
-SWEEP_DEVICES = ("auto", "cpu", "cuda")
-
-
 def sweep_spec(name: str, fixed: dict[str, str], axes: list[str], *, trials: int, seed: int,
                block_trials: int | None, device: str, resume: bool, overwrite: bool) -> SweepSpec:
     """The validated ``SweepSpec`` of a sweep request (``rfviz sweep`` and ``rfviz.api.sweep``), before any backend
@@ -149,7 +146,7 @@ def sweep_spec(name: str, fixed: dict[str, str], axes: list[str], *, trials: int
     axes : the grid's axes as text (``["theta=0:pi:8", "m=8,16"]``).
     trials, seed : per point, and the sweep's seed.
     block_trials : trials per task (None: DEFAULT_SWEEP_BLOCK).
-    device : auto, cpu or cuda (resolved later by ``sweep_device``).
+    device : auto, cpu, cuda or cuda:N (``DEVICE_PARAM``; resolved later by ``sweep_device``).
     resume, overwrite : at most one.
 
     Returns
@@ -160,16 +157,15 @@ def sweep_spec(name: str, fixed: dict[str, str], axes: list[str], *, trials: int
     Examples
     --------
     >>> sweep_spec("trig", {"d": "4"}, ["theta=0,1"], trials=10, seed=0, block_trials=None, device="cpu",
-    ...            resume=False, overwrite=False).name
+    ...            resume=False, overwrite=False).estimator
     'trig'
     """
     from ..estimators import get_estimator
-    from ..params import ParameterError
+    from ..params import DEVICE_PARAM, ParameterError, check
     from .grid import parse_grid
     from .tasks import DEFAULT_SWEEP_BLOCK
 
-    if device not in SWEEP_DEVICES:
-        raise ParameterError(f"device must be auto, cpu or cuda, got {device!r}")
+    check(device, DEVICE_PARAM)
     if resume and overwrite:
         raise ParameterError("resume and overwrite exclude each other: give one of them")
     grid = parse_grid(axes, get_estimator(name), fixed)
@@ -197,9 +193,16 @@ def sweep_device(device: str, backend_name: str, backend: LocalBackend | RayBack
     >>> sweep_device("cpu", "local", LocalBackend())  # doctest: +SKIP
     'cpu'
     """
-    from ..params import ParameterError
+    from ..params import DEVICE_PARAM, ParameterError, check
+    from ..sampling import resolve_device
 
-    chosen = backend.default_device() if device == "auto" else device
-    if chosen == "cuda" and backend_name == "local" and backend.default_device() != "cuda":
-        raise ParameterError("device cuda: no CUDA GPU is visible to this process")
+    name = check(device, DEVICE_PARAM)
+    chosen = backend.default_device() if name == "auto" else name
+    if chosen.startswith("cuda") and backend_name == "local":
+        if backend.default_device() != "cuda":
+            raise ParameterError(f"device {chosen}: no CUDA GPU is visible to this process")
+        resolve_device(chosen)  # cuda:N: a GPU torch sees
+    if chosen.startswith("cuda:") and backend_name != "local":
+        raise ParameterError(f"device {chosen} names a GPU of this machine; on Ray give cuda (Ray places each task "
+                             f"on a GPU)")
     return chosen
