@@ -169,7 +169,7 @@ def _interrupt(args: list[str], after: float) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 @pytest.mark.parametrize("args", [["check", "trig", "--trials", "5000000"],
                                   ["mse", "trig", "m=64", "d=16", "--trials", "50000000"],
-                                  ["gram", "trig", "--data", "digits", "--repeats", "100000",
+                                  ["gram", "trig", "--data", "digits", "--repeats", "20000",
                                    "--memory-budget", "2GiB"]])
 def test_ctrl_c_exits_130_on_every_command(args: list[str]) -> None:
     proc = _interrupt(args, after=6.0)
