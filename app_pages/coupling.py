@@ -54,6 +54,9 @@ with ui.page(
     couplings = tuple(state.multiselect("Couplings", "couplings", coupling_options, coupling_options, container=side,
                                         **({} if view != "simplex-plus" else ui.unused("this view compares simplex+ "
                                                                                  "iterations with iid draws"))))
+    if view in ("ratio-vs-v", "ratio-vs-d"):  # iid is not an option here: say so rather than drop it silently
+        side.caption("**iid** is not among the couplings of this view: every curve is an MSE divided by the iid "
+                     "MSE, so iid is the constant 1. Its own curve is in the density and conformity views.")
     side.caption(f"Sidebar scope: the **{state.views.label(view)}** view; greyed inputs are not used by it.")
     state.show_url_errors()
 

@@ -231,7 +231,14 @@ with ui.page(
             else:
                 st.caption(f"Magenta points on the floor: exact (MSE = 0). Height: {window}; values beyond it are "
                            "pinned to its ends. Drag to turn the view; click a legend entry to hide a surface.")
-            ui.downloads("rfviz-mse-surface", lambda: fx.grid_csv(r_axis, theta_axis, values, which), fig, key="main")
+            sampled_csv = {}
+            if sampled_grid:  # the CSV carries what the page shows: the Monte-Carlo points too (mc=true)
+                with ui.guard():
+                    for k, (v, se) in ex.sampled_quantity(_surfaces(r_mc, theta_mc), sampled_grid, which,
+                                                          pair).items():
+                        sampled_csv[k] = (r_mc, theta_mc, v, se, sampled_grid[k].reliable_mask)
+            ui.downloads("rfviz-mse-surface", lambda: fx.grid_csv(r_axis, theta_axis, values, which, sampled_csv),
+                         fig, key="main")
 
             # slice
             if slice_axis == "θ":

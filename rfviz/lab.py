@@ -534,11 +534,18 @@ def _grid_text(r: np.ndarray, theta: np.ndarray, values: np.ndarray, mark: np.nd
 
 
 # --------------------------------------------------------------------------- the check
+MAX_GRID_PAIRS = 10_000
+"""Most (r, θ) pairs of one check (a 100 × 100 grid): each is a Monte-Carlo point and a row of the report."""
+
+
 def _grid(r: Sequence[float], theta: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
     r_arr = np.asarray(r, dtype=float).ravel()
     t_arr = np.asarray(theta, dtype=float).ravel()
     if r_arr.size == 0 or t_arr.size == 0:
         raise ParameterError("the grid needs at least one r and one theta value")
+    if r_arr.size * t_arr.size > MAX_GRID_PAIRS:  # before any pair is built: 10⁴ × 10⁴ took 2.6 GB and 50 s
+        raise ParameterError(f"the grid has {r_arr.size} r × {t_arr.size} theta = {r_arr.size * t_arr.size} pairs; "
+                             f"at most {MAX_GRID_PAIRS} (use fewer --r or --theta values, or a sweep)")
     return check_r(r_arr), check_theta(t_arr)
 
 
@@ -1161,9 +1168,11 @@ def _extra_pairs(est: Estimator, kinds: Sequence[str], r: np.ndarray, theta: np.
             continue
         for th in angles:
             x, y = (np.asarray(v, float) for v in embed_pair(r0, th, d, "canonical"))
-            if kind == "random":
-                q, _ = np.linalg.qr(rng.standard_normal((d, d)))
-                x, y = q @ x, q @ y
+            if kind == "random":  # x, y span e1, e2: a Haar-random frame of k = min(d, 2) columns rotates them
+                k = min(d, 2)  # (O(d) memory; a d × d QR took 3 GiB at d = 20 000)
+                q, rr = np.linalg.qr(rng.standard_normal((d, k)))
+                q = q * np.where(np.diag(rr) < 0, -1.0, 1.0)
+                x, y = q @ x[:k], q @ y[:k]
                 nx, ny = r0, r0
             else:
                 y = UNEQUAL_RATIO * y

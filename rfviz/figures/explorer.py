@@ -5,6 +5,7 @@ rfviz.compute.explorer (arrays in, plotly figures out). Panels are keyed by esti
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -100,14 +101,42 @@ def slice_figure(axis: str, coord: np.ndarray, values: Mapping[str, np.ndarray],
                  points=_titled(sampled, titles))
 
 
-def grid_csv(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str) -> str:
-    """Long-format CSV (panel, r, theta, value) of the plotted surfaces."""
+def grid_csv(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str,
+             sampled: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None,
+             ) -> str:
+    """Long-format CSV of the plotted surfaces: (panel, r, theta, value) rows of the closed form; with ``sampled``
+    (panel → r axis, θ axis, sampled value, its standard error, reliable mask, on the Monte-Carlo grid) a
+    ``source`` column (closed form / monte carlo) and the sampled rows with ``stderr`` and ``reliable`` follow.
+
+    Examples
+    --------
+    >>> print(grid_csv(np.array([1.0]), np.array([0.0]), {"trig": np.array([[0.5]])}, "mse"))
+    panel,r,theta,mse
+    trig,1.0,0.0,0.5
+    <BLANKLINE>
+    """
     rr, tt = np.meshgrid(r, theta, indexing="ij")
-    cols: dict[str, list[Any]] = {"panel": [], "r": [], "theta": [], which: []}
+    cols: dict[str, list[Any]] = {"panel": [], "source": [], "r": [], "theta": [], which: [], "stderr": [],
+                                  "reliable": []}
     for name, z in values.items():
         cols["panel"] += [name] * rr.size
+        cols["source"] += ["closed form"] * rr.size
         cols["r"] += list(rr.ravel())
         cols["theta"] += list(tt.ravel())
         cols[which] += list(np.asarray(z, dtype=float).ravel())
-    return columns_to_csv({k: np.asarray(v, dtype=object if k == "panel" else float) for k, v in cols.items()})
+        cols["stderr"] += [math.nan] * rr.size
+        cols["reliable"] += [""] * rr.size
+    for name, (r_mc, theta_mc, v, se, ok) in (sampled or {}).items():
+        mr, mt = np.meshgrid(r_mc, theta_mc, indexing="ij")
+        cols["panel"] += [name] * mr.size
+        cols["source"] += ["monte carlo"] * mr.size
+        cols["r"] += list(mr.ravel())
+        cols["theta"] += list(mt.ravel())
+        cols[which] += list(np.asarray(v, dtype=float).ravel())
+        cols["stderr"] += list(np.asarray(se, dtype=float).ravel())
+        cols["reliable"] += [str(bool(b)) for b in np.asarray(ok).ravel()]
+    if not sampled:
+        cols = {k: v for k, v in cols.items() if k not in ("source", "stderr", "reliable")}
+    text_cols = ("panel", "source", "reliable")
+    return columns_to_csv({k: np.asarray(v, dtype=object if k in text_cols else float) for k, v in cols.items()})
 

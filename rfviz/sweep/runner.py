@@ -16,7 +16,7 @@ import numpy as np
 
 from .backends import BackendStats, LocalBackend, RayBackend
 from .progress import Progress
-from .store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore
+from .store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore, sweep_lock
 from .tasks import COL, SweepSpec, combine, iter_tasks, point_row
 
 SCAN_CHUNK = 1 << 16
@@ -80,13 +80,23 @@ def run_sweep(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, 
     Notes
     -----
     KeyboardInterrupt (Ctrl-C) stops the backend, flushes every finished point, marks the manifest interrupted and
-    propagates (the CLI exits with 130).
+    propagates (the CLI exits with 130). The output's lock (``sweep_lock``) is held throughout: a second sweep of
+    the same ``out`` is refused (ParameterError) while this one runs.
 
     Examples
     --------
     >>> run_sweep(spec, "runs/a.csv", make_backend("local"), progress=False).status  # doctest: +SKIP
     'complete'
     """
+    ResultStore.check_out(out, resume=resume, overwrite=overwrite)  # before the lock file is made beside it
+    with sweep_lock(out):
+        return _run_locked(spec, out, backend, resume=resume, overwrite=overwrite, progress=progress, stream=stream,
+                           on_point=on_point, flush_points=flush_points, flush_s=flush_s, on_notes=on_notes)
+
+
+def _run_locked(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, resume: bool, overwrite: bool,
+                progress: bool, stream: TextIO | None, on_point: Callable[[dict[str, Any]], None] | None,
+                flush_points: int, flush_s: float, on_notes: Callable[[list[str]], None] | None) -> SweepReport:
     store = ResultStore(out, spec, resume=resume, overwrite=overwrite, flush_points=flush_points, flush_s=flush_s)
     notes = [*store.notes] + ([f"... {store.dropped - len(store.notes)} more"]
                               if store.dropped > len(store.notes) else [])

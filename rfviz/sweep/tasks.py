@@ -30,6 +30,7 @@ from ..estimators import Estimator, get_estimator  # the package: get_estimator 
 from ..geometry import check_d, check_r, check_theta
 from ..numerics import LOG10
 from ..params import DEVICE_PARAM, ENGINE_TRIALS_PARAM, SEED_PARAM, ParameterError, check
+from ..params import MAX_TRIALS as ENGINE_MAX_TRIALS
 from ..verdicts import (
     PRECISION_LOSS,
     bonferroni_disagrees,
@@ -50,6 +51,8 @@ DEFAULT_SWEEP_BLOCK = 4096
 point of 10⁶ trials spreads over hundreds of tasks."""
 MAX_TRIALS = 10**13
 MAX_TASKS = 10**9
+MAX_TASK_TRIALS = ENGINE_MAX_TRIALS
+"""Most trials of one task (one ``engine.monte_carlo`` call): a block holds up to 2·block_trials − 1 trials."""
 LOG_MAX = 709.0  # exp overflows float64 above this
 TASK_CHUNK = 4096
 """Most (point, block) pairs per array handed to ``backend.run`` (``iter_tasks``)."""
@@ -85,6 +88,10 @@ class SweepSpec:
             object.__setattr__(self, spec.name, check(getattr(self, spec.name), spec))
         if self.device == "auto":
             raise ParameterError("device must be cpu, cuda or cuda:N once resolved, got 'auto'")
+        if self.block_size(0) > MAX_TASK_TRIALS:  # before any file: one task is one engine run
+            raise ParameterError(f"block_trials: a task of this sweep would run {self.block_size(0)} trials, more "
+                                 f"than one Monte-Carlo call runs ({MAX_TASK_TRIALS:.0e}); give --block-trials at "
+                                 f"most {MAX_TASK_TRIALS // 2:.0e}")
         specs = {p.name for p in cls.spec}
         for key in self.fixed:
             if key not in specs and key not in INPUTS:
