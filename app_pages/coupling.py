@@ -61,22 +61,22 @@ with ui.page(
     state.show_url_errors()
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _density(d: int, samples: int, v: float | None, couplings: tuple[str, ...]):
         return fc.density_figure(d, couplings, drawn=cs.pair_sum_samples(d, couplings, samples), v=v)
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _conformity(d: int, relative: bool, couplings: tuple[str, ...]):
         return fc.conformity_figure(d, couplings, relative=relative)
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _ratio_v(d: int, m: int, features: str, couplings: tuple[str, ...]):
         return fc.ratio_vs_v_figure(d, m, features=features, couplings=couplings, v=np.geomspace(1e-2, 1e1, 81))
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _iterations(d: int, v: float, seed: int):
         return fc.simplex_plus_iterations_figure(cs.draw_norms(d, seed), v=v, seed=seed)
 
@@ -85,7 +85,7 @@ with ui.page(
         st.session_state[state.key("norm_seed")] = int(st.session_state.get(state.key("norm_seed"), 0)) + 1
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _ratio_d(v: float, features: str, blocks: int, couplings: tuple[str, ...]):
         return fc.ratio_vs_d_figure(v, features=features, blocks=blocks, couplings=couplings)
 

@@ -825,7 +825,7 @@ def test_home_story_texts_say_what_their_charts_show():
     charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
     assert "m = 16" in charts[2]["layout"]["title"]["text"] and "D = " not in charts[2]["layout"]["title"]["text"]
     names = [t.get("name") for t in charts[0]["data"] if t.get("mode") == "lines"]
-    assert names[-1].startswith("oracle λ*"), names  # the dotted oracle is drawn over the curves it follows
+    assert names[:2] == ["trig", "positive (++)"] and names[2].startswith("angular hybrid"), names  # story 1
 
 
 @pytest.mark.parametrize("view", ["density", "variance", "equivalence"])
