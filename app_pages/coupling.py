@@ -10,7 +10,7 @@ from rfviz.compute import simrf as cs
 from rfviz.figures import simrf as fc
 from rfviz.figures.common import traces_csv
 from rfviz.params import COUPLED_D_PARAM, M_PARAM, SAMPLES_PARAM, SEED_PARAM, TRIALS_PARAM, require_fits
-from rfviz.registries import COUPLED_CLOSED_FORMS
+from rfviz.registries import COUPLED_CLOSED_FORMS, COUPLING_TITLES, COUPLINGS, known_title
 
 with ui.page(
     "coupling",
@@ -51,9 +51,13 @@ with ui.page(
                      **(ui.unused(v_off) if v_off else {}))
     coupling_options = (list(fc.COUPLINGS_WITH_DENSITY) if view in ("density", "conformity")
                         else list(COUPLED_CLOSED_FORMS))
-    couplings = tuple(state.multiselect("Couplings", "couplings", coupling_options, coupling_options, container=side,
-                                        **({} if view != "simplex-plus" else ui.unused("this view compares simplex+ "
-                                                                                 "iterations with iid draws"))))
+    coupling_help = {"help": "what is known about each coupling's MSE: " + "; ".join(
+        f"{c.title}: {known_title(c.known)} ({c.citation})" for c in COUPLINGS.values())}
+    if view == "simplex-plus":
+        coupling_help = ui.unused("this view compares simplex+ iterations with iid draws")
+    couplings = tuple(state.multiselect(
+        "Couplings", "couplings", coupling_options, coupling_options, container=side,
+        format_func=lambda c: f"{COUPLING_TITLES[c]} · {known_title(COUPLINGS[c].known)}", **coupling_help))
     side.caption(f"Sidebar scope: the **{state.views.label(view)}** view; greyed inputs are not used by it.")
     state.show_url_errors()
 
