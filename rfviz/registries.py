@@ -20,6 +20,10 @@ IID = "iid"
 ORTHOGONAL = "orthogonal"
 SIMPLEX = "simplex"
 SIMPLEX_PLUS = "simplex_plus"
+SORF = "sorf"
+FASTFOOD = "fastfood"
+QMC_SOBOL = "qmc_sobol"
+QMC_HALTON = "qmc_halton"
 
 # ------------------------------------------------------------------------------- what is known (labels)
 CLOSED_FORM = "closed_form"
@@ -116,6 +120,16 @@ COUPLINGS: dict[str, Coupling] = {c.name: c for c in (
              "[SimRF] Eq. 8 (blocks), Lemma 4.2, Thm 4.3 (coupled MSE)"),
     Coupling(SIMPLEX_PLUS, "simplex+ (SimRF+)", 2, False, False, "rfviz.maths.simrf:sample_simplex_plus",
              MONTE_CARLO, "[SimRF] §3.2, Eq. 17 (weight-dependent directions; no closed form)"),
+    Coupling(SORF, "SORF (structured orthogonal)", 1, False, False, "rfviz.maths.structured:sample_sorf", BOUND,
+             "[ORF] §4 (W = √d' H D₁ H D₂ H D₃, d' = d padded to a power of two), Thm 5: biased, |E K̂ − K| ≤ "
+             "6|x − y|/√d' for trig features of the Gaussian kernel"),
+    Coupling(FASTFOOD, "Fastfood", 1, False, False, "rfviz.maths.structured:sample_fastfood", MONTE_CARLO,
+             "[Fastfood] §3 (V = S H G Π H B, χ row lengths, d padded to a power of two): every ω_i exactly "
+             "N(0, I), unbiased; no closed-form variance"),
+    Coupling(QMC_SOBOL, "randomised QMC (Sobol')", 1, False, False, "rfviz.maths.qmc:sample_qmc_sobol", RATE,
+             "[QMC] §3 (Φ⁻¹ of digitally shifted Sobol' points; Koksma–Hlawka rate O((log m)^d / m)); unbiased"),
+    Coupling(QMC_HALTON, "randomised QMC (Halton)", 1, False, False, "rfviz.maths.qmc:sample_qmc_halton", RATE,
+             "[QMC] §3 (Φ⁻¹ of Halton points shifted modulo 1; Koksma–Hlawka rate O((log m)^d / m)); unbiased"),
 )}
 """Every coupling, by name, in the order pages and ``Param`` choices list them."""
 
@@ -214,6 +228,7 @@ def kernel_spellings(name: str) -> tuple[str, ...]:
 
 
 __all__ = ["BOUND", "CLOSED_FORM", "COUPLED_CLOSED_FORMS", "COUPLINGS", "COUPLINGS_WITH_DENSITY", "COUPLING_NAMES",
-           "COUPLING_TITLES", "DOT_PRODUCT", "GAUSSIAN", "IID", "KERNELS", "KNOWN_LABELS", "MONTE_CARLO", "ORTHOGONAL",
-           "POLYNOMIAL", "RATE", "SAMPLED_COUPLINGS", "SIMPLEX", "SIMPLEX_PLUS", "SOFTMAX", "SOFTMAX_KERNELS",
-           "Coupling", "Kernel", "canonical_kernel", "kernel_spellings", "known_title"]
+           "COUPLING_TITLES", "DOT_PRODUCT", "FASTFOOD", "GAUSSIAN", "IID", "KERNELS", "KNOWN_LABELS", "MONTE_CARLO",
+           "ORTHOGONAL", "POLYNOMIAL", "QMC_HALTON", "QMC_SOBOL", "RATE", "SAMPLED_COUPLINGS", "SIMPLEX",
+           "SIMPLEX_PLUS", "SOFTMAX", "SOFTMAX_KERNELS", "SORF", "Coupling", "Kernel", "canonical_kernel",
+           "kernel_spellings", "known_title"]

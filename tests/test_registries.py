@@ -23,7 +23,8 @@ from rfviz.sampling import sample_omegas
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rfviz"
-COUPLING_NAMES = ("iid", "orthogonal", "simplex", "simplex_plus")  # spelled here on purpose: the test's own truth
+COUPLING_NAMES = ("iid", "orthogonal", "simplex", "simplex_plus", "sorf", "fastfood", "qmc_sobol",
+                  "qmc_halton")  # spelled here on purpose: the test's own truth
 MAX_MODULES_SPELLING_COUPLINGS = 2
 
 
@@ -97,7 +98,7 @@ def test_registries_import_neither_torch_nor_numpy():
             "print('torch' in sys.modules, 'numpy' in sys.modules, len(m.COUPLINGS))")
     out = subprocess.run([sys.executable, "-c", code, str(PACKAGE / "registries.py")], capture_output=True,
                          text=True, check=True).stdout.split()
-    assert out == ["False", "False", "4"]
+    assert out == ["False", "False", str(len(COUPLING_NAMES))]
 
 
 def test_coupling_registry_drives_params_and_samplers():
@@ -105,7 +106,7 @@ def test_coupling_registry_drives_params_and_samplers():
     assert COUPLING_PARAM.choices == R.COUPLING_NAMES
     assert R.COUPLINGS_WITH_DENSITY == ("iid", "orthogonal", "simplex")
     assert R.COUPLED_CLOSED_FORMS == ("orthogonal", "simplex")
-    assert R.SAMPLED_COUPLINGS == ("orthogonal", "simplex", "simplex_plus")
+    assert R.SAMPLED_COUPLINGS == COUPLING_NAMES[1:]
     for name, coupling in R.COUPLINGS.items():
         assert callable(coupling.sampler()), name
         gen = torch.Generator().manual_seed(1)
