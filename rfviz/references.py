@@ -37,6 +37,10 @@ REFERENCES: dict[str, Reference] = {
                      "Orthogonal Random Features. NeurIPS 2016.", "1610.09072"),
     "Fastfood": Reference("Fastfood", "structured", "Q. Le, T. Sarlós, A. Smola. Fastfood: Approximating Kernel "
                           "Expansions in Loglinear Time. ICML 2013.", "1408.3060"),
+    "DERF": Reference("DERF", "derf", "V. Likhosherstov, K. Choromanski, A. Dubey, F. Liu, T. Sarlos, A. Weller. "
+                      "FAVOR#: Sharp Attention Kernel Approximations via New Classes of Positive Random Features "
+                      "(Dense-Exponential Random Features: Sharp Positive Estimators of the Gaussian Kernel, NeurIPS "
+                      "2023).", "2302.00787"),
     "QMC": Reference("QMC", "qmc", "H. Avron, V. Sindhwani, J. Yang, M. W. Mahoney. Quasi-Monte Carlo Feature Maps "
                      "for Shift-Invariant Kernels. JMLR 17 (2016); ICML 2014.", "1412.8293"),
 }
