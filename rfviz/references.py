@@ -41,6 +41,8 @@ REFERENCES: dict[str, Reference] = {
                       "FAVOR#: Sharp Attention Kernel Approximations via New Classes of Positive Random Features "
                       "(Dense-Exponential Random Features: Sharp Positive Estimators of the Gaussian Kernel, NeurIPS "
                       "2023).", "2302.00787"),
+    "DK": Reference("DK", "orf_bessel", "N. Demni, H. Kadri. Orthogonal Random Features: Explicit Forms and Sharp "
+                    "Inequalities. TMLR 2024.", "2310.07370"),
     "QMC": Reference("QMC", "qmc", "H. Avron, V. Sindhwani, J. Yang, M. W. Mahoney. Quasi-Monte Carlo Feature Maps "
                      "for Shift-Invariant Kernels. JMLR 17 (2016); ICML 2014.", "1412.8293"),
 }
