@@ -206,3 +206,25 @@ def test_registry_entries_and_no_feature_map_for_per_pair_parameters():
         with pytest.raises(NotImplementedError, match="per-pair parameters"):
             import torch
             est.features({"w": torch.zeros(1, 4, 2), "d": torch.tensor(2)}, torch.zeros(3, 2))
+
+
+def test_batch_feature_maps_are_unbiased_with_the_closed_form_variance():
+    """φ_query(x)·φ_key(y) with fitted ADERF/SADERF/SDERF parameters (one feature, m = 1): over 100 000 draws of ω
+    its mean is e^{x·y} and its second moment K²R, |z| < 4, at two data pairs; the features are positive."""
+    xs, ys = _anisotropic_data(8, d=3)
+    rng = np.random.default_rng(11)
+    for fit in (D.sderf_fit(xs, ys), D.saderf_fit(xs, ys), D.aderf_fit(xs, ys)):
+        for i, j in ((0, 1), (5, 2)):
+            x, y = xs[i], ys[j]
+            omega = rng.standard_normal((100_000, 3))
+            prod = D.derf_features(fit, omega, x[None], "query")[0] * D.derf_features(fit, omega, y[None], "key")[0]
+            prod *= len(omega)  # each feature carries 1/√m; one feature's product is Y
+            assert np.all(prod > 0)
+            k = math.exp(float(x @ y))
+            se = prod.std(ddof=1) / math.sqrt(prod.size)
+            assert abs(prod.mean() - k) < Z_TOL * se
+            sq = prod * prod
+            closed = k * k * math.exp(float(D.derf_log_R(fit, x, y)))
+            assert abs(sq.mean() - closed) < Z_TOL * sq.std(ddof=1) / math.sqrt(sq.size)
+    with pytest.raises(ParameterError, match="side must be one of query, key"):
+        D.derf_features(D.sderf_fit(xs, ys), np.zeros((2, 3)), xs[:1], "value")

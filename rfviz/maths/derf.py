@@ -183,6 +183,41 @@ def oprf_batch_fit(xs: np.ndarray, ys: np.ndarray) -> DerfParams:
     return DerfParams(np.full(d, float(crt.A_star(z_bar, d))), np.eye(d), np.eye(d))
 
 
+def derf_features(params: DerfParams, omega: np.ndarray, u: np.ndarray, side: str = "query") -> np.ndarray:
+    """The DERF feature map with batch parameters (what FAVOR# attention uses): φ(u) = f(ω_i, u)/√m for the m rows
+    of ``omega``, f = D e^{ωᵀAω + ωᵀ(I − 4A)^{1/2}ũ − |ũ|²/2} with ũ = Ψu (query) or Ψ⁻ᵀu (key), D⁴ = det(I − 4A),
+    so that φ_query(x)·φ_key(y) is an unbiased estimate of e^{x·y} (module docstring).
+
+    Parameters
+    ----------
+    params : DerfParams
+        E.g. from ``sderf_fit``, ``saderf_fit`` or ``aderf_fit``.
+    omega : (m, d) rows ω_i ~ N(0, I_d).
+    u : (P, d) inputs.
+    side : "query" or "key".
+
+    Returns
+    -------
+    np.ndarray
+        (P, m) positive features.
+
+    Examples
+    --------
+    >>> p = DerfParams(np.zeros(2), np.eye(2), np.eye(2))
+    >>> derf_features(p, np.zeros((3, 2)), np.zeros((1, 2))).shape
+    (1, 3)
+    """
+    if side not in ("query", "key"):
+        raise ParameterError(f"side must be one of query, key, got {side!r}")
+    a = check_a(params.a)
+    u = np.atleast_2d(np.asarray(u, dtype=float))
+    ut = u @ params.Psi.T if side == "query" else u @ np.linalg.inv(params.Psi)
+    w = np.asarray(omega, dtype=float) @ params.U  # ω in A's eigenbasis, (m, d)
+    half = (ut @ params.U) * np.sqrt(1.0 - 4.0 * a)  # ((I − 4A)^{1/2}ũ) in the eigenbasis, (P, d)
+    log_f = (0.25 * np.sum(np.log1p(-4.0 * a)) + (w * w) @ a)[None, :] + half @ w.T - 0.5 * np.sum(ut * ut, -1)[:, None]
+    return np.exp(log_f - 0.5 * np.log(len(w)))
+
+
 # ------------------------------------------------------------------------------ per-pair optima (the estimators)
 def pair_z(x: np.ndarray, y: np.ndarray, variant: str) -> np.ndarray:
     """The squared norm |x̃ + ỹ|² a variant's per-pair parameters see, from the vectors (..., dim) without
@@ -211,6 +246,7 @@ def pair_log_R(x: np.ndarray, y: np.ndarray, d: int, variant: str) -> np.ndarray
     return crt.oprf_log_R(pair_z(x, y, variant), d if variant == "saderf" else 1)
 
 
-__all__ = ["A_FOURTH_MOMENT_BOUND", "A_VARIANCE_BOUND", "DerfParams", "aderf_fit", "check_a", "derf_log_R",
+__all__ = ["A_FOURTH_MOMENT_BOUND", "A_VARIANCE_BOUND", "DerfParams", "aderf_fit", "check_a", "derf_features",
+           "derf_log_R",
            "log_R_directions", "mean_log_R", "oprf_batch_fit", "pair_log_R", "pair_z", "saderf_fit", "saderf_psi",
            "sderf_fit"]
