@@ -89,6 +89,7 @@ with ui.page(
             with col.expander(f"**{cls.title}**", expanded=True):
                 st.caption(f"{cls.description} *{cls.reference}*")
                 params[name] = ui.estimator_params(state, cls.spec, prefix=f"{name}.", skip=("kernel",))
+                st.caption(catalog.known_caption(name, params[name], kernel))
 
 
     @ui.cached

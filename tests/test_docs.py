@@ -30,14 +30,18 @@ def test_cli_reference_lists_every_command_and_option():
                     assert f"`{option}" in page or f", {option}" in page, f"{module.NAME}: {option} missing"
 
 
-def test_estimator_catalog_has_every_registered_estimator():
+def test_estimator_catalog_has_every_registered_estimator_and_coupling_with_its_label():
     import rfviz
+    from rfviz.registries import COUPLINGS, known_title
 
     page = rfviz_docs.estimator_catalog()
     for name, cls in rfviz.REGISTRY.items():
         assert f"## `{name}`: {cls.title}" in page
         for p in cls.spec:
             assert f"| `{p.name}` |" in page, f"{name}: parameter {p.name} missing"
+        assert f"**Known.** {known_title(cls.known)} ({cls.citation})." in page, name
+    for coupling in COUPLINGS.values():
+        assert f"| `{coupling.name}` | {coupling.title} | {known_title(coupling.known)} |" in page, coupling.name
 
 
 def test_bibliography_has_every_paper():

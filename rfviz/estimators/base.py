@@ -20,6 +20,7 @@ import torch
 from ..geometry import PairStats, canonical_pair, check_d, embed_pair, gaussian_log_correction
 from ..numerics import exp_or_inf, log_diff_exp, to_log10
 from ..params import KERNEL_PARAM, Param, ParameterError, validate_params
+from ..registries import CLOSED_FORM, COUPLINGS, IID, MONTE_CARLO
 
 if TYPE_CHECKING:
     from ..sampling import BlockStreams
@@ -36,6 +37,11 @@ class Estimator:
     """A label of at most 20 characters for chips and legends (``label()``; the ``title`` when empty)."""
     family: ClassVar[str] = "softmax"
     reference: ClassVar[str] = ""
+    known: ClassVar[str] = ""
+    """What is known about the MSE with iid sampling, one of ``rfviz.registries.KNOWN_LABELS`` (closed_form, bound,
+    rate, monte_carlo); every registered estimator sets it (tests/test_registries.py)."""
+    citation: ClassVar[str] = ""
+    """Paper key and equation, ``[KEY] eq. N`` (``rfviz.references.check_citation``)."""
     description: ClassVar[str] = ""
     spec: ClassVar[tuple[Param, ...]] = ()
     isotropic: ClassVar[bool] = True
@@ -238,6 +244,29 @@ class Estimator:
         """(log|K(x, y)|, sign) of the target kernel."""
         return self.log_abs_kernel(PairStats.of(x, y, d))
 
+    def known_for_params(self) -> str:
+        """What is known about this estimator's MSE with its parameters (its coupling included): the class's label
+        with iid sampling, ``closed_form`` for a coupling with a coupled closed form the estimator implements, else the
+        coupling's own label (``rfviz.registries.Coupling.known``); ``monte_carlo`` where the closed form is
+        unavailable for these parameters. Legends and tooltips show it.
+
+        Returns
+        -------
+        str
+            One of ``rfviz.registries.KNOWN_LABELS``.
+
+        Examples
+        --------
+        >>> from rfviz.estimators import create
+        >>> create("trig", m=4, coupling="simplex_plus").known_for_params()
+        'monte_carlo'
+        """
+        coupling = self.params.get("coupling", IID)
+        own = type(self).known if coupling == IID else COUPLINGS[coupling].known
+        if self.closed_form_available():
+            return CLOSED_FORM
+        return MONTE_CARLO if own == CLOSED_FORM else own
+
     @classmethod
     def label(cls) -> str:
         """The short human name (``short_title``, else ``title``): chips, legends, table rows."""
@@ -255,6 +284,8 @@ class Estimator:
             "description": cls.description,
             "isotropic": cls.isotropic,
             "closed_form": cls.has_closed_form,
+            "known": cls.known,
+            "citation": cls.citation,
             "params": [p.to_json() for p in cls.spec],
         }
 

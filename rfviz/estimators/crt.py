@@ -18,7 +18,7 @@ from ..maths import crt, moments, simrf
 from ..maths.crt import POISSON_LAM_PARAM, PROB_PARAM
 from ..numerics import log_expm1
 from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
-from ..registries import COUPLED_CLOSED_FORMS, IID, ORTHOGONAL
+from ..registries import CLOSED_FORM, COUPLED_CLOSED_FORMS, IID, ORTHOGONAL
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
 from .hrf import _ProjectionEstimator
 
@@ -128,6 +128,8 @@ class Gerf(_GerfBase):
     f1 = D e^{A|ω|² + Bω·x + C|x|²}, f2 = D e^{A|ω|² + sBω·y + C|y|²}."""
 
     name = "gerf"
+    known = CLOSED_FORM
+    citation = "[CRT] Thm 3.1 eq. 5; variance Thm 3.2 eq. 6; orthogonal §3.9"
     title = "GERF (generalised exponential RF)"
     short_title = "GERF"
     reference = ("CRT paper (Likhosherstov et al. 2022) Thm 3.1 eq. 5; variance Thm 3.2 eq. 6 ([CRT] Thm 4.1; "
@@ -177,6 +179,8 @@ class Oprf(_GerfBase):
     """Optimised positive RF (CRT §3.1, Thm 3.3): GERF with s = +1 and A = A*(Z, d) = (1 − 1/ρ*)/8 ≤ 0."""
 
     name = "oprf"
+    known = CLOSED_FORM
+    citation = "[CRT] Thm 3.3 eq. 7; variance Thm 3.2 eq. 6; orthogonal §3.9"
     title = "OPRF (optimised positive RF, FAVOR++ features)"
     short_title = "OPRF (FAVOR++)"
     reference = "CRT paper Thm 3.3 eq. 7 (stable ρ* form); variance Thm 3.2; orthogonal §3.9"
@@ -313,6 +317,8 @@ class Poisson(_DirfBase):
     """PoisRF (CRT §3.2.1): ω_l ~ Poisson(λ), f(ω, u) = e^{λd/2 − |û|²/2} Π_l û_l^{ω_l} λ^{−ω_l/2}."""
 
     name = "poisson"
+    known = CLOSED_FORM
+    citation = "[CRT] §3.2.1, Thm 3.4 eq. 11"
     title = "PoisRF (Poisson DIRF)"
     short_title = "PoisRF"
     reference = "CRT paper §3.2.1, Thm 3.4 eq. 11; '+' variant §3.2.3"
@@ -338,6 +344,8 @@ class Geometric(_DirfBase):
     f(ω, u) = p^{−d/2} e^{−|û|²/2} Π_l û_l^{ω_l}(1−p)^{−ω_l/2}(ω_l!)^{−1/2}."""
 
     name = "geometric"
+    known = CLOSED_FORM
+    citation = "[CRT] §3.2.2, Thm 3.5 eq. 13"
     title = "GeomRF (geometric DIRF)"
     short_title = "GeomRF"
     reference = "CRT paper §3.2.2, Thm 3.5 eq. 13; '+' variant §3.2.3"

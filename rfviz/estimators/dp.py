@@ -19,6 +19,7 @@ import torch
 from ..maths import dp
 from ..numerics import to_log10
 from ..params import ESTIMATOR_DEGREE_PARAM, M_PARAM, Param, ParameterError
+from ..registries import CLOSED_FORM
 from .base import Estimator, PairStats, Samples, register
 
 Q_PARAM = Param("q", 0.5, "float", "realness of each weight entry z = a + ib: E a² = q, E b² = 1 − q (1 real, "
@@ -134,6 +135,8 @@ class PolySketch(_HomogeneousPolynomial):
     """Real/complex polynomial sketch: k̂ = (1/D) Σ_ℓ Π_i (z_{iℓ}ᵀx)·conj(z_{iℓ}ᵀy) (Eqs. 5, 10, 11)."""
 
     name = "poly_sketch"
+    known = CLOSED_FORM
+    citation = "[DP] Eqs. 10–11; variance Thm 2 Eq. 16"
     title = "Polynomial sketch, real/complex (q)"
     short_title = "Poly sketch"
     reference = ("Wacker et al., Improved RF for dot-product kernels: Eqs. 10–11, variance Theorem 2 Eq. 16 "
@@ -169,6 +172,8 @@ class TensorSRHT(_HomogeneousPolynomial):
     blocks of d (Algorithm 1, Eqs. 24–27 and 30–32); inputs padded with zeros to a power of two."""
 
     name = "tensor_srht"
+    known = CLOSED_FORM
+    citation = "[DP] Alg. 1, Eqs. 27/32; variance Thm 5 Eq. 28, Thm 10 Eq. 33"
     title = "TensorSRHT, real/complex"
     short_title = "TensorSRHT"
     reference = ("Wacker et al.: Algorithm 1, Eqs. 27/32; variance Theorem 5 Eq. 28 and Theorem 10 Eq. 33; Re-part "
@@ -207,6 +212,9 @@ class TensorSketch(_HomogeneousPolynomial):
     k̂ = ⟨TS(x), TS(y)⟩ with TS(u) ∈ R^m (rfviz.maths.dp, TensorSketch section)."""
 
     name = "tensor_sketch"
+    known = CLOSED_FORM
+    citation = ("[DP] §6 (TensorSketch of Pham & Pagh 2013, compared there); exact variance derived in docs: "
+                "derivations/tensor-sketch")
     title = "TensorSketch (CountSketch + FFT)"
     short_title = "TensorSketch"
     reference = ("Pham & Pagh, KDD 2013 (§3; Lemma 2 bounds the variance); exact variance derived in "
@@ -240,6 +248,8 @@ class Maclaurin(_DotProductEstimator):
     Algorithms 2–3), for the exponential e^{x·y}, Gaussian e^{−|x−y|²/2} (Sec. 5.4) and (x·y + ν)^P kernels."""
 
     name = "maclaurin"
+    known = CLOSED_FORM
+    citation = "[DP] §5 Eqs. 40–44; MSE Eqs. 47/48"
     title = "Maclaurin features (random / optimised)"
     short_title = "Maclaurin"
     reference = ("Wacker et al. §5: random Maclaurin Eqs. 40–43 (variance tests/test_dot_product.py, derived), "

@@ -35,7 +35,7 @@ from ..maths.hrf import (
 )
 from ..numerics import log1mexp
 from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
-from ..registries import COUPLED_CLOSED_FORMS, IID
+from ..registries import CLOSED_FORM, COUPLED_CLOSED_FORMS, IID
 from ..sampling import sample_omegas
 from ..textio import format_complex
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
@@ -136,6 +136,8 @@ class Trig(_ProjectionEstimator):
     """Trigonometric RF: SM_trig = e^{(|x|²+|y|²)/2}·(1/m) Σ cos(ω_i·(x−y)) (HRF eq. 2; Rahimi & Recht)."""
 
     name = "trig"
+    known = CLOSED_FORM
+    citation = "[HRF] eq. 2; MSE Lemma 2.2 eq. 7"
     title = "Trigonometric RF (sin/cos)"
     short_title = "Trig RF"
     reference = "HRF paper (Choromanski et al. 2022) eq. 2; MSE Lemma 2.2 eq. 7"
@@ -174,6 +176,8 @@ class Positive(_ProjectionEstimator):
     """One-sided positive RF: e^{−(|x|²+|y|²)/2}·(1/m) Σ e^{ω_i·(x+y)} (HRF E2′ = CE with A = I)."""
 
     name = "positive"
+    known = CLOSED_FORM
+    citation = "[HRF] §2.1 (E2′); MSE App. F eq. F6 with A = I"
     title = "Positive RF (one-sided)"
     short_title = "Positive RF"
     reference = "HRF paper §2.1 (E2′) and Performers; MSE = SM²(e^{|x+y|²} − 1)/m (HRF F6 with A = I)"
@@ -205,6 +209,8 @@ class PositiveAntithetic(_ProjectionEstimator):
     """Antithetic positive RF (FAVOR+): e^{−(|x|²+|y|²)/2}·(1/m) Σ cosh(ω_i·(x+y)) (HRF eq. 3)."""
 
     name = "positive_antithetic"
+    known = CLOSED_FORM
+    citation = "[HRF] eq. 3; MSE Lemma 2.2 eq. 7"
     title = "Positive RF, antithetic (FAVOR+)"
     short_title = "FAVOR+ (antithetic)"
     reference = "HRF paper eq. 3; MSE Lemma 2.2 eq. 7"
@@ -245,6 +251,8 @@ class TrigPhase(SoftmaxFamilyEstimator):
     """
 
     name = "trig_phase"
+    known = CLOSED_FORM
+    citation = "[HRF] eq. 1 (Rahimi & Recht 2007 scaling); MSE derived in rfviz, Monte-Carlo verified"
     title = "Random Fourier features with phase (√2 cos(ω·x + b))"
     short_title = "RFF with phase"
     reference = "Rahimi & Recht 2007; HRF paper eq. 1 scaling; MSE [derived] (rfviz, MC-verified)"
@@ -313,6 +321,8 @@ class ComplexExponential(SoftmaxFamilyEstimator):
     """
 
     name = "complex_exponential"
+    known = CLOSED_FORM
+    citation = "[HRF] §2.3 eqs. 13–18; MSE docs: derivations/complex-exponential"
     title = "Complex exponential RF, A = a·I"
     short_title = "Complex RF (a·I)"
     reference = "HRF paper §2.3 eqs. 13–18; MSE docs: derivations/complex-exponential"
@@ -386,6 +396,8 @@ class ComplexExponentialDiag(ComplexExponential):
     coordinates (k ≤ d); the remaining coordinates use a = 1."""
 
     name = "complex_exponential_diag"
+    known = CLOSED_FORM
+    citation = "[HRF] §2.3 eqs. 13–18, App. H eqs. 85–88"
     title = "Complex exponential RF, A = diag(a_k)"
     short_title = "Complex RF (diag)"
     reference = "HRF paper §2.3 eqs. 13–18, App. H eqs. 85–88; MSE docs: derivations/complex-exponential"
@@ -508,6 +520,8 @@ class HybridAngular(_BipolarHybrid):
     λ̂ ≡ 0 at θ = 0 (equals trig) and ≡ 1 at θ = π (equals positive_antithetic)."""
 
     name = "hybrid_angular"
+    known = CLOSED_FORM
+    citation = "[HRF] eq. 19, Thm 3.1 eqs. 22–23, Thm D.1 eqs. 45–46"
     title = "Angular hybrid RF (λ = θ/π)"
     short_title = "Angular hybrid"
     reference = "HRF paper eq. 19, Thm 3.1 eqs. 22–23, Thm D.1 eqs. 45–46, eq. 47 (corrected)"
@@ -550,6 +564,8 @@ class HybridGaussian(_BipolarHybrid):
     """
 
     name = "hybrid_gaussian"
+    known = CLOSED_FORM
+    citation = "[HRF] App. F, Thms F.1–F.2 eqs. 67–79"
     title = "Gaussian hybrid RF (normalised, App. F)"
     short_title = "Gaussian hybrid"
     reference = "HRF paper App. F, Thms F.1–F.2 eqs. 67–79; docs: derivations/gaussian-lambda"
