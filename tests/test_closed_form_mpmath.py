@@ -487,6 +487,20 @@ def ref_fourth_angular_hybrid(s: dict, x: np.ndarray, y: np.ndarray, m: int, n: 
 
 
 # ------------------------------------------------------------------------------- cases
+def ref_derf(s: dict, m: int, kernel: str, variant: str) -> mp.mpf:
+    """DERF with its per-pair optimum ([DERF], docs: derivations/dense-exponential): the positive features
+    e^{ω·(x+y)}-type weights tilted along one direction (sderf: Z = |x + y|²; aderf and saderf: Z = 2|x||y| + 2x·y,
+    the asymmetric pair's value), n = 1 direction (n = d for saderf); the optimum ρ* = 2n/((2Z + n) +
+    √((2Z + n)² + 8nZ)) gives R = E[f(x)²f(y)²]/K² with log R = n·log((1 + ρ)/(2√ρ)) + ρZ, and
+    MSE = e^{2x·y}(R − 1)/m."""
+    n = D if variant == "saderf" else 1
+    z = s["Z"] if variant == "sderf" else 2 * mp.sqrt(s["xx"] * s["yy"]) + 2 * s["xy"]
+    z = max(z, mp.mpf(0))
+    rho = 2 * n / ((2 * z + n) + mp.sqrt((2 * z + n) ** 2 + 8 * n * z))
+    log_r = n * mp.log((1 + rho) / (2 * mp.sqrt(rho))) + rho * z
+    return mp.exp(2 * s["xy"]) * mp.expm1(log_r) / m * _kernel_factor(s, kernel)
+
+
 def _cases() -> list[tuple[str, dict, object]]:
     out = []
     for kernel in ("softmax", "gaussian"):
@@ -497,6 +511,8 @@ def _cases() -> list[tuple[str, dict, object]]:
                 ("gerf", {"kernel": kernel, "A": -0.1, "s": 1}, lambda s, k=kernel: ref_gerf(s, M, k, "-0.1")),
                 ("gerf", {"kernel": kernel, "A": 0.05, "s": 1}, lambda s, k=kernel: ref_gerf(s, M, k, "0.05")),
                 ("oprf", {"kernel": kernel}, lambda s, k=kernel: ref_oprf(s, M, k))]
+        out += [(v, {"kernel": kernel}, lambda s, k=kernel, v=v: ref_derf(s, M, k, v))
+                for v in ("sderf", "aderf", "saderf")]
         for a, sign in ((-0.1 + 0.05j, 1), (0.03 + 0.2j, -1), (0.05, -1), (-0.2 - 0.1j, -1)):
             out.append(("gerf", {"kernel": kernel, "A": a, "s": sign},
                         lambda s, k=kernel, a=a, g=sign: ref_gerf_general(s, M, k, a, g)))
