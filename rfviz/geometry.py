@@ -156,12 +156,12 @@ class PairStats:
 
     @property
     def z2(self) -> np.ndarray:
-        """|x + y|²."""
+        """``|x + y|²``."""
         return np.maximum(self.xx + self.yy + 2.0 * self.xy, 0.0)
 
     @property
     def delta2(self) -> np.ndarray:
-        """|x - y|²."""
+        """``|x - y|²``."""
         return np.maximum(self.xx + self.yy - 2.0 * self.xy, 0.0)
 
     @classmethod

@@ -203,7 +203,7 @@ class LabReport:
     exact: np.ndarray | None = None
     """Points where every trial equals the kernel up to round-off."""
     extra_pairs: list[dict[str, Any]] = field(default_factory=list)
-    """Pairs beyond the grid (``pairs`` random / unequal), each with its kind, |x|, |y|, θ, bias z, tested,
+    """Pairs beyond the grid (``pairs`` random / unequal), each with its kind, ``|x|``, ``|y|``, θ, bias z, tested,
     rejected and reliable; they share the grid's Holm family."""
     closed_form_confirmation: list[dict[str, Any]] = field(default_factory=list)
     """Grid points the first sample's closed-form test rejected, re-tested on an independent sample with

@@ -39,7 +39,8 @@ class Estimator:
     description: ClassVar[str] = ""
     spec: ClassVar[tuple[Param, ...]] = ()
     isotropic: ClassVar[bool] = True
-    """True when K̂'s law depends on x, y only through |x|², |y|², x·y (so the engine may sample in span(x, y))."""
+    """True when K̂'s law depends on x, y only through ``|x|²``, ``|y|²``, x·y (so the engine may sample in
+    span(x, y))."""
     has_closed_form: ClassVar[bool] = True
     min_dim: ClassVar[int] = 1
 
@@ -114,7 +115,7 @@ class Estimator:
         """K̂(x, y)·e^{-log_scale} for every trial and pair: shape (trials, P).
 
         ``log_scale`` (shape (P,)) is subtracted inside the exponent so that estimates of huge kernels stay
-        finite; the engine passes log|K|, making the result K̂/|K|.
+        finite; the engine passes ``log|K|``, making the result ``K̂/|K|``.
         """
         raise NotImplementedError
 
@@ -267,7 +268,8 @@ class SoftmaxFamilyEstimator(Estimator):
     """Estimators of the softmax kernel SM(x, y) = e^{x·y}, each also a Gaussian-kernel estimator.
 
     Subclasses implement the softmax hooks; the Gaussian kernel is handled here once (HRF §1, CRT §1):
-    φ_gauss(u) = e^{-|u|²/2} φ_SM(u), so K̂_gauss = e^{-(|x|²+|y|²)/2} K̂_SM and MSE_gauss = e^{-|x|²-|y|²} MSE_SM.
+    ``φ_gauss(u) = e^{-|u|²/2} φ_SM(u)``, so ``K̂_gauss = e^{-(|x|²+|y|²)/2} K̂_SM`` and
+    ``MSE_gauss = e^{-|x|²-|y|²} MSE_SM``.
     """
 
     family: ClassVar[str] = "softmax"
@@ -347,6 +349,8 @@ def with_kernel(*specs: Param) -> tuple[Param, ...]:
 
 # ------------------------------------------------------------------ registry
 REGISTRY: dict[str, type[Estimator]] = {}
+"""Every built-in estimator class by its ``name``, in registration order (filled by :func:`register` when
+``rfviz.estimators`` is imported). Plugins are never added here."""
 
 
 def _overrides(cls: type, method: str, base: type) -> bool:
