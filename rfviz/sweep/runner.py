@@ -150,7 +150,7 @@ def sweep_spec(name: str, fixed: dict[str, str], axes: list[str], *, trials: int
     Examples
     --------
     >>> sweep_spec("trig", {"d": "4"}, ["theta=0,1"], trials=10, seed=0, block_trials=None, device="cpu",
-    ...            resume=False, overwrite=False).name
+    ...            resume=False, overwrite=False).estimator
     'trig'
     """
     from ..estimators import get_estimator
