@@ -207,7 +207,7 @@ def assess_trials(count: int, mean: np.ndarray, m2: np.ndarray, top: np.ndarray,
     return TailReport(reliable, warning, tail, share, needed)
 
 
-# ------------------------------------------------------------------------- theory before the sample (issue 22)
+# ------------------------------------------------------------------------------- theory before the sample
 
 FWER_LEVEL = 0.01
 """Family-wise error level of every "closed form and sampled MSE disagree" verdict over many points (Holm)."""

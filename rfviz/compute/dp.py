@@ -3,8 +3,8 @@
 of the compared sketches through rfviz.engine. Each public function returns the finished figure by handing its
 numbers to the matching drawing function of rfviz.figures.dp.
 
-Every figure states the quantity it shows (E|k̂−k|² or E(Re k̂ − k)², tests/test_dot_product.py) and the S-convention
-(embedding, tests/test_dot_product.py) in its title.
+Every figure states the quantity it shows (E|k̂−k|² or E(Re k̂ − k)²) and the S-convention
+(embedding) in its title.
 """
 
 from __future__ import annotations
