@@ -394,7 +394,7 @@ gallery_figure(GalleryFigure(
             "carried by a few pairs far from their centres, a heavy tail the trials' mean does not reach "
             "(markers well below the dotted line), unlike the paper, where it still wins.",
     errata="The paper does not give the law of the centres X_0, Y_0 (here N(0, I)) nor which FAVOR+ it uses (its "
-           "notebook: one-sided positive, E2′), so its s = l(A) lists and Table 3 cannot be reproduced exactly; "
+           "notebook: one-sided positive), so its s = l(A) lists and Table 3 cannot be reproduced exactly; "
            "rfviz's s values are smaller. The σ = 1, m = 20 means lie inside Table 3's s1 ranges (checked below); "
            "at m = 200 rfviz's Hybrid-Cluster mean (≈ 0.0016) is above the paper's s1 maximum 0.0010. "
            "Sizes and trials are cut (build time) and stated above.",

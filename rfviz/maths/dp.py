@@ -268,7 +268,7 @@ def _log_nonneg(value: np.ndarray) -> np.ndarray:
         return np.log(np.where(v > 0, v, 0.0))
 
 
-# ----------------------------------------------------------------------------- Theorem 2 family (F1, F2)
+# ----------------------------------------------------------------------------- Theorem 2 family
 def moment_gap(st: DotStats, q: float, mu4: float) -> np.ndarray:
     """(M − t²)/(|x|²|y|²) ≥ 0 with M = μ4 S + |x|²|y|² − S + κ(q)(t² − S) (Eq. 16 bracket).
 
@@ -300,11 +300,11 @@ def var_poly_normalised(st: DotStats, p: int, q: float, mu4: float, num_features
 
 def log_var_poly(st: DotStats, p: int, q: float, mu4: float, num_features: int | np.ndarray,
                  variance: str = "complex") -> np.ndarray:
-    """Natural log of the polynomial-sketch variance (Theorem 2 / F2); −inf where exact."""
+    """Natural log of the polynomial-sketch variance ([DP] Theorem 2, eq. 16); −inf where exact."""
     return p * st.log_nn + _log_nonneg(var_poly_normalised(st, p, q, mu4, num_features, variance))
 
 
-# ----------------------------------------------------------------------------- TensorSRHT (F3, F4, F5)
+# ----------------------------------------------------------------------------- TensorSRHT
 def single_degree_var(st: DotStats, q: float) -> np.ndarray:
     """V_q^{(1)}/(|x|²|y|²) = 1 − s + ρ²Δ (Eq. 17 with p = 1, μ4 = 1)."""
     return 1.0 - st.s + rho2(q) * st.delta
@@ -324,7 +324,7 @@ def var_tsrht_normalised(st: DotStats, p: int, q: float, num_features: int | np.
     complex: V/D + c(D,d)/D²·Cov (Theorem 10, Eq. 33; Theorem 5, Eq. 28 at q = 1); d is the padded
     dimension. real_part: ½(that + PV), PV = (M'^p − t^{2p})/D + c/D²·(C'^p − t^{2p}),
     C' = t² − [Δ + ρ²(|x|²|y|² − S)]/(d − 1) (derived and verified).
-    Not monotone in D: it jumps up when a new block starts (P4, Fig. 12). Clipped at 0 (P7).
+    Not monotone in D: it jumps up when a new block starts ([DP] Fig. 12). Round-off below 0 is clipped to 0.
     """
     d_pad = padded_dim(st.d) if d_pad is None else d_pad
     D = np.asarray(num_features, float)
@@ -343,21 +343,21 @@ def var_tsrht_normalised(st: DotStats, p: int, q: float, num_features: int | np.
 
 def log_var_tsrht(st: DotStats, p: int, q: float, num_features: int | np.ndarray, variance: str = "complex",
                   d_pad: int | None = None) -> np.ndarray:
-    """Natural log of the TensorSRHT variance (Theorem 10 / F4); −inf where exact (p = 1, D a multiple of d)."""
+    """Natural log of the TensorSRHT variance ([DP] Theorem 10, eq. 33); −inf where exact (p = 1, D a multiple of d)."""
     return p * st.log_nn + _log_nonneg(var_tsrht_normalised(st, p, q, num_features, variance, d_pad))
 
 
 def surrogate_tsrht_normalised(st: DotStats, p: int, q: float, num_features: int | np.ndarray,
                                d_pad: int | None = None) -> np.ndarray:
     """Convex surrogate of the TensorSRHT variance (Eq. 72/73, [DP] eqs. 72–73), / (|x|²|y|²)^p:
-    (V + (d−1)Cov)/D if Cov > 0 or D > d, else (V − Cov)/D + Cov. Equals F3 on {1..d} ∪ dℕ."""
+    (V + (d−1)Cov)/D if Cov > 0 or D > d, else (V − Cov)/D + Cov. Equals the exact variance on {1..d} ∪ dℕ."""
     d_pad = padded_dim(st.d) if d_pad is None else d_pad
     D = np.asarray(num_features, float)
     v, cov = tsrht_parts(st, p, q, d_pad)
     return np.maximum(np.where((cov > 0) | (D > d_pad), (v + (d_pad - 1) * cov) / D, (v - cov) / D + cov), 0.0)
 
 
-# ----------------------------------------------------------------------------- Maclaurin (F6, F7)
+# ----------------------------------------------------------------------------- Maclaurin
 MACLAURIN_KERNELS = ("exponential", "gaussian", "polynomial")
 
 
@@ -384,7 +384,7 @@ def log_maclaurin_coefficients(kernel: str, n_max: int, kernel_degree: int = 3, 
 
 def log_abs_truncation_bias(kernel: str, st: DotStats, p: int, kernel_degree: int = 3,
                             nu: float = 1.0) -> np.ndarray:
-    """log|k − Σ_{n≤p} a_n t^n| of the exponential or polynomial kernel (P14; without the Gaussian prefactor).
+    """log|k − Σ_{n≤p} a_n t^n| of the exponential or polynomial kernel (without the Gaussian prefactor).
 
     exponential, t ≥ 0: e^t·P(p+1, t) (regularised lower incomplete gamma); t < 0: the alternating tail
     Σ_{n>p} t^n/n! when |t| < p + 1 (decreasing terms), else e^t − Σ_{n≤p} t^n/n!.
@@ -427,7 +427,7 @@ def log_kernel_dot(kernel: str, st: DotStats, kernel_degree: int = 3, nu: float 
 
 def degree_log_var(st: DotStats, n: int, num_features: int | np.ndarray, *, sketch: str, q: float, mu4: float,
                    variance: str) -> np.ndarray:
-    """log Var_n of the degree-n sketch with D_n features (F1/F2 unstructured, F3/F4 TensorSRHT)."""
+    """log Var_n of the degree-n sketch with D_n features (unstructured: [DP] Theorem 2; TensorSRHT: Theorem 10)."""
     if sketch == "tensor_srht":
         return log_var_tsrht(st, n, q, num_features, variance)
     return log_var_poly(st, n, q, mu4, num_features, variance)
@@ -440,7 +440,7 @@ def log_mse_optimized_maclaurin(st: DotStats, log_a: np.ndarray, alloc: list[int
     """log MSE of k̂ = a_0 + Σ_{n≤p} a_n Φ_n(x)ᵀconj Φ_n(y), p = len(alloc) (Eq. 44; [DP] eqs. 45–51).
 
     Var = Σ_{D_n>0} a_n² Var_n(D_n) (Eq. 47), bias = Σ_{n>p} a_n t^n plus a_n t^n for degrees with D_n = 0
-    (Eq. 48); Gaussian kernel: MSE × e^{−|x|²−|y|²} (Eq. 55, the squared prefactor, P8).
+    (Eq. 48); Gaussian kernel: MSE × e^{−|x|²−|y|²} (Eq. 55, the squared prefactor).
     """
     if any(int(dn) < 1 for dn in alloc):
         raise ParameterError(f"alloc must give every degree 1..{len(alloc)} at least one feature, got {list(alloc)}")
@@ -556,7 +556,7 @@ def optimize_maclaurin(st: DotStats, *, kernel: str, total: int, p_min: int = 1,
                        kernel_degree: int = 3, nu: float = 1.0) -> MaclaurinPlan:
     """Algorithm 3 (with Algorithm 2 inside): scan p ∈ [p_min, min(p_max, total)], allocate D_n greedily to
     minimise the pair-averaged variance Σ_n a_n² mean Var_n(D_n), pick the p minimising g = that + mean bias²
-    ([DP] eqs. 45–51). TensorSRHT uses the convex surrogate F5 inside the objective, as the paper does.
+    ([DP] eqs. 45–51). TensorSRHT uses the convex surrogate (eqs. 72–73) inside the objective, as the paper does.
     Gaussian kernel: every term is weighted by the squared prefactor (Eq. 55)."""
     if kernel == "polynomial":
         p_max = min(p_max, kernel_degree)
@@ -692,7 +692,7 @@ def sample_tsrht(basis: str, q: float, degree: int, num_features: int, d: int, t
                  shared_permutation: bool, generator: torch.Generator, device: torch.device,
                  dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """Random parts of TensorSRHT (Algorithm 1): z (trials, B, p, d_pad) and permutations, one per (block,
-    degree) unless ``shared_permutation`` (the literal Eq. 25 reading, for which Theorem 10 fails, P2)."""
+    degree) unless ``shared_permutation`` (the literal Eq. 25 reading, for which Theorem 10 fails; docs: errata)."""
     d_pad = padded_dim(d)
     blocks = -(-num_features // d_pad)
     z = sample_entries(basis, q, (trials, blocks, degree, d_pad), generator=generator, device=device, dtype=dtype)
