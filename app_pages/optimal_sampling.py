@@ -29,7 +29,7 @@ with ui.page(
          "Optimal-sampling paper, Theorem 1 ([OS])."),
         (r"X_1 = X_2:\ \ V^*_{\mathrm{trig}} = V^*_{\mathrm{pos}} = "
          r"\left(\mathbb{E}\,K(x,x)\right)^2 - \mathbb{E}\,K^2",
-         "Corollaries 1–2; the equality fails for X₁ ≠ X₂ (tests/test_optimal_sampling.py)."),
+         "Corollaries 1–2; the equality fails for X₁ ≠ X₂."),
     ],
 ) as state:
     side = st.sidebar

@@ -81,7 +81,13 @@ class _Result:
         return cls(**{n: typed[n] if n in typed else data.get(n) for n in names}, **extra, _json=data)
 
     def to_dict(self) -> dict[str, Any]:
-        """The result as the command's ``--json`` output (a fresh copy: plain lists, numbers, strings, None)."""
+        """The result as the command's ``--json`` output.
+
+        Returns
+        -------
+        dict
+            A fresh copy: plain lists, numbers, strings and None.
+        """
         return copy.deepcopy(self._json)
 
 
@@ -140,6 +146,8 @@ def mse(name: str, *, r: float | None = None, theta: float | None = None, d: int
         ``embedding`` (or ``flat``, ``rotation_average``).
     x, y : array_like, optional
         An explicit pair instead of (r, θ, d).
+    embedding : str, optional
+        How (r, θ) become vectors of R^d: ``canonical`` (the default), ``flat`` or ``rotation_average``.
     trials : int, optional
         Monte-Carlo trials (None or 0: closed form only; otherwise an integer in [2, 1e8], as ``--trials``).
     seed : int
@@ -228,7 +236,13 @@ class DensityResult(_Result):
     _json: dict[str, Any] = dataclasses.field(repr=False, compare=False)
 
     def figure(self) -> Any:
-        """The density p(w_ij) as a Plotly figure."""
+        """The density p(w_ij) as a Plotly figure.
+
+        Returns
+        -------
+        plotly.graph_objects.Figure
+            One curve, against w_ij.
+        """
         from .figures.common import lines
 
         return lines(np.asarray(self.w), {self.coupling: np.asarray(self.density, dtype=float)},
@@ -285,7 +299,13 @@ class PsiResult(_Result):
     _json: dict[str, Any] = dataclasses.field(repr=False, compare=False)
 
     def figure(self) -> Any:
-        """The radial densities of Ω and of the optimal Ψ as a Plotly figure."""
+        """The radial densities of Ω and of the optimal Ψ as a Plotly figure.
+
+        Returns
+        -------
+        plotly.graph_objects.Figure
+            Two curves, against ``|ω|``.
+        """
         from .figures.common import lines
 
         rad = self.radial
@@ -476,7 +496,13 @@ class SweepResult(_Result):
     _json: dict[str, Any] = dataclasses.field(repr=False, compare=False)
 
     def rows(self) -> Any:
-        """The result rows as a pandas DataFrame (CSV or Parquet)."""
+        """The result rows as a pandas DataFrame (read from the CSV or Parquet output).
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per grid point, the columns of the sweep file.
+        """
         import pandas as pd
 
         path = pathlib.Path(self.out)

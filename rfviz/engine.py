@@ -272,17 +272,25 @@ class MCOptions:
 
     Parameters
     ----------
-    d : the true dimension when pairs are given in reduced coordinates (isotropic estimators); None: x's width.
-    trials : independent estimates per pair (ENGINE_TRIALS_PARAM).
-    seed : the run's seed; block b is drawn from its own generator seeded with (seed, b) (ENGINE_SEED_PARAM).
-    device : auto (CUDA when available), cpu or cuda.
-    dtype : None: float64 on the CPU, float32 on a GPU.
-    memory_budget : bytes the accounted working set may use; None: the current budget
-        (``rfviz.params.memory_budget_scope``), read when the run is prepared.
-    block_trials : trials per independently seeded block (BLOCK_TRIALS_PARAM); results depend on seed and
-        block_trials, not on the budget or the chunking.
-    chunk_bytes : cap of one unit of work, for speed (CHUNK_BYTES_PARAM); None: DEFAULT_CHUNK_BYTES (8 MiB) on the
-        CPU, the budget on a GPU.
+    d : int, optional
+        The true dimension when pairs are given in reduced coordinates (isotropic estimators); None: x's width.
+    trials : int
+        Independent estimates per pair (ENGINE_TRIALS_PARAM).
+    seed : int
+        The run's seed; block b is drawn from its own generator seeded with (seed, b) (ENGINE_SEED_PARAM).
+    device : str or torch.device
+        ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
+    dtype : torch.dtype, optional
+        None: float64 on the CPU, float32 on a GPU.
+    memory_budget : int, optional
+        Bytes the accounted working set may use; None: the current budget (``rfviz.params.memory_budget_scope``),
+        read when the run is prepared.
+    block_trials : int
+        Trials per independently seeded block (BLOCK_TRIALS_PARAM); results depend on seed and block_trials, not
+        on the budget or the chunking.
+    chunk_bytes : int, optional
+        Cap of one unit of work, for speed (CHUNK_BYTES_PARAM); None: DEFAULT_CHUNK_BYTES (8 MiB) on the CPU, the
+        budget on a GPU.
 
     Examples
     --------
@@ -674,19 +682,31 @@ def monte_carlo(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCO
 
     Parameters
     ----------
-    estimator : the estimator to sample.
-    x, y : arrays (..., dim), broadcast against each other (a single pair may be 1-D).
-    options : the run's settings (``MCOptions``: d, trials, seed, device, dtype, memory_budget, block_trials,
-        chunk_bytes); None: the defaults.
-    progress : called with the fraction done after every unit of work.
-    cancel : returning True raises ``Cancelled`` (checked before each unit).
-    **keywords : any ``MCOptions`` field, overriding ``options``.
+    estimator : Estimator
+        The estimator to sample.
+    x, y : array_like
+        The pairs, shape (..., dim) each, broadcast against each other (a single pair may be 1-D).
+    options : MCOptions, optional
+        The run's settings (d, trials, seed, device, dtype, memory_budget, block_trials, chunk_bytes); None: the
+        defaults.
+    progress : callable, optional
+        Called with the fraction done after every unit of work.
+    cancel : callable, optional
+        Returning True raises ``Cancelled`` (checked before each unit).
+    **keywords
+        Any ``MCOptions`` field, overriding ``options``.
 
     Returns
     -------
     MCResult
         Arrays with the broadcast batch shape (a single pair gives shape (1,)); ``peak_bytes`` is the engine's
         accounted working set, bounded by ``memory_budget``.
+
+    Raises
+    ------
+    ParameterError
+        When the run would exceed the memory or time budget (checked before anything large is drawn), or a setting
+        is out of range.
 
     Examples
     --------
@@ -760,8 +780,35 @@ def monte_carlo_grid(estimator: Estimator, r: np.ndarray | float, theta: np.ndar
                      embedding: str = "canonical", **kwargs: Any) -> MCResult:
     """Monte Carlo on the θ × r grid (outer product of the 1-D axes) in the canonical (or named) embedding of R^d.
 
-    The result has shape (len(theta), len(r)) and ``axes = {"theta": θ, "r": r}`` (rows θ, columns r, the
-    layout of the app's heat maps). kwargs go to ``monte_carlo``.
+    Parameters
+    ----------
+    estimator : Estimator
+        The estimator to sample.
+    r : array_like or float
+        The norms ``|x| = |y|``.
+    theta : array_like or float
+        The angles between x and y, in [0, π].
+    d : int
+        Dimension of the input space.
+    embedding : str
+        How (r, θ) become vectors of R^d: ``canonical`` (x = r·e1, y = r(cos θ·e1 + sin θ·e2)) or another
+        named embedding.
+    **kwargs
+        Passed to :func:`monte_carlo` (trials, seed, device, ...).
+
+    Returns
+    -------
+    MCResult
+        Shape (len(theta), len(r)) with ``axes = {"theta": θ, "r": r}`` (rows θ, columns r, the layout of the
+        app's heat maps).
+
+    Examples
+    --------
+    >>> import rfviz
+    >>> res = monte_carlo_grid(rfviz.create("trig", m=4), [0.5, 1.0], [0.0, 1.0, 2.0], 4, trials=200,
+    ...                        device="cpu")
+    >>> res.mse.shape
+    (3, 2)
     """
     r_axis = check_r(_axis("r", r))
     theta_axis = check_theta(_axis("theta", theta))

@@ -208,7 +208,7 @@ class LabReport:
     exact: np.ndarray | None = None
     """Points where every trial equals the kernel up to round-off."""
     extra_pairs: list[dict[str, Any]] = field(default_factory=list)
-    """Pairs beyond the grid (``pairs`` random / unequal), each with its kind, |x|, |y|, θ, bias z, tested,
+    """Pairs beyond the grid (``pairs`` random / unequal), each with its kind, ``|x|``, ``|y|``, θ, bias z, tested,
     rejected and reliable; they share the grid's Holm family."""
     closed_form_confirmation: list[dict[str, Any]] = field(default_factory=list)
     """Points (grid and extra pairs) the first sample's closed-form test rejected, re-tested on an independent
@@ -263,7 +263,8 @@ class LabReport:
 
     @property
     def verdict(self) -> str:
-        """"bias detected", "closed form disagrees", "biased, as declared", "inconclusive" or "unbiased"."""
+        """The lab's answer: ``unbiased``, ``bias detected``, ``closed form disagrees``, ``biased, as declared`` or
+        ``inconclusive``."""
         if self.biased and not self.declared_biased:
             return "bias detected"
         if self.closed_form_agrees is False:
@@ -332,7 +333,13 @@ class LabReport:
         return f"--trials {needed} or more would let {MIN_CLOSED_FORM_POINTS} grid points into the test; "
 
     def summary(self) -> str:
-        """One sentence: the verdict and why."""
+        """One sentence: the verdict and why.
+
+        Returns
+        -------
+        str
+            The sentence the CLI and the lab page show first.
+        """
         n = int(self.bias_tested.sum())
         total = self.bias_z.size
         if self.verdict in ("bias detected", "biased, as declared"):
@@ -387,7 +394,13 @@ class LabReport:
                 f"informative; {c['informative']} informative; {c['rejected']} rejected)")
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-ready dict (non-finite floats become null through rfviz.textio.jsonable)."""
+        """JSON-ready dict: what ``rfviz check --json`` prints.
+
+        Returns
+        -------
+        dict
+            Plain numbers, strings, lists and None (non-finite floats become null).
+        """
         out: dict[str, Any] = {
             "estimator": self.estimator,
             "title": self.title,
@@ -445,7 +458,13 @@ class LabReport:
         return out
 
     def to_text(self) -> str:
-        """Human-readable report (what ``python -m rfviz check`` prints)."""
+        """Human-readable report: what ``rfviz check`` prints.
+
+        Returns
+        -------
+        str
+            The report, several lines.
+        """
         params = ", ".join(f"{k}={v}" for k, v in self.params.items())
         lines = [f"estimator   {self.estimator} ({self.title}) [{params}]",
                  f"setting     kernel={self.kernel}, d={self.d}, trials={self.trials}, seed={self.seed}, "
@@ -1071,24 +1090,55 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
                     compare: Sequence[str] = DEFAULT_COMPARE, device: str = "cpu",
                     check_feature_maps: bool = True, pairs: Sequence[str] = PAIR_KINDS,
                     progress: Callable[[float], None] | None = None) -> LabReport:
-    """Run the lab's checks on ``est`` over the (r, θ) grid in R^d; see the module docstring and ``run_lab``.
+    """Run the lab's checks on ``est`` over the (r, θ) grid in R^d: bias, closed form, comparisons, features.
+
+    The decision rules (Holm over the grid, confirmed closed-form rejections, at least 3 informative points) are
+    explained in the documentation's reliability page.
 
     Parameters
     ----------
-    est : the estimator instance to check.
-    r, theta, d, trials, seed, alpha, compare, device, check_feature_maps, pairs, progress
-        The settings; see ``LabOptions`` (``trials`` and ``alpha`` are validated against CHECK_TRIALS_PARAM and
-        ALPHA_PARAM).
+    est : Estimator
+        The estimator instance to check (a built-in or a plugin class instantiated with its parameters).
+    r : sequence of float
+        The grid's norms ``|x| = |y|``.
+    theta : sequence of float
+        The grid's angles between x and y, in [0, π].
+    d : int
+        Dimension of the input space.
+    trials : int
+        Monte-Carlo trials per point (extra pairs use ``seed + 1``).
+    seed : int
+        Seed of the Monte-Carlo runs.
+    alpha : float
+        Family-wise error rate of the bias test (Holm); the closed-form test runs at α/100.
+    compare : sequence of str
+        Built-in estimators to compare the MSE with (empty: none).
+    device : str
+        Torch device of the Monte-Carlo runs.
+    check_feature_maps : bool
+        Whether to check ``features`` (finite, positive, bounded, consistent with ``estimate``).
+    pairs : sequence of str
+        Which pair kinds enter the bias test: ``canonical`` (the grid), ``random`` orientations, ``unequal`` norms.
+    progress : callable, optional
+        Called with the fraction done in [0, 1].
 
     Returns
     -------
     LabReport
+        The verdict (``verdict``, ``exit_code``, ``summary()``) and every test's numbers.
+
+    Raises
+    ------
+    ParameterError
+        When a setting is out of its range (e.g. ``trials``, ``alpha``).
 
     Examples
     --------
     >>> import rfviz
-    >>> check_estimator(rfviz.create("trig"), trials=400, compare=()).exit_code  # doctest: +SKIP
-    0
+    >>> report = check_estimator(rfviz.create("trig", m=8), r=(0.5, 1.0), theta=(0.5, 1.5, 2.5), trials=1000,
+    ...                          compare=(), check_feature_maps=False, pairs=("canonical",))
+    >>> report.verdict, report.exit_code
+    ('unbiased', 0)
     """
     return run_lab(est, LabOptions(r=r, theta=theta, d=d, trials=trials, seed=seed, alpha=alpha, compare=compare,
                                    device=device, check_feature_maps=check_feature_maps, pairs=pairs,

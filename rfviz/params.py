@@ -59,7 +59,18 @@ class Param:
 
     # ------------------------------------------------------------------ ranges
     def range_text(self) -> str:
-        """Human-readable valid range, used in every error message."""
+        """Human-readable valid range, used in every error message.
+
+        Returns
+        -------
+        str
+            E.g. ``"an integer in [1, 10000000]"`` or ``"one of iid, orthogonal, simplex, simplex_plus"``.
+
+        Examples
+        --------
+        >>> Param("p", 0.5, low=0.0, high=1.0).range_text()
+        'a number in [0, 1]'
+        """
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
         if self.kind == "bool":
@@ -90,7 +101,28 @@ class Param:
 
     # ------------------------------------------------------------ validation
     def validate(self, value: Any) -> Any:
-        """Coerce ``value`` to this parameter's type and check its range; raise ParameterError otherwise."""
+        """Coerce ``value`` to this parameter's type and check its range.
+
+        Parameters
+        ----------
+        value : object
+            A Python value or a CLI/URL string (parsed by ``parse``).
+
+        Returns
+        -------
+        object
+            The value as this parameter's type (int, float, complex, bool, str or a tuple of complex).
+
+        Raises
+        ------
+        ParameterError
+            Naming the parameter and its valid range.
+
+        Examples
+        --------
+        >>> Param("m", 10, "int", low=1).validate("16")
+        16
+        """
         if self.kind == "complex_list":
             return self._complex_list(value)
         if self.kind == "device":
@@ -172,7 +204,28 @@ class Param:
         return tuple(out)
 
     def parse(self, text: str) -> Any:
-        """Parse a CLI/URL string (``m=10``, ``A=-0.1+0.05j``, ``shared=true``, ``A_diag=1+0.5j,0.8``)."""
+        """Parse a CLI/URL string, e.g. the value of ``m=10``, ``A=-0.1+0.05j``, ``shared=true``.
+
+        Parameters
+        ----------
+        text : str
+            The written value.
+
+        Returns
+        -------
+        object
+            The value as this parameter's type, range-checked.
+
+        Raises
+        ------
+        ParameterError
+            When the text is not a value of this type, or is out of range.
+
+        Examples
+        --------
+        >>> Param("A", -0.1 + 0j, "complex").parse("-0.1+0.05i")
+        (-0.1+0.05j)
+        """
         if self.kind == "complex_list":
             return self._complex_list(text)
         t = text.strip()
@@ -201,7 +254,13 @@ class Param:
         return self.validate(num)
 
     def to_json(self) -> dict[str, Any]:
-        """JSON description (for ``python -m rfviz estimators --json`` and the app)."""
+        """JSON description (for ``rfviz estimators --json`` and the app).
+
+        Returns
+        -------
+        dict
+            ``name``, ``kind``, ``default``, ``range``, ``help`` and the bounds or choices.
+        """
         default = self.default
         if isinstance(default, complex):
             default = {"re": default.real, "im": default.imag}
@@ -480,9 +539,30 @@ def current_memory_budget() -> int:
 
 @contextmanager
 def memory_budget_scope(nbytes: int) -> Iterator[int]:
-    """Run a block with ``nbytes`` (an integer in [64 KiB, 1 TiB]: ``MEMORY_BUDGET_PARAM``; text such as
-    ``"512MiB"`` goes through ``parse_bytes`` first) as the memory budget of every estimate, sampler and closed form
-    in it."""
+    """Run a block with ``nbytes`` as the memory budget of every estimate, sampler and closed form in it.
+
+    Parameters
+    ----------
+    nbytes : int
+        The budget in bytes, an integer in [64 KiB, 1 TiB] (``MEMORY_BUDGET_PARAM``; the default is 512 MiB).
+        Text such as ``"512MiB"`` goes through ``parse_bytes`` first.
+
+    Yields
+    ------
+    int
+        The budget.
+
+    Raises
+    ------
+    ParameterError
+        When ``nbytes`` is not an integer in the valid range.
+
+    Examples
+    --------
+    >>> with memory_budget_scope(2**30):
+    ...     current_memory_budget()
+    1073741824
+    """
     if isinstance(nbytes, str):
         raise ParameterError(f"memory_budget must be a number of bytes (an integer; parse_bytes reads text such as "
                              f"'512MiB'), got {nbytes[:40]!r}")
@@ -538,7 +618,24 @@ def current_time_budget() -> float:
 
 @contextmanager
 def time_budget_scope(seconds: float) -> Iterator[float]:
-    """Run a block with ``seconds`` as the time budget of every costed computation in it."""
+    """Run a block with ``seconds`` as the time budget of every costed computation in it.
+
+    Parameters
+    ----------
+    seconds : float
+        The budget, estimated on one core (the CLI and the API have none by default; app pages 20 s).
+
+    Yields
+    ------
+    float
+        The budget.
+
+    Examples
+    --------
+    >>> with time_budget_scope(5.0):
+    ...     current_time_budget()
+    5.0
+    """
     token = _TIME_BUDGET.set(float(seconds))
     try:
         yield float(seconds)

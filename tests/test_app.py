@@ -677,6 +677,7 @@ def test_home_tells_three_stories_with_links():
 
 def test_pyproject_installs_only_the_package():
     import tomllib
+
     from setuptools import find_packages
 
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text())

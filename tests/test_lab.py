@@ -125,8 +125,8 @@ def test_correct_example_closed_form_matches_monte_carlo_and_reduces_to_positive
 
 @pytest.mark.slow
 def test_readme_example_class_loads_and_passes(tmp_path):
-    # The class shown in examples/README.md is what users copy: it must work as written.
-    readme = (EXAMPLES / "README.md").read_text()
+    # The class shown in the how-to (docs/howto/own-estimator.md) is what users copy: it must work as written.
+    readme = (EXAMPLES.parent / "docs" / "howto" / "own-estimator.md").read_text()
     code = readme.split("```python\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "readme_estimator.py"
     path.write_text(code)

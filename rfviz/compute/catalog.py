@@ -110,7 +110,7 @@ def titles(names: Iterable[str]) -> dict[str, str]:
 
     Examples
     --------
-    >>> titles(["trig"])["trig"]  # doctest: +SKIP
-    'Trigonometric RF'
+    >>> titles(["trig"])["trig"]
+    'Trigonometric RF (sin/cos)'
     """
     return {n: title_of(n) for n in names}

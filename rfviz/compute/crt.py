@@ -41,7 +41,7 @@ def sampled_real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, 
                            seed: int, points: int = 9) -> Columns:
     """Monte-Carlo twins of ``real_A_columns`` (the registered ``gerf`` estimator, sampled by rfviz.engine.sweep)
     at ``points`` values of A in [a_min, 1/16): beyond 1/16 the fourth moment is infinite, so the standard error of
-    the sampled MSE is meaningless (tests/test_crt.py)."""
+    the sampled MSE is meaningless."""
     if not a_min < g.A_FOURTH_MOMENT_BOUND:
         raise g.ParameterError(f"A min must be a number in (-inf, 0.0625) for Monte Carlo, got {a_min:g}")
     a = np.linspace(a_min, g.A_FOURTH_MOMENT_BOUND, points, endpoint=False)

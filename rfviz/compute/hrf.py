@@ -29,7 +29,7 @@ def _moments(kind: str, theta: np.ndarray, r: float, n: int, sigma: float) -> hy
 
 def lambda_columns(kind: str, r: float, n: int, sigma: float, m: int, points: int = 181) -> Columns:
     """λ(θ) = E λ̂, E[λ̂²], Var λ̂ and the oracle λ*(θ) on S(r) (HRF Lemma 3.2 eq. 24; App. F eqs. 72–73;
-    [HRF] eq. 24; docs: derivations/gaussian-lambda; derived; tests/test_hrf.py)."""
+    [HRF] eq. 24; docs: derivations/gaussian-lambda; derived)."""
     theta = np.linspace(0.0, np.pi, points)
     mom = _moments(kind, theta, r, n, sigma)
     return {"theta": theta, "lambda": np.asarray(mom.mean), "E_lambda2": np.asarray(mom.second),
@@ -38,7 +38,7 @@ def lambda_columns(kind: str, r: float, n: int, sigma: float, m: int, points: in
 
 def mse_columns(kind: str, r: float, n: int, sigma: float, m: int, points: int = 181) -> Columns:
     """log₁₀ MSE on S(r) of trig, ++ (HRF Lemma 2.2), the hybrid (corrected eq. 47 / Thm F.2) and the oracle
-    (derived; tests/test_hrf.py); for the angular λ also eq. 47 as printed (wrong, docs:
+    (derived); for the angular λ also eq. 47 as printed (wrong, docs:
     derivations/hrf-angular-hybrid)."""
     theta = np.linspace(0.0, np.pi, points)
     lt = hy.log_mse_trig_tr(theta, r, m)

@@ -1,7 +1,7 @@
 """Estimators of the Chefs' Random Tables paper (Likhosherstov et al. 2022, "CRT"): GERF, OPRF, PoisRF, GeomRF.
 
 [CRT] writes every mechanism for the Gaussian kernel; these
-classes implement the softmax versions (features times e^{|u|²/2}, variance times e^{|x|²+|y|²}, tests/test_crt.py)
+classes implement the softmax versions (features times e^{|u|²/2}, variance times e^{|x|²+|y|²})
 and get the Gaussian kernel from SoftmaxFamilyEstimator. The relative MSE is the same for both kernels.
 The maths (closed forms, A*, orthogonal covariance) lives in ``rfviz.maths.crt``.
 """
@@ -104,7 +104,7 @@ class _GerfBase(_ProjectionEstimator):
 
     def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
         """Real features: [f] when f is real, else [Re f1, Im f1] (query) and [Re f2, −Im f2] (key), so that
-        Σ φ_q·φ_k = (1/m) Σ Re(f1 f2) (tests/test_crt.py, 'complex features cost double')."""
+        Σ φ_q·φ_k = (1/m) Σ Re(f1 f2) ('complex features cost double')."""
         d = int(samples["d"])
         a, s = self._A_s(d)
         b, c, log_d = crt.gerf_coefficients(a, s, d)
@@ -132,8 +132,8 @@ class Gerf(_GerfBase):
     citation = "[CRT] Thm 3.1 eq. 5; variance Thm 3.2 eq. 6; orthogonal §3.9"
     title = "GERF (generalised exponential RF)"
     short_title = "GERF"
-    reference = ("CRT paper (Likhosherstov et al. 2022) Thm 3.1 eq. 5; variance Thm 3.2 eq. 6 ([CRT] Thm 4.1; "
-                 "tests/test_crt.py)")
+    reference = ("CRT paper (Likhosherstov et al. 2022) Thm 3.1 eq. 5; variance Thm 3.2 eq. 6; orthogonal "
+                 "coupling Thm 4.1")
     description = ("A ∈ ℂ, s = ±1. Contains PosRF (A=0, s=+1), TrigRF (A=0, s=−1) and OPRF (A=A*). Complex features "
                    "cost two real numbers per ω.")
     spec: ClassVar[tuple[Param, ...]] = with_kernel(GERF_A_PARAM, S_PARAM, M_PARAM, COUPLING_PARAM)
@@ -148,7 +148,7 @@ class Gerf(_GerfBase):
         return complex(self.params["A"]).imag != 0
 
     def fourth_moment_finite(self, s: PairStats) -> np.ndarray:
-        """E|Y|⁴ < ∞ iff Re A < 1/16 ([CRT] Thm 3.2 applied to Y², tests/test_crt.py), at every pair."""
+        """E|Y|⁴ < ∞ iff Re A < 1/16 ([CRT] Thm 3.2 applied to Y²), at every pair."""
         a, _ = self._A_s(s.d)
         return np.broadcast_to(np.asarray(complex(a).real < crt.A_FOURTH_MOMENT_BOUND), np.shape(s.xx))
 

@@ -2,7 +2,7 @@
 Maclaurin features (Wacker, Kanagawa, Filippone; [DP]). The maths lives in
 rfviz.maths.dp; these classes wire it into the estimator protocol.
 
-Their variances depend on the coordinates of x and y through S = Σ_k x_k² y_k² (tests/test_dot_product.py), so they are
+Their variances depend on the coordinates of x and y through S = Σ_k x_k² y_k², so they are
 not isotropic: the engine gives them full d-vectors, and grids need an embedding (canonical, flat or
 rotation_average; see rfviz.maths.dp).
 """
@@ -140,7 +140,7 @@ class PolySketch(_HomogeneousPolynomial):
     title = "Polynomial sketch, real/complex (q)"
     short_title = "Poly sketch"
     reference = ("Wacker et al., Improved RF for dot-product kernels: Eqs. 10–11, variance Theorem 2 Eq. 16 "
-                 "(Eqs. 18–21); Re-part variance derived, tests/test_dot_product.py")
+                 "(Eqs. 18–21); Re-part variance derived")
     description = ("Unbiased for (x·y)^p; q = 1 real (Kar & Karnick, Hamid et al.), q = ½ complex. Variance depends "
                    "on the coordinates through S = Σ x_k²y_k²; complex beats real iff (x·y)² > S.")
     spec: ClassVar[tuple[Param, ...]] = (ESTIMATOR_DEGREE_PARAM, Q_PARAM, FEATURES_PARAM, BASIS_PARAM,
@@ -160,7 +160,7 @@ class PolySketch(_HomogeneousPolynomial):
         return 4 * self.params["m"] * (self.params["p"] + 2) + 16
 
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
-        """Theorem 2 (Eq. 16) / tests/test_dot_product.py, μ4 of the basis ([DP] eq. 16)."""
+        """[DP] Theorem 2 (eq. 16) with μ4 of the basis; the Re-part variance derived likewise."""
         q = self.params["q"]
         return dp.log_var_poly(st, self.params["p"], q, dp.fourth_moment(self.params["basis"], q),
                                self.params["m"], self.params["variance"])
@@ -177,7 +177,7 @@ class TensorSRHT(_HomogeneousPolynomial):
     title = "TensorSRHT, real/complex"
     short_title = "TensorSRHT"
     reference = ("Wacker et al.: Algorithm 1, Eqs. 27/32; variance Theorem 5 Eq. 28 and Theorem 10 Eq. 33; Re-part "
-                 "variance derived, tests/test_dot_product.py; per-degree permutations docs: errata")
+                 "variance derived; per-degree permutations docs: errata")
     description = ("Unbiased for (x·y)^p; variance is a sawtooth in D (it rises when a new block of d starts). "
                    "Theorem 10 needs an independent permutation per degree: permutation=shared has no closed form.")
     spec: ClassVar[tuple[Param, ...]] = (ESTIMATOR_DEGREE_PARAM, Q_PARAM, FEATURES_PARAM, UNIT_BASIS_PARAM,
@@ -202,7 +202,7 @@ class TensorSRHT(_HomogeneousPolynomial):
         return 4 * width * (self.params["p"] + 2) + 16
 
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
-        """Theorem 10 (Eq. 33) with the padded d, or tests/test_dot_product.py for variance=real_part."""
+        """[DP] Theorem 10 (eq. 33) with the padded d; for variance=real_part the Re-part variance derived likewise."""
         return dp.log_var_tsrht(st, self.params["p"], self.params["q"], self.params["m"], self.params["variance"])
 
 
@@ -252,8 +252,7 @@ class Maclaurin(_DotProductEstimator):
     citation = "[DP] §5 Eqs. 40–44; MSE Eqs. 47/48"
     title = "Maclaurin features (random / optimised)"
     short_title = "Maclaurin"
-    reference = ("Wacker et al. §5: random Maclaurin Eqs. 40–43 (variance tests/test_dot_product.py, derived), "
-        "optimised "
+    reference = ("Wacker et al. §5: random Maclaurin Eqs. 40–43 (variance derived), optimised "
                  "Maclaurin Eq. 44 with Algorithms 2–3, MSE Eqs. 47/48, Gaussian kernel Eq. 55")
     description = ("Biased: drops degrees above p. method=optimized allocates the m features over degrees 1..p* "
                    "by Algorithm 3, tuned once on 64 fixed pairs of uniform unit vectors in R^d.")
@@ -430,7 +429,7 @@ class Maclaurin(_DotProductEstimator):
 
     # ------------------------------------------------------------------ closed form
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
-        """Optimised: Eqs. 47/48 (+ Eq. 55); random: tests/test_dot_product.py plus the truncation bias² (P14)."""
+        """Optimised: [DP] eqs. 47/48 (+ eq. 55); random: the derived variance plus the truncation bias²."""
         p = self.params
         la = self.log_coefficients
         if p["method"] == "optimized":

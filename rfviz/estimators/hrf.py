@@ -247,7 +247,7 @@ class TrigPhase(SoftmaxFamilyEstimator):
     MSE [derived]: 2cos(ω·x + b)cos(ω·y + b) = cos(ω·Δ) + cos(ω·(x + y) + 2b); the second term has mean 0,
     second moment 1/2 and zero covariance with the first (average over b), so the per-feature variance is
     e^{|x|²+|y|²}[Var cos(ω·Δ) + 1/2] = e^{|x|²+|y|²}[(1 − e^{−|Δ|²})² + 1]/2 and
-    MSE = e^{|x|²+|y|²}[(1 − e^{−|x−y|²})² + 1]/(2m). Verified by Monte Carlo in tests/test_hrf.py.
+    MSE = e^{|x|²+|y|²}[(1 − e^{−|x−y|²})² + 1]/(2m). Verified by Monte Carlo.
     """
 
     name = "trig_phase"
@@ -347,7 +347,7 @@ class ComplexExponential(SoftmaxFamilyEstimator):
         return {"w": _sample_iid(trials, self.params["m"], d, d if dim is None else dim, generator, device, dtype)}
 
     def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
-        """Reference F6 [derived] via ``log_mse_complex_exponential``."""
+        """[HRF] §2.3, MSE derived in docs: derivations/complex-exponential (``log_mse_complex_exponential``)."""
         return log_mse_complex_exponential(self.w(s.x, s.y), s.xy, self.params["m"], self.params["antithetic"],
                                            self.params["variance"])
 
@@ -507,7 +507,7 @@ class _BipolarHybrid(SoftmaxFamilyEstimator):
 
 
 def _signs(tau: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """sgn(τ_j·u) with sgn(0) := +1 (tests/test_hrf.py: np.sign(0) = 0 would break λ̂ ∈ {k/n}), (trials, P, n)."""
+    """sgn(τ_j·u) with sgn(0) := +1 (np.sign(0) = 0 would break λ̂ ∈ {k/n}), (trials, P, n)."""
     p = projections(tau, u)
     return torch.where(p >= 0, torch.ones_like(p), -torch.ones_like(p))
 
@@ -537,7 +537,8 @@ class HybridAngular(_BipolarHybrid):
         return torch.full((u.shape[0],), 0.5, dtype=u.dtype, device=u.device), s / math.sqrt(2 * self.params["n"])
 
     def _moments(self, s: PairStats) -> LambdaMoments:
-        """Reference F2 with θ = ∠(x, y) (θ = π/2 if x or y is 0, matching sgn(0) := +1)."""
+        """[HRF] eqs. 45–46 (docs: derivations/hrf-angular-hybrid) with θ = ∠(x, y) (θ = π/2 if x or y is 0, matching
+        sgn(0) := +1)."""
         return angular_lambda_moments(angle_between(s.x, s.y), self.params["n"], angle_to_antipode(s.x, s.y))
 
     def fourth_moment_available(self) -> bool:
@@ -627,7 +628,8 @@ class HybridGaussian(_BipolarHybrid):
         return ok * torch.exp(-log_rho), torch.cat([torch.cos(p), torch.sin(p)], -1) * scale
 
     def _moments(self, s: PairStats) -> LambdaMoments:
-        """Reference F5 (HRF eqs. 72–73) with D² from coordinates (no cancellation at small θ)."""
+        """[HRF] eqs. 72–73 (docs: derivations/gaussian-lambda) with D² from coordinates (no cancellation at small
+        θ)."""
         self._check_same_length(s.xx, s.yy, self.rtol_same_length)
         sphere = self.params["r_norm"] <= 0
         r = np.sqrt(0.5 * (s.xx + s.yy)) if sphere else self.params["r_norm"]

@@ -246,14 +246,14 @@ def log_mse_gaussian_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float,
 
 # ----------------------------------------------------------------------------------------- oracle λ*
 def oracle_lambda(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndarray:
-    """λ* = MSE_trig/(MSE_trig + MSE_++), the best deterministic λ (derived; tests/test_hrf.py)."""
+    """λ* = MSE_trig/(MSE_trig + MSE_++), the best deterministic λ (derived)."""
     from scipy.special import expit
 
     return expit(np.asarray(log_mse_trig, float) - np.asarray(log_mse_pos, float))
 
 
 def log_oracle_mse(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndarray:
-    """log MSE* = log[MSE_trig·MSE_++/(MSE_trig + MSE_++)] (derived; tests/test_hrf.py); −inf if either is exact."""
+    """log MSE* = log[MSE_trig·MSE_++/(MSE_trig + MSE_++)] (derived); −inf if either is exact."""
     a = np.asarray(log_mse_pos, float)
     b = np.asarray(log_mse_trig, float)
     with np.errstate(invalid="ignore"):
@@ -262,12 +262,12 @@ def log_oracle_mse(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndar
 
 
 def oracle_lambda_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
-    """λ*(θ, r) on S(r) (derived; tests/test_hrf.py); strongly non-linear in θ, unlike θ/π."""
+    """λ*(θ, r) on S(r) (derived); strongly non-linear in θ, unlike θ/π."""
     return oracle_lambda(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m))
 
 
 def log_oracle_mse_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
-    """log MSE* on S(r) (derived; tests/test_hrf.py), a lower envelope of every bipolar hybrid with independent λ̂."""
+    """log MSE* on S(r) (derived), a lower envelope of every bipolar hybrid with independent λ̂."""
     return log_oracle_mse(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m))
 
 
