@@ -185,12 +185,12 @@ class PairStats:
 
     @cached_property
     def z2(self) -> np.ndarray:
-        """|x + y|², summed from the coordinates of x + y (|x|² + |y|² + 2x·y cancels as y → −x)."""
+        """``|x + y|²``, summed from the coordinates of x + y (``|x|² + |y|² + 2x·y`` cancels as y → −x)."""
         return sum_sq(self.x, self.y, 1.0)
 
     @cached_property
     def delta2(self) -> np.ndarray:
-        """|x − y|², summed from the coordinates of x − y (|x|² + |y|² − 2x·y cancels as y → x)."""
+        """``|x − y|²``, summed from the coordinates of x − y (``|x|² + |y|² − 2x·y`` cancels as y → x)."""
         return sum_sq(self.x, self.y, -1.0)
 
     @classmethod
