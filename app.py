@@ -23,7 +23,7 @@ def _story_figures() -> tuple:
     from rfviz.figures import hrf as fh
     from rfviz.figures import simrf as fc
 
-    hybrid = fh.mse_figure(ch.mse_columns("angular", 1.5, 8, 1.0, 10), "angular", 1.5)
+    hybrid = fh.relative_error_figure(ch.relative_error_columns(*STORY1), *STORY1)
     coupling = fc.ratio_vs_v_figure(16, 16, features="positive", v=np.geomspace(1e-2, 1e1, 81))
     q = cd.variance_vs_q(1.0, 0.79, 8, 3, 16, "flat")
     import textwrap
@@ -34,16 +34,32 @@ def _story_figures() -> tuple:
     return hybrid, coupling, q
 
 
+STORY1 = (1.5, 10, 8)  # story 1's setting: r, m (features per base estimator), n (λ-features of the hybrid)
+
+
+@st.cache_data(show_spinner=False)
+def story1_text() -> str:
+    """Story 1's paragraph, its numbers read off the chart's columns (rfviz.compute.hrf.relative_error_columns)."""
+    from rfviz.compute import hrf as ch
+
+    c = ch.relative_error_columns(*STORY1)
+    worst = {k: 100 * 10 ** float(c[f"log10_rel_{k}"].max()) for k in ("trig", "pos", "hybrid")}
+    return (
+        "Relative to the kernel K = exp(x·y), **trigonometric** features are exact at θ = 0 (x = y) and fail as "
+        f"θ → π, where K is tiny: their relative error √MSE/K reaches {worst['trig']:,.0f} %. **Positive** (++) "
+        f"features are the mirror image, exact at θ = π and up to {worst['pos']:,.0f} % near θ = 0. A **hybrid** "
+        "mixes the two with a random weight λ̂ that follows θ (angular λ = θ/π): exact at both ends, its worst "
+        f"relative error over all θ is {worst['hybrid']:,.0f} %. In between it is worse than the better base "
+        "estimator, because λ̂'s own noise lets some of each one's error in: a hybrid caps the worst case, it does "
+        f"not win everywhere (r = {STORY1[0]:g}, m = {STORY1[1]}, n = {STORY1[2]}).")
+
+
 STORIES = (
-    ("1 · Trig fails near θ = π, positive features near θ = 0: hybrids take the best of both",
-     "Trigonometric features are exact at θ = 0 (x = y) and worst relative to the kernel as θ → π, where the "
-     "kernel is tiny; positive (++) features are the mirror image, exact at θ = π and worst near θ = 0. A "
-     "**hybrid** mixes the two with a random coefficient λ̂ that follows θ (angular λ = θ/π): exact at both ends and "
-     "far below trig near θ = π, at the price of λ̂'s own noise in between. The dotted oracle λ* is the best any "
-     "fixed mix could do (r = 1.5, m = 10, n = 8).",
-     ("hybrid", "Open the hybrid page (MSE vs base estimators)", {"view": "mse-vs-base", "lam": "angular",
-                                                                  "r": "1.5", "n": "8"}),
-     ("mse_explorer", "See both failures on the whole (r, θ) plane", {"est": "trig,positive,hybrid_angular"})),
+    ("1 · Trig fails near θ = π, positive features near θ = 0: a hybrid caps the worst case",
+     None,
+     ("hybrid", "Open the hybrid page (where each wins)", {"view": "winner", "lam": "angular", "n": "8"}),
+     ("mse_explorer", "See both failures on the whole (r, θ) plane",
+      {"est": "trig,positive_antithetic,hybrid_angular", "quantity": "rel_error"})),
     ("2 · Coupling the projections lowers the MSE",
      "Draw the m projections jointly instead of independently: orthogonal blocks (ORF) and simplex blocks (SimRF) "
      "keep every estimate unbiased but make pairs of projections less alike, so the MSE ratio to iid drops below 1 "
@@ -77,7 +93,7 @@ def home() -> None:
         with st.container(border=True):
             st.subheader(title)
             left, right = st.columns([2, 3])
-            left.markdown(text)
+            left.markdown(text if text is not None else story1_text())
             for target in (link, extra):
                 if target is not None:
                     path, label, params = target
@@ -85,6 +101,15 @@ def home() -> None:
                                    query_params=params)
             with right:
                 ui.plot(fig, key=f"home-story-{title[0]}")
+    st.header("Learn: lessons for a class")
+    st.markdown("Predict, then see the live figure answer: short lessons, one idea each, every step shareable by "
+                "its URL.")
+    learn = st.columns(2)
+    from rfviz.lessons import LESSONS
+
+    for i, lesson in enumerate(LESSONS.values()):
+        learn[i % 2].page_link(by_path["learn"], label=f"{i + 1} · {lesson.title}", icon=":material/school:",
+                               query_params={"lesson": lesson.slug, "step": "1"})
     st.header("All views")
     cols = st.columns(3)
     for i, page in enumerate(NAV):

@@ -1,7 +1,7 @@
 """The app's pages: one file per URL path (``app_pages/<url_path>.py``), listed once in ``PAGES``.
 
-``app.py`` builds its ``st.Page`` navigation from ``PAGES``; tests/test_app.py, tests/test_browser.py and
-bench/bench_pages.py read the same list. Adding a page = one file here + one ``Page(...)`` line below (with its
+``app.py`` builds its ``st.Page`` navigation from ``PAGES``; the app's tests and bench/bench_pages.py read the same
+list. Adding a page = one file here + one ``Page(...)`` line below (with its
 ``Views`` if it has a view selector: slugs in the code and URLs, labels on screen). A page's
 widget keys in ``st.session_state`` are ``"<url_path>.<name>"`` (``_ui.PageState(url_path)``), its URL query
 parameters ``name`` alone.
@@ -109,6 +109,7 @@ class Page:
 
 
 PAGES: tuple[Page, ...] = (
+    Page("learn", "Learn", ":material/school:", draws_chart=False),  # a chart once the reader has predicted
     Page("mse_explorer", "MSE explorer", ":material/grid_on:", probe=Probe("d", 0, 16),
          sweeps=(Sweep("slider", "slice_theta", 0.5, 0.07), Sweep("number_input", "r_max", 2.1, 0.05)),
          views=Views(View("heatmap", "heatmap"), View("surface", "3-D surface"),

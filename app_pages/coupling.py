@@ -10,7 +10,7 @@ from rfviz.compute import simrf as cs
 from rfviz.figures import simrf as fc
 from rfviz.figures.common import traces_csv
 from rfviz.params import COUPLED_D_PARAM, M_PARAM, SAMPLES_PARAM, SEED_PARAM, TRIALS_PARAM, require_fits
-from rfviz.registries import COUPLED_CLOSED_FORMS
+from rfviz.registries import COUPLED_CLOSED_FORMS, COUPLING_TITLES, COUPLINGS, SAMPLED_COUPLINGS, known_title
 
 with ui.page(
     "coupling",
@@ -51,29 +51,36 @@ with ui.page(
                      **(ui.unused(v_off) if v_off else {}))
     coupling_options = (list(fc.COUPLINGS_WITH_DENSITY) if view in ("density", "conformity")
                         else list(COUPLED_CLOSED_FORMS))
-    couplings = tuple(state.multiselect("Couplings", "couplings", coupling_options, coupling_options, container=side,
-                                        **({} if view != "simplex-plus" else ui.unused("this view compares simplex+ "
-                                                                                 "iterations with iid draws"))))
+    coupling_help = {"help": "what is known about each coupling's MSE: " + "; ".join(
+        f"{c.title}: {known_title(c.known)} ({c.citation})" for c in COUPLINGS.values())}
+    if view == "simplex-plus":
+        coupling_help = ui.unused("this view compares simplex+ iterations with iid draws")
+    couplings = tuple(state.multiselect(
+        "Couplings", "couplings", coupling_options, coupling_options, container=side,
+        format_func=lambda c: f"{COUPLING_TITLES[c]} · {known_title(COUPLINGS[c].known)}", **coupling_help))
+    if view in ("ratio-vs-v", "ratio-vs-d"):  # iid is not an option here: say so rather than drop it silently
+        side.caption("**iid** is not among the couplings of this view: every curve is an MSE divided by the iid "
+                     "MSE, so iid is the constant 1. Its own curve is in the density and conformity views.")
     side.caption(f"Sidebar scope: the **{state.views.label(view)}** view; greyed inputs are not used by it.")
     state.show_url_errors()
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _density(d: int, samples: int, v: float | None, couplings: tuple[str, ...]):
         return fc.density_figure(d, couplings, drawn=cs.pair_sum_samples(d, couplings, samples), v=v)
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _conformity(d: int, relative: bool, couplings: tuple[str, ...]):
         return fc.conformity_figure(d, couplings, relative=relative)
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _ratio_v(d: int, m: int, features: str, couplings: tuple[str, ...]):
         return fc.ratio_vs_v_figure(d, m, features=features, couplings=couplings, v=np.geomspace(1e-2, 1e1, 81))
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _iterations(d: int, v: float, seed: int):
         return fc.simplex_plus_iterations_figure(cs.draw_norms(d, seed), v=v, seed=seed)
 
@@ -82,7 +89,7 @@ with ui.page(
         st.session_state[state.key("norm_seed")] = int(st.session_state.get(state.key("norm_seed"), 0)) + 1
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _ratio_d(v: float, features: str, blocks: int, couplings: tuple[str, ...]):
         return fc.ratio_vs_d_figure(v, features=features, blocks=blocks, couplings=couplings)
 
@@ -113,8 +120,10 @@ with ui.page(
         elif view == "ratio-vs-v":
             fig3 = _ratio_v(d, m, features, couplings)
             mc_cols = st.columns([2, 1, 1])
-            mc = state.mc_switch("Monte Carlo at 6 values of v (orthogonal, simplex, simplex+)", "mc",
-                                 container=mc_cols[0])
+            mc = state.mc_switch(f"Monte Carlo at {len(cs.SAMPLED_V)} values of v (every coupled coupling)", "mc",
+                                 container=mc_cols[0],
+                                 help=", ".join(f"{COUPLING_TITLES[c]} ({known_title(COUPLINGS[c].known)})"
+                                                for c in SAMPLED_COUPLINGS))
             trials = state.param(TRIALS_PARAM, 1000, container=mc_cols[1], disabled=not mc)
             mc_seed = state.param(SEED_PARAM, 7, container=mc_cols[2], disabled=not mc)
             if mc:
@@ -124,8 +133,9 @@ with ui.page(
                 bar.empty()
                 fig3 = fc.add_sampled_ratios(fig3, pts)
                 st.caption("Sampled MSE divided by the iid closed form (v ≤ 1.3: beyond, positive features are "
-                           "heavy-tailed and the sample MSE is biased low). Simplex+ has no closed form; it should "
-                           "sit at or below simplex.")
+                           "heavy-tailed and the sample MSE is biased low). Simplex+, SORF, Fastfood and the QMC "
+                           "point sets have no closed form: markers only (SORF is also biased, within [ORF] Thm 5's "
+                           "bound). Simplex+ should sit at or below simplex.")
             ui.plot(fig3, key="cpl-ratio-v")
             ui.downloads("rfviz-coupling-ratio-v", lambda: traces_csv(fig3), fig3, key="rv")
         elif view == "ratio-vs-d":

@@ -47,7 +47,8 @@ with ui.page(
                                     f"{rd.MAX_DIM} columns, ≤ {rd.MAX_VALUES:,} values)",
                                     type=["csv", "npy", "txt"], key="data.upload",
                                     max_upload_size=rd.MAX_FILE_BYTES // 2**20)
-    cluster_d = state.number("clusters: d", "cluster_d", 16, int, container=side) if source == "clusters" else None
+    cluster_d = (state.number("clusters: d", "cluster_d", 16, int, container=side, spec=rd.CLUSTER_D_PARAM)
+                 if source == "clusters" else None)
     points = state.param(POINTS_PARAM, container=side)
     steps = state.multiselect("Preprocessing (in order)", "steps", list(rd.PREPROCESS_STEPS), ["standardize", "scale"],
                               container=side,

@@ -95,7 +95,7 @@ with ui.page(
     MC_VIEW = "sketches-vs-m"
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _figure(view: str, d: int, m: int, p: int, q: float, basis: str, variance: str, r: float, theta: float,
                 embedding: str):
         return FIGURES[view]()

@@ -2,9 +2,10 @@
 
 Plugins are the classes named on the machine running the app (RFVIZ_PLUGINS, entry points ``rfviz.estimators``);
 nothing is uploaded from the browser. Plugin code never runs in the server's process: discovery and each check run in
-a plugin process (rfviz.plugin_process: own session killed at its deadline, RLIMIT_AS/RLIMIT_CPU); built-ins run
-in-process. All statistics live in rfviz.lab; this page only collects settings and shows
-the report.
+a plugin process (rfviz.plugin_process: own session killed at its deadline, RLIMIT_AS/RLIMIT_CPU), which answers in
+data only (JSON read capped: plain texts, rfviz's own Params, the lab report rebuilt field by field; never a pickle
+or a plugin's class); built-ins run in-process. All statistics live in rfviz.lab; this page only collects settings
+and shows the report.
 """
 
 from __future__ import annotations
@@ -32,9 +33,12 @@ with ui.page(
     f"own file, name it in the `{ENV_VAR}` environment variable (`path/to/file.py:Class` or `module:Class`, "
     "comma-separated) or in an entry point of the group `rfviz.estimators`, and start the app. The lab samples K̂ "
     "over a grid of (θ, r) and reports: a **bias test** (z-score of the mean against the true kernel at each point, "
-    "Holm's multiple-testing correction over the grid), agreement with the estimator's **own closed form**, its "
-    "**MSE relative to built-ins** with the same m and kernel, and whether its **features** are positive and "
-    "bounded. The same check runs headless: `python -m rfviz check path/to/file.py:Class`.",
+    "Holm's multiple-testing correction over the grid), agreement with the estimator's **own closed form** (on the "
+    "grid and the extra pairs, with how many non-exact points were tested and the smallest error it would catch), its "
+    "**MSE relative to built-ins** with the same m and kernel (its closed form only where tested and agreed, its "
+    "sampled MSE elsewhere), and whether its **features** are positive and bounded. An estimator that declares "
+    "itself biased (`unbiased = False`) gets \"biased, as declared\" (CLI exit 4), not a failure. The same check "
+    "runs headless: `python -m rfviz check path/to/file.py:Class`.",
     [
         (r"z(r,\theta) = \frac{\overline{\hat K} - K}{s_{\hat K}/\sqrt{n}},\qquad "
          r"\text{Holm: reject } p_{(k)} \le \frac{\alpha}{M-k}\ \ (k = 0, 1, \dots)",
@@ -138,21 +142,25 @@ with ui.page(
         shown_settings, report = stored
         if shown_settings != settings:
             st.caption("The settings changed since this report was computed: press **Run the check** to update it.")
-        show = {0: st.success, 1: st.error, 3: st.warning}.get(report.exit_code, st.error)
+        show = {0: st.success, 1: st.error, 3: st.warning, 4: st.info}.get(report.exit_code, st.error)
         show(f"{report.summary()} (CLI exit code {report.exit_code})", icon=":material/rule:")
         for w in report.warnings:
             st.warning(w, icon=":material/warning:")
         cols = st.columns(3)
         cf = report.closed_form_agrees
         cf_text = ("agrees" if cf else "DISAGREES") if cf is not None else (
-            "not tested" if report.closed_form_z is not None else "none given")
-        cols[0].metric("Closed form vs Monte Carlo", cf_text)
+            "not tested enough" if report.closed_form_z is not None else "none given")
+        cols[0].metric("Closed form vs Monte Carlo", cf_text,
+                       help=f"{report.closed_form_text()}. Only non-exact points test a formula (at exact points "
+                            "closed form and sample are both 0).")
         feats = report.features
         def yes_no(key: str) -> str:
             return "n/a" if key not in feats else ("yes" if feats[key] else "no")
 
         cols[1].metric("Features positive", yes_no("positive"))
         cols[2].metric("Features bounded (observed)", yes_no("bounded_observed"))
+        if report.closed_form_z is not None:
+            st.caption(f"Closed form: {report.closed_form_text()}.")
         ui.plot(figs.bias_z_map(report), key="lab-z")
         ratio = figs.ratio_map(report)
         if ratio is not None:

@@ -58,7 +58,7 @@ with ui.page(
 
     @ui.cached
     def _oprf(d, z_max):
-        return cg.oprf_columns(d, z_max)
+        return cg.oprf_columns(d, z_max, with_derf=True)
 
 
     @ui.cached
@@ -116,7 +116,9 @@ with ui.page(
             fig3 = fg.oprf_figure(c3, int(d))
             ui.plot(fig3, key="gerf-oprf")
             st.caption("Both relative variances are kernel-independent. OPRF's gain grows with ‖x + y‖²: at d = 64, "
-                       "Z = 100 the ratio is $e^{-61.2}$ (CRT Fig. 1).")
+                       "Z = 100 the ratio is $e^{-61.2}$ (CRT Fig. 1). Dashed: SDERF ([DERF], FAVOR#), whose matrix A "
+                       "puts all the reduction along x + y (OPRF's formula with d = 1); ADERF and SADERF also depend "
+                       "on |x|/|y|: see the MSE explorer and the gallery.")
             ui.downloads("rfviz-oprf-vs-posrf", lambda: fg.columns_to_csv(c3), fig3, key="oprf")
     else:
         dc = st.columns(2)

@@ -120,8 +120,7 @@ with ui.page(
             fig2 = (fh.mse_figure(c2, kind, r, sampled) if sampled is not None
                     else _closed_form_figure(view, kind, r, 0.0, n, sigma, m))
             ui.plot(fig2, key="hyb-mse")
-            st.caption("The oracle curve uses the best deterministic λ* = MSE_trig/(MSE_trig + MSE_++) (derived; "
-                "tests/test_hrf.py), "
+            st.caption("The oracle curve uses the best deterministic λ* = MSE_trig/(MSE_trig + MSE_++) (derived), "
                        "a lower envelope for every bipolar hybrid with independent λ̂.")
             ui.downloads("rfviz-hybrid-mse", lambda: fh.columns_to_csv(c2), fig2, key="mse")
         elif view == "winner":

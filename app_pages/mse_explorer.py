@@ -15,6 +15,7 @@ from rfviz.figures import explorer as fx
 from rfviz.figures import features as ffx
 from rfviz.geometry import EMBEDDINGS
 from rfviz.params import D_PARAM, R_MAX_PARAM, SEED_PARAM, TRIALS_PARAM
+from rfviz.verdicts import outcome_text
 
 with ui.page(
     "mse_explorer",
@@ -93,6 +94,7 @@ with ui.page(
             with col.expander(f"**{cls.title}**", expanded=True):
                 st.caption(f"{cls.description} *{cls.reference}*")
                 params[name] = ui.estimator_params(state, cls.spec, prefix=f"{name}.", skip=("kernel",))
+                st.caption(catalog.known_caption(name, params[name], kernel))
 
 
     @ui.cached
@@ -199,46 +201,40 @@ with ui.page(
                     bar.empty()
                     mc_box.error(f"Monte Carlo failed: {exc}")
             if sampled_grid:
-                n_bad = {k: s.disagreements for k, s in sampled_grid.items()}
                 dev = next(iter(sampled_grid.values())).device
-                n_heavy = {k: s.unreliable for k, s in sampled_grid.items()}
-                text = " · ".join(f"{ex.title_of(k)}: {v} of {s.z.size} points (Holm, 1 % family-wise)" for (k, v), s in
-                                  zip(n_bad.items(), sampled_grid.values(), strict=True) if v)
-                if any(n_bad.values()):
-                    mc_box.badge(f"Analytic and sampled disagree — {text}", icon=":material/warning:", color="red")
-                if any(n_heavy.values()):
-                    heavy_text = " · ".join(f"{ex.title_of(k)}: {v} of {sampled_grid[k].z.size} points"
-                                            for k, v in n_heavy.items() if v)
-                    mc_box.badge(f"heavy-tailed: the sampled MSE is unreliable at {int(trials)} trials — {heavy_text}",
-                                 icon=":material/help:", color="orange")
-                    mc_box.caption("Hollow circles mark these points: the closed-form fourth moment predicts a "
-                                   "relative standard error above 10 % at this trial count (or an infinite one), or "
+                for k, s in sampled_grid.items():  # every panel: what was sampled and with which outcome
+                    counts = s.outcomes()  # rfviz.verdicts: the same words as the markers and the CLI
+                    color, icon = (("red", ":material/warning:") if counts["disagrees"] else
+                                   ("orange", ":material/help:") if counts["unreliable"] else
+                                   ("green", ":material/check_circle:"))
+                    mc_box.badge(f"{ex.title_of(k)} — {outcome_text(counts, int(trials))} (device {dev})",
+                                 icon=icon, color=color)
+                if any(s.unreliable for s in sampled_grid.values()):
+                    mc_box.caption("Hollow circles mark the unreliable points: the closed-form fourth moment predicts "
+                                   "a relative standard error above 10 % at this trial count (or an infinite one), or "
                                    "a few trials carry most of the squared error, so neither the sampled MSE nor "
                                    "its error bar can be trusted (not a disagreement).")
-                if not any(n_bad.values()) and not any(n_heavy.values()):
-                    mc_box.badge(f"Analytic and sampled agree (Holm, 1 % family-wise; {int(trials)} trials, "
-                                 f"device {dev})",
-                                 icon=":material/check_circle:", color="green")
                 needed = max(s.trials_for_ten_percent() for s in sampled_grid.values())
                 if fx.trials_guidance(needed, int(trials)):
                     mc_box.caption(fx.trials_guidance(needed, int(trials)))
 
         # ------------------------------------------------------------------ figures
         if values:
-            disagree, heavy = {}, {}
+            disagree, heavy, dots = {}, {}, {}
             if sampled_grid and which != "ratio":
                 for k, s in sampled_grid.items():
                     rr, tt = np.meshgrid(r_mc, theta_mc, indexing="ij")
+                    dots[k] = (rr.ravel(), tt.ravel())
                     disagree[k] = (rr[s.disagree_mask], tt[s.disagree_mask])
-                    heavy[k] = (rr[~s.reliable_mask], tt[~s.reliable_mask])
+                    unreliable = ~s.reliable_mask & ~s.exact_mask  # the badge's count (Sampled.outcomes)
+                    heavy[k] = (rr[unreliable], tt[unreliable])
             title = f"{ex.QUANTITIES[which]} · {kernel.replace('_', '-')} kernel · d = {int(d)}"
-            csv = lambda: fx.grid_csv(r_axis, theta_axis, values, which)  # noqa: E731
             if view == "features":
                 title = f"features needed for ε · {kernel.replace('_', '-')} kernel · d = {int(d)}"
                 fig, csv = _features_figure(title)
             elif view == "heatmap":
                 fig = fx.heatmap_figure(r_axis, theta_axis, values, which, disagree, title=title, zrange=zrange,
-                                        heavy=heavy, titles=catalog.titles(values))
+                                        heavy=heavy, titles=catalog.titles(values), sampled=dots)
             else:
                 points = {}
                 if sampled_grid:
@@ -270,6 +266,14 @@ with ui.page(
             else:
                 st.caption(f"Magenta points on the floor: exact (MSE = 0). Height: {window}; values beyond it are "
                            "pinned to its ends. Drag to turn the view; click a legend entry to hide a surface.")
+            sampled_csv = {}
+            if sampled_grid:  # the CSV carries what the page shows: the Monte-Carlo points too (mc=true)
+                with ui.guard():
+                    for k, (v, se) in ex.sampled_quantity(_surfaces(r_mc, theta_mc), sampled_grid, which,
+                                                          pair).items():
+                        sampled_csv[k] = (r_mc, theta_mc, v, se, sampled_grid[k].reliable_mask)
+            if view != "features":
+                csv = lambda: fx.grid_csv(r_axis, theta_axis, values, which, sampled_csv)  # noqa: E731
             ui.downloads("rfviz-mse-surface", csv, fig, key="main")
 
             # slice

@@ -29,7 +29,7 @@ with ui.page(
          "Optimal-sampling paper, Theorem 1 ([OS])."),
         (r"X_1 = X_2:\ \ V^*_{\mathrm{trig}} = V^*_{\mathrm{pos}} = "
          r"\left(\mathbb{E}\,K(x,x)\right)^2 - \mathbb{E}\,K^2",
-         "Corollaries 1–2; the equality fails for X₁ ≠ X₂ (tests/test_optimal_sampling.py)."),
+         "Corollaries 1–2; the equality fails for X₁ ≠ X₂."),
     ],
 ) as state:
     side = st.sidebar
@@ -65,18 +65,18 @@ with ui.page(
     state.show_url_errors()
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _density(kind, kernel, d, r, r2, sigma, theta):
         law = InputLaw(kind, d, r=r, r2=r2, sigma=sigma, theta=theta)
         return fo.psi_radial_density_figure([OptimalSampling(m, law, kernel) for m in MECHANISMS])
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _sweep(kind, kernel, d, axis, lo, hi, relative, fixed: dict):
         return fo.variance_sweep_figure(kind, d, axis, np.linspace(lo, hi, 25), kernel, relative=relative, **fixed)
 
 
-    @ui.cached
+    @ui.shared_figure  # one figure object for every session with these parameters (read-only)
     def _equivalence(r, d, kernel, hi):
         return fo.equivalence_figure(r, np.linspace(0.05, hi, 25), d, kernel)
 

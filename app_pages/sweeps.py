@@ -55,9 +55,8 @@ with ui.page(
                              container=side)
 
     if chosen == NONE:
-        st.info(f"No sweep result in `{Path(folder).resolve()}`. Run e.g. `python -m rfviz sweep positive d=64 --grid "
-                f"theta=0:3.1416:9 r=0.2:1.5:8 --trials 20000 --out {folder}/positive.csv`, or upload a result file.",
-                icon=":material/folder_open:")
+        st.info(f"No sweep result in `{Path(folder).resolve()}`. From the directory where the app was started, run "
+                f"e.g. `{sf.example_command(folder)}`, or upload a result file.", icon=":material/folder_open:")
         st.stop()
 
 

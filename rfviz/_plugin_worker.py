@@ -1,23 +1,25 @@
 """The plugin process: ``python -m rfviz._plugin_worker REQUEST.json`` (started by ``rfviz.plugin_process``).
 
-It limits itself (RLIMIT_AS, RLIMIT_CPU) before any plugin code runs, reports its stage in the status file
+It limits itself (RLIMIT_AS, RLIMIT_CPU, RLIMIT_FSIZE) before any plugin code runs, reports its stage in the status file
 (``import``, ``the smoke test``, ``the check<TAB>fraction``), and writes its answer, ``{"value": …}`` or
-``{"error": one line, "kind": …}``, as a pickle renamed into place. It ends with ``os._exit`` so threads a plugin
-left running cannot keep it alive; whatever the plugin forked is killed with its process group by the parent.
+``{"error": one line, "kind": …}``, as JSON data (``rfviz.plugin_process.answer_json``: plain types, arrays as
+``.npy`` bytes, rfviz's report types field by field; never a pickle) renamed into place. It ends with
+``os._exit`` so threads a plugin left running cannot keep it alive; whatever the plugin forked is killed with its
+process group by the parent.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import pickle
 import resource
 import sys
 from typing import Any
 
 
 def _set_limits(limits: dict[str, Any]) -> None:
-    for key, which in (("memory_bytes", resource.RLIMIT_AS), ("cpu_s", resource.RLIMIT_CPU)):
+    for key, which in (("memory_bytes", resource.RLIMIT_AS), ("cpu_s", resource.RLIMIT_CPU),
+                       ("file_bytes", resource.RLIMIT_FSIZE)):
         value = limits.get(key)
         if value is not None:
             _soft, hard = resource.getrlimit(which)
@@ -33,10 +35,10 @@ def _status(path: str, stage: str, fraction: float | None = None) -> None:
 
 
 def _check(payload: dict[str, Any], status: str) -> Any:
-    from .plugin_process import check_target
+    from .plugin_process import check_target, from_wire
 
-    return check_target(payload["target"], payload["extra_plugins"], payload["params"], payload["compare"],
-                        progress=lambda f: _status(status, "the check", f), **payload["kwargs"])
+    return check_target(payload["target"], payload["extra_plugins"], from_wire(payload["params"]),
+                        payload["compare"], progress=lambda f: _status(status, "the check", f), **payload["kwargs"])
 
 
 def _discover(payload: dict[str, Any], status: str) -> list[Any]:
@@ -45,9 +47,28 @@ def _discover(payload: dict[str, Any], status: str) -> list[Any]:
 
     spec = payload["spec"]
     target, _ = split_spec(spec)
-    return [PluginInfo(cls.name, str(cls.title), str(getattr(cls, "description", "")),
-                       str(getattr(cls, "reference", "")), tuple(cls.spec), f"{target}:{cls.__name__}")
-            for cls in load_plugin(spec)]
+    return [PluginInfo.of(cls, f"{target}:{cls.__name__}") for cls in load_plugin(spec)]
+
+
+def _answer(request: dict[str, Any], status: str) -> str:
+    """The task's answer as JSON text: its value, or one line saying why there is none."""
+    from . import plugins
+    from .params import ParameterError, memory_budget_scope
+    from .plugin_process import answer_json
+
+    try:
+        with memory_budget_scope(request["memory_budget"]):
+            task = {"check": _check, "discover": _discover}[request["task"]]
+            return answer_json(task(request["payload"], status))
+    except plugins.PluginError as exc:
+        return answer_json(error=str(exc))
+    except ParameterError as exc:
+        return answer_json(error=str(exc), kind="parameter")
+    except MemoryError:
+        return answer_json(error="the plugin process ran out of memory (its address-space limit is "
+                                 "RFVIZ_PLUGIN_MEMORY)")
+    except BaseException as exc:  # plugin code may raise anything; the answer is still one line
+        return answer_json(error=f"{type(exc).__name__}: {' '.join(str(exc).split())}")
 
 
 def main(request_path: str) -> None:
@@ -58,33 +79,15 @@ def main(request_path: str) -> None:
     sys.path[:] = [p for p in request["sys_path"] if p] + [p for p in sys.path if p not in request["sys_path"]]
     status = request["status"]
     from . import plugins
-    from .params import ParameterError, memory_budget_scope
 
+    plugins.IN_PLUGIN_PROCESS = True
     plugins.STAGE_HOOK = lambda stage: _status(status, stage)
     _status(status, "import")
-    answer: dict[str, Any]
-    try:
-        with memory_budget_scope(request["memory_budget"]):
-            task = {"check": _check, "discover": _discover}[request["task"]]
-            answer = {"value": task(request["payload"], status)}
-    except plugins.PluginError as exc:
-        answer = {"error": str(exc), "kind": "plugin"}
-    except ParameterError as exc:
-        answer = {"error": str(exc), "kind": "parameter"}
-    except MemoryError:
-        answer = {"error": "the plugin process ran out of memory (its address-space limit is RFVIZ_PLUGIN_MEMORY)",
-                  "kind": "plugin"}
-    except BaseException as exc:  # plugin code may raise anything; the answer is still one line
-        answer = {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())}", "kind": "plugin"}
-    try:
-        data = pickle.dumps(answer)
-    except Exception as exc:  # e.g. a plugin parameter that cannot be pickled
-        data = pickle.dumps({"error": f"the plugin's result cannot be sent back: {type(exc).__name__}: {exc}",
-                             "kind": "plugin"})
-    tmp = f"{request['result']}.tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, request["result"])
+    text = _answer(request, status)
+    tmp = f"{request['answer']}.tmp"
+    with open(tmp, "w", encoding="ascii") as f:
+        f.write(text)
+    os.replace(tmp, request["answer"])
     os._exit(0)
 
 

@@ -20,14 +20,16 @@ attention), ``scale`` (rescale so that the mean norm is ``scale``, HRF H.3).
 from __future__ import annotations
 
 import io
+import itertools
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .params import ParameterError, check_int
+from .params import MAX_DIMENSION, Cost, Param, ParameterError, check, check_int, require_cost
 
 MAX_FILE_BYTES = 50 * 1024 * 1024
 MAX_ROWS = 200_000
@@ -88,23 +90,52 @@ def _check_matrix(name: str, a: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(a, dtype=float)
 
 
-def _parse_csv(name: str, text: str) -> np.ndarray:
-    """Rows of numbers (an optional header row, ``#`` comments), streamed line by line and refused as soon as they
-    pass ``MAX_ROWS`` rows, ``MAX_DIM`` columns or ``MAX_VALUES`` values: memory stays bounded by the caps."""
-    sep: str | None = None
-    rows: list[list[float]] = []
+MAX_FIELD_CHARS = 64
+"""Longest number accepted in a CSV field (a float64 needs 24 characters; 64 leaves room for padding)."""
+MAX_LINE_BYTES = MAX_DIM * (MAX_FIELD_CHARS + 1)
+"""Longest CSV line: ``MAX_DIM`` fields of ``MAX_FIELD_CHARS`` characters and their separators."""
+_FIELD = re.compile(rb"[^\s,]+")
+
+
+def _too_many_fields(line: bytes, sep: bytes | None) -> bool:
+    """Whether ``line`` has more than ``MAX_DIM`` fields, counted without splitting it (bounded memory)."""
+    if sep is not None:
+        return line.count(sep) >= MAX_DIM
+    return any(True for _ in itertools.islice(_FIELD.finditer(line), MAX_DIM, MAX_DIM + 1))
+
+
+def _parse_csv(name: str, raw: bytes) -> np.ndarray:
+    """Rows of numbers (an optional header row, ``#`` comments, a UTF-8 byte-order mark ignored), read line by line
+    from the bytes; every line's length and field count are checked before it is decoded or converted, and reading
+    stops as soon as the rows pass ``MAX_ROWS`` rows, ``MAX_DIM`` columns or ``MAX_VALUES`` values: memory stays
+    bounded by the caps (one line at a time, rows as float64 arrays)."""
+    sep: bytes | None = None
+    rows: list[np.ndarray] = []
     width = 0
     header_seen = False
-    for k, ln in enumerate(io.StringIO(text)):
-        if not ln.strip() or ln.lstrip().startswith("#"):
+    buf = io.BytesIO(raw)
+    buf.seek(3 if raw.startswith(b"\xef\xbb\xbf") else 0)
+    lines = iter(lambda: buf.readline(MAX_LINE_BYTES + 1), b"")  # one line at most MAX_LINE_BYTES + 1 in memory
+    for k, ln in enumerate(lines):
+        if len(ln) > MAX_LINE_BYTES:
+            raise ParameterError(f"{name}: line {k + 1} is longer than {MAX_LINE_BYTES} bytes (at most {MAX_DIM} "
+                                 f"columns of at most {MAX_FIELD_CHARS} characters); reading stopped there")
+        if not ln.strip() or ln.lstrip().startswith(b"#"):
             continue
         if not rows and not header_seen:
-            sep = "," if "," in ln else None
+            sep = b"," if b"," in ln else None
+        if _too_many_fields(ln, sep):
+            raise ParameterError(f"{name} must have at most {MAX_DIM} columns; line {k + 1} has more (reading "
+                                 f"stopped there)")
         try:
-            values = [float(t) for t in ln.split(sep) if t.strip()]
+            text = ln.decode("utf-8")
+            values = np.array([float(t) for t in text.split(None if sep is None else ",") if t.strip()])
+        except UnicodeDecodeError:
+            raise ParameterError(f"{name} must be a CSV text file (UTF-8) or a .npy array; line {k + 1} is not "
+                                 f"text") from None
         except ValueError:
             if rows or header_seen:
-                raise ParameterError(f"{name}: line {k + 1} is not a row of numbers: {ln.strip()[:60]!r}") from None
+                raise ParameterError(f"{name}: line {k + 1} is not a row of numbers: {text.strip()[:60]!r}") from None
             header_seen = True  # a header row
             continue
         if rows and len(values) != width:
@@ -117,7 +148,7 @@ def _parse_csv(name: str, text: str) -> np.ndarray:
                                  f"values (rows × columns); reading stopped at line {k + 1}")
     if not rows:
         raise ParameterError(f"{name} has a header but no rows" if header_seen else f"{name} is empty")
-    return np.array(rows, dtype=float)
+    return np.stack(rows)
 
 
 def read_array(source: str | Path | bytes, name: str = "data", filename: str | None = None) -> np.ndarray:
@@ -138,21 +169,31 @@ def read_array(source: str | Path | bytes, name: str = "data", filename: str | N
         raw, fname = path.read_bytes(), path.name
     if len(raw) > MAX_FILE_BYTES:
         raise ParameterError(f"{name} file must be at most {MAX_FILE_BYTES // 2**20} MiB")
-    if fname.lower().endswith(".npy") or raw[:6] == b"\x93NUMPY":
-        import io
+    if raw[:6] == NPY_MAGIC:
+        return _check_matrix(name, _load_npy(name, raw))
+    if fname.lower().endswith(".npy"):
+        what = "a .npz archive (zip)" if raw[:4] == b"PK\x03\x04" else "not a .npy array"
+        raise ParameterError(f"{name}: {fname[:60]!r} is named .npy but is {what}; give a .npy saved by "
+                             f"numpy.save or a CSV file")
+    if raw[:4] == b"PK\x03\x04":
+        raise ParameterError(f"{name}: a zip archive (.npz?) is not supported; give a .npy saved by numpy.save or a "
+                             f"CSV file")
+    return _check_matrix(name, _parse_csv(name, raw))
 
-        try:
-            a = np.load(io.BytesIO(raw), allow_pickle=False)
-        except ValueError as exc:
-            raise ParameterError(f"{name}: not a numeric .npy array ({exc})") from None
-        if a.dtype.kind not in "iuf":
-            raise ParameterError(f"{name}: .npy array must be numeric, got dtype {a.dtype}")
-        return _check_matrix(name, np.asarray(a, dtype=float))
+
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def _load_npy(name: str, raw: bytes) -> np.ndarray:
+    """A numeric array from the bytes of a ``.npy`` file, read without pickles; ParameterError for anything else
+    (object arrays, a damaged header, truncated data)."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ParameterError(f"{name} must be a CSV text file or a .npy array") from None
-    return _check_matrix(name, _parse_csv(name, text))
+        a = np.load(io.BytesIO(raw), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise ParameterError(f"{name}: not a numeric .npy array ({' '.join(str(exc).split())[:120]})") from None
+    if not isinstance(a, np.ndarray) or a.dtype.kind not in "iuf":
+        raise ParameterError(f"{name}: .npy array must be numeric, got dtype {getattr(a, 'dtype', type(a).__name__)}")
+    return np.asarray(a, dtype=float)
 
 
 def bundled(name: str) -> np.ndarray:
@@ -195,13 +236,47 @@ def sign_matched_centres(d: int, same_sign: int, rng: np.random.Generator,
     from scipy.stats import ortho_group
 
     x0, y0 = centre_scale * rng.standard_normal(d), centre_scale * rng.standard_normal(d)
-    rot = [ortho_group.rvs(d, random_state=rng) if d > 1 else np.ones((1, 1)) for _ in range(4)]
-    xs = np.stack([np.abs(rot[0] @ x0), np.abs(rot[1] @ x0)])
-    ys = np.stack([np.abs(rot[2] @ y0), np.abs(rot[3] @ y0)])
+    # one d × d rotation alive at a time (drawn in the same order as when all four were kept: same numbers)
+    rotated = [np.abs((ortho_group.rvs(d, random_state=rng) if d > 1 else np.ones((1, 1))) @ v)
+               for v in (x0, x0, y0, y0)]
+    xs, ys = np.stack(rotated[:2]), np.stack(rotated[2:])
     s = np.where(rng.random(d) < 0.5, -1.0, 1.0)
     key_sign = -s
     key_sign[:same_sign] = s[:same_sign]
     return xs * s, ys * key_sign
+
+
+CLUSTER_POINTS_PARAM = Param("points", 1000, "int", "points around each cluster centre (queries and keys alike)",
+                             low=1, high=10**9)
+CLUSTER_D_PARAM = Param("d", 50, "int", "dimension of the synthetic clusters", low=1, high=MAX_DIMENSION)
+ROTATION_SECONDS_PER_D3 = 2e-8
+"""Seconds per d³ of one random d × d rotation (``scipy.stats.ortho_group``: a QR), one core, with margin (measured
+1e-8-2e-8 at d = 1000-1500 on the CI machine)."""
+DRAW_SECONDS_PER_VALUE = 1e-7
+"""Seconds per generated coordinate of the clusters (normal draw, shift, rescale), with margin (measured 6.5e-8)."""
+
+
+def hrf_clusters_cost(points: int, d: int) -> Cost:
+    """The ``Cost`` of ``hrf_clusters(points, d)``: one d × d rotation at a time (its QR needs ~4 matrices of d²
+    floats, measured with tracemalloc: 4.1) and the 2·points × d queries and keys with their temporaries (~4 copies).
+
+    Parameters
+    ----------
+    points, d : as ``hrf_clusters``.
+
+    Returns
+    -------
+    Cost
+        Peak bytes and seconds (one core).
+
+    Examples
+    --------
+    >>> hrf_clusters_cost(1000, 6000).seconds > 20  # the server's limit per request
+    True
+    """
+    p, dd = float(points), float(d)
+    return Cost(nbytes=8 * (5 * dd * dd + 4 * 2 * 2 * p * dd),
+                seconds=4 * ROTATION_SECONDS_PER_D3 * dd**3 + DRAW_SECONDS_PER_VALUE * 4 * p * dd)
 
 
 def hrf_clusters(points: int = 1000, d: int = 50, sigma: float = 1.0, same_sign: int = 5,
@@ -209,9 +284,10 @@ def hrf_clusters(points: int = 1000, d: int = 50, sigma: float = 1.0, same_sign:
     """The synthetic clustered data of [HRF] App. H.1/H.3: ``points`` queries around each of two centres and
     ``points`` keys around each of two others, isotropic noise σ²I, then every point rescaled to norm
     ``query_norm`` (queries) or ``key_norm`` (keys) as the authors' notebook does (0.1 and 1). The paper does not
-    give the law of X_0, Y_0; here they are N(0, centre_scale²·I)."""
-    points = check_int("points", points, 1)
-    d = check_int("d", d, 1)
+    give the law of X_0, Y_0; here they are N(0, centre_scale²·I). Refused up front (ParameterError) over the
+    memory or time budget in force (``hrf_clusters_cost``)."""
+    points = check(points, CLUSTER_POINTS_PARAM)
+    d = check(d, CLUSTER_D_PARAM)
     same_sign = check_int("same_sign", same_sign, 0)
     if same_sign > d:
         raise ParameterError(f"same_sign must be an integer in [0, {d}] (at most d), got {same_sign}")
@@ -219,6 +295,8 @@ def hrf_clusters(points: int = 1000, d: int = 50, sigma: float = 1.0, same_sign:
                   ("centre_scale", centre_scale)):
         if not (isinstance(v, int | float) and math.isfinite(v) and v > 0):
             raise ParameterError(f"{nm} must be a number in (0, inf), got {v!r}")
+    require_cost(f"the clusters data set (points = {points}, d = {d})", hrf_clusters_cost(points, d),
+                 "lower d or points")
     rng = np.random.default_rng(seed)
     xc, yc = sign_matched_centres(d, same_sign, rng, centre_scale)
     q = np.concatenate([c + sigma * rng.standard_normal((points, d)) for c in xc])

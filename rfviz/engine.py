@@ -35,14 +35,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .diagnostics import (
-    TOP_K,
-    TailReport,
-    assess_trials,
-    log_mse_stderr_theory,
-    theory_reliability,
-    with_theory,
-)
+from .diagnostics import TOP_K, TailReport, assess_trials
 from .estimators import get_estimator  # the package: looking up a name needs the catalog loaded
 from .estimators.base import Estimator, PairStats, Samples
 from .geometry import check_r, check_theta, project_to_span
@@ -60,6 +53,7 @@ from .params import (
     require_time,
 )
 from .sampling import BlockStreams, resolve_device
+from .verdicts import log_mse_stderr_theory, roundoff_floor, theory_reliability, with_theory, z_against_closed_form
 
 DEFAULT_BLOCK_TRIALS = 128
 """Trials per independently seeded block (part of the determinism contract together with the seed)."""
@@ -119,7 +113,7 @@ class MCResult:
     """Per pair: share of the total squared error carried by the largest 32 trials."""
     trials_needed: np.ndarray | None = None
     """Per pair: trials for a 10 % relative standard error: from the closed-form fourth moment where the estimator
-    has one (rfviz.diagnostics.theory_reliability; inf where E|K̂ − K|⁴ = ∞), else from this run's variance (a lower
+    has one (rfviz.verdicts.theory_reliability; inf where E|K̂ − K|⁴ = ∞), else from this run's variance (a lower
     bound when heavy-tailed; inf when more trials cannot make the standard error meaningful: underflow)."""
     rel_mse_stderr_theory: np.ndarray | None = None
     """Per pair: the standard error of the sampled MSE predicted by the closed forms, √(Var|K̂ − K|²/N)·e^{-2s}
@@ -183,11 +177,7 @@ class MCResult:
         """z-score of the sampled MSE against a closed-form log MSE (broadcast to the result's shape)."""
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             expected_rel = np.exp(np.asarray(log_mse) - 2.0 * self.log_scale)
-            se = self.rel_mse_stderr
-            if self.rel_mse_stderr_theory is not None:
-                theory = np.asarray(self.rel_mse_stderr_theory, float)
-                se = np.where(np.isnan(theory), se, np.fmax(se, theory))
-            return (self.rel_mse - expected_rel) / se
+        return z_against_closed_form(self.rel_mse, expected_rel, self.rel_mse_stderr, self.rel_mse_stderr_theory)
 
     def reshaped(self, shape: tuple[int, ...], axes: dict[str, np.ndarray] | None = None) -> MCResult:
         """The same result with every per-pair array reshaped to ``shape`` (and the named ``axes``)."""
@@ -282,17 +272,25 @@ class MCOptions:
 
     Parameters
     ----------
-    d : the true dimension when pairs are given in reduced coordinates (isotropic estimators); None: x's width.
-    trials : independent estimates per pair (ENGINE_TRIALS_PARAM).
-    seed : the run's seed; block b is drawn from its own generator seeded with (seed, b) (ENGINE_SEED_PARAM).
-    device : auto (CUDA when available), cpu or cuda.
-    dtype : None: float64 on the CPU, float32 on a GPU.
-    memory_budget : bytes the accounted working set may use; None: the current budget
-        (``rfviz.params.memory_budget_scope``), read when the run is prepared.
-    block_trials : trials per independently seeded block (BLOCK_TRIALS_PARAM); results depend on seed and
-        block_trials, not on the budget or the chunking.
-    chunk_bytes : cap of one unit of work, for speed (CHUNK_BYTES_PARAM); None: DEFAULT_CHUNK_BYTES (8 MiB) on the
-        CPU, the budget on a GPU.
+    d : int, optional
+        The true dimension when pairs are given in reduced coordinates (isotropic estimators); None: x's width.
+    trials : int
+        Independent estimates per pair (ENGINE_TRIALS_PARAM).
+    seed : int
+        The run's seed; block b is drawn from its own generator seeded with (seed, b) (ENGINE_SEED_PARAM).
+    device : str or torch.device
+        ``auto`` (CUDA when available), ``cpu`` or ``cuda``.
+    dtype : torch.dtype, optional
+        None: float64 on the CPU, float32 on a GPU.
+    memory_budget : int, optional
+        Bytes the accounted working set may use; None: the current budget (``rfviz.params.memory_budget_scope``),
+        read when the run is prepared.
+    block_trials : int
+        Trials per independently seeded block (BLOCK_TRIALS_PARAM); results depend on seed and block_trials, not
+        on the budget or the chunking.
+    chunk_bytes : int, optional
+        Cap of one unit of work, for speed (CHUNK_BYTES_PARAM); None: DEFAULT_CHUNK_BYTES (8 MiB) on the CPU, the
+        budget on a GPU.
 
     Examples
     --------
@@ -579,6 +577,12 @@ def run_blocks(run: PreparedRun, progress: Callable[[float], None] | None = None
                        top_e)
 
 
+def _exact_below(run: PreparedRun) -> float:
+    """The relative MSE at or below which this run's squared errors are round-off of its dtype
+    (rfviz.verdicts.roundoff_floor, derived there)."""
+    return roundoff_floor(run.d, int(run.estimator.params.get("m", 1)), float(torch.finfo(run.dtype).eps))
+
+
 def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
     """The MCResult of a run: sample variances from the combined moments, reshaped to the input batch shape.
     FloatingPointError when the estimates overflowed."""
@@ -611,7 +615,7 @@ def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
         trials_needed=tails.trials_needed if tails else None,
         rel_mse_stderr_theory=theory_se,
         extras={"block_trials": run.block, "plan": run.plan, "work_per_pair": run.per_pair, "d": run.d,
-                "dim": run.dim},
+                "dim": run.dim, "exact_below": _exact_below(run)},
     )
     return res.reshaped(run.batch_shape) if run.batch_shape != (run.pairs,) else res
 
@@ -645,7 +649,7 @@ def _theory_logs(run: PreparedRun) -> tuple[np.ndarray, np.ndarray] | None:
 def _assess(run: PreparedRun, totals: BlockTotals) -> tuple[TailReport | None, np.ndarray | None]:
     """The per-pair reliability of a run (rfviz.diagnostics.assess_trials), with the estimator's own word on its
     fourth moment (``Estimator.fourth_moment_finite``) where it gives one, decided by the closed-form fourth moment
-    where the estimator has one (rfviz.diagnostics.theory_reliability); and the predicted standard error of the
+    where the estimator has one (rfviz.verdicts.theory_reliability); and the predicted standard error of the
     sampled MSE relative to e^{2s} (None without a closed form)."""
     if totals.top_e is None:
         return None, None
@@ -658,7 +662,7 @@ def _assess(run: PreparedRun, totals: BlockTotals) -> tuple[TailReport | None, n
     except (AttributeError, NotImplementedError):  # plugins written before the hook existed
         fourth = None
     underflow = totals.all_zero & (np.asarray(run.target) != 0)
-    exact_below = 1e-24 if run.dtype == torch.float64 else 1e-10  # round-off of the run's dtype, relative to K²
+    exact_below = _exact_below(run)
     tails = assess_trials(run.trials, totals.mean_e, totals.m2_e, totals.top_e, underflow=underflow,
                           fourth_moment_finite=fourth, exact_below=exact_below)
     logs = _theory_logs(run)
@@ -678,19 +682,31 @@ def monte_carlo(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCO
 
     Parameters
     ----------
-    estimator : the estimator to sample.
-    x, y : arrays (..., dim), broadcast against each other (a single pair may be 1-D).
-    options : the run's settings (``MCOptions``: d, trials, seed, device, dtype, memory_budget, block_trials,
-        chunk_bytes); None: the defaults.
-    progress : called with the fraction done after every unit of work.
-    cancel : returning True raises ``Cancelled`` (checked before each unit).
-    **keywords : any ``MCOptions`` field, overriding ``options``.
+    estimator : Estimator
+        The estimator to sample.
+    x, y : array_like
+        The pairs, shape (..., dim) each, broadcast against each other (a single pair may be 1-D).
+    options : MCOptions, optional
+        The run's settings (d, trials, seed, device, dtype, memory_budget, block_trials, chunk_bytes); None: the
+        defaults.
+    progress : callable, optional
+        Called with the fraction done after every unit of work.
+    cancel : callable, optional
+        Returning True raises ``Cancelled`` (checked before each unit).
+    **keywords
+        Any ``MCOptions`` field, overriding ``options``.
 
     Returns
     -------
     MCResult
         Arrays with the broadcast batch shape (a single pair gives shape (1,)); ``peak_bytes`` is the engine's
         accounted working set, bounded by ``memory_budget``.
+
+    Raises
+    ------
+    ParameterError
+        When the run would exceed the memory or time budget (checked before anything large is drawn), or a setting
+        is out of range.
 
     Examples
     --------
@@ -764,8 +780,35 @@ def monte_carlo_grid(estimator: Estimator, r: np.ndarray | float, theta: np.ndar
                      embedding: str = "canonical", **kwargs: Any) -> MCResult:
     """Monte Carlo on the θ × r grid (outer product of the 1-D axes) in the canonical (or named) embedding of R^d.
 
-    The result has shape (len(theta), len(r)) and ``axes = {"theta": θ, "r": r}`` (rows θ, columns r, the
-    layout of the app's heat maps). kwargs go to ``monte_carlo``.
+    Parameters
+    ----------
+    estimator : Estimator
+        The estimator to sample.
+    r : array_like or float
+        The norms ``|x| = |y|``.
+    theta : array_like or float
+        The angles between x and y, in [0, π].
+    d : int
+        Dimension of the input space.
+    embedding : str
+        How (r, θ) become vectors of R^d: ``canonical`` (x = r·e1, y = r(cos θ·e1 + sin θ·e2)) or another
+        named embedding.
+    **kwargs
+        Passed to :func:`monte_carlo` (trials, seed, device, ...).
+
+    Returns
+    -------
+    MCResult
+        Shape (len(theta), len(r)) with ``axes = {"theta": θ, "r": r}`` (rows θ, columns r, the layout of the
+        app's heat maps).
+
+    Examples
+    --------
+    >>> import rfviz
+    >>> res = monte_carlo_grid(rfviz.create("trig", m=4), [0.5, 1.0], [0.0, 1.0, 2.0], 4, trials=200,
+    ...                        device="cpu")
+    >>> res.mse.shape
+    (3, 2)
     """
     r_axis = check_r(_axis("r", r))
     theta_axis = check_theta(_axis("theta", theta))

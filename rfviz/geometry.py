@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -36,15 +37,20 @@ def parse_real(name: str, text: str | float) -> float:
     True
     """
     if not isinstance(text, str):
+        if isinstance(text, bool):
+            raise ParameterError(f"{name} must be a number, got {text!r}")
         try:
             return float(text)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise ParameterError(f"{name} must be a number, got {text!r}") from None
     match = _PI_TEXT.match(text)
     if match:
         sign = match.group(1) or ""
         factor = float(sign) if sign not in ("", "+", "-") else -1.0 if sign == "-" else 1.0
-        return factor * math.pi / (float(match.group(2)) if match.group(2) else 1.0)
+        divisor = float(match.group(2)) if match.group(2) else 1.0
+        if divisor == 0 or not math.isfinite(divisor):
+            raise ParameterError(f"{name} must be a number (or a multiple of pi such as pi/2), got {text!r}")
+        return factor * math.pi / divisor
     try:
         return float(text)
     except ValueError:
@@ -95,9 +101,12 @@ def canonical_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int) -> 
     x = np.zeros((*r.shape, d))
     y = np.zeros((*r.shape, d))
     x[..., 0] = r
-    y[..., 0] = r * np.cos(theta)
+    # θ = π (the float nearest π, which check_theta also gives for θ just above it) is π exactly: y = −x, whose
+    # MSEs vanish, not the pair 1.2e-16·r off antipodal that sin(fl(π)) would give
+    at_pi = theta == np.pi
+    y[..., 0] = np.where(at_pi, -r, r * np.cos(theta))
     if d > 1:
-        y[..., 1] = r * np.sin(theta)
+        y[..., 1] = np.where(at_pi, 0.0, r * np.sin(theta))
     return x, y
 
 
@@ -112,6 +121,22 @@ def pair_stats(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     return np.sum(x * x, -1), np.sum(y * y, -1), np.sum(x * y, -1)
 
 
+def sum_sq(x: np.ndarray, y: np.ndarray, sign: float) -> np.ndarray:
+    """|x + sign·y|² over the last axis, from the coordinates of x + sign·y: exact to round-off relative to itself.
+
+    The expansion |x|² + |y|² + 2·sign·x·y loses every digit where x + sign·y is small against |x| and |y|
+    (near-duplicate or antipodal pairs, θ → 0 or π): at |x| = |y| = 1 and θ = 1e-6 it keeps 4 of 16 digits.
+
+    Examples
+    --------
+    >>> x, y = canonical_pair(1.0, 1e-6, 2)
+    >>> bool(abs(sum_sq(x, y, -1.0) / 1e-12 - 1) < 1e-12)
+    True
+    """
+    diff = np.asarray(x, dtype=float) + sign * np.asarray(y, dtype=float)
+    return np.sum(diff * diff, -1)
+
+
 def project_to_span(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Coordinates of (x, y) in an orthonormal basis of span(x, y): shape (..., 2) each.
 
@@ -122,7 +147,11 @@ def project_to_span(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarra
     nx = np.sqrt(xx)
     safe = np.where(nx > 0, nx, 1.0)
     y1 = np.where(nx > 0, xy / safe, np.sqrt(yy))
-    y2 = np.sqrt(np.maximum(yy - y1**2, 0.0))
+    # y's component orthogonal to x from the vector y − (x·y/|x|²)x, not √(|y|² − y1²) (which keeps √ε of it
+    # for near-parallel pairs, and so ~1 % of |x − y| for near-duplicates at |x − y| ≈ 1e-6·|x|)
+    along = np.where(xx > 0, xy / np.where(xx > 0, xx, 1.0), 0.0)
+    perp = np.where((xx > 0)[..., None], np.asarray(y, float) - along[..., None] * np.asarray(x, float), 0.0)
+    y2 = np.sqrt(np.sum(perp * perp, -1))
     return np.stack([nx, np.zeros_like(nx)], -1), np.stack([y1, y2], -1)
 
 
@@ -134,7 +163,7 @@ TensorSRHT sketches) let the user choose; other modules register more (``flat``,
 def embed_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int,
                embedding: str = "canonical") -> tuple[np.ndarray, np.ndarray]:
     """Pairs at (r, θ) in R^d under the named embedding (default: canonical)."""
-    if embedding not in EMBEDDINGS:
+    if not isinstance(embedding, str) or embedding not in EMBEDDINGS:
         raise ParameterError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {embedding!r}")
     return EMBEDDINGS[embedding](r, theta, d)  # type: ignore[operator]
 
@@ -154,15 +183,15 @@ class PairStats:
     xy: np.ndarray
     d: int
 
-    @property
+    @cached_property
     def z2(self) -> np.ndarray:
-        """|x + y|²."""
-        return np.maximum(self.xx + self.yy + 2.0 * self.xy, 0.0)
+        """``|x + y|²``, summed from the coordinates of x + y (``|x|² + |y|² + 2x·y`` cancels as y → −x)."""
+        return sum_sq(self.x, self.y, 1.0)
 
-    @property
+    @cached_property
     def delta2(self) -> np.ndarray:
-        """|x - y|²."""
-        return np.maximum(self.xx + self.yy - 2.0 * self.xy, 0.0)
+        """``|x − y|²``, summed from the coordinates of x − y (``|x|² + |y|² − 2x·y`` cancels as y → x)."""
+        return sum_sq(self.x, self.y, -1.0)
 
     @classmethod
     def of(cls, x: np.ndarray, y: np.ndarray, d: int | None = None) -> PairStats:

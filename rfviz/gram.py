@@ -16,14 +16,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
 import torch
 
-from .diagnostics import Moments, Reliability, assess_mse, family_disagreements
+from .diagnostics import Moments, Reliability, assess_mse
 from .params import Cost, ParameterError, check_int, require_fits
+from .verdicts import (
+    DISAGREES,
+    GramTheory,
+    agreement,
+    exact_at_roundoff,
+    family_agreement,
+    gram_theory,
+    practical_count,
+    roundoff_floor,
+    z_against_closed_form,
+)
 
 FEATURE_BUDGET = 2**24
 """Most numbers one block of features (repeats × points × features) may hold."""
@@ -38,8 +49,6 @@ RELIABLE_MIN_REPEATS = 10
 RELIABLE_BLOCKS = 20
 """Repeats are pooled into this many blocks for the top-share test (a single repeat of a light-tailed error can
 carry ~log(n)/n of the sum, so per-repeat shares would flag honest samples)."""
-AGREEMENT_MAX_Z = 4.0
-"""Monte Carlo agrees with the closed form when they differ by at most this many standard errors."""
 LOG_OVERFLOW = 700.0
 
 
@@ -75,14 +84,14 @@ class GramError:
     attention_l1_stderr: float | None = None
     note: str = ""
     warning: str | None = None
-
-    @property
-    def agreement(self) -> bool | None:
-        """Whether Monte Carlo and the closed form agree within ``AGREEMENT_MAX_Z`` standard errors (``None``
-        where either is missing). Reported beside ``reliable``, never folded into it: a reliability verdict
-        decided from the closed form would read a wrong closed form as an unreliable sample."""
-        z = self.z
-        return None if z is None else bool(abs(z) <= AGREEMENT_MAX_Z)
+    exact: bool = False
+    """Closed form and sample both at float64 round-off (rfviz.verdicts.exact_at_roundoff): never tested."""
+    agreement: str | None = None
+    """The verdict word of rfviz.verdicts (``"agrees"``, ``"disagrees"``, ``"unreliable"``, ``"exact"``, None: not
+    tested), for this row alone (``gram_error``) or over a whole table (``with_family_agreement``)."""
+    repeats_needed: float | None = None
+    """Repeats that guarantee ±10 % on the sampled value (from the per-pair fourth moments, rfviz.verdicts.gram_theory;
+    inf: none do; None: no fourth moments, the repeats alone decide ``reliable``)."""
 
     @property
     def relative_frobenius(self) -> float | None:
@@ -97,7 +106,7 @@ class GramError:
         """(MC − closed form)/stderr: how many standard errors the two disagree by."""
         if self.frobenius_sq_closed_form is None or self.frobenius_sq_mc is None or not self.stderr:
             return None
-        return (self.frobenius_sq_mc - self.frobenius_sq_closed_form) / self.stderr
+        return float(z_against_closed_form(self.frobenius_sq_mc, self.frobenius_sq_closed_form, self.stderr))
 
     def to_json(self) -> dict[str, Any]:
         return {"estimator": self.estimator, "params": self.params, "m": self.params.get("m"),
@@ -107,6 +116,7 @@ class GramError:
                 "relative_frobenius": self.relative_frobenius,
                 "kernel_frobenius_sq": self.kernel_frobenius_sq, "attention_l1": self.attention_l1,
                 "attention_l1_stderr": self.attention_l1_stderr, "repeats": self.repeats,
+                "repeats_needed": practical_count(self.repeats_needed) if self.repeats_needed is not None else None,
                 **({"note": self.note} if self.note else {})}
 
 
@@ -120,11 +130,27 @@ def _pairs(queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return q[:, None, :], k[None, :, :]
 
 
+PAIR_CHUNK_BYTES = 32 * 2**20
+"""Pairwise closed forms form each pair's x − y and x + y (|x ∓ y|² from the difference, exact for near-duplicate
+rows): a (rows, M, d) array per step, so queries are taken in row blocks of at most this many bytes."""
+
+
+def _row_blocks(n: int, m: int, d: int) -> list[slice]:
+    """Row slices of the N queries with rows·M·d·8 bytes ≤ ``PAIR_CHUNK_BYTES`` (at least one row each)."""
+    rows = max(1, PAIR_CHUNK_BYTES // max(1, 8 * m * d))
+    return [slice(i, min(n, i + rows)) for i in range(0, n, rows)]
+
+
 def log_kernel_matrix(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(log|K_ij|, sign K_ij), shape (N, M)."""
+    """(log|K_ij|, sign K_ij), shape (N, M), in row blocks (``PAIR_CHUNK_BYTES``)."""
     x, y = _pairs(queries, keys)
-    log_k, sign = est.kernel_log_value(x, y)
-    return np.broadcast_to(log_k, (x.shape[0], y.shape[1])), np.broadcast_to(sign, (x.shape[0], y.shape[1]))
+    n, m = x.shape[0], y.shape[1]
+    log_k, sign = np.empty((n, m)), np.empty((n, m))
+    for rows in _row_blocks(n, m, x.shape[-1]):
+        lk, sg = est.kernel_log_value(x[rows], y)
+        block = (rows.stop - rows.start, m)
+        log_k[rows], sign[rows] = np.broadcast_to(lk, block), np.broadcast_to(sg, block)
+    return log_k, sign
 
 
 def kernel_matrix(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -139,12 +165,16 @@ def kernel_matrix(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> 
 def log_frobenius_sq_closed_form(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> float | None:
     """log Σ_ij MSE(x_i, y_j) = log E‖K̂ − K‖²_F for features shared by all entries (``None``: no closed form).
 
-    One broadcast call of the estimator's ``log_mse`` over all N×M pairs, summed in log space."""
+    Broadcast calls of the estimator's ``log_mse`` over the N×M pairs in row blocks (``PAIR_CHUNK_BYTES``; each
+    pair's |x ∓ y|² from its difference), summed in log space."""
     if not est.closed_form_available():
         return None
     x, y = _pairs(queries, keys)
+    n, m = x.shape[0], y.shape[1]
+    log_mse = np.empty((n, m))
     try:
-        log_mse = np.asarray(est.log_mse(x, y), dtype=float)
+        for rows in _row_blocks(n, m, x.shape[-1]):
+            log_mse[rows] = np.asarray(est.log_mse(x[rows], y), dtype=float)
     except NotImplementedError:
         return None
     top = float(np.max(log_mse))
@@ -332,26 +362,62 @@ def reliable(values: np.ndarray) -> bool:
     return assess_repeats(values).reliable
 
 
-def family_agreement(z: Sequence[float | None], reliable: Sequence[bool | None]) -> list[bool | None]:
-    """Agreement of Monte Carlo with the closed form over a whole table of Gram errors, family-wise: Holm at 1 %
-    over the rows with a z and a reliable sample (rfviz.diagnostics.family_disagreements); None where a row has no
-    z or an unreliable sample (not tested)."""
-    zz = np.array([np.nan if v is None else float(v) for v in z], float)
-    ok = np.array([r is not False for r in reliable], bool)
-    bad = family_disagreements(zz, ok)
-    return [None if not (np.isfinite(zz[i]) and ok[i]) else not bool(bad[i]) for i in range(len(zz))]
+def with_family_agreement(results: Sequence[GramError]) -> list[GramError]:
+    """The rows of one table with their agreement decided over the whole table (rfviz.verdicts.family_agreement:
+    Holm at 1 % over the reliable, non-exact rows with a z), and the row note that says how far a disagreeing row
+    misses, so the table's column and each row's note agree."""
+    words = family_agreement([r.z for r in results], [r.reliable for r in results], [r.exact for r in results])
+    return [_with_agreement(r, w) for r, w in zip(results, words, strict=True)]
+
+
+def _with_agreement(result: GramError, word: str | None) -> GramError:
+    notes = [n for n in result.note.split("; ") if n and not n.startswith("Monte Carlo misses")]
+    if word == DISAGREES:
+        notes.append(f"Monte Carlo misses the closed form by {result.z:+.1f} standard errors")
+    return replace(result, agreement=word, note="; ".join(notes))
+
+
+def _theory(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int) -> GramTheory | None:
+    """rfviz.verdicts.gram_theory from the per-pair closed-form MSEs and fourth moments (None where the estimator
+    has no fourth-moment closed form, or it fails here)."""
+    try:
+        if not (est.closed_form_available() and getattr(est, "fourth_moment_available", lambda: False)()):
+            return None
+        x, y = _pairs(queries, keys)
+        n, m = x.shape[0], y.shape[1]
+        log_mse = np.broadcast_to(np.asarray(est.log_mse(x, y), float), (n, m))
+        log_m4 = np.full((n, m), -np.inf)
+        rows = max(1, THEORY_CHUNK // m)  # query rows per call: ≤ THEORY_CHUNK pairs, never all N·M·d at once
+        for start in range(0, n, rows):
+            block = log_mse[start:start + rows]
+            xb = np.broadcast_to(x[start:start + rows], (block.shape[0], m, x.shape[-1]))
+            yb = np.broadcast_to(y, (block.shape[0], m, x.shape[-1]))
+            live = np.isfinite(block)
+            if live.any():
+                sub = log_m4[start:start + rows]
+                sub[live] = est.log_fourth_central_moment(xb[live], yb[live])  # type: ignore[attr-defined]
+    except (AttributeError, NotImplementedError, ValueError, ArithmeticError):
+        return None
+    return gram_theory(log_mse, log_m4, repeats)
+
+
+THEORY_CHUNK = 2048
+"""Pairs per call of the closed-form fourth moment (as the engine's ``THEORY_CHUNK``)."""
 
 
 def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int = 0, seed: int = 0,
                device: str | torch.device = "cpu", name: str | None = None) -> GramError:
     """Closed form (where it exists) and Monte Carlo (``repeats`` ≥ 2, where there is a feature map) of the Gram
-    error. ``reliable`` comes from the repeats alone (``assess_repeats``); agreement with the closed form is
-    reported separately (``z``, ``agreement``): heavy-tailed errors (positive features at large norms) can leave no
-    trace in a finite sample, and a disagreement then says so without hiding a wrong closed form."""
+    error. ``reliable``: where the estimator has closed-form fourth moments, theory decides (rfviz.verdicts.gram_theory:
+    the per-pair fourth moments bound the spread of the summed squared error, which gives ``repeats_needed``) —
+    heavy-tailed errors (positive features at large norms) can leave no trace in a finite sample; elsewhere the
+    repeats alone (``assess_repeats``). ``agreement`` is this row's verdict as a family of one
+    (rfviz.verdicts.agreement); a table re-decides it over all its rows (``with_family_agreement``)."""
     kmat = kernel_matrix(est, queries, keys)
     closed = frobenius_sq_closed_form(est, queries, keys)
     notes = [] if closed is not None else ["no closed-form MSE for these parameters"]
     mc = se = att = att_se = None
+    needed: float | None = None
     ok: bool | None = None
     warning: str | None = None
     if repeats:
@@ -365,10 +431,14 @@ def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeat
             mc, se = _mean_stderr(values)
             verdict = assess_repeats(values)
             ok, warning = verdict.reliable, verdict.warning
+            theory = _theory(est, queries, keys, int(repeats))
+            if theory is not None:  # theory decides where the fourth moments exist (rfviz.verdicts)
+                ok, warning, needed = theory.reliable, theory.warning, theory.repeats_needed
             if att_values is not None:
                 att, att_se = _mean_stderr(att_values)
-    result = GramError(name or getattr(est, "name", type(est).__name__), dict(est.params),
-                       float(np.sum(kmat**2)), closed, mc, se, ok, int(repeats), att, att_se, "", warning)
-    if result.agreement is False:
-        notes.append(f"Monte Carlo misses the closed form by {result.z:+.1f} standard errors")
-    return GramError(**{**result.__dict__, "note": "; ".join(notes)})
+    kernel_sq = float(np.sum(kmat**2))
+    exact = mc is not None and closed is not None and kernel_sq > 0 and bool(exact_at_roundoff(
+        closed / kernel_sq, mc / kernel_sq, roundoff_floor(np.shape(queries)[-1], int(est.params.get("m", 1)))))
+    result = GramError(name or getattr(est, "name", type(est).__name__), dict(est.params), kernel_sq, closed, mc,
+                       se, ok, int(repeats), att, att_se, "; ".join(notes), warning, exact, None, needed)
+    return _with_agreement(result, agreement(result.z, bool(ok), exact) if result.z is not None or exact else None)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import numbers
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -15,7 +17,7 @@ import numpy as np
 
 from .registries import COUPLING_NAMES, IID, SOFTMAX, SOFTMAX_KERNELS
 
-Kind = Literal["float", "int", "bool", "choice", "complex", "complex_list"]
+Kind = Literal["float", "int", "bool", "choice", "complex", "complex_list", "device"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -57,40 +59,78 @@ class Param:
 
     # ------------------------------------------------------------------ ranges
     def range_text(self) -> str:
-        """Human-readable valid range, used in every error message."""
+        """Human-readable valid range, used in every error message.
+
+        Returns
+        -------
+        str
+            E.g. ``"an integer in [1, 10000000]"`` or ``"one of iid, orthogonal, simplex, simplex_plus"``.
+
+        Examples
+        --------
+        >>> Param("p", 0.5, low=0.0, high=1.0).range_text()
+        'a number in [0, 1]'
+        """
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
         if self.kind == "bool":
             return "true or false"
+        if self.kind == "device":
+            return "auto, cpu, cuda or cuda:N"
         if self.kind == "complex_list":
             return (f"a comma-separated list of complex numbers with modulus in [{_fmt(self.low or 0.0)}, "
                     f"{_fmt(math.inf if self.high is None else self.high)}] (e.g. 1+0.5j,0.8,1j)")
         lo = "(" if self.low_open or self.low is None else "["
         hi = ")" if self.high_open or self.high is None else "]"
-        a = "-inf" if self.low is None else _fmt(self.low)
-        b = "inf" if self.high is None else _fmt(self.high)
+        big = self.kind == "int" and max(abs(self.low or 0), abs(self.high or 0)) >= 2**32
+        fmt = (lambda v: str(int(v))) if big else _fmt  # exact where %g would round (seeds, byte budgets)
+        a = "-inf" if self.low is None else fmt(self.low)
+        b = "inf" if self.high is None else fmt(self.high)
         kind = {"int": "an integer", "complex": "a complex number with real part"}.get(self.kind, "a number")
         if self.low is None and self.high is None:
             return kind
         return f"{kind} in {lo}{a}, {b}{hi}"
 
-    def _check_bounds(self, v: float) -> None:
+    def _check_bounds(self, v: float, shown: Any = None) -> None:
         bad = (
             (self.low is not None and (v < self.low or (self.low_open and v == self.low)))
             or (self.high is not None and (v > self.high or (self.high_open and v == self.high)))
         )
         if bad:
-            raise ParameterError(f"{self.name} must be {self.range_text()}, got {v:g}")
+            raise ParameterError(f"{self.name} must be {self.range_text()}, got {f'{v:g}' if shown is None else shown}")
 
     # ------------------------------------------------------------ validation
     def validate(self, value: Any) -> Any:
-        """Coerce ``value`` to this parameter's type and check its range; raise ParameterError otherwise."""
+        """Coerce ``value`` to this parameter's type and check its range.
+
+        Parameters
+        ----------
+        value : object
+            A Python value or a CLI/URL string (parsed by ``parse``).
+
+        Returns
+        -------
+        object
+            The value as this parameter's type (int, float, complex, bool, str or a tuple of complex).
+
+        Raises
+        ------
+        ParameterError
+            Naming the parameter and its valid range.
+
+        Examples
+        --------
+        >>> Param("m", 10, "int", low=1).validate("16")
+        16
+        """
         if self.kind == "complex_list":
             return self._complex_list(value)
+        if self.kind == "device":
+            return self._device(value)
         if isinstance(value, str) and self.kind != "choice":
             return self.parse(value)
         if self.kind == "choice":
-            if value not in self.choices:
+            if not isinstance(value, str) or value not in self.choices:
                 raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
             return value
         if self.kind == "bool":
@@ -116,7 +156,7 @@ class Param:
             raise ParameterError(f"{self.name} must be finite, got {value!r}")
         if self.kind == "int":
             if isinstance(value, int | np.integer):  # exact, also beyond 2^53 (e.g. random seeds)
-                self._check_bounds(f)
+                self._check_bounds(f, int(value) if abs(f) >= 2**32 else None)
                 return int(value)
             if f != int(f):
                 raise ParameterError(f"{self.name} must be {self.range_text()}, got {value!r}")
@@ -124,6 +164,17 @@ class Param:
             return int(f)
         self._check_bounds(f)
         return f
+
+    def _device(self, value: Any) -> str:
+        """A ``device`` value: ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (a ``torch.device`` is read by its name),
+        lower-cased; whether CUDA is there is ``sampling.resolve_device``'s question."""
+        if type(value).__name__ == "device" and type(value).__module__.startswith("torch"):
+            value = str(value)
+        name = value.strip().lower() if isinstance(value, str) else None
+        if name is None or not (name in ("auto", "cpu", "cuda") or re.fullmatch(r"cuda:\d{1,4}", name)):
+            shown = value[:40] if isinstance(value, str) else value
+            raise ParameterError(f"{self.name} must be {self.range_text()}, got {shown!r}")
+        return name
 
     def _complex_list(self, value: Any) -> tuple[complex, ...]:
         """A ``complex_list`` value (text or a sequence) as a tuple of finite complex numbers, each with its modulus
@@ -153,7 +204,28 @@ class Param:
         return tuple(out)
 
     def parse(self, text: str) -> Any:
-        """Parse a CLI/URL string (``m=10``, ``A=-0.1+0.05j``, ``shared=true``, ``A_diag=1+0.5j,0.8``)."""
+        """Parse a CLI/URL string, e.g. the value of ``m=10``, ``A=-0.1+0.05j``, ``shared=true``.
+
+        Parameters
+        ----------
+        text : str
+            The written value.
+
+        Returns
+        -------
+        object
+            The value as this parameter's type, range-checked.
+
+        Raises
+        ------
+        ParameterError
+            When the text is not a value of this type, or is out of range.
+
+        Examples
+        --------
+        >>> Param("A", -0.1 + 0j, "complex").parse("-0.1+0.05i")
+        (-0.1+0.05j)
+        """
         if self.kind == "complex_list":
             return self._complex_list(text)
         t = text.strip()
@@ -164,7 +236,7 @@ class Param:
             if low in ("false", "0", "no", "off"):
                 return False
             raise ParameterError(f"{self.name} must be true or false, got {text!r}")
-        if self.kind == "choice":
+        if self.kind in ("choice", "device"):
             return self.validate(t)
         if self.kind == "complex":
             try:
@@ -173,6 +245,8 @@ class Param:
                 if isinstance(exc, ParameterError):
                     raise
                 raise ParameterError(f"{self.name} must be {self.range_text()}, got {text!r}") from None
+        if self.kind == "int" and t.lstrip("+-").isdigit() and len(t) < 40:
+            return self.validate(int(t))  # exact beyond 2^53 (seeds); "1e3" goes through float below
         try:
             num = float(t)
         except ValueError:
@@ -180,7 +254,13 @@ class Param:
         return self.validate(num)
 
     def to_json(self) -> dict[str, Any]:
-        """JSON description (for ``python -m rfviz estimators --json`` and the app)."""
+        """JSON description (for ``rfviz estimators --json`` and the app).
+
+        Returns
+        -------
+        dict
+            ``name``, ``kind``, ``default``, ``range``, ``help`` and the bounds or choices.
+        """
         default = self.default
         if isinstance(default, complex):
             default = {"re": default.real, "im": default.imag}
@@ -233,6 +313,54 @@ def check(value: Any, spec: Param) -> Any:
                 spec.validate(float(a[~ok].ravel()[0]))  # raises, naming the first bad entry
             return a
     return spec.validate(value)
+
+
+def check_list(value: Any, spec: Param, max_length: int | None = None) -> np.ndarray:
+    """A non-empty one-dimensional list (or array) of numbers, each valid for ``spec``, as a float array.
+
+    The typed twin of ``textio.parse_vector``: at most ``max_length`` values (default ``MAX_LIST_LENGTH``, the
+    CLI's cap), counted before anything is converted; booleans, strings, nested lists and 2-D arrays are refused,
+    not coerced or flattened. ParameterError naming the parameter otherwise.
+
+    Parameters
+    ----------
+    value : list, tuple or numpy array
+        The values.
+    spec : Param
+        The range of every entry (``float`` or ``int``).
+    max_length : int, optional
+        Most values accepted.
+
+    Returns
+    -------
+    numpy.ndarray
+        The values (float64, 1-D).
+
+    Examples
+    --------
+    >>> check_list([0.5, 1], R_PARAM).tolist()
+    [0.5, 1.0]
+    """
+    cap = MAX_LIST_LENGTH if max_length is None else max_length
+    what = f"a non-empty list of at most {cap} numbers ({spec.range_text()} each)"
+    if isinstance(value, np.ndarray):
+        if value.ndim != 1:
+            raise ParameterError(f"{spec.name} must be {what}, got an array of shape {value.shape}")
+        if value.dtype.kind not in "iuf":
+            raise ParameterError(f"{spec.name} must be {what}, got an array of dtype {value.dtype}")
+    elif not isinstance(value, list | tuple):
+        shown = repr(value) if isinstance(value, str | numbers.Number) else type(value).__name__
+        raise ParameterError(f"{spec.name} must be {what}, got {shown[:80]}")
+    if len(value) > cap:
+        raise ParameterError(f"{spec.name} may hold at most {cap} values, got {len(value)}; split the study "
+                             f"(e.g. with the sweep command)")
+    if len(value) == 0:
+        raise ParameterError(f"{spec.name} must be {what}, got an empty list")
+    if not isinstance(value, np.ndarray):
+        for item in value:
+            if isinstance(item, bool | np.bool_) or not isinstance(item, numbers.Real):
+                raise ParameterError(f"{spec.name} must be {what}, got an entry {str(item)[:40]!r}")
+    return np.asarray(check(np.asarray(value, dtype=float), spec), dtype=float)
 
 
 def validated(*specs: Param) -> Callable[[F], F]:
@@ -329,11 +457,25 @@ CHECK_TRIALS_PARAM = replace(LAB_TRIALS_PARAM, help="Monte-Carlo trials per grid
 """``lab.check_estimator``'s trials (no upper bound: the memory budget decides)."""
 SAMPLES_PARAM = Param("samples", 3000, "int", "draws of |ω_i + ω_j| per coupling for the histograms", low=10,
                       high=200_000, label="samples")
-SEED_PARAM = Param("seed", 0, "int", "random seed (same seed, same draws)", low=0, high=2**32 - 1, label="seed")
+SEED_PARAM = Param("seed", 0, "int", "random seed (same seed, same draws)", low=0, high=2**53 - 1, label="seed")
+"""The seed on every face (CLI, API, app widgets, sweeps, lab): [0, 2^53 − 1], the largest range all of them honour
+exactly (the browser's number widgets hold integers up to 2^53 − 1; torch, numpy's SeedSequence and the sweep's
+task seeds take any of them)."""
+DEVICE_PARAM = Param("device", "auto", "device", "where Monte Carlo runs: auto (CUDA when available), cpu, cuda or "
+                     "cuda:N", label="device")
+"""The device on every face; ``sampling.resolve_device`` turns it into a ``torch.device`` (and refuses CUDA where
+torch sees none)."""
+CPU_DEVICE_PARAM = replace(DEVICE_PARAM, default="cpu")
+"""The device of the commands that run on the CPU unless asked (``gram``, ``check``)."""
+MEMORY_BUDGET_PARAM = Param("memory_budget", DEFAULT_MEMORY_BUDGET, "int", "working-set budget in bytes",
+                            low=2**16, high=MAX_MEMORY_BUDGET)
+"""``memory_budget_scope``'s budget (the CLI's ``--memory-budget`` text goes through ``parse_bytes`` first)."""
 ENGINE_SEED_PARAM = replace(SEED_PARAM, help="random seed of the Monte-Carlo run", low=None, high=None, label="")
 """The engine's seed: any integer (torch folds it into its seed range)."""
 R_PARAM = Param("r", 1.0, "float", "input length r = |x| = |y|", low=0.0)
 """r wherever a formula needs it; ``geometry.check_r``."""
+THETA_PARAM = Param("theta", math.pi / 2, "float", "angle between x and y (radians)", low=0.0, high=math.pi)
+"""θ of an input pair (``rfviz mse``, ``rfviz psi``; the lab's grid of angles)."""
 R_MAX_PARAM = Param("r_max", 2.0, "float", "largest input length r = |x| = |y| of the grid", low=0.0, low_open=True,
                     label="r max")
 
@@ -397,10 +539,37 @@ def current_memory_budget() -> int:
 
 @contextmanager
 def memory_budget_scope(nbytes: int) -> Iterator[int]:
-    """Run a block with ``nbytes`` as the memory budget of every estimate, sampler and closed form in it."""
-    token = _BUDGET.set(int(nbytes))
+    """Run a block with ``nbytes`` as the memory budget of every estimate, sampler and closed form in it.
+
+    Parameters
+    ----------
+    nbytes : int
+        The budget in bytes, an integer in [64 KiB, 1 TiB] (``MEMORY_BUDGET_PARAM``; the default is 512 MiB).
+        Text such as ``"512MiB"`` goes through ``parse_bytes`` first.
+
+    Yields
+    ------
+    int
+        The budget.
+
+    Raises
+    ------
+    ParameterError
+        When ``nbytes`` is not an integer in the valid range.
+
+    Examples
+    --------
+    >>> with memory_budget_scope(2**30):
+    ...     current_memory_budget()
+    1073741824
+    """
+    if isinstance(nbytes, str):
+        raise ParameterError(f"memory_budget must be a number of bytes (an integer; parse_bytes reads text such as "
+                             f"'512MiB'), got {nbytes[:40]!r}")
+    nbytes = check(nbytes, MEMORY_BUDGET_PARAM)
+    token = _BUDGET.set(nbytes)
     try:
-        yield int(nbytes)
+        yield nbytes
     finally:
         _BUDGET.reset(token)
 
@@ -449,7 +618,24 @@ def current_time_budget() -> float:
 
 @contextmanager
 def time_budget_scope(seconds: float) -> Iterator[float]:
-    """Run a block with ``seconds`` as the time budget of every costed computation in it."""
+    """Run a block with ``seconds`` as the time budget of every costed computation in it.
+
+    Parameters
+    ----------
+    seconds : float
+        The budget, estimated on one core (the CLI and the API have none by default; app pages 20 s).
+
+    Yields
+    ------
+    float
+        The budget.
+
+    Examples
+    --------
+    >>> with time_budget_scope(5.0):
+    ...     current_time_budget()
+    5.0
+    """
     token = _TIME_BUDGET.set(float(seconds))
     try:
         yield float(seconds)

@@ -9,6 +9,9 @@ runs rfviz (the browser never uploads or runs code):
 * the ``RFVIZ_PLUGINS`` environment variable: specs separated by commas or semicolons;
 * entry points in the group ``rfviz.estimators`` of an installed package (``name = "pkg.mod:Class"``).
 
+The specs of the last two are listed here (``env_specs``, ``entry_point_specs``) but loaded only in a plugin
+process (``rfviz.plugin_process.discover_isolated``, ``check_isolated``): rfviz's own process never imports them.
+
 Loaded plugins live in ``PLUGINS`` (name → class), not in ``REGISTRY``: the built-in catalog stays what it is,
 so tests and pages that iterate the registry are not changed by what a user happened to load.
 
@@ -52,6 +55,10 @@ TIMEOUT_ENV_VAR = "RFVIZ_PLUGIN_TIMEOUT"
 DEFAULT_TIMEOUT_S = 300.0
 """Seconds a plugin process may run plugin code in all (import, smoke test and the check; see rfviz.plugin_process).
 A default check of examples/tempered_positive.py takes about 17 s on one laptop core."""
+IN_PLUGIN_PROCESS = False
+"""True in the plugin process (``rfviz._plugin_worker``) only: there, and nowhere else, a name that is neither
+built-in nor loaded is looked up in ``RFVIZ_PLUGINS`` (``resolve_estimator``). rfviz's own process (the CLI, the
+server, the Python API) describes and checks the plugins named there through ``rfviz.plugin_process``."""
 STAGE_HOOK: Callable[[str], None] | None = None
 """Set by the plugin process: told "import" and "the smoke test" as they start (for its error messages)."""
 _TIMEOUT: contextvars.ContextVar[float | None] = contextvars.ContextVar("rfviz_plugin_timeout", default=None)
@@ -351,24 +358,6 @@ def entry_point_specs() -> list[str]:
     return [ep.value for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)]
 
 
-def discover(environ: dict[str, str] | None = None, extra: Iterable[str] = ()) -> tuple[
-        dict[str, type[Estimator]], list[str]]:
-    """Load every plugin named by ``extra``, ``RFVIZ_PLUGINS`` and the entry points.
-
-    Returns (name → class of the ones that loaded, one error line per spec that failed): a broken plugin
-    must not take the app down.
-    """
-    loaded: dict[str, type[Estimator]] = {}
-    errors: list[str] = []
-    for spec in [*extra, *env_specs(environ), *entry_point_specs()]:
-        try:
-            for cls in load_plugin(spec):
-                loaded[cls.name] = cls
-        except PluginError as exc:
-            errors.append(str(exc))
-    return loaded, errors
-
-
 def resolve_estimator(target: str, extra_plugins: Iterable[str] = ()) -> type[Estimator]:
     """An estimator class from a built-in name, a loaded plugin's name, or a plugin spec."""
     for spec in extra_plugins:
@@ -381,7 +370,7 @@ def resolve_estimator(target: str, extra_plugins: Iterable[str] = ()) -> type[Es
         return classes[0]
     if target in REGISTRY:
         return REGISTRY[target]
-    if target not in PLUGINS:
+    if target not in PLUGINS and IN_PLUGIN_PROCESS:  # never import RFVIZ_PLUGINS' files in rfviz's own process
         for spec in env_specs():
             try:
                 load_plugin(spec)
@@ -390,5 +379,7 @@ def resolve_estimator(target: str, extra_plugins: Iterable[str] = ()) -> type[Es
     if target in PLUGINS:
         return PLUGINS[target]
     names = ", ".join(sorted({*REGISTRY, *PLUGINS}))
+    where = "" if IN_PLUGIN_PROCESS or not env_specs() else \
+        f" (plugins named in {ENV_VAR} are checked by name in a plugin process: rfviz check, rfviz.check)"
     raise PluginError(f"estimator must be a built-in or loaded plugin name ({names}), or a plugin spec "
-                      f"path/to/file.py[:Class] or module:Class, got {target!r}")
+                      f"path/to/file.py[:Class] or module:Class, got {target!r}{where}")

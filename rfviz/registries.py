@@ -20,6 +20,40 @@ IID = "iid"
 ORTHOGONAL = "orthogonal"
 SIMPLEX = "simplex"
 SIMPLEX_PLUS = "simplex_plus"
+SORF = "sorf"
+FASTFOOD = "fastfood"
+QMC_SOBOL = "qmc_sobol"
+QMC_HALTON = "qmc_halton"
+
+# ------------------------------------------------------------------------------- what is known (labels)
+CLOSED_FORM = "closed_form"
+BOUND = "bound"
+RATE = "rate"
+MONTE_CARLO = "monte_carlo"
+KNOWN_LABELS: dict[str, str] = {
+    CLOSED_FORM: "closed form (verified)",
+    BOUND: "bound",
+    RATE: "rate only",
+    MONTE_CARLO: "Monte Carlo only",
+}
+"""What is known about an estimator's or a coupling's MSE, label → human text (legends, tooltips, the catalog):
+*closed form* (an exact formula, verified against Monte Carlo and mpmath in the tests), *bound* (a published bound
+on the bias or the error, no exact MSE), *rate* (an asymptotic error rate only), *Monte Carlo* (nothing known:
+sampled curves only). Every registered estimator (``Estimator.known``) and coupling (``Coupling.known``) carries one,
+with a citation (paper key + equation; ``rfviz.references.check_citation``)."""
+
+
+def known_title(known: str) -> str:
+    """The human text of a ``known`` label (KeyError naming the valid labels otherwise).
+
+    Examples
+    --------
+    >>> known_title("bound")
+    'bound'
+    """
+    if known not in KNOWN_LABELS:
+        raise KeyError(f"known must be one of {', '.join(KNOWN_LABELS)}, got {known!r}")
+    return KNOWN_LABELS[known]
 
 
 @dataclass(frozen=True)
@@ -41,6 +75,11 @@ class Coupling:
         iid is not coupled: its closed forms are the estimators' own.
     sampler_path : str
         ``"module:function"`` of the torch sampler (reduced coordinates, see ``rfviz.sampling``).
+    known : str
+        What is known about the MSE of estimators drawn with this coupling (``KNOWN_LABELS``).
+    citation : str
+        Paper key and equation (``[KEY] eq. N``; keys of ``rfviz.references.REFERENCES``), and the bound where
+        ``known`` is ``bound``.
 
     Examples
     --------
@@ -54,6 +93,11 @@ class Coupling:
     has_density: bool
     coupled_closed_form: bool
     sampler_path: str
+    known: str
+    citation: str
+
+    def __post_init__(self) -> None:
+        known_title(self.known)  # KeyError for a label outside KNOWN_LABELS
 
     def sampler(self) -> Callable[..., Any]:
         """The sampler function, imported on first use.
@@ -68,10 +112,24 @@ class Coupling:
 
 
 COUPLINGS: dict[str, Coupling] = {c.name: c for c in (
-    Coupling(IID, "iid", 1, True, False, "rfviz.sampling:sample_iid"),
-    Coupling(ORTHOGONAL, "orthogonal (ORF)", 1, True, True, "rfviz.sampling:sample_orthogonal"),
-    Coupling(SIMPLEX, "simplex (SimRF)", 2, True, True, "rfviz.maths.simrf:sample_simplex"),
-    Coupling(SIMPLEX_PLUS, "simplex+ (SimRF+)", 2, False, False, "rfviz.maths.simrf:sample_simplex_plus"),
+    Coupling(IID, "iid", 1, True, False, "rfviz.sampling:sample_iid", CLOSED_FORM,
+             "[SimRF] §3 (ω_i iid N(0, I_d)); the MSE is each estimator's own closed form"),
+    Coupling(ORTHOGONAL, "orthogonal (ORF)", 1, True, True, "rfviz.sampling:sample_orthogonal", CLOSED_FORM,
+             "[SimRF] Lemma 4.1, Thm 4.3 (coupled MSE); [CRT] §3.9"),
+    Coupling(SIMPLEX, "simplex (SimRF)", 2, True, True, "rfviz.maths.simrf:sample_simplex", CLOSED_FORM,
+             "[SimRF] Eq. 8 (blocks), Lemma 4.2, Thm 4.3 (coupled MSE)"),
+    Coupling(SIMPLEX_PLUS, "simplex+ (SimRF+)", 2, False, False, "rfviz.maths.simrf:sample_simplex_plus",
+             MONTE_CARLO, "[SimRF] §3.2, Eq. 17 (weight-dependent directions; no closed form)"),
+    Coupling(SORF, "SORF (structured orthogonal)", 1, False, False, "rfviz.maths.structured:sample_sorf", BOUND,
+             "[ORF] §4 (W = √d' H D₁ H D₂ H D₃, d' = d padded to a power of two), Thm 5: biased, |E K̂ − K| ≤ "
+             "6|x − y|/√d' for trig features of the Gaussian kernel"),
+    Coupling(FASTFOOD, "Fastfood", 1, False, False, "rfviz.maths.structured:sample_fastfood", MONTE_CARLO,
+             "[Fastfood] §3 (V = S H G Π H B, χ row lengths, d padded to a power of two): every ω_i exactly "
+             "N(0, I), unbiased; no closed-form variance"),
+    Coupling(QMC_SOBOL, "randomised QMC (Sobol')", 1, False, False, "rfviz.maths.qmc:sample_qmc_sobol", RATE,
+             "[QMC] §3 (Φ⁻¹ of digitally shifted Sobol' points; Koksma–Hlawka rate O((log m)^d / m)); unbiased"),
+    Coupling(QMC_HALTON, "randomised QMC (Halton)", 1, False, False, "rfviz.maths.qmc:sample_qmc_halton", RATE,
+             "[QMC] §3 (Φ⁻¹ of Halton points shifted modulo 1; Koksma–Hlawka rate O((log m)^d / m)); unbiased"),
 )}
 """Every coupling, by name, in the order pages and ``Param`` choices list them."""
 
@@ -169,7 +227,8 @@ def kernel_spellings(name: str) -> tuple[str, ...]:
     return kernel.spellings if kernel is not None else (name,)
 
 
-__all__ = ["COUPLED_CLOSED_FORMS", "COUPLINGS", "COUPLINGS_WITH_DENSITY", "COUPLING_NAMES", "COUPLING_TITLES",
-           "DOT_PRODUCT", "GAUSSIAN", "IID", "KERNELS", "ORTHOGONAL", "POLYNOMIAL", "SAMPLED_COUPLINGS", "SIMPLEX",
-           "SIMPLEX_PLUS", "SOFTMAX", "SOFTMAX_KERNELS", "Coupling", "Kernel", "canonical_kernel",
-           "kernel_spellings"]
+__all__ = ["BOUND", "CLOSED_FORM", "COUPLED_CLOSED_FORMS", "COUPLINGS", "COUPLINGS_WITH_DENSITY", "COUPLING_NAMES",
+           "COUPLING_TITLES", "DOT_PRODUCT", "FASTFOOD", "GAUSSIAN", "IID", "KERNELS", "KNOWN_LABELS", "MONTE_CARLO",
+           "ORTHOGONAL", "POLYNOMIAL", "QMC_HALTON", "QMC_SOBOL", "RATE", "SAMPLED_COUPLINGS", "SIMPLEX",
+           "SIMPLEX_PLUS", "SOFTMAX", "SOFTMAX_KERNELS", "SORF", "Coupling", "Kernel", "canonical_kernel",
+           "kernel_spellings", "known_title"]

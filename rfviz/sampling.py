@@ -20,23 +20,34 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .params import COUPLING_PARAM, ParameterError, check
+from .params import COUPLING_PARAM, DEVICE_PARAM, ParameterError, check
 from .registries import COUPLINGS, IID
 
 OmegaSampler = Callable[..., tuple[torch.Tensor, torch.Tensor]]
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
-    """'auto' → CUDA when available, else CPU."""
-    if isinstance(device, torch.device):
-        return device
-    if device == "auto":
+    """The one device rule of every face: ``device`` validated by ``params.DEVICE_PARAM`` (auto, cpu, cuda or
+    cuda:N); ``auto`` → CUDA when torch sees a GPU, else the CPU; CUDA where torch sees none, or a GPU index it does
+    not have, is refused (ParameterError naming the parameter).
+
+    Examples
+    --------
+    >>> resolve_device("cpu")
+    device(type='cpu')
+    """
+    name = check(device, DEVICE_PARAM)
+    if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ParameterError("device must be one of auto, cpu (no CUDA GPU is available here), got 'cuda'")
-    if device not in ("cpu", "cuda"):
-        raise ParameterError(f"device must be one of auto, cpu, cuda, got {device!r}")
-    return torch.device(device)
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ParameterError(f"device {name} needs a CUDA GPU, and torch sees none on this machine; use cpu or "
+                                 f"auto")
+        index = int(name[5:]) if ":" in name else 0
+        if index >= torch.cuda.device_count():
+            raise ParameterError(f"device must be auto, cpu, cuda or cuda:N with N < {torch.cuda.device_count()} "
+                                 f"(the GPUs torch sees), got {name!r}")
+    return torch.device(name)
 
 
 EXACT_SUM_MAX_DOF = 4

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .params import MAX_LIST_LENGTH, ParameterError
+from .params import MAX_LIST_LENGTH, Param, ParameterError
 
 
 class UsageError(ValueError):
@@ -49,6 +49,47 @@ def parse_vector(name: str, text: str) -> np.ndarray:
     if v.size == 0 or not np.all(np.isfinite(v)):
         raise ParameterError(f"{name} must be a non-empty list of finite numbers, got {text[:80]!r}")
     return v
+
+
+def parse_values(specs: Sequence[Param], assignments: dict[str, str], owner: str | None = None,
+                 lists: Sequence[str] = ()) -> dict[str, Any]:
+    """``key=value`` text → typed values, each read by its ``Param`` (``Param.parse``; the names in ``lists`` as
+    comma-separated numbers, ``parse_vector``), for the typed functions the commands call.
+
+    Parameters
+    ----------
+    specs : sequence of Param
+        The parameters that may be given.
+    assignments : dict
+        The text (``parse_assignments``).
+    owner : str, optional
+        Who has these parameters: an unknown name is refused naming it and the known ones; None passes unknown
+        names on as text, for the typed function to refuse in its own words.
+    lists : sequence of str
+        Names whose value is a list of numbers.
+
+    Returns
+    -------
+    dict
+
+    Examples
+    --------
+    >>> from rfviz.params import M_PARAM
+    >>> parse_values([M_PARAM], {"m": "16"})
+    {'m': 16}
+    """
+    by_name = {p.name: p for p in specs}
+    out: dict[str, Any] = {}
+    for key, text in assignments.items():
+        if key in lists:
+            out[key] = parse_vector(key, text)
+        elif key in by_name:
+            out[key] = by_name[key].parse(text)
+        elif owner is not None:
+            raise ParameterError(f"{owner} has no parameter {key!r}; its parameters are: " + ", ".join(by_name))
+        else:
+            out[key] = text
+    return out
 
 
 def format_complex(value: complex, drop_zero_imag: bool = False) -> str:

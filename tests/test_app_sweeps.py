@@ -171,3 +171,20 @@ def test_page_frame_drops_stale_url_keys(results, monkeypatch):
     assert not at.exception, [e.message for e in at.exception]
     assert "nonsense" not in at.query_params
     assert at.query_params["x"] in (["r"], "r") and at.selectbox(key=PAGE.key("x")).value == "r"
+
+
+def test_heatmap_exact_cells_at_roundoff_never_set_the_colour_scale(tmp_path):
+    """Issue 28: positive_antithetic at θ = 3.14159265 samples MSE ≈ 1e-34 (round-off); the Sweeps heatmap draws
+    those cells as exact (−inf: the magenta overlay) and its colour scale no longer reaches down to them (−35.6)."""
+    grid = parse_grid(["r=0.5:2:3", "theta=0:3.14159265:3"], get_estimator("positive_antithetic"), {})
+    spec = SweepSpec("positive_antithetic", {"d": "16", "m": "10"}, grid, trials=2000, seed=7, block_trials=1024)
+    run_sweep(spec, str(tmp_path / "pa.csv"), make_backend("local"), progress=False)
+    table = sf.read_results((tmp_path / "pa.csv").read_bytes(), "pa.csv")
+    fig = fs.heatmap_figure(table, "theta", "r", {})
+    mc = next(t for t in fig.data if t.name == "Monte Carlo")
+    z = np.array(mc.z, dtype=float)
+    assert np.all(np.isnan(z[:, -1]))  # the exact column: no value (drawn by the exact overlay)
+    assert np.all(np.isfinite(z[:, :-1])) and float(np.nanmin(z)) > -20
+    assert mc.zmin is None or mc.zmin > -20
+    lows = [t.zmin for t in fig.data if getattr(t, "zmin", None) is not None]
+    assert all(v > -20 for v in lows), lows

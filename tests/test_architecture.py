@@ -37,7 +37,8 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.geometry": "numerics/params",
     "rfviz.references": "numerics/params",
     "rfviz._version": "numerics/params",
-    "rfviz.diagnostics": "numerics/params",  # pure statistics of sampled errors
+    "rfviz.diagnostics": "numerics/params",  # pure statistics of sampled errors (tail diagnostics)
+    "rfviz.verdicts": "numerics/params",  # every verdict: round-off, reliable, z, p, Holm, agreement, words
     "rfviz.data": "numerics/params",  # data sets and preprocessing (numpy, scikit-learn)
     "rfviz.maths": "maths",
     "rfviz.sampling": "maths",
@@ -54,6 +55,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz._plugin_worker": "lab/gallery/sweep",  # that child's entry point
     "rfviz.gallery": "lab/gallery/sweep",
     "rfviz.sweep": "lab/gallery/sweep",  # distributed sweeps: a thin layer over the engine
+    "rfviz.commands": "lab/gallery/sweep",  # the typed core of the commands, which the API and the CLI wrap
     "rfviz.api": "faces",  # the Python API: one function per command, which the CLI wraps
     "rfviz.cli": "faces",
     "rfviz.__main__": "faces",
@@ -310,7 +312,7 @@ def test_no_function_longer_than_the_limit():
 # ----------------------------------------------------------------------------- figures only draw
 FIGURES_MAY_IMPORT = ("rfviz.figures", "rfviz.params", "rfviz.registries", "rfviz.numerics", "rfviz.geometry",
                       "rfviz.references",
-                      "rfviz.diagnostics", "rfviz._version", "rfviz.maths")
+                      "rfviz.diagnostics", "rfviz.verdicts", "rfviz._version", "rfviz.maths")
 """What rfviz/figures/ may import from the package: itself, the bottom layer and the closed forms of rfviz.maths
 (never the engine, the estimators, gram, lab, data, sweep, compute or gallery)."""
 FILE_READS = {"open", "read_text", "read_bytes", "iterdir", "glob", "rglob", "listdir", "scandir", "reader",

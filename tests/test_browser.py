@@ -316,3 +316,27 @@ def test_monte_carlo_overlay_keeps_the_closed_forms_axes(server, browser, size):
         assert (hi - lo) < 1.3 * (span["hi"] - span["lo"]), f"the overlay rescaled the axis: {span}"
     finally:
         page.close()
+
+
+@pytest.mark.parametrize("width,height", [(1440, 900), (390, 844)])
+def test_learn_predict_then_reveal(server, browser, width, height):
+    """A reader opens a shared step, predicts, sees the figure and the explanation appear, and the URL keeps the
+    lesson and step (desktop and phone width)."""
+    page = browser.new_page(viewport={"width": width, "height": height})
+    try:
+        page.goto(f"{server}/learn?lesson=trig-vs-positive&step=1", wait_until="domcontentloaded", timeout=60_000)
+        page.wait_for_selector("h1", timeout=90_000)
+        _wait_idle(page)
+        _assert_no_exception(page, "learn")
+        assert page.locator(".js-plotly-plot").count() == 0, "the figure must wait for the prediction"
+        page.get_by_text("trigonometric features (cos, sin)").click()
+        page.wait_for_selector(".js-plotly-plot", timeout=90_000)
+        _wait_idle(page)
+        _assert_no_exception(page, "learn after answering")
+        text = page.inner_text("body")
+        assert "Right" in text and "Now try" in text and "relative error is" in text
+        assert "lesson=trig-vs-positive" in page.url and "step=1" in page.url
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"learn-{width}.png"), full_page=True)
+    finally:
+        page.close()

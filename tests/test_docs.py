@@ -30,14 +30,18 @@ def test_cli_reference_lists_every_command_and_option():
                     assert f"`{option}" in page or f", {option}" in page, f"{module.NAME}: {option} missing"
 
 
-def test_estimator_catalog_has_every_registered_estimator():
+def test_estimator_catalog_has_every_registered_estimator_and_coupling_with_its_label():
     import rfviz
+    from rfviz.registries import COUPLINGS, known_title
 
     page = rfviz_docs.estimator_catalog()
     for name, cls in rfviz.REGISTRY.items():
         assert f"## `{name}`: {cls.title}" in page
         for p in cls.spec:
             assert f"| `{p.name}` |" in page, f"{name}: parameter {p.name} missing"
+        assert f"**Known.** {known_title(cls.known)} ({cls.citation})." in page, name
+    for coupling in COUPLINGS.values():
+        assert f"| `{coupling.name}` | {coupling.title} | {known_title(coupling.known)} |" in page, coupling.name
 
 
 def test_bibliography_has_every_paper():
@@ -68,3 +72,25 @@ def test_docs_need_nothing_outside_the_repository():
 def test_every_derivation_page_is_in_the_toctree(page):
     index = (DOCS / "derivations" / "index.md").read_text()
     assert page == "index.md" or page.removesuffix(".md") in index
+
+
+def test_every_app_page_has_a_user_guide_page():
+    """One guide page per app page (docs/guide/<url_path>.md), in the guide's toctree, showing its screenshot."""
+    sys.path.insert(0, str(ROOT))
+    from app_pages import PAGES
+
+    index = (DOCS / "guide" / "index.md").read_text()
+    shots = rfviz_docs.page_screenshots()
+    for page in PAGES:
+        guide = DOCS / "guide" / f"{page.url_path}.md"
+        assert guide.exists(), f"no user-guide page for /{page.url_path}: add {guide.relative_to(ROOT)}"
+        assert f"\n{page.url_path}\n" in index, f"{guide.name} is not in docs/guide/index.md's toctree"
+        assert f"_generated/shots/{page.url_path}.md" in guide.read_text(), f"{guide.name} lacks its screenshot"
+        assert page.url_path in shots
+
+
+def test_examples_readme_points_into_the_site():
+    """The estimator how-to lives in the site; examples/README.md only points there."""
+    pointer = (ROOT / "examples" / "README.md").read_text()
+    assert "docs/howto/own-estimator.md" in pointer
+    assert (DOCS / "howto" / "own-estimator.md").exists()

@@ -171,14 +171,16 @@ def test_exact_cells_get_their_own_colour_and_legend(maps):
 
 
 def test_roundoff_is_exact_not_a_value():
-    """θ = π in floating point: a relative MSE below machine epsilon is shown as exact (−inf), not as −16.5."""
+    """θ = π in floating point: a relative MSE at float64 round-off (rfviz.verdicts.roundoff_floor) is shown as exact
+    (−inf), not as −16.5 or −35.6."""
     theta = np.array([np.pi])
     r = np.linspace(0.1, 3.0, 30)
     surfs = [ex.analytic_surface(n, {}, "softmax", 16, r, theta) for n in EXPLORER_DEFAULT]
     values = ex.quantity(surfs, "log10_mse")
     for s in surfs:
         v = values[s.name]
-        assert np.all(np.isneginf(v) | (v - 2 * s.log10_kernel >= ex.ROUNDOFF_LOG10_REL_MSE))
+        assert np.all(np.isneginf(v) | (v - 2 * s.log10_kernel > s.log10_roundoff))
+        assert -30 < s.log10_roundoff < -20  # (A·(d + m + 8)·eps)², derived in rfviz.verdicts
 
 
 # ------------------------------------------------------------------ labels

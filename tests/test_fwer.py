@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from rfviz.compute import explorer as ex
-from rfviz.diagnostics import FWER_LEVEL, family_disagreements, holm, theory_reliability, two_sided_p
 from rfviz.estimators import REGISTRY
 from rfviz.estimators.hrf import HybridAngular, PositiveAntithetic, Trig
 from rfviz.params import D_PARAM, R_MAX_PARAM, TRIALS_PARAM
+from rfviz.verdicts import FWER_LEVEL, family_disagreements, holm, theory_reliability, two_sided_p
 
 
 def test_holm_matches_its_definition():

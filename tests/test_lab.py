@@ -18,7 +18,7 @@ import pytest
 from mc_helpers import assert_mc_matches_closed_form
 
 import rfviz
-from rfviz import lab, plugins
+from rfviz import diagnostics, lab, plugins, verdicts
 from rfviz.cli import main as cli_main
 from rfviz.figures import lab as lab_figures
 from rfviz.geometry import canonical_pair
@@ -38,11 +38,14 @@ def _load(spec: str) -> type[rfviz.Estimator]:
 def test_holm_step_down_rejects_exactly_the_textbook_set():
     # Sorted p: 0.005 ≤ 0.05/4, 0.01 ≤ 0.05/3, 0.03 > 0.05/2 → stop: two rejections (Holm 1979).
     p = np.array([0.01, 0.04, 0.03, 0.005])
-    assert lab.holm_reject(p, 0.05).tolist() == [True, False, False, True]
+    assert lab.holm_over(p, 0.05).tolist() == [True, False, False, True]
     # Masked-out points neither count in M nor get rejected: with M = 2, 0.03 ≤ 0.05/1 after 0.01 ≤ 0.05/2.
     mask = np.array([True, False, True, False])
-    assert lab.holm_reject(p, 0.05, mask).tolist() == [True, False, True, False]
-    assert lab.two_sided_p(np.array([0.0, np.inf, np.nan])).tolist() == [1.0, 0.0, 1.0]
+    assert lab.holm_over(p, 0.05, mask).tolist() == [True, False, True, False]
+    # The lab uses the one Holm, p-value and round-off floor of rfviz.verdicts (no copies).
+    assert lab.holm is verdicts.holm and lab.two_sided_p is verdicts.two_sided_p
+    res = rfviz.engine.MCResult(*([np.zeros(1)] * 6), 2, "cpu", "float64", extras={"d": 16})
+    assert lab.exact_threshold(res) == verdicts.roundoff_floor(16)
     assert lab.bonferroni_z(0.05, 1) == pytest.approx(1.959963985, rel=1e-9)
 
 
@@ -72,6 +75,7 @@ def test_lab_flags_declared_bias(name):
     # E.g. Maclaurin features drop the degrees above p: the truncation bias must show up at the default grid.
     report = lab.check(rfviz.REGISTRY[name], d=2, compare=(), check_feature_maps=False)
     assert report.biased and report.declared_biased, report.to_text()
+    assert report.verdict == "biased, as declared" and report.exit_code == 4, report.to_text()  # not exit 1
     # Its closed form includes the bias², also where K̂ is deterministic (no spread: the z-score is undefined).
     assert report.closed_form_agrees is not False, report.to_text()
     assert "declares itself biased" in report.to_text()
@@ -92,7 +96,13 @@ def test_biased_example_is_flagged_at_the_default_trial_count():
 def test_correct_example_passes_and_trades_off_against_positive():
     report = lab.check(_load(CORRECT))
     assert not report.biased and report.exit_code == 0, report.to_text()
-    assert report.closed_form_agrees is True and report.mse_source == "closed form"
+    assert report.closed_form_agrees is True and report.closed_form_nonexact_tested >= lab.MIN_CLOSED_FORM_POINTS
+    # The MSE map uses the closed form exactly where it was tested (and nothing rejected it), the sample elsewhere.
+    assert (report.closed_form_used == report.closed_form_tested).all(), report.to_text()
+    assert report.mse_source in ("closed form", "closed form where tested and agreed, Monte Carlo elsewhere")
+    # The figure says so: a dot at every point where the candidate's MSE is the sampled one.
+    dots = [t for t in lab_figures.ratio_map(report).data if t.name == lab_figures.SAMPLED_NAME]
+    assert sum(len(t.x) for t in dots) == len(report.comparisons) * int((~report.closed_form_used).sum())
     assert report.features["positive"] and not report.features["bounded_observed"]
     vs_pos = next(c for c in report.comparisons if c.name == "positive").log10_ratio
     # σ > 1 wins where |x + y| is large (θ = 0, r = 1.5) and loses near x + y = 0 (θ = 3π/4, r = 0.5).
@@ -115,8 +125,8 @@ def test_correct_example_closed_form_matches_monte_carlo_and_reduces_to_positive
 
 @pytest.mark.slow
 def test_readme_example_class_loads_and_passes(tmp_path):
-    # The class shown in examples/README.md is what users copy: it must work as written.
-    readme = (EXAMPLES / "README.md").read_text()
+    # The class shown in the how-to (docs/howto/own-estimator.md) is what users copy: it must work as written.
+    readme = (EXAMPLES.parent / "docs" / "howto" / "own-estimator.md").read_text()
     code = readme.split("```python\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "readme_estimator.py"
     path.write_text(code)
@@ -144,7 +154,8 @@ def test_a_wrong_closed_form_is_caught(tmp_path):
     # Every rejection was confirmed on an independent sample with 4× the trials (the wrong factor 2 is no tail).
     rows = report.closed_form_confirmation
     assert rows and all(r["confirmed"] and r["trials"] == 4 * report.trials for r in rows), rows
-    assert int(report.closed_form_rejected.sum()) == len(rows)
+    extra = sum(p["cf_rejected"] for p in report.extra_pairs)  # the extra pairs are tested too (issue 28)
+    assert int(report.closed_form_rejected.sum()) + extra == len(rows)
     assert report.to_json()["closed_form"]["confirmation"] == rows
 
 
@@ -321,10 +332,14 @@ def test_loading_by_path_module_env_and_entry_points(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(EXAMPLES))
     by_module = plugins.resolve_estimator("shared_omega_hybrid:SharedOmegaHybrid")
     assert by_module.name == "shared_omega_hybrid" and by_module.__module__ == "shared_omega_hybrid"
-    # RFVIZ_PLUGINS: comma- or semicolon-separated specs; a broken one is reported, not fatal.
+    # RFVIZ_PLUGINS: comma- or semicolon-separated specs, loaded only in a plugin process (discover_isolated and
+    # check_isolated, tests/test_plugin_isolation.py): rfviz's own process never resolves them by name.
     env = {plugins.ENV_VAR: f"{CORRECT}; {tmp_path / 'missing.py'}"}
-    loaded, errors = plugins.discover(env)
-    assert "tempered_positive" in loaded and len(errors) == 1 and "does not exist" in errors[0]
+    assert plugins.env_specs(env) == [CORRECT, str(tmp_path / "missing.py")]
+    monkeypatch.setenv(plugins.ENV_VAR, BIASED)
+    plugins.PLUGINS.pop("shared_omega_hybrid", None)
+    with pytest.raises(plugins.PluginError, match="checked by name in a plugin process"):
+        plugins.resolve_estimator("shared_omega_hybrid")
     # Entry points (group rfviz.estimators) of an installed distribution found on sys.path.
     dist = tmp_path / "rfviz_demo_plugin-0.1.dist-info"
     dist.mkdir()
@@ -332,8 +347,7 @@ def test_loading_by_path_module_env_and_entry_points(tmp_path, monkeypatch):
     (dist / "entry_points.txt").write_text("[rfviz.estimators]\ntempered = tempered_positive:TemperedPositive\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     assert "tempered_positive:TemperedPositive" in plugins.entry_point_specs()
-    loaded, errors = plugins.discover({})
-    assert "tempered_positive" in loaded and not errors
+    assert plugins.resolve_estimator("tempered_positive:TemperedPositive").name == "tempered_positive"
     assert "tempered_positive" not in rfviz.REGISTRY  # plugins never enter the built-in catalog
 
 
@@ -351,7 +365,7 @@ def test_figures_mark_rejected_and_heavy_tailed_points():
     report = lab.check(_load(BIASED), compare=("trig", "positive"), check_feature_maps=False)
     fig = lab_figures.bias_z_map(report)
     names = [t.name for t in fig.data]
-    assert "heavy-tailed: left out" in names and "bias detected (Holm)" in names
+    assert any(n.startswith("heavy-tailed: left out (") for n in names) and "bias detected (Holm)" in names
     heat = next(t for t in fig.data if t.type == "heatmap")
     assert np.asarray(heat.z).shape == (len(report.r), len(report.theta))
     ratio = lab_figures.ratio_map(report)
@@ -366,7 +380,8 @@ def test_page_runs_the_check_on_plugins_from_the_environment(monkeypatch, tmp_pa
 
     monkeypatch.setenv(plugins.ENV_VAR, f"{BIASED},{CORRECT},{tmp_path / 'gone.py'}")
     before = set(sys.modules)  # other tests of this process load plugins in-process on purpose
-    at = AppTest.from_file(str(ROOT / "app_pages" / "estimator_lab.py"), default_timeout=60).run()
+    # discovery starts one plugin process per example and plugin (each imports torch): minutes on a loaded machine
+    at = AppTest.from_file(str(ROOT / "app_pages" / "estimator_lab.py"), default_timeout=300).run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("gone.py" in e.value for e in at.error)  # the broken entry is reported, the page keeps working
     picker = at.selectbox(key="estimator_lab.est")
@@ -531,3 +546,166 @@ def test_exact_estimators_get_advice_that_fits(tmp_path):
     report = lab.check_estimator(_constant(tmp_path, "exact", 1.0, 0.0)(), trials=200, **FAST)
     assert report.exit_code == 3
     assert "more --trials cannot help" in report.summary()
+
+
+# --------------------------------------------------------------------------- a lab that says what it tested (issue 28)
+TENTH = '''
+import math
+from rfviz.estimators.hrf import PositiveAntithetic
+
+
+class TenthFavor(PositiveAntithetic):
+    """FAVOR+ whose closed-form MSE is 10x too small (an independent tester's plugin, issue 28)."""
+
+    name = "tenth_favor"
+    title = "FAVOR+ with a closed form 10x too small"
+
+    def _log_mse(self, s):
+        return super()._log_mse(s) - math.log(10.0)
+'''
+
+
+def _tenth(tmp_path) -> type:
+    path = tmp_path / "tenth_favor.py"
+    path.write_text(TENTH)
+    return plugins.resolve_estimator(f"{path}:TenthFavor")
+
+
+@pytest.mark.slow
+def test_a_closed_form_ten_times_too_small_is_caught_and_stays_out_of_the_ratio_map(tmp_path):
+    """Issue 28: at the lab's defaults this plugin got exit 3, closed_form.agrees = true (tested at θ = π only,
+    where closed form and sample are both 0) and a ratio map claiming wins 10× too large."""
+    report = lab.check_estimator(_tenth(tmp_path)(), compare=("positive_antithetic",), check_feature_maps=False)
+    assert report.closed_form_agrees is False and report.exit_code == 1, report.to_text()
+    assert report.verdict == "closed form disagrees" and report.closed_form_nonexact_tested >= 3
+    data = report.to_json()["closed_form"]
+    assert data["agrees"] is False and data["nonexact_tested"] == report.closed_form_nonexact_tested
+    assert "non-exact point(s) tested" in report.to_text()
+    # Rejected (and confirmed) on the grid and on the extra pairs with |x| ≠ |y|, tested since issue 28.
+    assert any(p["cf_rejected"] for p in report.extra_pairs if p["kind"] == "unequal"), report.extra_pairs
+    assert any(c["pair"] == "unequal" and c["confirmed"] for c in report.closed_form_confirmation)
+    # The map uses the closed form nowhere ...
+    assert not report.closed_form_used.any() and report.mse_source == "monte carlo", report.to_text()
+    assert "(sampled MSE)" in lab_figures.ratio_map(report).layout.title.text
+    # ... so against the built-in FAVOR+ (the same estimator, a correct closed form) the ratio is the sampling
+    # error of the candidate's MSE, not -1 (10×): at informative points the relative standard error is ≤ 10 %
+    # (MAX_REL_STDERR), so 4 standard errors keep |log10 ratio| ≤ -log10(1 - 0.4).
+    ratio = report.comparisons[0].log10_ratio
+    informative = report.informative & ~report.exact
+    assert informative.sum() >= 3, report.to_text()
+    bound = -math.log10(1.0 - 4 * diagnostics.MAX_REL_STDERR)
+    assert np.all(np.abs(ratio[informative]) < bound), (ratio, report.to_text())
+    # The correct built-in is now tested at non-exact points too (before: θ = π alone) and agrees.
+    fine = lab.check_estimator(rfviz.create("positive_antithetic"), compare=(), check_feature_maps=False)
+    assert fine.closed_form_agrees is True and fine.closed_form_nonexact_tested >= 3, fine.to_text()
+
+
+@pytest.mark.slow
+def test_a_closed_form_wrong_only_off_the_equal_norm_grid_is_caught(tmp_path):
+    """The grid has |x| = |y| only; a closed form wrong by 2× where |x| ≠ |y| is caught on the unequal pairs."""
+    cls = _plugin(tmp_path, "off_grid", """
+        import numpy as np
+
+
+        class OffGrid(TemperedPositive):
+            name = "off_grid_mse"
+
+            def _log_mse_softmax(self, s):
+                off = np.abs(s.xx - s.yy) > 1e-9 * (s.xx + s.yy)
+                return super()._log_mse_softmax(s) + np.where(off, math.log(2.0), 0.0)
+        """)
+    report = lab.check(cls, compare=(), check_feature_maps=False)
+    assert not report.closed_form_rejected.any(), report.to_text()  # right on the grid
+    assert report.exit_code == 1 and report.closed_form_agrees is False, report.to_text()
+    assert any(p["cf_rejected"] for p in report.extra_pairs if p["kind"] == "unequal"), report.extra_pairs
+    assert "extra pair(s)" in " ".join(report.warnings)
+    # The correct example is tested on the unequal pairs too, and agrees there.
+    fine = lab.check(_load(CORRECT), compare=(), check_feature_maps=False)
+    assert any(p["cf_tested"] for p in fine.extra_pairs if p["kind"] == "unequal"), fine.extra_pairs
+    assert fine.closed_form_agrees is True and not any(p["cf_rejected"] for p in fine.extra_pairs)
+
+
+def test_exact_points_alone_never_make_a_closed_form_agree(tmp_path):
+    """K̂ = K at every trial and a closed form of 0: every point is exact, nothing tests the formula."""
+    report = lab.check_estimator(_constant(tmp_path, "exact_cf", 1.0, 0.0)(), trials=200, **FAST)
+    assert report.closed_form_nonexact_tested == 0
+    assert report.closed_form_exact_tested == report.bias_z.size + len(report.extra_pairs)  # grid + extra pairs
+    assert report.closed_form_agrees is None and report.closed_form_detectable is None
+    assert "NOT TESTED ENOUGH: 0 non-exact point(s) tested" in report.closed_form_text()
+
+
+def test_detectable_error_is_the_bonferroni_z_times_the_smallest_relative_standard_error():
+    from scipy.stats import norm
+
+    rse = np.array([0.05, 0.02, np.nan, 0.3])
+    z_star = norm.isf(1e-4 / (2 * 12))
+    assert lab.detectable_error(rse, 12, 1e-4) == pytest.approx(z_star * 0.02, rel=1e-12)
+    assert lab.detectable_error(np.array([np.nan]), 3, 1e-4) is None
+
+
+@pytest.mark.slow
+def test_detectable_error_is_reported_and_a_larger_error_is_caught(tmp_path):
+    """The correct example at the defaults reports its smallest detectable error; the same estimator with its closed
+    form off by twice that error everywhere is rejected (power ≥ 1/2 at ε*, ≈ 1 at 2ε*: E|z| ≥ 2z*)."""
+    report = lab.check(_load(CORRECT), compare=(), check_feature_maps=False)
+    eps = report.closed_form_detectable
+    assert eps is not None and 0 < eps < 0.5, report.to_text()
+    assert report.to_json()["closed_form"]["detectable_rel_error"] == eps
+    cls = _plugin(tmp_path, "off_by_eps", f"""
+        class OffByEps(TemperedPositive):
+            name = "off_by_eps"
+
+            def _log_mse_softmax(self, s):
+                return super()._log_mse_softmax(s) + math.log1p({2 * eps})
+        """)
+    wrong = lab.check(cls, compare=(), check_feature_maps=False)
+    assert wrong.closed_form_agrees is False and wrong.exit_code == 1, wrong.to_text()
+
+
+DECLARED = '''
+import sys
+sys.path.insert(0, {examples!r})
+from shared_omega_hybrid import SharedOmegaHybrid
+
+
+class DeclaredBiased(SharedOmegaHybrid):
+    name = "declared_biased"
+    unbiased = False
+'''
+
+
+@pytest.mark.slow
+def test_a_declared_bias_is_reported_as_expected_with_its_own_exit_code(tmp_path, capsys):
+    path = tmp_path / "declared.py"
+    path.write_text(DECLARED.format(examples=str(EXAMPLES)))
+    report = lab.check(plugins.resolve_estimator(f"{path}:DeclaredBiased"), compare=(), check_feature_maps=False)
+    assert report.biased and report.declared_biased
+    assert report.verdict == "biased, as declared" and report.exit_code == lab.EXIT_CODES["biased, as declared"] == 4
+    assert report.summary().startswith("BIASED, AS DECLARED"), report.summary()
+    assert report.to_json()["bias_as_declared"] is True
+    # The same class without the declaration is a failure (exit 1), and the CLI returns the report's code.
+    assert lab.check(_load(BIASED), compare=(), check_feature_maps=False).exit_code == 1
+    assert cli_main(["check", f"{path}:DeclaredBiased", "--compare", "", "--no-features"]) == 4
+    assert "BIASED, AS DECLARED" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_bias_map_marks_match_the_report_counts():
+    """Issue 28: the map drew 3 "left out" circles where the report said 2 of 15. Every mark is one of the report's
+    masks and each legend entry carries the report's count."""
+    for est, kw in [(_load(BIASED)(), {}), (rfviz.create("positive"), {"trials": 1000, "seed": 3})]:
+        report = lab.check_estimator(est, **kw, compare=(), check_feature_maps=False)
+        counts = report.bias_counts
+        fig = lab_figures.bias_z_map(report)
+        by_name = {t.name: t for t in fig.data if t.type == "scatter" and t.x is not None and t.x[0] is not None}
+        left = [t for n, t in by_name.items() if n.startswith("heavy-tailed: left out")]
+        unreliable = [t for n, t in by_name.items() if n.startswith("sampled MSE unreliable")]
+        assert sum(len(t.x) for t in left) == counts["left_out"] == int((~report.bias_tested).sum())
+        assert sum(len(t.x) for t in unreliable) == counts["unreliable"]
+        if counts["left_out"]:
+            assert f"({counts['left_out']} of {counts['points']})" in left[0].name
+        text = report.to_text()
+        assert f"{counts['left_out']} left out" in text and f"{counts['unreliable']} with an unreliable" in text
+        grid_lines = text.split("bias z-score of the mean")[1].split("\n\n")[0]
+        assert grid_lines.count("~") - 1 == counts["left_out"]  # one "~" in the legend line
+        assert report.to_json()["bias"]["counts"] == counts

@@ -7,9 +7,9 @@ import ast
 import pathlib
 import subprocess
 import sys
+import tomllib
 
 import pytest
-import tomllib
 from packaging.requirements import Requirement
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]

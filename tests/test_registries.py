@@ -23,7 +23,8 @@ from rfviz.sampling import sample_omegas
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "rfviz"
-COUPLING_NAMES = ("iid", "orthogonal", "simplex", "simplex_plus")  # spelled here on purpose: the test's own truth
+COUPLING_NAMES = ("iid", "orthogonal", "simplex", "simplex_plus", "sorf", "fastfood", "qmc_sobol",
+                  "qmc_halton")  # spelled here on purpose: the test's own truth
 MAX_MODULES_SPELLING_COUPLINGS = 2
 
 
@@ -97,7 +98,7 @@ def test_registries_import_neither_torch_nor_numpy():
             "print('torch' in sys.modules, 'numpy' in sys.modules, len(m.COUPLINGS))")
     out = subprocess.run([sys.executable, "-c", code, str(PACKAGE / "registries.py")], capture_output=True,
                          text=True, check=True).stdout.split()
-    assert out == ["False", "False", "4"]
+    assert out == ["False", "False", str(len(COUPLING_NAMES))]
 
 
 def test_coupling_registry_drives_params_and_samplers():
@@ -105,7 +106,7 @@ def test_coupling_registry_drives_params_and_samplers():
     assert COUPLING_PARAM.choices == R.COUPLING_NAMES
     assert R.COUPLINGS_WITH_DENSITY == ("iid", "orthogonal", "simplex")
     assert R.COUPLED_CLOSED_FORMS == ("orthogonal", "simplex")
-    assert R.SAMPLED_COUPLINGS == ("orthogonal", "simplex", "simplex_plus")
+    assert R.SAMPLED_COUPLINGS == COUPLING_NAMES[1:]
     for name, coupling in R.COUPLINGS.items():
         assert callable(coupling.sampler()), name
         gen = torch.Generator().manual_seed(1)
@@ -143,3 +144,51 @@ def test_kernel_aliases_are_declared_once():
     from rfviz.compute.catalog import estimators_for_kernel, make_estimator
     assert "maclaurin" in estimators_for_kernel("softmax")
     assert make_estimator("maclaurin", {}, "softmax").params["kernel"] == "exponential"
+
+
+# ------------------------------------------------------------------------------------ what is known (labels)
+def _label_problems(entries: dict[str, tuple[str, str]]) -> dict[str, str]:
+    """name → what is wrong with its (known, citation); empty when every entry is labelled and cited."""
+    from rfviz.references import check_citation
+    problems = {}
+    for name, (known, citation) in entries.items():
+        if known not in R.KNOWN_LABELS:
+            problems[name] = f"known={known!r}"
+            continue
+        try:
+            check_citation(citation)
+        except ValueError as exc:
+            problems[name] = str(exc)
+    return problems
+
+
+def test_every_estimator_and_coupling_carries_a_label_and_a_citation():
+    entries = {f"estimator {n}": (cls.known, cls.citation) for n, cls in rfviz.REGISTRY.items()}
+    entries |= {f"coupling {n}": (c.known, c.citation) for n, c in R.COUPLINGS.items()}
+    assert len(entries) >= 20
+    assert _label_problems(entries) == {}
+    assert set(R.KNOWN_LABELS) == {"closed_form", "bound", "rate", "monte_carlo"}
+
+
+def test_the_label_check_fails_on_an_unlabelled_or_uncited_entry():
+    problems = _label_problems({"a": ("", "[CRT] eq. 5"), "b": ("closed_form", ""), "c": ("bound", "[XYZ] eq. 1"),
+                                "d": ("rate", "[CRT] somewhere"), "e": ("monte_carlo", "[SimRF] §3.2, Eq. 17")})
+    assert set(problems) == {"a", "b", "c", "d"}
+    with pytest.raises(KeyError, match="known must be one of"):
+        R.Coupling("x", "x", 1, False, False, "rfviz.sampling:sample_iid", "exact", "[SimRF] §3")
+
+
+def test_the_label_of_a_curve_follows_its_coupling():
+    assert rfviz.create("trig", m=4).known_for_params() == "closed_form"
+    assert rfviz.create("positive", m=4, coupling="orthogonal").known_for_params() == "closed_form"
+    assert rfviz.create("positive", m=4, coupling="simplex_plus").known_for_params() == "monte_carlo"
+    # the orthogonal coupling has closed forms, but not for a complex GERF A ([CRT] §3.9 is for real A)
+    assert rfviz.create("gerf", A=complex(-0.1, 0.05), m=4, coupling="orthogonal").known_for_params() == "monte_carlo"
+
+
+def test_estimators_json_carries_the_label(capsys):
+    from rfviz.cli import main
+    assert main(["estimators", "--json"]) == 0
+    catalog = __import__("json").loads(capsys.readouterr().out)["estimators"]
+    assert {e["name"] for e in catalog} == set(rfviz.REGISTRY)
+    assert all(e["known"] in R.KNOWN_LABELS and e["citation"] for e in catalog)

@@ -274,3 +274,194 @@ def test_parquet_part_symlink_or_garbage_is_refused(tmp_path) -> None:
     with pytest.raises(ParameterError, match="not a readable Parquet file"):
         run_sweep(spec, str(out), make_backend("local"), progress=False, resume=True)
     assert secret.exists()
+
+
+# ------------------------------------------------------------------ issue 29: locks, bounds, leftovers, order
+def _cli_sweep(out, *extra: str) -> list[str]:
+    return ["sweep", "positive", "d=8", "theta=1.0", "--grid", "r=0.3:0.6:3", "m=4,8", "--trials", "256",
+            "--block-trials", "128", "--out", str(out), "--quiet", *extra]
+
+
+def test_a_second_writer_of_the_same_out_is_refused_in_one_line(tmp_path, capsys) -> None:
+    out = tmp_path / "a.csv"
+    assert main(_cli_sweep(out)) == 0
+    before = out.read_bytes()
+    with store_mod.sweep_lock(out) as lock:  # another process's lock: flock conflicts per open file description
+        import subprocess
+        import sys
+
+        for flag in ("--overwrite", "--resume"):
+            proc = subprocess.run([sys.executable, "-m", "rfviz", *_cli_sweep(out, flag)], capture_output=True,
+                                  text=True, timeout=120)
+            assert proc.returncode == 2, proc.stderr
+            assert proc.stderr.count("\n") == 1 and "being written by another sweep" in proc.stderr
+            assert f"process {os.getpid()}" in proc.stderr
+        assert lock.exists()
+    assert out.read_bytes() == before  # nothing mixed in
+    assert not store_mod.lock_path(out).exists()  # the lock file goes with the run
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "a.csv.manifest.json"]
+
+
+def test_the_lock_is_reentrant_and_refuses_what_is_not_a_regular_file(tmp_path) -> None:
+    out = tmp_path / "a.csv"
+    with store_mod.sweep_lock(out), store_mod.sweep_lock(out):
+        pass
+    assert not store_mod.lock_path(out).exists()
+    store_mod.lock_path(out).symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ParameterError, match="symbolic link"):
+        with store_mod.sweep_lock(out):
+            pass
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_stale_lock_file_of_a_killed_sweep_is_reused(tmp_path) -> None:
+    out = tmp_path / "a.csv"
+    store_mod.lock_path(out).write_text("999999\n")  # left by a SIGKILLed run: no process holds it
+    assert main(_cli_sweep(out)) == 0
+    assert not store_mod.lock_path(out).exists()
+
+
+def test_resume_skips_an_over_long_torn_line_without_holding_it(tmp_path, monkeypatch, capsys) -> None:
+    """The mechanism of the 4 GiB case below, fast: a 1 KiB bound and a torn line of 8 MiB."""
+    out = tmp_path / "a.csv"
+    assert main(_cli_sweep(out)) == 0
+    full = rows(out)
+    lines = out.read_bytes().splitlines(keepends=True)
+    out.write_bytes(b"".join(lines[:-1]) + b"5," + b"7" * 8 * 2**20)
+    monkeypatch.setattr(store_mod, "MAX_ROW_BYTES", 1024)
+    longest = []
+    real = store_mod.bounded_lines
+
+    def spy(f, limit=None):
+        for line in real(f, limit):
+            longest.append(0 if line is None else len(line))
+            yield line
+
+    monkeypatch.setattr(store_mod, "bounded_lines", spy)
+    assert main(_cli_sweep(out, "--resume")) == 0
+    assert "longer than 1 KiB" in capsys.readouterr().err
+    assert max(longest) <= 1025 and rows(out) == full
+
+
+@pytest.mark.slow
+def test_resume_reads_a_huge_torn_last_line_in_bounded_memory(tmp_path) -> None:
+    """A CSV ending in a 4 GiB torn line (sparse: no disk used) is resumed without reading the line whole."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "a.csv"
+    assert main(_cli_sweep(out)) == 0
+    lines = out.read_bytes().splitlines(keepends=True)
+    with open(out, "wb") as f:
+        f.writelines(lines[:-1])
+        f.write(b"5,")
+        f.truncate(f.tell() + 4 * 2**30)
+    code = ("import resource, sys; from rfviz.cli import main; c = main(sys.argv[1:]); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    proc = subprocess.run([sys.executable, "-c", code, *_cli_sweep(out, "--resume")], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "longer than 1 MiB" in proc.stderr
+    assert int(proc.stdout.split()[-1]) < 1_500_000  # KiB: far below the 4 GiB line
+    assert out.stat().st_size < 10**5
+    assert [r["point"] for r in rows(out)] == [str(i) for i in range(6)]
+
+
+def test_a_deeply_nested_or_huge_manifest_is_refused_in_one_line(tmp_path, capsys) -> None:
+    out = tmp_path / "a.csv"
+    assert main(_cli_sweep(out)) == 0
+    manifest = tmp_path / "a.csv.manifest.json"
+    manifest.write_text("[" * 100_000 + "]" * 100_000)
+    assert main(_cli_sweep(out, "--resume")) == 2
+    assert "nested deeper than" in capsys.readouterr().err
+    with open(manifest, "wb") as f:
+        f.truncate(store_mod.MAX_MANIFEST_BYTES + 1)
+    assert main(_cli_sweep(out, "--resume")) == 2
+    assert "larger than" in capsys.readouterr().err
+    assert store_mod.json_depth(b'{"a": [1, "[[[\\"]"], "b": {}}') == 2
+
+
+def test_resuming_a_complete_sweep_with_a_deleted_row_gives_point_order(tmp_path) -> None:
+    out = tmp_path / "a.csv"
+    assert main(_cli_sweep(out)) == 0
+    full = rows(out)
+    lines = out.read_text().splitlines(keepends=True)
+    out.write_text("".join(lines[:3] + lines[4:]))  # point 2 gone
+    assert main(_cli_sweep(out, "--resume")) == 0
+    assert rows(out) == full
+    assert '"status": "complete"' in (tmp_path / "a.csv.manifest.json").read_text()
+
+
+def test_validation_happens_before_the_first_file(tmp_path, capsys) -> None:
+    out = tmp_path / "a.csv"
+    args = _cli_sweep(out)
+    args[args.index("--trials") + 1] = "1000000000"
+    args[args.index("--block-trials") + 1] = "1000000000"
+    assert main(args) == 2
+    assert "block_trials" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_disk_full_at_creation_leaves_nothing(tmp_path, monkeypatch) -> None:
+    real_open = os.open
+
+    def full_open(path, flags, *a):  # the CSV's header cannot be written: /dev/full's ENOSPC
+        if str(path).endswith("a.csv") and flags & os.O_CREAT:
+            fd = real_open(path, flags, *a)
+            os.close(fd)
+            return real_open("/dev/full", os.O_WRONLY)
+        return real_open(path, flags, *a)
+
+    monkeypatch.setattr(store_mod.os, "open", full_open)
+    with pytest.raises(OSError):
+        ResultStore(tmp_path / "a.csv", spec_of())
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_disk_full_or_ctrl_c_during_the_final_merge_leaves_no_temporary_file(tmp_path, monkeypatch) -> None:
+    import builtins
+
+    spec = spec_of(trials=256, block=128)
+    real_open = builtins.open
+    for exc in (OSError(28, "No space left on device"), KeyboardInterrupt()):
+        out = tmp_path / f"{type(exc).__name__}.csv"
+        store = ResultStore(out, spec, flush_points=1)
+        for p in reversed(range(spec.n_points)):  # out of order: the merge writes sorted runs
+            store.append(_row_of(spec, p))
+
+        def failing_open(path, mode="r", *a, _exc=exc, **kw):
+            f = real_open(path, mode, *a, **kw)
+            if "w" in mode and os.path.basename(str(path)).startswith(store_mod.TMP_PREFIX):
+                f.close()
+                raise _exc
+            return f
+
+        monkeypatch.setattr(builtins, "open", failing_open)
+        with pytest.raises(type(exc)):
+            store.close(complete=True)
+        monkeypatch.setattr(builtins, "open", real_open)
+        assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(store_mod.TMP_PREFIX)]
+        assert len(out.read_text().splitlines()) == spec.n_points + 1  # the rows are all still there
+
+
+def _row_of(spec: SweepSpec, point: int) -> dict:
+    from rfviz.sweep.tasks import combine, point_row, run_task
+
+    return point_row(spec, combine(np.stack([run_task(spec, point, b) for b in range(spec.n_blocks)])), "local")
+
+
+def test_disk_full_while_writing_a_parquet_part_leaves_no_temporary_file(tmp_path, monkeypatch) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    spec = spec_of(trials=256, block=128)
+    store = ResultStore(tmp_path / "a.parquet", spec, flush_points=1)
+    real = pq.write_table
+
+    def full(table, where, *a, **kw):
+        real(table, where, *a, **kw)  # a part of it reached the disk, then the disk filled up
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pq, "write_table", full)
+    with pytest.raises(OSError):
+        store.append(_row_of(spec, 0))
+    parts = tmp_path / "a.parquet.parts"
+    assert not [p.name for p in parts.iterdir() if p.name.startswith(store_mod.TMP_PREFIX)]

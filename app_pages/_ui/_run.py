@@ -5,6 +5,7 @@ bounded pool off the page's thread, ``rfviz.compute.jobs``)."""
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
@@ -36,16 +37,45 @@ def guard(context: str = "") -> Iterator[None]:
         st.warning(plain(f"{context}{exc}"), icon=":material/construction:")
 
 
+_WRAPPERS: dict[tuple[str, Any], Any] = {}
+"""The Streamlit cache wrapper of each page function, by its code object (see ``_once``)."""
+_CURRENT = threading.local()
+"""This thread's (this script run's) definition of each wrapped page function, by the same key."""
+
+
+def _once(kind: str, decorate: Callable[[F], F], fn: F) -> F:
+    """``decorate(fn)``, with the Streamlit wrapper made once per page function rather than on every rerun.
+
+    A page script runs again on every rerun and with it its ``@cached`` definitions; wrapping a function in
+    ``st.cache_data``/``st.cache_resource`` reads its source (``inspect.getsource``) to key its cache, ~1 ms each,
+    about a tenth of a classroom session's rerun (py-spy, bench/bench_classroom.py). Streamlit compiles a page once,
+    so a function defined in it keeps its code object across reruns: the wrapper made on the first run is reused,
+    and it calls the definition of the current run (``_CURRENT``: each session's script runs in a thread of its
+    own), so a cached function still sees this run's globals, as it would with a fresh wrapper."""
+    key = (kind, fn.__code__)
+    current = _CURRENT.__dict__.setdefault("functions", {})
+    current[key] = fn
+    wrapper = _WRAPPERS.get(key)
+    if wrapper is None:
+
+        @functools.wraps(fn)  # the cache is keyed by fn's module, name and source (inspect follows __wrapped__)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return getattr(_CURRENT, "functions", {}).get(key, fn)(*args, **kwargs)
+
+        wrapper = _WRAPPERS[key] = decorate(call)  # type: ignore[arg-type]
+    return wrapper
+
+
 def cached(fn: F) -> F:
     """``st.cache_data`` for a pure computation (arguments must be hashable values, results picklable)."""
-    return st.cache_data(show_spinner=False, max_entries=256)(fn)  # type: ignore[return-value]
+    return _once("data", st.cache_data(show_spinner=False, max_entries=256), fn)
 
 
 def shared_figure(fn: F) -> F:
     """``st.cache_resource`` for a figure builder of hashable arguments: the figure object is built once and shared
     by every session asking for the same parameters (building a Plotly figure costs ~0.1–0.3 s of CPU, the main
     cost of a classroom's rerun). The figure is shared read-only: never modify what it returns."""
-    return st.cache_resource(show_spinner=False, max_entries=256)(fn)  # type: ignore[return-value]
+    return _once("resource", st.cache_resource(show_spinner=False, max_entries=256), fn)
 
 
 def memo(namespace: str, key: Any, compute: Callable[[Progress], T], progress: Progress | None = None) -> T:

@@ -15,6 +15,7 @@ import atexit
 import contextlib
 import errno
 import os
+import signal
 import sys
 import threading
 import warnings
@@ -24,6 +25,7 @@ from typing import NoReturn
 
 import numpy as np
 
+from .._version import __version__
 from ..params import DEFAULT_MEMORY_BUDGET, ParameterError, format_bytes, memory_budget_scope, parse_bytes
 from ..textio import UsageError
 from . import check, density, estimators, features_needed, figure, gram, mse, psi, rank_estimators, sweep
@@ -43,9 +45,23 @@ class OneLineParser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``python -m rfviz`` parser: one sub-parser per module in ``COMMANDS``, each with ``--memory-budget``."""
-    parser = OneLineParser(prog="python -m rfviz", description="rfviz: random-feature kernel estimators")
+def program_name(argv0: str | None = None) -> str:
+    """How the user invoked rfviz, for the usage lines: ``rfviz`` (the console script) or ``python -m rfviz``.
+
+    Examples
+    --------
+    >>> program_name("/home/me/.venv/bin/rfviz"), program_name("/src/rfviz/__main__.py")
+    ('rfviz', 'python -m rfviz')
+    """
+    name = os.path.basename(sys.argv[0] if argv0 is None else argv0)
+    return "rfviz" if name.removesuffix(".exe") == "rfviz" else "python -m rfviz"
+
+
+def build_parser(prog: str | None = None) -> argparse.ArgumentParser:
+    """The CLI's parser (``prog``: the program name of the usage lines, default ``program_name()``): one
+    sub-parser per module in ``COMMANDS``, each with ``--memory-budget``; ``--version`` on the top level."""
+    parser = OneLineParser(prog=prog or program_name(), description="rfviz: random-feature kernel estimators")
+    parser.add_argument("--version", action="version", version=f"rfviz {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=OneLineParser)
     for module in COMMANDS:
         p = sub.add_parser(module.NAME, help=module.HELP, description=module.HELP)
@@ -92,6 +108,28 @@ def _quiet_numerics(as_json: bool) -> Iterator[list[warnings.WarningMessage]]:
         yield caught
 
 
+@contextlib.contextmanager
+def _sigint_noted() -> Iterator[threading.Event]:
+    """Note every SIGINT (Ctrl-C) in an Event, then raise KeyboardInterrupt as Python does: a layer that reports
+    the interrupt as a failure of its own (an estimator guard, a worker pool) still ends the command with 130.
+    Left alone where SIGINT is ignored (a background job) or off the main thread."""
+    noted = threading.Event()
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGINT) in (
+            signal.SIG_IGN, None):
+        yield noted
+        return
+
+    def on_sigint(signum: int, frame: object) -> None:
+        noted.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code. Every anticipated failure (bad parameter, numeric overflow,
     refused allocation, unwritable output) is ONE line on stderr and exit code 2; Ctrl-C is one line and 130."""
@@ -106,9 +144,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(exc.code or 0) if isinstance(exc.code, int | None) else EXIT_BAD_INPUT
     as_json = bool(getattr(args, "json", False))
     try:
-        budget = parse_bytes(args.memory_budget, "--memory-budget") if args.memory_budget else DEFAULT_MEMORY_BUDGET
-        with _quiet_numerics(as_json) as caught, memory_budget_scope(budget):
-            code = int(args.run(args) or 0)
+        budget = (DEFAULT_MEMORY_BUDGET if args.memory_budget is None
+                  else parse_bytes(args.memory_budget, "--memory-budget"))  # '' is refused, not the default
+        with _quiet_numerics(as_json) as caught, memory_budget_scope(budget), _sigint_noted() as interrupted:
+            try:
+                code = int(args.run(args) or 0)
+            except Exception:
+                if interrupted.is_set():  # Ctrl-C reported by a layer as its own failure: still an interruption
+                    raise KeyboardInterrupt from None
+                raise
         if not as_json:
             for w in {str(w.message) for w in caught if not issubclass(w.category, DeprecationWarning)}:
                 print(f"warning: {' '.join(w.split())[:300]}", file=sys.stderr)

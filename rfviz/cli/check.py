@@ -1,8 +1,9 @@
 """``python -m rfviz check TARGET``: the estimator lab from the command line (see rfviz.lab).
 
 TARGET is a built-in name, the name of a loaded plugin, or a plugin spec (``path/to/file.py[:Class]``,
-``package.module:Class``). Exit code 0: unbiased; 1: bias detected; 3: inconclusive; 2: bad input or a broken plugin
-(one line on stderr, never a traceback). Plugin code runs in its own process (rfviz.plugin_process: own session,
+``package.module:Class``). Exit code (rfviz.lab.EXIT_CODES) 0: unbiased; 1: bias detected or the closed form
+disagrees; 3: inconclusive; 4: biased, as declared (the estimator sets ``unbiased = False``); 2: bad input or a broken
+plugin (one line on stderr, never a traceback). Plugin code runs in its own process (rfviz.plugin_process: own session,
 output captured, deadline, RLIMIT_AS and RLIMIT_CPU); a built-in target without --plugin runs in-process.
 """
 
@@ -12,6 +13,7 @@ import argparse
 import json
 import math
 
+from ..commands.check import check_settings
 from ..estimators import REGISTRY  # the package: REGISTRY needs the catalog loaded
 from ..lab import (
     DEFAULT_ALPHA,
@@ -22,8 +24,7 @@ from ..lab import (
     DEFAULT_TRIALS,
     PAIR_KINDS,
 )
-from ..params import LAB_D_PARAM, MAX_LIST_LENGTH, ParameterError
-from ..params import check as check_value
+from ..params import MAX_LIST_LENGTH, ParameterError
 from ..plugin_process import check_isolated, check_target
 from ..plugins import PluginError, plugin_timeout_scope
 from ..textio import UsageError, jsonable, parse_assignments, parse_vector
@@ -61,10 +62,11 @@ def _run_check(args: argparse.Namespace) -> int:
         params["kernel"] = args.kernel
     compare = [c.strip() for c in args.compare.split(",") if c.strip()] if args.compare is not None \
         else list(DEFAULT_COMPARE)
-    check_value(args.d, LAB_D_PARAM)
-    settings = {"r": parse_vector("r", args.r).tolist(), "theta": _angles(args.theta), "d": args.d,
-                "trials": args.trials, "seed": args.seed, "alpha": args.alpha, "device": args.device,
-                "check_feature_maps": not args.no_features, "pairs": args.pairs}
+    settings = check_settings(r=parse_vector("r", args.r).tolist(), theta=_angles(args.theta), d=args.d,
+                              trials=args.trials, seed=args.seed, alpha=args.alpha, device=args.device,
+                              check_feature_maps=not args.no_features, compare=compare,
+                              pairs=[k.strip() for k in args.pairs.split(",") if k.strip()])
+    compare = settings.pop("compare")
     if _uses_plugin_code(args):
         report = check_isolated(args.target, args.plugin or (), params, compare, **settings)
     else:
@@ -111,7 +113,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="which pairs enter the bias test, comma-separated: canonical (the r × θ grid), random "
                         "(random orientations of R^d), unequal (|y| = |x|/2); default all three, each reported")
     p.add_argument("--no-features", action="store_true", help="skip the feature-map checks")
-    p.add_argument("--device", default="cpu", help="cpu (default), cuda or auto")
+    p.add_argument("--device", default="cpu", help="cpu (default), auto, cuda or cuda:N")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
                    help="deadline of the plugin process (import, smoke test and the check together; default: "

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import argparse
 
-from ..api import density_report
+from ..commands.density import DENSITY_PARAMS, density_report
 from ..registries import COUPLINGS_WITH_DENSITY
-from ..textio import parse_assignments
+from ..textio import parse_assignments, parse_values
 from ._output import emit
 
 NAME = "density"
 HELP = "density of w_ij = |ω_i + ω_j| under a coupling (SimRF Fig. 5), conformity and MSE ratios"
 
 def run(args: argparse.Namespace) -> int:
-    emit(density_report(parse_assignments(args.params)), args.json)
+    values = parse_values(DENSITY_PARAMS, parse_assignments(args.params), "density", lists=("w", "v"))
+    emit(density_report(**values), args.json)
     return 0
 
 

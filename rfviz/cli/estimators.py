@@ -27,9 +27,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         emit({"estimators": catalog}, True)
     else:
-        rows = [("name", "title", "parameters (defaults)")]
+        rows = [("name", "title", "known", "parameters (defaults)")]
         for item in catalog:
             params = ", ".join(f"{p['name']}={_default(p['default'])}" for p in item["params"])
-            rows.append((item["name"], item["title"], params))
+            rows.append((item["name"], item["title"], item["known"], params))
         print(table(rows))
     return 0

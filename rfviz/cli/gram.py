@@ -12,9 +12,11 @@ import json
 from typing import Any
 
 from .. import data as datasets
-from ..api import gram
 from ..clustered import NAME as CLUSTERED
-from ..textio import UsageError, jsonable, parse_assignments, parse_vector
+from ..clustered import ClusteredCE
+from ..commands.gram import estimator_names, gram_study
+from ..estimators import get_estimator  # the package: the catalog loaded
+from ..textio import UsageError, jsonable, parse_assignments, parse_values, parse_vector
 
 NAME = "gram"
 HELP = ("Gram/attention-matrix error of estimators on a data set: closed-form E‖K̂−K‖²_F = Σ MSE(x_i, y_j) and its "
@@ -43,12 +45,12 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, default=100,
                    help="Monte-Carlo repeats, each one draw of features shared by all entries (0: closed form only)")
     p.add_argument("--seed", type=int, default=0, help="seed of the data draw, k-means and Monte Carlo")
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--device", default="cpu", help="cpu (default), auto, cuda or cuda:N")
     p.add_argument("--json", action="store_true", help="print JSON")
 
 
 def _split_items(items: list[str]) -> tuple[list[str], dict[str, str]]:
-    names = [item for item in items if "=" not in item]  # rfviz.api.gram splits on commas and refuses empty names
+    names = [item for item in items if "=" not in item]  # estimator_names splits on commas and refuses empty names
     assignments = parse_assignments([item for item in items if "=" in item])
     if not names:
         raise UsageError("give at least one estimator name")
@@ -57,10 +59,12 @@ def _split_items(items: list[str]) -> tuple[list[str], dict[str, str]]:
 
 def run(args: argparse.Namespace) -> int:
     names, assignments = _split_items(args.items)
-    report = gram(names, args.data, keys_data=args.keys_data, data_params=parse_assignments(args.data_param),
-                  queries=args.queries, keys=args.keys, preprocess=args.preprocess, scale=args.scale,
-                  m=parse_vector("m", args.m).tolist(), repeats=args.repeats, seed=args.seed, device=args.device,
-                  params=assignments).to_dict()
+    names = estimator_names(names)
+    specs = [p for n in names for p in (ClusteredCE if n == CLUSTERED else get_estimator(n)).spec]
+    report = gram_study(names, args.data, keys_data=args.keys_data, data_params=parse_assignments(args.data_param),
+                        queries=args.queries, keys=args.keys, preprocess=args.preprocess, scale=args.scale,
+                        m=parse_vector("m", args.m).tolist(), repeats=args.repeats, seed=args.seed,
+                        device=args.device, params=parse_values(specs, assignments))
     if args.json:
         print(json.dumps(jsonable(report), indent=2))
         return 0
@@ -68,13 +72,13 @@ def run(args: argparse.Namespace) -> int:
     print(f"data {info['name']}: {info['queries']} queries × {info['keys']} keys, d = {info['d']}, mean norms "
           f"{info['mean_query_norm']:.3g} / {info['mean_key_norm']:.3g}, preprocess {info['preprocess']}")
     print(f"{'estimator':<22}{'m':>6}{'Σ MSE (closed)':>16}{'MC':>12}{'± stderr':>11}{'reliable':>9}"
-          f"{'agrees':>7}{'rel. Frob':>11}{'attn L1':>10}")
+          f"{'agreement':>11}{'rel. Frob':>11}{'attn L1':>10}")
     for r in report["results"]:
         def f(v: Any, w: int) -> str:
             return f"{v:>{w}.4g}" if isinstance(v, float | int) and not isinstance(v, bool) else f"{'—':>{w}}"
         print(f"{r['estimator']:<22}{r['m'] if r['m'] is not None else '—':>6}{f(r['frobenius_sq_closed_form'], 16)}"
               f"{f(r['frobenius_sq_mc'], 12)}{f(r['stderr'], 11)}{r['reliable']!s:>9}"
-              f"{r['agreement']!s:>7}{f(r['relative_frobenius'], 11)}{f(r['attention_l1'], 10)}")
+              f"{r['agreement'] or '—':>11}{f(r['relative_frobenius'], 11)}{f(r['attention_l1'], 10)}")
         if r.get("warning"):
             print(f"{'':<22}warning: {r['warning']}")
         if r.get("note"):

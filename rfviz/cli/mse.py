@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
-from ..api import mse_report
-from ..params import CLI_TRIALS_PARAM, MAX_TRIALS, ParameterError, check
-from ..textio import parse_assignments
+from ..commands.mse import INPUT_KEYS, mse_report
+from ..estimators import get_estimator  # the package: the catalog loaded
+from ..params import CLI_D_PARAM, MAX_TRIALS
+from ..textio import parse_assignments, parse_values, parse_vector
 from ._output import emit
 
 NAME = "mse"
@@ -24,14 +26,27 @@ def count(text: str) -> int:
     return int(value)
 
 
+def parse_inputs(assignments: dict[str, str]) -> dict[str, Any]:
+    """The input assignments as typed values: r and θ as text (``pi/2`` is read by ``commands.mse.real_input``), d
+    by its Param, x and y as lists of numbers, the embedding's name."""
+    out: dict[str, Any] = {}
+    for key, text in assignments.items():
+        if key in ("x", "y"):
+            out[key] = parse_vector(key, text)
+        elif key == "d":
+            out[key] = CLI_D_PARAM.parse(text)
+        else:
+            out[key] = text
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
-    check(args.trials, CLI_TRIALS_PARAM)
-    if args.trials == 1:
-        raise ParameterError("trials must be 0 (no Monte Carlo) or at least 2, got 1")
-    if args.max_seconds is not None and not (math.isfinite(args.max_seconds) and args.max_seconds > 0):
-        raise ParameterError(f"--max-seconds must be a number of seconds in (0, inf), got {args.max_seconds}")
-    emit(mse_report(args.name, parse_assignments(args.params), args.trials, args.seed, args.device,
-                    args.max_seconds), args.json)
+    assignments = parse_assignments(args.params)
+    inputs = parse_inputs({k: v for k, v in assignments.items() if k in INPUT_KEYS})
+    cls = get_estimator(args.name)
+    params = parse_values(cls.spec, {k: v for k, v in assignments.items() if k not in INPUT_KEYS})
+    emit(mse_report(args.name, params, inputs, trials=args.trials, seed=args.seed, device=args.device,
+                    max_seconds=args.max_seconds), args.json)
     return 0
 
 
@@ -46,5 +61,5 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-seconds", type=float, default=None,
                    help="stop the Monte-Carlo run (exit 2) when it takes longer than this")
     p.add_argument("--seed", type=int, default=0, help="random seed of the Monte-Carlo run")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N")
     p.add_argument("--json", action="store_true", help="print JSON")

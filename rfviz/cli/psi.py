@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..api import psi_report
-from ..textio import parse_assignments
+from ..commands.psi import PSI_PARAMS, psi_report
+from ..textio import parse_assignments, parse_values
 from ._output import emit
 
 NAME = "psi"
@@ -14,7 +14,7 @@ HELP = ("optimal importance-sampling density Ψ (Thm 1 of 'All RF representation
         "radial density vs Ω, V*, unweighted variance and divergence flags")
 
 def run(args: argparse.Namespace) -> int:
-    report = psi_report(parse_assignments(args.params))
+    report = psi_report(**parse_values(PSI_PARAMS, parse_assignments(args.params), "psi"))
     if not args.json:
         report = {k: v for k, v in report.items() if k != "radial"}
     emit(report, args.json)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from ..sweep import SweepSpec, make_backend, run_sweep
 from ..sweep.ray_backend import RAY_PARAMS, SweepTaskError, install_sigterm_as_interrupt, validate_ray_options
 from ..sweep.runner import sweep_device, sweep_spec
-from ..sweep.store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore, check_flush
+from ..sweep.store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore, check_flush, sweep_lock
 from ..textio import parse_assignments
 
 NAME = "sweep"
@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
     options = validate_ray_options({param.name: getattr(args, param.name) for param in RAY_PARAMS})
     previous = install_sigterm_as_interrupt()  # SIGTERM stops like Ctrl-C: finished points kept, Ray shut down
     try:
-        return _run(args, spec, options)
+        with sweep_lock(args.out):  # one writer per --out, held from before Ray starts to the end
+            return _run(args, spec, options)
     except KeyboardInterrupt:
         print(f"interrupted: finished points are kept in {args.out}; continue with the same command and "
               f"--resume", file=sys.stderr)

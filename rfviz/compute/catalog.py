@@ -69,6 +69,32 @@ def estimators_for_kernel(kernel: str) -> list[str]:
     return out
 
 
+def known_caption(name: str, params: Mapping[str, Any], kernel: str) -> str:
+    """What is known about the MSE of ``name`` with ``params``, for a caption or tooltip: the label
+    (``Estimator.known_for_params``, the coupling included) and the citation, e.g.
+    ``"Known: closed form (verified) — [HRF] eq. 2; MSE Lemma 2.2 eq. 7"``. Parameters that do not validate fall back
+    to the class's own label (iid).
+
+    Examples
+    --------
+    >>> known_caption("trig", {"m": 4, "coupling": "simplex_plus"}, "softmax").split(" — ")[0]
+    'Known: Monte Carlo only'
+    """
+    from ..params import ParameterError
+    from ..registries import COUPLINGS, IID, known_title
+
+    cls = get_estimator(name)
+    try:
+        known = make_estimator(name, params, kernel).known_for_params()
+    except (ParameterError, ValueError, TypeError):
+        known = cls.known
+    citation = cls.citation
+    coupling = params.get("coupling", IID)
+    if coupling != IID and coupling in COUPLINGS:
+        citation = f"{citation}; coupling: {COUPLINGS[coupling].citation}"
+    return f"Known: {known_title(known)} — {citation}"
+
+
 def make_estimator(name: str, params: Mapping[str, Any], kernel: str) -> Estimator:
     """Instantiate ``name`` with ``params`` (the kernel added where the estimator has a kernel parameter)."""
     cls = get_estimator(name)
@@ -84,7 +110,7 @@ def titles(names: Iterable[str]) -> dict[str, str]:
 
     Examples
     --------
-    >>> titles(["trig"])["trig"]  # doctest: +SKIP
-    'Trigonometric RF'
+    >>> titles(["trig"])["trig"]
+    'Trigonometric RF (sin/cos)'
     """
     return {n: title_of(n) for n in names}

@@ -10,6 +10,7 @@ import numpy as np
 from ..engine import sweep
 from ..geometry import canonical_pair, check_d, embed_pair
 from ..maths import crt as g
+from ..maths.derf import pair_log_R
 from ..numerics import LOG10, log_expm1
 from ..params import M_PARAM, check
 
@@ -40,7 +41,7 @@ def sampled_real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, 
                            seed: int, points: int = 9) -> Columns:
     """Monte-Carlo twins of ``real_A_columns`` (the registered ``gerf`` estimator, sampled by rfviz.engine.sweep)
     at ``points`` values of A in [a_min, 1/16): beyond 1/16 the fourth moment is infinite, so the standard error of
-    the sampled MSE is meaningless (tests/test_crt.py)."""
+    the sampled MSE is meaningless."""
     if not a_min < g.A_FOURTH_MOMENT_BOUND:
         raise g.ParameterError(f"A min must be a number in (-inf, 0.0625) for Monte Carlo, got {a_min:g}")
     a = np.linspace(a_min, g.A_FOURTH_MOMENT_BOUND, points, endpoint=False)
@@ -68,16 +69,22 @@ def complex_A_data(r: float, theta: float, d: int, m: int, kernel: str, s: int, 
     return re, im, z
 
 
-def oprf_columns(d: int, z_max: float, points: int = 300) -> Columns:
+def oprf_columns(d: int, z_max: float, points: int = 300, with_derf: bool = False) -> Columns:
     """Relative variance Var/K² of PosRF (e^Z − 1) and OPRF (R* − 1) against Z = |x + y|², and the Figure-1
-    utility μ = log(Var_OPRF/Var_PosRF) (CRT Thm 3.3, Fig. 1; [CRT] eq. 7). Kernel-independent."""
+    utility μ = log(Var_OPRF/Var_PosRF) (CRT Thm 3.3, Fig. 1; [CRT] eq. 7). Kernel-independent. ``with_derf`` adds
+    SDERF's per-pair optimum (``rfviz.maths.derf``: OPRF's R* with d = 1, A along x + y), which also depends on Z
+    only."""
     d = check_d(d)
     if not (np.isfinite(z_max) and z_max > 0):
         raise g.ParameterError(f"Z max must be a number in (0, inf), got {z_max:g}")
     z = np.linspace(z_max / points, z_max, points)
     mu, _ = g.mu_fig1(z, d)
-    return {"Z": z, "log10_relvar_posrf": log_expm1(z) / LOG10,
-            "log10_relvar_oprf": g.oprf_log_rel_var(z, d) / LOG10, "log10_ratio_oprf_posrf": mu / LOG10}
+    out = {"Z": z, "log10_relvar_posrf": log_expm1(z) / LOG10,
+           "log10_relvar_oprf": g.oprf_log_rel_var(z, d) / LOG10, "log10_ratio_oprf_posrf": mu / LOG10}
+    if with_derf:
+        x = np.stack([np.sqrt(z) / 2, np.zeros_like(z)], -1)  # x = y with |x + y|² = Z
+        out["log10_relvar_sderf"] = log_expm1(pair_log_R(x, x, d, "sderf")) / LOG10
+    return out
 
 
 def dirf_columns(r: float, theta: float, d: int, m: int, kernel: str, embedding: str, shifted: bool,

@@ -3,8 +3,8 @@
 of the compared sketches through rfviz.engine. Each public function returns the finished figure by handing its
 numbers to the matching drawing function of rfviz.figures.dp.
 
-Every figure states the quantity it shows (E|k̂−k|² or E(Re k̂ − k)², tests/test_dot_product.py) and the S-convention
-(embedding, tests/test_dot_product.py) in its title.
+Every figure states the quantity it shows (E|k̂−k|² or E(Re k̂ − k)²) and the S-convention
+(embedding) in its title.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def variance_vs_q(r: float = 1.0, theta: float = math.pi / 6, d: int = 8, p: int
                   embedding: str = "flat", num: int = 101) -> go.Figure:
     """MSE against q for |z| = 1 sketches (E|k̂−k|² and Re part), the q-Gaussian sketch and TensorSRHT (m features).
 
-    Symmetric about q = ½ (only (2q−1)² matters, P5); q = ½ is best iff (x·y)² > S (Theorem 2, §3.3).
+    Symmetric about q = ½ (only (2q−1)² matters); q = ½ is best iff (x·y)² > S (Theorem 2, §3.3).
     """
     q = np.linspace(0.0, 1.0, num)
     curves = {
@@ -71,7 +71,7 @@ def variance_vs_p(r: float = 1.0, theta: float = math.pi / 3, d: int = 8, m: int
 def variance_vs_d(r: float = 1.0, theta: float = math.pi / 4, p: int = 3, m: int = 16, embedding: str = "flat",
                   d_values: Sequence[int] = (2, 4, 8, 16, 32, 64), variance: str = "complex") -> go.Figure:
     """MSE against the input dimension d: |z| = 1 sketches and TensorSRHT depend on d through S (and c(D, d)),
-    Gaussian sketches do not (F1c)."""
+    Gaussian sketches do not."""
     ds = np.asarray(d_values)
     curves = {}
     for q, label in ((1.0, "real"), (0.5, "complex")):
@@ -87,7 +87,7 @@ def variance_vs_d(r: float = 1.0, theta: float = math.pi / 4, p: int = 3, m: int
 
 def variance_vs_m(r: float = 1.0, theta: float = math.pi / 4, d: int = 4, p: int = 2, m_max: int | None = None,
                   embedding: str = "flat", q_values: Sequence[float] = (1.0, 0.5)) -> go.Figure:
-    """TensorSRHT's sawtooth in the number of features D (Theorem 10, P4) against the unstructured 1/D sketch,
+    """TensorSRHT's sawtooth in the number of features D ([DP] Theorem 10) against the unstructured 1/D sketch,
     with the convex surrogate (Eq. 72) dotted (Fig. 12 analogue)."""
     d_pad = dp.padded_dim(d)
     m_axis = np.arange(1, (m_max or 4 * d_pad) + 1)
@@ -110,7 +110,8 @@ def variance_vs_m(r: float = 1.0, theta: float = math.pi / 4, d: int = 4, p: int
 def _expand(st: dp.DotStats) -> dp.DotStats:
     """Add a trailing axis so that closed forms broadcast against a vector of D."""
     f = {k: np.asarray(getattr(st, k))[..., None] for k in ("log_nn", "tau", "w", "s", "sign_t", "sum_sq")}
-    return dp.DotStats(**f, d=st.d)
+    return dp.DotStats(**f, d=st.d, delta_value=np.asarray(st.delta)[..., None],
+                       rest_value=np.asarray(st.rest)[..., None])
 
 
 def _average(values: np.ndarray, embedding: str) -> np.ndarray:

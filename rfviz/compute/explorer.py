@@ -14,24 +14,23 @@ from typing import Any
 import numpy as np
 from scipy.special import logsumexp
 
-from ..diagnostics import FWER_LEVEL, family_disagreements
 from ..engine import monte_carlo
 from ..figures.explorer import QUANTITIES
 from ..numerics import LOG10
 from ..params import ParameterError
+from ..verdicts import (
+    FWER_LEVEL,
+    exact_at_roundoff,
+    family_agreement,
+    family_disagreements,
+    precision_loss,
+    roundoff_floor,
+)
 from .catalog import make_estimator, short_of, title_of
 
-__all__ = ["FWER_LEVEL", "QUANTITIES", "ROUNDOFF", "ROUNDOFF_LOG10_REL_MSE", "Sampled", "Surface",
+__all__ = ["FWER_LEVEL", "QUANTITIES", "Sampled", "Surface",
            "analytic_surface", "make_axes", "param_sweep", "quantity", "sampled_quantity", "sampled_surface",
            "short_of", "title_of"]
-
-ROUNDOFF_LOG10_REL_MSE = float(np.log10(np.finfo(float).eps))
-"""A relative MSE MSE/K² below machine epsilon cannot be resolved by float64 arithmetic on O(K²) quantities: such
-cells (e.g. θ = π in floating point, where an estimator is exact) are shown as exact (−inf), not as a value."""
-
-ROUNDOFF = 1e-10
-"""Differences below this fraction of K² are floating-point round-off, never flagged."""
-
 
 def make_axes(r_max: float, n_r: int, n_theta: int, r_min: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """r ∈ [r_min, r_max] and θ ∈ [0, π] grids; ParameterError naming the bad value otherwise.
@@ -58,6 +57,9 @@ class Surface:
     log10_mse: np.ndarray
     log10_kernel: np.ndarray
     closed_form: bool
+    log10_roundoff: float = -np.inf
+    """log₁₀ of rfviz.verdicts.roundoff_floor(d, m): cells whose MSE/K² is at or below it are exact at round-off
+    (shown as exact, never setting a colour scale)."""
 
 
 def analytic_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r: np.ndarray,
@@ -69,16 +71,17 @@ def analytic_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, 
     x, y = est.grid_pairs(r[:, None], theta[None, :], d, embedding)
     log_k, _ = est.kernel_log_value(x, y, d)
     log10_k = np.asarray(log_k, dtype=float) / LOG10
+    log10_floor = float(np.log10(roundoff_floor(d, int(est.params.get("m", 1)))))
     grid_shape = (len(r), len(theta))
     if log10_k.shape != grid_shape:  # averaging embeddings (rotation_average): a stack of pairs per grid point
         log10_k = np.reshape(log10_k, (*grid_shape, -1))[..., 0]
     if not est.closed_form_available():
-        return Surface(name, np.full(grid_shape, np.nan), log10_k, False)
+        return Surface(name, np.full(grid_shape, np.nan), log10_k, False, log10_floor)
     log_mse = est.log_mse(x, y, d)
     if log_mse.shape != grid_shape:  # mean MSE over the stack, in log space
         stack = np.reshape(log_mse, (*grid_shape, -1))
         log_mse = logsumexp(stack, axis=-1) - np.log(stack.shape[-1])
-    return Surface(name, log_mse / LOG10, log10_k, True)
+    return Surface(name, log_mse / LOG10, log10_k, True, log10_floor)
 
 
 @dataclass
@@ -95,6 +98,21 @@ class Sampled:
     """Per point: MCResult.reliable (None: all reliable). Unreliable points are heavy-tailed, not disagreements."""
     trials_needed: np.ndarray | None = None
     """Per point: trials for ±10 % (one standard error) from this run's variance; inf where no count suffices."""
+    exact: np.ndarray | None = None
+    """Per point: closed form and sample both at float64 round-off (rfviz.verdicts.exact_at_roundoff): not tested."""
+
+    @property
+    def exact_mask(self) -> np.ndarray:
+        return np.zeros(np.shape(self.z), bool) if self.exact is None else np.asarray(self.exact, bool)
+
+    def outcomes(self) -> dict[str, int]:
+        """How many points got each verdict word of rfviz.verdicts (``agrees``, ``disagrees``, ``unreliable``,
+        ``exact``, ``untested``), over this grid as one family; the counts add up to the grid's size."""
+        words = family_agreement(np.ravel(self.z), np.ravel(self.reliable_mask), np.ravel(self.exact_mask))
+        counts = {"agrees": 0, "disagrees": 0, "unreliable": 0, "exact": 0, "untested": 0}
+        for w in words:
+            counts[w or "untested"] += 1
+        return counts
 
     @property
     def reliable_mask(self) -> np.ndarray:
@@ -103,8 +121,8 @@ class Sampled:
     @property
     def disagree_mask(self) -> np.ndarray:
         """Reliable points where analytic and sampled MSE disagree, family-wise over this grid
-        (rfviz.diagnostics.family_disagreements: Holm at level 1 %)."""
-        return family_disagreements(self.z, self.reliable_mask)
+        (rfviz.verdicts.family_disagreements: Holm at level 1 %; exact points are not tested)."""
+        return family_disagreements(self.z, self.reliable_mask, self.exact_mask)
 
     @property
     def disagreements(self) -> int:
@@ -113,8 +131,9 @@ class Sampled:
 
     @property
     def unreliable(self) -> int:
-        """Heavy-tailed points: the sampled MSE is unreliable at this trial count (no z-score means anything)."""
-        return int(np.sum(~self.reliable_mask))
+        """Heavy-tailed points: the sampled MSE is unreliable at this trial count (no z-score means anything);
+        exact points are never unreliable."""
+        return int(np.sum(~self.reliable_mask & ~self.exact_mask))
 
     def trials_for_ten_percent(self) -> float:
         """The most trials any point of this grid needs for ±10 % (inf when some point is hopeless; NaN unknown)."""
@@ -139,19 +158,24 @@ def sampled_surface(name: str, params: Mapping[str, Any], kernel: str, d: int, r
     with np.errstate(divide="ignore", invalid="ignore"):
         log10_mse = np.reshape(res.log10_mse, shape)
         se = np.reshape(res.log10_mse_stderr, shape)
+        exact = lost = np.zeros(shape, bool)
         if est.closed_form_available():
-            expected = np.exp(np.reshape(est.log_mse(x, y, d), res_shape) - 2.0 * res.log_scale)  # MSE / e^{2s}
-            diff = res.rel_mse - expected
-            # the larger of the sampled and the closed-form-predicted standard error (MCResult.z_against)
-            z = np.reshape(res.z_against(np.reshape(est.log_mse(x, y, d), res_shape)), shape)
-            # Round-off (e.g. θ = π in floating point, where an estimator is exact) is not a disagreement.
-            negligible = np.reshape(np.abs(diff) <= ROUNDOFF * np.maximum(np.abs(res.target) ** 2, expected), shape)
-            z = np.where(np.isfinite(z) & ~negligible, z, np.where(negligible, 0.0, np.nan))
+            log_mse = np.reshape(est.log_mse(x, y, d), res_shape)
+            expected = np.exp(log_mse - 2.0 * res.log_scale)  # MSE / e^{2s}
+            # the larger of the sampled and the closed-form-predicted standard error (rfviz.verdicts)
+            z = np.reshape(res.z_against(log_mse), shape)
+            # closed form and sample both at float64 round-off: exact, not tested (rfviz.verdicts)
+            floor = roundoff_floor(d, int(est.params.get("m", 1)))
+            exact = np.reshape(exact_at_roundoff(expected, res.rel_mse, floor), shape)
+            lost = np.reshape(precision_loss(expected, res.rel_mse, floor), shape)  # unreliable, not a disagreement
+            z = np.where(np.isfinite(z) & ~exact & ~lost, z, np.nan)
         else:
             z = np.full(shape, np.nan)
     reliable = None if res.reliable is None else np.reshape(np.asarray(res.reliable, bool), shape)
+    if lost.any():
+        reliable = ~lost if reliable is None else reliable & ~lost
     needed = None if res.trials_needed is None else np.reshape(np.asarray(res.trials_needed, float), shape)
-    return Sampled(name, log10_mse, se, z, res.trials, res.device, reliable, needed)
+    return Sampled(name, log10_mse, se, z, res.trials, res.device, reliable, needed, exact)
 
 
 def quantity(surfaces: Sequence[Surface], which: str, pair: tuple[str, str] | None = None,
@@ -159,10 +183,10 @@ def quantity(surfaces: Sequence[Surface], which: str, pair: tuple[str, str] | No
     """The plotted quantity per panel: log₁₀ MSE, log₁₀ √MSE/|K|, or log₁₀ MSE_A/MSE_B (one panel)."""
     by_name = {s.name: s for s in surfaces}
 
-    def value(s: Surface) -> np.ndarray:  # round-off (relative MSE below machine epsilon) shown as exact
+    def value(s: Surface) -> np.ndarray:  # exact at round-off (rfviz.verdicts.roundoff_floor) shown as exact
         v = np.asarray(getattr(s, field), dtype=float)
         with np.errstate(invalid="ignore"):
-            return np.where(v - 2.0 * s.log10_kernel < ROUNDOFF_LOG10_REL_MSE, -np.inf, v)
+            return np.where(v - 2.0 * s.log10_kernel <= s.log10_roundoff, -np.inf, v)
 
     if which == "log10_mse":
         return {s.name: value(s) for s in surfaces}
@@ -185,15 +209,18 @@ def sampled_quantity(surfaces: Sequence[Surface], sampled: Mapping[str, Sampled]
     if which == "ratio":
         if pair and all(k in sampled for k in pair):
             a, b = sampled[pair[0]], sampled[pair[1]]
+            either = a.exact_mask | b.exact_mask  # a ratio with an exact side is drawn as exact (no value)
             with np.errstate(invalid="ignore"):
-                out[f"{pair[0]} / {pair[1]}"] = (a.log10_mse - b.log10_mse, np.hypot(a.log10_stderr, b.log10_stderr))
+                out[f"{pair[0]} / {pair[1]}"] = (np.where(either, -np.inf, a.log10_mse - b.log10_mse),
+                                                 np.hypot(a.log10_stderr, b.log10_stderr))
         return out
     for name, s in sampled.items():
+        shown = np.where(s.exact_mask, -np.inf, s.log10_mse)  # exact at round-off: drawn as exact, like the surface
         if which == "rel_error":
             # log10_kernel on the sampled grid is recomputed by the caller's Surface of that grid
-            out[name] = (0.5 * s.log10_mse - by_name[name].log10_kernel, 0.5 * s.log10_stderr)
+            out[name] = (0.5 * shown - by_name[name].log10_kernel, 0.5 * s.log10_stderr)
         else:
-            out[name] = (s.log10_mse, s.log10_stderr)
+            out[name] = (shown, s.log10_stderr)
     return out
 
 

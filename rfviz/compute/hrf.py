@@ -29,7 +29,7 @@ def _moments(kind: str, theta: np.ndarray, r: float, n: int, sigma: float) -> hy
 
 def lambda_columns(kind: str, r: float, n: int, sigma: float, m: int, points: int = 181) -> Columns:
     """λ(θ) = E λ̂, E[λ̂²], Var λ̂ and the oracle λ*(θ) on S(r) (HRF Lemma 3.2 eq. 24; App. F eqs. 72–73;
-    [HRF] eq. 24; docs: derivations/gaussian-lambda; derived; tests/test_hrf.py)."""
+    [HRF] eq. 24; docs: derivations/gaussian-lambda; derived)."""
     theta = np.linspace(0.0, np.pi, points)
     mom = _moments(kind, theta, r, n, sigma)
     return {"theta": theta, "lambda": np.asarray(mom.mean), "E_lambda2": np.asarray(mom.second),
@@ -38,7 +38,7 @@ def lambda_columns(kind: str, r: float, n: int, sigma: float, m: int, points: in
 
 def mse_columns(kind: str, r: float, n: int, sigma: float, m: int, points: int = 181) -> Columns:
     """log₁₀ MSE on S(r) of trig, ++ (HRF Lemma 2.2), the hybrid (corrected eq. 47 / Thm F.2) and the oracle
-    (derived; tests/test_hrf.py); for the angular λ also eq. 47 as printed (wrong, docs:
+    (derived); for the angular λ also eq. 47 as printed (wrong, docs:
     derivations/hrf-angular-hybrid)."""
     theta = np.linspace(0.0, np.pi, points)
     lt = hy.log_mse_trig_tr(theta, r, m)
@@ -101,3 +101,37 @@ def max_error_columns(r_max: float, n: int, m: int, points: int = 40) -> Columns
     return {"r": r, "max_eps_normalised": np.exp(true_max - log_norm),
             "bound_printed_normalised": np.exp(hy.log_bound_thm35_printed(r, m, n) - log_norm),
             "bound_corrected_normalised": np.exp(hy.log_bound_thm35_corrected(r, m, n) - log_norm)}
+
+
+def relative_error_columns(r: float, m: int, n: int, points: int = 181) -> Columns:
+    """log₁₀ of the relative error √MSE/SM on S(r) along θ ∈ [0, π] of trig, ++ and the angular hybrid with n
+    λ-features (HRF Lemma 3.4 eq. 25 and eqs. 48–50): where each base estimator fails, and the hybrid's cap on the
+    worst case (the Home page's first story and the Learn page's lessons).
+
+    Parameters
+    ----------
+    r : float
+        Input length |x| = |y|.
+    m : int
+        Features per base estimator.
+    n : int
+        λ-features of the angular hybrid.
+    points : int
+        Angles on [0, π].
+
+    Returns
+    -------
+    dict
+        ``theta`` and ``log10_rel_trig``, ``log10_rel_pos``, ``log10_rel_hybrid`` (−inf where exact).
+
+    Examples
+    --------
+    >>> c = relative_error_columns(1.5, 10, 8)
+    >>> bool(c["log10_rel_trig"][-1] > c["log10_rel_pos"][-1])
+    True
+    """
+    theta = np.linspace(0.0, np.pi, points)
+    with np.errstate(divide="ignore"):
+        return {"theta": theta, "log10_rel_trig": hy.log_eps_trig_tr(theta, r, m) / LOG10,
+                "log10_rel_pos": hy.log_eps_pos_tr(theta, r, m) / LOG10,
+                "log10_rel_hybrid": hy.log_eps_angular_hybrid_tr(theta, r, m, n) / LOG10}

@@ -6,7 +6,7 @@ rfviz.figures.optimal.add_mc_points.
 The engine samples estimators at fixed pairs; Def. 2 draws (x1, x2, ω) jointly. ``PsiSampler`` makes one the other:
 its random variables are (x1, x2, ω[, b]) per trial and it is run at the single pair x = y = 0, whose kernel is 1, as
 the estimate Y − K(x1, x2) + 1. The engine's MSE at that pair is then mean((Y − K)²), its mean − 1 the bias: the
-estimator of tests/test_optimal_sampling.py, with the engine's standard errors and diagnostics.
+estimator of [OS] Def. 2, with the engine's standard errors and diagnostics.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class PsiSampler(Estimator):
 def monte_carlo_psi(problem: OptimalSampling, n: int, seed: int = 0, optimal: bool = True,
                     device: str = "cpu", memory_budget: int | None = None) -> dict[str, Any]:
     """Monte Carlo of Def. 2 with (x1, x2, ω) drawn jointly, through rfviz.engine: the bias mean(Y − K) and the
-    variance per sample mean((Y − K)²), each with its standard error (tests/test_optimal_sampling.py), ``n`` the
+    variance per sample mean((Y − K)²), each with its standard error, ``n`` the
     number of joint
     draws; ``reliable``/``warning`` are the engine's heavy-tail verdict and ``result`` its MCResult.
 

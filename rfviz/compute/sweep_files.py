@@ -48,6 +48,23 @@ MAX_UNCOMPRESSED_BYTES = 256 * 2**20
 """Largest decompressed size of a Parquet file (its row groups' total byte size, from the metadata)."""
 
 
+def example_command(folder: str) -> str:
+    """A sweep command that works when pasted in a shell (from the directory the app was started in) and writes
+    its result where the Sweeps page looks: into ``folder``, created first (``rfviz sweep`` creates no directory).
+
+    Examples
+    --------
+    >>> example_command("results").split(" && ")[0], example_command("results").split()[-1]
+    ('mkdir -p results', 'results/positive.csv')
+    """
+    import shlex
+
+    q = shlex.quote(folder)
+    out = shlex.quote(f"{folder.rstrip('/') or '/'}/positive.csv".replace("//", "/"))
+    return (f"mkdir -p {q} && python -m rfviz sweep positive d=64 --grid theta=0:3.1416:9 r=0.2:1.5:8 "
+            f"--trials 20000 --out {out}")
+
+
 def _check_shape(rows: int, columns: int, what: str = "file") -> None:
     """Refuse a table over ``MAX_ROWS`` rows or ``MAX_CELLS`` values (ParameterError)."""
     if rows > MAX_ROWS or rows * max(columns, 1) > MAX_CELLS:

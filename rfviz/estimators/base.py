@@ -20,6 +20,7 @@ import torch
 from ..geometry import PairStats, canonical_pair, check_d, embed_pair, gaussian_log_correction
 from ..numerics import exp_or_inf, log_diff_exp, to_log10
 from ..params import KERNEL_PARAM, Param, ParameterError, validate_params
+from ..registries import CLOSED_FORM, COUPLINGS, IID, MONTE_CARLO
 
 if TYPE_CHECKING:
     from ..sampling import BlockStreams
@@ -36,10 +37,16 @@ class Estimator:
     """A label of at most 20 characters for chips and legends (``label()``; the ``title`` when empty)."""
     family: ClassVar[str] = "softmax"
     reference: ClassVar[str] = ""
+    known: ClassVar[str] = ""
+    """What is known about the MSE with iid sampling, one of ``rfviz.registries.KNOWN_LABELS`` (closed_form, bound,
+    rate, monte_carlo); every registered estimator sets it (tests/test_registries.py)."""
+    citation: ClassVar[str] = ""
+    """Paper key and equation, ``[KEY] eq. N`` (``rfviz.references.check_citation``)."""
     description: ClassVar[str] = ""
     spec: ClassVar[tuple[Param, ...]] = ()
     isotropic: ClassVar[bool] = True
-    """True when K̂'s law depends on x, y only through |x|², |y|², x·y (so the engine may sample in span(x, y))."""
+    """True when K̂'s law depends on x, y only through ``|x|²``, ``|y|²``, x·y (so the engine may sample in
+    span(x, y))."""
     has_closed_form: ClassVar[bool] = True
     min_dim: ClassVar[int] = 1
 
@@ -52,7 +59,13 @@ class Estimator:
         """Cross-parameter checks (raise ParameterError naming the parameter and its valid range)."""
 
     def closed_form_available(self) -> bool:
-        """Whether ``log_mse`` exists for these parameters (some couplings have none)."""
+        """Whether ``log_mse`` exists for these parameters (some couplings have none).
+
+        Returns
+        -------
+        bool
+            True when the closed-form MSE is available.
+        """
         return self.has_closed_form
 
     def check_dimension(self, d: int) -> None:
@@ -69,8 +82,28 @@ class Estimator:
 
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
-        """Draw the random variables of ``trials`` independent estimators; inputs live in the first ``dim``
-        coordinates (default d; isotropic estimators accept dim < d)."""
+        """Draw the random variables of ``trials`` independent estimators.
+
+        Parameters
+        ----------
+        trials : int
+            Independent estimators to draw (the leading axis of every returned tensor).
+        d : int
+            The true dimension of the input space.
+        generator : torch.Generator
+            The only source of random numbers (results must be reproducible from it).
+        device : torch.device
+            Where the tensors live.
+        dtype : torch.dtype
+            Floating-point type of the samples.
+        dim : int, optional
+            The inputs live in the first ``dim`` coordinates (default d; isotropic estimators get 2: span(x, y)).
+
+        Returns
+        -------
+        dict of str to torch.Tensor
+            The samples, each with a leading ``trials`` axis, as ``estimate`` and ``features`` read them.
+        """
         raise NotImplementedError
 
     block_streams: ClassVar[bool] = False
@@ -111,16 +144,42 @@ class Estimator:
 
     def estimate(self, samples: Samples, x: torch.Tensor, y: torch.Tensor,
                  log_scale: torch.Tensor | None = None) -> torch.Tensor:
-        """K̂(x, y)·e^{-log_scale} for every trial and pair: shape (trials, P).
+        """K̂(x, y)·e^{-log_scale} for every trial and pair.
 
-        ``log_scale`` (shape (P,)) is subtracted inside the exponent so that estimates of huge kernels stay
-        finite; the engine passes log|K|, making the result K̂/|K|.
+        Parameters
+        ----------
+        samples : dict of str to torch.Tensor
+            What ``sample`` returned.
+        x, y : torch.Tensor
+            The pairs, shape (P, dim) each.
+        log_scale : torch.Tensor, optional
+            Shape (P,), subtracted inside the exponent so that estimates of huge kernels stay finite; the engine
+            passes ``log|K|``, making the result ``K̂/|K|``. None: 0.
+
+        Returns
+        -------
+        torch.Tensor
+            The scaled estimates, shape (trials, P), finite.
         """
         raise NotImplementedError
 
     def features(self, samples: Samples, u: torch.Tensor, side: str = "query") -> torch.Tensor:
-        """Feature map φ(u), shape (trials, P, F), such that Σ φ_query(x)·φ_key(y) = K̂(x, y)
-        (a plain product, no conjugation, for complex features)."""
+        """Feature map φ(u) such that Σ φ_query(x)·φ_key(y) = K̂(x, y).
+
+        Parameters
+        ----------
+        samples : dict of str to torch.Tensor
+            What ``sample`` returned.
+        u : torch.Tensor
+            The points, shape (P, dim).
+        side : {"query", "key"}
+            Which side's features (asymmetric estimators differ).
+
+        Returns
+        -------
+        torch.Tensor
+            Shape (trials, P, F); complex features multiply without conjugation.
+        """
         raise NotImplementedError
 
     def _log_mse(self, s: PairStats) -> np.ndarray:
@@ -132,8 +191,20 @@ class Estimator:
         raise NotImplementedError
 
     def fourth_moment_finite(self, s: PairStats) -> np.ndarray | bool | None:
-        """Whether E|K̂|⁴ < ∞ at each pair, where the paper gives it (optional hook; None: unknown). When False the
-        sampled MSE's standard error is meaningless and the engine marks the point unreliable."""
+        """Whether E|K̂|⁴ < ∞ at each pair, where the paper gives it (optional hook).
+
+        When False the sampled MSE's standard error is meaningless and the engine marks the point unreliable.
+
+        Parameters
+        ----------
+        s : PairStats
+            The input pairs.
+
+        Returns
+        -------
+        numpy.ndarray or bool or None
+            Per pair (or for all), whether the fourth moment is finite; None: unknown.
+        """
         return None
 
     def fourth_moment_available(self) -> bool:
@@ -154,9 +225,33 @@ class Estimator:
         return self.params.get("kernel", self.family)
 
     def log_mse(self, x: np.ndarray, y: np.ndarray, d: int | None = None) -> np.ndarray:
-        """Natural log of the closed-form MSE at pairs (x, y), shape (..., dim) each; -inf where exact.
+        """Natural log of the closed-form MSE at pairs (x, y).
 
-        ``d`` is the true dimension when x, y are given in reduced coordinates (isotropic estimators only).
+        Parameters
+        ----------
+        x, y : numpy.ndarray
+            The pairs, shape (..., dim) each.
+        d : int, optional
+            The true dimension when x, y are given in reduced coordinates (isotropic estimators only).
+
+        Returns
+        -------
+        numpy.ndarray
+            log MSE, shape (...); -inf where the estimator is exact.
+
+        Raises
+        ------
+        NotImplementedError
+            Without a closed form for these parameters (``closed_form_available()`` is False).
+        ParameterError
+            When the estimator is undefined in dimension d.
+
+        Examples
+        --------
+        >>> import numpy as np, rfviz
+        >>> est = rfviz.create("trig", m=1)
+        >>> bool(np.isneginf(est.log_mse(np.array([1.0, 0.0]), np.array([1.0, 0.0]))))
+        True
         """
         if not self.closed_form_available():
             raise NotImplementedError(f"{self.name} has no closed-form MSE for {self.params}")
@@ -216,7 +311,20 @@ class Estimator:
         return np.where(np.isposinf(log_m4), np.inf, np.where(np.isneginf(log_m4), -np.inf, out))
 
     def mse(self, x: np.ndarray, y: np.ndarray, d: int | None = None) -> np.ndarray:
-        """Closed-form MSE (inf where it overflows float64; use ``log_mse`` there)."""
+        """Closed-form MSE at pairs (x, y).
+
+        Parameters
+        ----------
+        x, y : numpy.ndarray
+            The pairs, shape (..., dim) each.
+        d : int, optional
+            The true dimension when x, y are given in reduced coordinates.
+
+        Returns
+        -------
+        numpy.ndarray
+            The MSE, shape (...); inf where it overflows float64 (use ``log_mse`` there).
+        """
         return exp_or_inf(self.log_mse(x, y, d))
 
     def log10_mse_grid(self, r: np.ndarray | float, theta: np.ndarray | float, d: int,
@@ -238,6 +346,29 @@ class Estimator:
         """(log|K(x, y)|, sign) of the target kernel."""
         return self.log_abs_kernel(PairStats.of(x, y, d))
 
+    def known_for_params(self) -> str:
+        """What is known about this estimator's MSE with its parameters (its coupling included): the class's label
+        with iid sampling, ``closed_form`` for a coupling with a coupled closed form the estimator implements, else the
+        coupling's own label (``rfviz.registries.Coupling.known``); ``monte_carlo`` where the closed form is
+        unavailable for these parameters. Legends and tooltips show it.
+
+        Returns
+        -------
+        str
+            One of ``rfviz.registries.KNOWN_LABELS``.
+
+        Examples
+        --------
+        >>> from rfviz.estimators import create
+        >>> create("trig", m=4, coupling="simplex_plus").known_for_params()
+        'monte_carlo'
+        """
+        coupling = self.params.get("coupling", IID)
+        own = type(self).known if coupling == IID else COUPLINGS[coupling].known
+        if self.closed_form_available():
+            return CLOSED_FORM
+        return MONTE_CARLO if own == CLOSED_FORM else own
+
     @classmethod
     def label(cls) -> str:
         """The short human name (``short_title``, else ``title``): chips, legends, table rows."""
@@ -255,6 +386,8 @@ class Estimator:
             "description": cls.description,
             "isotropic": cls.isotropic,
             "closed_form": cls.has_closed_form,
+            "known": cls.known,
+            "citation": cls.citation,
             "params": [p.to_json() for p in cls.spec],
         }
 
@@ -267,7 +400,8 @@ class SoftmaxFamilyEstimator(Estimator):
     """Estimators of the softmax kernel SM(x, y) = e^{x·y}, each also a Gaussian-kernel estimator.
 
     Subclasses implement the softmax hooks; the Gaussian kernel is handled here once (HRF §1, CRT §1):
-    φ_gauss(u) = e^{-|u|²/2} φ_SM(u), so K̂_gauss = e^{-(|x|²+|y|²)/2} K̂_SM and MSE_gauss = e^{-|x|²-|y|²} MSE_SM.
+    ``φ_gauss(u) = e^{-|u|²/2} φ_SM(u)``, so ``K̂_gauss = e^{-(|x|²+|y|²)/2} K̂_SM`` and
+    ``MSE_gauss = e^{-|x|²-|y|²} MSE_SM``.
     """
 
     family: ClassVar[str] = "softmax"
@@ -341,12 +475,31 @@ def concat_samples(blocks: list[tuple[Samples, int]]) -> Samples:
 
 
 def with_kernel(*specs: Param) -> tuple[Param, ...]:
-    """Spec of a softmax-family estimator: its own parameters plus ``kernel``."""
+    """Spec of a softmax-family estimator: its own parameters plus ``kernel``.
+
+    Parameters
+    ----------
+    *specs : Param
+        The estimator's own parameters.
+
+    Returns
+    -------
+    tuple of Param
+        ``specs`` followed by the ``kernel`` parameter (softmax or gaussian).
+
+    Examples
+    --------
+    >>> from rfviz.params import M_PARAM
+    >>> [p.name for p in with_kernel(M_PARAM)]
+    ['m', 'kernel']
+    """
     return (*specs, KERNEL_PARAM)
 
 
 # ------------------------------------------------------------------ registry
 REGISTRY: dict[str, type[Estimator]] = {}
+"""Every built-in estimator class by its ``name``, in registration order (filled by :func:`register` when
+``rfviz.estimators`` is imported). Plugins are never added here."""
 
 
 def _overrides(cls: type, method: str, base: type) -> bool:
@@ -386,8 +539,23 @@ def validate_estimator_class(cls: Any, where: str = "", error: type[Exception] =
 
 
 def register(cls: type[Estimator]) -> type[Estimator]:
-    """Class decorator adding an estimator to the registry under ``cls.name``, after the protocol checks that
-    plugins get at load (``validate_estimator_class``; TypeError otherwise)."""
+    """Class decorator adding a built-in estimator class ``cls`` to the registry under ``cls.name``.
+
+    ``cls`` is a subclass of :class:`Estimator`, checked against the protocol first (the checks plugins get at
+    load). Plugins are not registered: the lab loads them by path (see the docs' how-to on writing an estimator).
+
+    Returns
+    -------
+    type
+        ``cls`` itself.
+
+    Raises
+    ------
+    TypeError
+        When ``cls`` breaks the estimator protocol.
+    ValueError
+        When another class is already registered under ``cls.name``.
+    """
     validate_estimator_class(cls)
     if cls.name in REGISTRY and REGISTRY[cls.name] is not cls:
         raise ValueError(f"an estimator named {cls.name!r} is already registered")
@@ -396,7 +564,28 @@ def register(cls: type[Estimator]) -> type[Estimator]:
 
 
 def get_estimator(name: str) -> type[Estimator]:
-    """The registered class called ``name``; ParameterError listing the names otherwise."""
+    """The registered estimator class called ``name``.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`REGISTRY`.
+
+    Returns
+    -------
+    type
+        The estimator class.
+
+    Raises
+    ------
+    ParameterError
+        When no estimator has that name (the message lists the names).
+
+    Examples
+    --------
+    >>> get_estimator("trig").title
+    'Trigonometric RF (sin/cos)'
+    """
     try:
         return REGISTRY[name]
     except KeyError:
@@ -404,7 +593,31 @@ def get_estimator(name: str) -> type[Estimator]:
 
 
 def create(name: str, **params: Any) -> Estimator:
-    """Instantiate a registered estimator with validated parameters."""
+    """Instantiate a registered estimator with validated parameters.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`REGISTRY`.
+    **params
+        The estimator's parameters (its ``spec``; the others keep their defaults).
+
+    Returns
+    -------
+    Estimator
+        The estimator instance.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown name, or a parameter outside its valid range (the message names the range).
+
+    Examples
+    --------
+    >>> est = create("positive", m=16, coupling="orthogonal")
+    >>> est.params["m"], est.params["coupling"]
+    (16, 'orthogonal')
+    """
     return get_estimator(name)(**params)
 
 

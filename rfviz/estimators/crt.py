@@ -1,7 +1,7 @@
 """Estimators of the Chefs' Random Tables paper (Likhosherstov et al. 2022, "CRT"): GERF, OPRF, PoisRF, GeomRF.
 
 [CRT] writes every mechanism for the Gaussian kernel; these
-classes implement the softmax versions (features times e^{|u|²/2}, variance times e^{|x|²+|y|²}, tests/test_crt.py)
+classes implement the softmax versions (features times e^{|u|²/2}, variance times e^{|x|²+|y|²})
 and get the Gaussian kernel from SoftmaxFamilyEstimator. The relative MSE is the same for both kernels.
 The maths (closed forms, A*, orthogonal covariance) lives in ``rfviz.maths.crt``.
 """
@@ -18,7 +18,7 @@ from ..maths import crt, moments, simrf
 from ..maths.crt import POISSON_LAM_PARAM, PROB_PARAM
 from ..numerics import log_expm1
 from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
-from ..registries import COUPLED_CLOSED_FORMS, IID, ORTHOGONAL
+from ..registries import CLOSED_FORM, COUPLED_CLOSED_FORMS, IID, ORTHOGONAL
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
 from .hrf import _ProjectionEstimator
 
@@ -104,7 +104,7 @@ class _GerfBase(_ProjectionEstimator):
 
     def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
         """Real features: [f] when f is real, else [Re f1, Im f1] (query) and [Re f2, −Im f2] (key), so that
-        Σ φ_q·φ_k = (1/m) Σ Re(f1 f2) (tests/test_crt.py, 'complex features cost double')."""
+        Σ φ_q·φ_k = (1/m) Σ Re(f1 f2) ('complex features cost double')."""
         d = int(samples["d"])
         a, s = self._A_s(d)
         b, c, log_d = crt.gerf_coefficients(a, s, d)
@@ -128,10 +128,12 @@ class Gerf(_GerfBase):
     f1 = D e^{A|ω|² + Bω·x + C|x|²}, f2 = D e^{A|ω|² + sBω·y + C|y|²}."""
 
     name = "gerf"
+    known = CLOSED_FORM
+    citation = "[CRT] Thm 3.1 eq. 5; variance Thm 3.2 eq. 6; orthogonal §3.9"
     title = "GERF (generalised exponential RF)"
     short_title = "GERF"
-    reference = ("CRT paper (Likhosherstov et al. 2022) Thm 3.1 eq. 5; variance Thm 3.2 eq. 6 ([CRT] Thm 4.1; "
-                 "tests/test_crt.py)")
+    reference = ("CRT paper (Likhosherstov et al. 2022) Thm 3.1 eq. 5; variance Thm 3.2 eq. 6; orthogonal "
+                 "coupling Thm 4.1")
     description = ("A ∈ ℂ, s = ±1. Contains PosRF (A=0, s=+1), TrigRF (A=0, s=−1) and OPRF (A=A*). Complex features "
                    "cost two real numbers per ω.")
     spec: ClassVar[tuple[Param, ...]] = with_kernel(GERF_A_PARAM, S_PARAM, M_PARAM, COUPLING_PARAM)
@@ -146,7 +148,7 @@ class Gerf(_GerfBase):
         return complex(self.params["A"]).imag != 0
 
     def fourth_moment_finite(self, s: PairStats) -> np.ndarray:
-        """E|Y|⁴ < ∞ iff Re A < 1/16 ([CRT] Thm 3.2 applied to Y², tests/test_crt.py), at every pair."""
+        """E|Y|⁴ < ∞ iff Re A < 1/16 ([CRT] Thm 3.2 applied to Y²), at every pair."""
         a, _ = self._A_s(s.d)
         return np.broadcast_to(np.asarray(complex(a).real < crt.A_FOURTH_MOMENT_BOUND), np.shape(s.xx))
 
@@ -162,7 +164,8 @@ class Gerf(_GerfBase):
     def _log_mse_crt(self, s: PairStats, coupling: str) -> np.ndarray:
         """[CRT] Thm 3.2 eq. 6 (iid) or the exact orthogonal closed form ([CRT] §3.9), softmax kernel."""
         a, sign = self._A_s(s.d)
-        return crt.gerf_log_mse(a, sign, s.xx, s.yy, s.xy, s.d, self.params["m"], coupling, kernel="softmax")
+        return crt.gerf_log_mse(a, sign, s.xx, s.yy, s.xy, s.d, self.params["m"], coupling, kernel="softmax",
+                                z2=s.z2, delta2=s.delta2)
 
     def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
         """iid ω: rfviz.maths.moments (+inf where Re A ≥ 1/16)."""
@@ -176,6 +179,8 @@ class Oprf(_GerfBase):
     """Optimised positive RF (CRT §3.1, Thm 3.3): GERF with s = +1 and A = A*(Z, d) = (1 − 1/ρ*)/8 ≤ 0."""
 
     name = "oprf"
+    known = CLOSED_FORM
+    citation = "[CRT] Thm 3.3 eq. 7; variance Thm 3.2 eq. 6; orthogonal §3.9"
     title = "OPRF (optimised positive RF, FAVOR++ features)"
     short_title = "OPRF (FAVOR++)"
     reference = "CRT paper Thm 3.3 eq. 7 (stable ρ* form); variance Thm 3.2; orthogonal §3.9"
@@ -312,6 +317,8 @@ class Poisson(_DirfBase):
     """PoisRF (CRT §3.2.1): ω_l ~ Poisson(λ), f(ω, u) = e^{λd/2 − |û|²/2} Π_l û_l^{ω_l} λ^{−ω_l/2}."""
 
     name = "poisson"
+    known = CLOSED_FORM
+    citation = "[CRT] §3.2.1, Thm 3.4 eq. 11"
     title = "PoisRF (Poisson DIRF)"
     short_title = "PoisRF"
     reference = "CRT paper §3.2.1, Thm 3.4 eq. 11; '+' variant §3.2.3"
@@ -337,6 +344,8 @@ class Geometric(_DirfBase):
     f(ω, u) = p^{−d/2} e^{−|û|²/2} Π_l û_l^{ω_l}(1−p)^{−ω_l/2}(ω_l!)^{−1/2}."""
 
     name = "geometric"
+    known = CLOSED_FORM
+    citation = "[CRT] §3.2.2, Thm 3.5 eq. 13"
     title = "GeomRF (geometric DIRF)"
     short_title = "GeomRF"
     reference = "CRT paper §3.2.2, Thm 3.5 eq. 13; '+' variant §3.2.3"

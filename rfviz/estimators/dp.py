@@ -2,7 +2,7 @@
 Maclaurin features (Wacker, Kanagawa, Filippone; [DP]). The maths lives in
 rfviz.maths.dp; these classes wire it into the estimator protocol.
 
-Their variances depend on the coordinates of x and y through S = Σ_k x_k² y_k² (tests/test_dot_product.py), so they are
+Their variances depend on the coordinates of x and y through S = Σ_k x_k² y_k², so they are
 not isotropic: the engine gives them full d-vectors, and grids need an embedding (canonical, flat or
 rotation_average; see rfviz.maths.dp).
 """
@@ -19,6 +19,7 @@ import torch
 from ..maths import dp
 from ..numerics import to_log10
 from ..params import ESTIMATOR_DEGREE_PARAM, M_PARAM, Param, ParameterError
+from ..registries import CLOSED_FORM
 from .base import Estimator, PairStats, Samples, register
 
 Q_PARAM = Param("q", 0.5, "float", "realness of each weight entry z = a + ib: E a² = q, E b² = 1 − q (1 real, "
@@ -134,10 +135,12 @@ class PolySketch(_HomogeneousPolynomial):
     """Real/complex polynomial sketch: k̂ = (1/D) Σ_ℓ Π_i (z_{iℓ}ᵀx)·conj(z_{iℓ}ᵀy) (Eqs. 5, 10, 11)."""
 
     name = "poly_sketch"
+    known = CLOSED_FORM
+    citation = "[DP] Eqs. 10–11; variance Thm 2 Eq. 16"
     title = "Polynomial sketch, real/complex (q)"
     short_title = "Poly sketch"
     reference = ("Wacker et al., Improved RF for dot-product kernels: Eqs. 10–11, variance Theorem 2 Eq. 16 "
-                 "(Eqs. 18–21); Re-part variance derived, tests/test_dot_product.py")
+                 "(Eqs. 18–21); Re-part variance derived")
     description = ("Unbiased for (x·y)^p; q = 1 real (Kar & Karnick, Hamid et al.), q = ½ complex. Variance depends "
                    "on the coordinates through S = Σ x_k²y_k²; complex beats real iff (x·y)² > S.")
     spec: ClassVar[tuple[Param, ...]] = (ESTIMATOR_DEGREE_PARAM, Q_PARAM, FEATURES_PARAM, BASIS_PARAM,
@@ -157,7 +160,7 @@ class PolySketch(_HomogeneousPolynomial):
         return 4 * self.params["m"] * (self.params["p"] + 2) + 16
 
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
-        """Theorem 2 (Eq. 16) / tests/test_dot_product.py, μ4 of the basis ([DP] eq. 16)."""
+        """[DP] Theorem 2 (eq. 16) with μ4 of the basis; the Re-part variance derived likewise."""
         q = self.params["q"]
         return dp.log_var_poly(st, self.params["p"], q, dp.fourth_moment(self.params["basis"], q),
                                self.params["m"], self.params["variance"])
@@ -169,10 +172,12 @@ class TensorSRHT(_HomogeneousPolynomial):
     blocks of d (Algorithm 1, Eqs. 24–27 and 30–32); inputs padded with zeros to a power of two."""
 
     name = "tensor_srht"
+    known = CLOSED_FORM
+    citation = "[DP] Alg. 1, Eqs. 27/32; variance Thm 5 Eq. 28, Thm 10 Eq. 33"
     title = "TensorSRHT, real/complex"
     short_title = "TensorSRHT"
     reference = ("Wacker et al.: Algorithm 1, Eqs. 27/32; variance Theorem 5 Eq. 28 and Theorem 10 Eq. 33; Re-part "
-                 "variance derived, tests/test_dot_product.py; per-degree permutations docs: errata")
+                 "variance derived; per-degree permutations docs: errata")
     description = ("Unbiased for (x·y)^p; variance is a sawtooth in D (it rises when a new block of d starts). "
                    "Theorem 10 needs an independent permutation per degree: permutation=shared has no closed form.")
     spec: ClassVar[tuple[Param, ...]] = (ESTIMATOR_DEGREE_PARAM, Q_PARAM, FEATURES_PARAM, UNIT_BASIS_PARAM,
@@ -197,7 +202,7 @@ class TensorSRHT(_HomogeneousPolynomial):
         return 4 * width * (self.params["p"] + 2) + 16
 
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
-        """Theorem 10 (Eq. 33) with the padded d, or tests/test_dot_product.py for variance=real_part."""
+        """[DP] Theorem 10 (eq. 33) with the padded d; for variance=real_part the Re-part variance derived likewise."""
         return dp.log_var_tsrht(st, self.params["p"], self.params["q"], self.params["m"], self.params["variance"])
 
 
@@ -207,6 +212,9 @@ class TensorSketch(_HomogeneousPolynomial):
     k̂ = ⟨TS(x), TS(y)⟩ with TS(u) ∈ R^m (rfviz.maths.dp, TensorSketch section)."""
 
     name = "tensor_sketch"
+    known = CLOSED_FORM
+    citation = ("[DP] §6 (TensorSketch of Pham & Pagh 2013, compared there); exact variance derived in docs: "
+                "derivations/tensor-sketch")
     title = "TensorSketch (CountSketch + FFT)"
     short_title = "TensorSketch"
     reference = ("Pham & Pagh, KDD 2013 (§3; Lemma 2 bounds the variance); exact variance derived in "
@@ -240,10 +248,11 @@ class Maclaurin(_DotProductEstimator):
     Algorithms 2–3), for the exponential e^{x·y}, Gaussian e^{−|x−y|²/2} (Sec. 5.4) and (x·y + ν)^P kernels."""
 
     name = "maclaurin"
+    known = CLOSED_FORM
+    citation = "[DP] §5 Eqs. 40–44; MSE Eqs. 47/48"
     title = "Maclaurin features (random / optimised)"
     short_title = "Maclaurin"
-    reference = ("Wacker et al. §5: random Maclaurin Eqs. 40–43 (variance tests/test_dot_product.py, derived), "
-        "optimised "
+    reference = ("Wacker et al. §5: random Maclaurin Eqs. 40–43 (variance derived), optimised "
                  "Maclaurin Eq. 44 with Algorithms 2–3, MSE Eqs. 47/48, Gaussian kernel Eq. 55")
     description = ("Biased: drops degrees above p. method=optimized allocates the m features over degrees 1..p* "
                    "by Algorithm 3, tuned once on 64 fixed pairs of uniform unit vectors in R^d.")
@@ -420,7 +429,7 @@ class Maclaurin(_DotProductEstimator):
 
     # ------------------------------------------------------------------ closed form
     def _log_mse_stats(self, st: dp.DotStats) -> np.ndarray:
-        """Optimised: Eqs. 47/48 (+ Eq. 55); random: tests/test_dot_product.py plus the truncation bias² (P14)."""
+        """Optimised: [DP] eqs. 47/48 (+ eq. 55); random: the derived variance plus the truncation bias²."""
         p = self.params
         la = self.log_coefficients
         if p["method"] == "optimized":

@@ -27,6 +27,7 @@ from ..maths.hrf import (
     SIGMA_PARAM,
     LambdaMoments,
     angle_between,
+    angle_to_antipode,
     angular_lambda_moments,
     gaussian_lambda_moments,
     log_mse_bipolar,
@@ -34,7 +35,7 @@ from ..maths.hrf import (
 )
 from ..numerics import log1mexp
 from ..params import COUPLING_PARAM, M_PARAM, Param, ParameterError
-from ..registries import COUPLED_CLOSED_FORMS, IID
+from ..registries import CLOSED_FORM, COUPLED_CLOSED_FORMS, IID
 from ..sampling import sample_omegas
 from ..textio import format_complex
 from .base import PairStats, Samples, SoftmaxFamilyEstimator, projections, register, sq_norm, with_kernel
@@ -135,6 +136,8 @@ class Trig(_ProjectionEstimator):
     """Trigonometric RF: SM_trig = e^{(|x|²+|y|²)/2}·(1/m) Σ cos(ω_i·(x−y)) (HRF eq. 2; Rahimi & Recht)."""
 
     name = "trig"
+    known = CLOSED_FORM
+    citation = "[HRF] eq. 2; MSE Lemma 2.2 eq. 7"
     title = "Trigonometric RF (sin/cos)"
     short_title = "Trig RF"
     reference = "HRF paper (Choromanski et al. 2022) eq. 2; MSE Lemma 2.2 eq. 7"
@@ -173,6 +176,8 @@ class Positive(_ProjectionEstimator):
     """One-sided positive RF: e^{−(|x|²+|y|²)/2}·(1/m) Σ e^{ω_i·(x+y)} (HRF E2′ = CE with A = I)."""
 
     name = "positive"
+    known = CLOSED_FORM
+    citation = "[HRF] §2.1 (E2′); MSE App. F eq. F6 with A = I"
     title = "Positive RF (one-sided)"
     short_title = "Positive RF"
     reference = "HRF paper §2.1 (E2′) and Performers; MSE = SM²(e^{|x+y|²} − 1)/m (HRF F6 with A = I)"
@@ -204,6 +209,8 @@ class PositiveAntithetic(_ProjectionEstimator):
     """Antithetic positive RF (FAVOR+): e^{−(|x|²+|y|²)/2}·(1/m) Σ cosh(ω_i·(x+y)) (HRF eq. 3)."""
 
     name = "positive_antithetic"
+    known = CLOSED_FORM
+    citation = "[HRF] eq. 3; MSE Lemma 2.2 eq. 7"
     title = "Positive RF, antithetic (FAVOR+)"
     short_title = "FAVOR+ (antithetic)"
     reference = "HRF paper eq. 3; MSE Lemma 2.2 eq. 7"
@@ -240,10 +247,12 @@ class TrigPhase(SoftmaxFamilyEstimator):
     MSE [derived]: 2cos(ω·x + b)cos(ω·y + b) = cos(ω·Δ) + cos(ω·(x + y) + 2b); the second term has mean 0,
     second moment 1/2 and zero covariance with the first (average over b), so the per-feature variance is
     e^{|x|²+|y|²}[Var cos(ω·Δ) + 1/2] = e^{|x|²+|y|²}[(1 − e^{−|Δ|²})² + 1]/2 and
-    MSE = e^{|x|²+|y|²}[(1 − e^{−|x−y|²})² + 1]/(2m). Verified by Monte Carlo in tests/test_hrf.py.
+    MSE = e^{|x|²+|y|²}[(1 − e^{−|x−y|²})² + 1]/(2m). Verified by Monte Carlo.
     """
 
     name = "trig_phase"
+    known = CLOSED_FORM
+    citation = "[HRF] eq. 1 (Rahimi & Recht 2007 scaling); MSE derived in rfviz, Monte-Carlo verified"
     title = "Random Fourier features with phase (√2 cos(ω·x + b))"
     short_title = "RFF with phase"
     reference = "Rahimi & Recht 2007; HRF paper eq. 1 scaling; MSE [derived] (rfviz, MC-verified)"
@@ -312,6 +321,8 @@ class ComplexExponential(SoftmaxFamilyEstimator):
     """
 
     name = "complex_exponential"
+    known = CLOSED_FORM
+    citation = "[HRF] §2.3 eqs. 13–18; MSE docs: derivations/complex-exponential"
     title = "Complex exponential RF, A = a·I"
     short_title = "Complex RF (a·I)"
     reference = "HRF paper §2.3 eqs. 13–18; MSE docs: derivations/complex-exponential"
@@ -336,7 +347,7 @@ class ComplexExponential(SoftmaxFamilyEstimator):
         return {"w": _sample_iid(trials, self.params["m"], d, d if dim is None else dim, generator, device, dtype)}
 
     def _log_mse_softmax(self, s: PairStats) -> np.ndarray:
-        """Reference F6 [derived] via ``log_mse_complex_exponential``."""
+        """[HRF] §2.3, MSE derived in docs: derivations/complex-exponential (``log_mse_complex_exponential``)."""
         return log_mse_complex_exponential(self.w(s.x, s.y), s.xy, self.params["m"], self.params["antithetic"],
                                            self.params["variance"])
 
@@ -385,6 +396,8 @@ class ComplexExponentialDiag(ComplexExponential):
     coordinates (k ≤ d); the remaining coordinates use a = 1."""
 
     name = "complex_exponential_diag"
+    known = CLOSED_FORM
+    citation = "[HRF] §2.3 eqs. 13–18, App. H eqs. 85–88"
     title = "Complex exponential RF, A = diag(a_k)"
     short_title = "Complex RF (diag)"
     reference = "HRF paper §2.3 eqs. 13–18, App. H eqs. 85–88; MSE docs: derivations/complex-exponential"
@@ -494,7 +507,7 @@ class _BipolarHybrid(SoftmaxFamilyEstimator):
 
 
 def _signs(tau: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """sgn(τ_j·u) with sgn(0) := +1 (tests/test_hrf.py: np.sign(0) = 0 would break λ̂ ∈ {k/n}), (trials, P, n)."""
+    """sgn(τ_j·u) with sgn(0) := +1 (np.sign(0) = 0 would break λ̂ ∈ {k/n}), (trials, P, n)."""
     p = projections(tau, u)
     return torch.where(p >= 0, torch.ones_like(p), -torch.ones_like(p))
 
@@ -507,6 +520,8 @@ class HybridAngular(_BipolarHybrid):
     λ̂ ≡ 0 at θ = 0 (equals trig) and ≡ 1 at θ = π (equals positive_antithetic)."""
 
     name = "hybrid_angular"
+    known = CLOSED_FORM
+    citation = "[HRF] eq. 19, Thm 3.1 eqs. 22–23, Thm D.1 eqs. 45–46"
     title = "Angular hybrid RF (λ = θ/π)"
     short_title = "Angular hybrid"
     reference = "HRF paper eq. 19, Thm 3.1 eqs. 22–23, Thm D.1 eqs. 45–46, eq. 47 (corrected)"
@@ -522,8 +537,9 @@ class HybridAngular(_BipolarHybrid):
         return torch.full((u.shape[0],), 0.5, dtype=u.dtype, device=u.device), s / math.sqrt(2 * self.params["n"])
 
     def _moments(self, s: PairStats) -> LambdaMoments:
-        """Reference F2 with θ = ∠(x, y) (θ = π/2 if x or y is 0, matching sgn(0) := +1)."""
-        return angular_lambda_moments(angle_between(s.x, s.y), self.params["n"])
+        """[HRF] eqs. 45–46 (docs: derivations/hrf-angular-hybrid) with θ = ∠(x, y) (θ = π/2 if x or y is 0, matching
+        sgn(0) := +1)."""
+        return angular_lambda_moments(angle_between(s.x, s.y), self.params["n"], angle_to_antipode(s.x, s.y))
 
     def fourth_moment_available(self) -> bool:
         return True
@@ -531,7 +547,8 @@ class HybridAngular(_BipolarHybrid):
     def _log_rel_fourth(self, s: PairStats) -> np.ndarray:
         """rfviz.maths.moments.log_fourth_angular_hybrid (Binomial λ̂ independent of ω; shared or independent ω)."""
         return moments.log_fourth_angular_hybrid(s.xx, s.yy, s.xy, angle_between(s.x, s.y), self.params["m"],
-                                                 self.params["n"], self.params["shared"])
+                                                 self.params["n"], self.params["shared"], z2=s.z2, delta2=s.delta2,
+                                                 antipode=angle_to_antipode(s.x, s.y))
 
 
 @register
@@ -548,6 +565,8 @@ class HybridGaussian(_BipolarHybrid):
     """
 
     name = "hybrid_gaussian"
+    known = CLOSED_FORM
+    citation = "[HRF] App. F, Thms F.1–F.2 eqs. 67–79"
     title = "Gaussian hybrid RF (normalised, App. F)"
     short_title = "Gaussian hybrid"
     reference = "HRF paper App. F, Thms F.1–F.2 eqs. 67–79; docs: derivations/gaussian-lambda"
@@ -609,12 +628,14 @@ class HybridGaussian(_BipolarHybrid):
         return ok * torch.exp(-log_rho), torch.cat([torch.cos(p), torch.sin(p)], -1) * scale
 
     def _moments(self, s: PairStats) -> LambdaMoments:
-        """Reference F5 (HRF eqs. 72–73) with D² from coordinates (no cancellation at small θ)."""
+        """[HRF] eqs. 72–73 (docs: derivations/gaussian-lambda) with D² from coordinates (no cancellation at small
+        θ)."""
         self._check_same_length(s.xx, s.yy, self.rtol_same_length)
-        r = self.params["r_norm"] if self.params["r_norm"] > 0 else np.sqrt(0.5 * (s.xx + s.yy))
-        delta2 = np.sum((s.x - s.y) ** 2, -1)
-        z2 = np.sum((s.x + s.y) ** 2, -1) if self.params["lambda_rf"] == "positive" else None
-        return gaussian_lambda_moments(delta2, r, self.params["sigma"], self.params["n"], z2)
+        sphere = self.params["r_norm"] <= 0
+        r = np.sqrt(0.5 * (s.xx + s.yy)) if sphere else self.params["r_norm"]
+        z2 = s.z2 if self.params["lambda_rf"] == "positive" else None
+        return gaussian_lambda_moments(s.delta2, r, self.params["sigma"], self.params["n"], z2,
+                                       sphere_z2=s.z2 if sphere else None)
 
 
 __all__ = [

@@ -255,6 +255,11 @@ def _panels_in_a_row(fig: go.Figure) -> list[tuple[str, str]]:
     return [(x, y) for x, y, _ in sorted(pairs, key=lambda p: p[2][0])]
 
 
+PHONE_MODEBAR_PX = 34
+"""Height of the row kept free for Plotly's toolbar (the modebar, top right) above a phone chart's title: on a
+narrow screen the wrapped title spans the width and the toolbar covered its end."""
+
+
 def compact_layout(fig: go.Figure, panel_height: int = 260) -> go.Figure:
     """A copy of ``fig`` laid out for a phone (about 390 px wide): side-by-side panels stacked one per row with their
     titles above them, the chart title wrapped, the legend under the plot instead of beside it, slim margins.
@@ -283,7 +288,7 @@ def compact_layout(fig: go.Figure, panel_height: int = 260) -> go.Figure:
     lines_ = textwrap.wrap(title.replace("<br>", " "), PHONE_TITLE_CHARS) if title else []
     panels = _panels_in_a_row(out)
     n = len(panels)
-    top = 30 + 18 * len(lines_)  # the wrapped chart title
+    top = PHONE_MODEBAR_PX + 30 + 18 * len(lines_)  # Plotly's toolbar row, then the wrapped chart title
     bottom = 60 if not out.layout.showlegend and not any(t.showlegend for t in out.data) else 110
     if n:
         gap_px = 95  # under a panel: its tick labels and x-axis title, then the next panel's title
@@ -308,7 +313,7 @@ def compact_layout(fig: go.Figure, panel_height: int = 260) -> go.Figure:
         plot_px = max(150, (out.layout.height or 450) - top - bottom)
         out.update_layout(height=plot_px + top + bottom)
     out.update_layout(title={"text": "<br>".join(lines_), "font": {"size": 14}, "y": 1.0, "yanchor": "top",
-                             "pad": {"t": 14}},
+                             "pad": {"t": 14 + PHONE_MODEBAR_PX}},  # below the toolbar, not under it
                       margin={"l": 45, "r": 10, "t": top, "b": bottom, "autoexpand": True},
                       legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -62 / plot_px,
                               "yanchor": "top"})
@@ -363,7 +368,11 @@ def surfaces(x: np.ndarray, y: np.ndarray, zs: Mapping[str, np.ndarray], *, xlab
         ztitle += " (pinned to the window)"
     scene: dict = {"xaxis": {"title": {"text": xlabel}}, "yaxis": {"title": {"text": ylabel}},
                    "zaxis": {"title": {"text": ztitle}, "exponentformat": "power"},
-                   "camera": {"eye": {"x": 1.6, "y": -1.6, "z": 0.9}}}
+                   "camera": {"eye": {"x": 1.55, "y": -1.55, "z": 0.85}},
+                   # a box wider than tall, filling the figure's width (the default cube at this height took the
+                   # middle third of a wide chart)
+                   "aspectmode": "manual", "aspectratio": {"x": 1.35, "y": 1.35, "z": 0.75},
+                   "domain": {"x": [0.0, 1.0], "y": [0.0, 1.0]}}
     if rng is not None:
         scene["zaxis"].update(range=[rng.lo, rng.hi], **rng.ticks())
     if theta_axis == "x":

@@ -95,6 +95,10 @@ def oprf_figure(c: Columns, d: int) -> go.Figure:
                              line={"width": 2.5}), row=1, col=1)
     fig.add_trace(go.Scatter(x=c["Z"], y=finite_or_none(c["log10_relvar_oprf"]), name="OPRF (A = A*)",
                              line={"width": 2.5}), row=1, col=1)
+    if "log10_relvar_sderf" in c:
+        fig.add_trace(go.Scatter(x=c["Z"], y=finite_or_none(c["log10_relvar_sderf"]),
+                                 name="SDERF (A along x + y, [DERF])", line={"width": 2.5, "dash": "dash"}),
+                      row=1, col=1)
     fig.add_trace(go.Scatter(x=c["Z"], y=finite_or_none(c["log10_ratio_oprf_posrf"]),
                              name="log₁₀ Var<sub>OPRF</sub>/Var<sub>PosRF</sub>",
                              line={"width": 2.5, "color": "#2ca02c"}), row=1, col=2)

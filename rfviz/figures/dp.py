@@ -1,8 +1,8 @@
 """Figures of the dot-product page (drawing only: the curves come from rfviz.compute.dp, whose functions of the
 same names without ``_figure`` compute them and call these).
 
-Every figure states the quantity it shows (E|k̂−k|² or E(Re k̂ − k)², tests/test_dot_product.py) and the S-convention
-(embedding, tests/test_dot_product.py) in its title.
+Every figure states the quantity it shows (E|k̂−k|² or E(Re k̂ − k)²) and the S-convention
+(embedding) in its title.
 """
 
 from __future__ import annotations

@@ -5,13 +5,14 @@ rfviz.compute.explorer (arrays in, plotly figures out). Panels are keyed by esti
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
 
-from ..diagnostics import FWER_LEVEL
+from ..verdicts import FWER_LEVEL, trials_needed_text
 from .common import HeatmapStyle, columns_to_csv, heatmaps, lines, surfaces
 
 QUANTITIES: dict[str, str] = {
@@ -37,17 +38,24 @@ def heatmap_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.nda
                    disagree: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None, title: str = "",
                    zrange: tuple[float, float] | None = None,
                    heavy: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None,
-                   titles: Mapping[str, str] | None = None) -> go.Figure:
+                   titles: Mapping[str, str] | None = None,
+                   sampled: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> go.Figure:
     """Heatmaps over θ (x-axis) × r (y-axis), panels titled by estimator title, one shared robust colour window (or
     ``zrange``), exact cells marked; red crosses where sampled and analytic disagree (Holm over the reliable
     points, 1 % family-wise), hollow circles at heavy-tailed points (``heavy``: the sampled MSE is unreliable there,
-    MCResult.reliable)."""
+    MCResult.reliable), small dots at every sampled point (``sampled``), so a panel whose points all agree still shows
+    where it was sampled."""
     label = f"disagrees (Holm, {FWER_LEVEL:.0%} family-wise)"
     markers = {k: (th, rr, label) for k, (rr, th) in _titled(disagree, titles).items()}
     exact = "A or B exact (MSE = 0)" if which == "ratio" else "exact (MSE = 0)"
     fig = heatmaps(theta, r, _titled(values, titles), xlabel="θ", ylabel="r", zlabel=_labels(which), title=title,
                    markers=markers, style=HeatmapStyle(diverging=which == "ratio", zrange=zrange, exact_label=exact))
     for i, name in enumerate(values):
+        if sampled and name in sampled and np.size(sampled[name][0]):
+            rr, th = sampled[name]
+            fig.add_trace(go.Scatter(x=th, y=rr, mode="markers", name=SAMPLED_LABEL, showlegend=False,
+                                     hovertext=SAMPLED_LABEL, marker={"symbol": "circle", "size": 4, "color": "black"}),
+                          row=1, col=i + 1)
         if heavy and name in heavy and np.size(heavy[name][0]):
             rr, th = heavy[name]
             fig.add_trace(go.Scatter(x=th, y=rr, mode="markers", name=HEAVY_LABEL, showlegend=False,
@@ -57,20 +65,17 @@ def heatmap_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.nda
     return fig
 
 
+SAMPLED_LABEL = "sampled (Monte Carlo): see the line above the figure for the outcome"
+"""Hover text of the small dots drawn at every sampled point."""
 HEAVY_LABEL = "heavy-tailed: the sampled MSE is unreliable here"
 """Hover text of the hollow markers drawn at unreliable Monte-Carlo points."""
 
 
 def trials_guidance(trials_needed: float, trials: int) -> str:
-    """One line for the app: how many trials give ±10 % (one standard error) on the sampled MSE."""
-    if np.isnan(trials_needed):
-        return ""
-    if not np.isfinite(trials_needed):
-        return ("no number of trials makes the sampled MSE reliable at some point (infinite fourth moment or "
-                "precision loss): trust the closed form there")
-    if trials_needed <= trials:
-        return f"{trials} trials give ±10 % or better at every sampled point"
-    return f"for ±10 % on every sampled point you need ≈ {int(trials_needed):,} trials (now {trials:,})"
+    """One line for the app: how many trials give ±10 % (one standard error) on the sampled MSE, in words where no
+    practical count does (rfviz.verdicts.trials_needed_text)."""
+    text = trials_needed_text(trials_needed, trials)
+    return f"on every sampled point: {text}" if text else ""
 
 
 def surface_figure(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str,
@@ -96,14 +101,42 @@ def slice_figure(axis: str, coord: np.ndarray, values: Mapping[str, np.ndarray],
                  points=_titled(sampled, titles))
 
 
-def grid_csv(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str) -> str:
-    """Long-format CSV (panel, r, theta, value) of the plotted surfaces."""
+def grid_csv(r: np.ndarray, theta: np.ndarray, values: Mapping[str, np.ndarray], which: str,
+             sampled: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] | None = None,
+             ) -> str:
+    """Long-format CSV of the plotted surfaces: (panel, r, theta, value) rows of the closed form; with ``sampled``
+    (panel → r axis, θ axis, sampled value, its standard error, reliable mask, on the Monte-Carlo grid) a
+    ``source`` column (closed form / monte carlo) and the sampled rows with ``stderr`` and ``reliable`` follow.
+
+    Examples
+    --------
+    >>> print(grid_csv(np.array([1.0]), np.array([0.0]), {"trig": np.array([[0.5]])}, "mse"))
+    panel,r,theta,mse
+    trig,1.0,0.0,0.5
+    <BLANKLINE>
+    """
     rr, tt = np.meshgrid(r, theta, indexing="ij")
-    cols: dict[str, list[Any]] = {"panel": [], "r": [], "theta": [], which: []}
+    cols: dict[str, list[Any]] = {"panel": [], "source": [], "r": [], "theta": [], which: [], "stderr": [],
+                                  "reliable": []}
     for name, z in values.items():
         cols["panel"] += [name] * rr.size
+        cols["source"] += ["closed form"] * rr.size
         cols["r"] += list(rr.ravel())
         cols["theta"] += list(tt.ravel())
         cols[which] += list(np.asarray(z, dtype=float).ravel())
-    return columns_to_csv({k: np.asarray(v, dtype=object if k == "panel" else float) for k, v in cols.items()})
+        cols["stderr"] += [math.nan] * rr.size
+        cols["reliable"] += [""] * rr.size
+    for name, (r_mc, theta_mc, v, se, ok) in (sampled or {}).items():
+        mr, mt = np.meshgrid(r_mc, theta_mc, indexing="ij")
+        cols["panel"] += [name] * mr.size
+        cols["source"] += ["monte carlo"] * mr.size
+        cols["r"] += list(mr.ravel())
+        cols["theta"] += list(mt.ravel())
+        cols[which] += list(np.asarray(v, dtype=float).ravel())
+        cols["stderr"] += list(np.asarray(se, dtype=float).ravel())
+        cols["reliable"] += [str(bool(b)) for b in np.asarray(ok).ravel()]
+    if not sampled:
+        cols = {k: v for k, v in cols.items() if k not in ("source", "stderr", "reliable")}
+    text_cols = ("panel", "source", "reliable")
+    return columns_to_csv({k: np.asarray(v, dtype=object if k in text_cols else float) for k, v in cols.items()})
 

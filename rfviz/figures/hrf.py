@@ -92,3 +92,16 @@ def grid_csv(r: np.ndarray, theta: np.ndarray, panels: dict[str, np.ndarray]) ->
 
 
 __all__ = ["columns_to_csv", "grid_csv", "lambda_figure", "max_error_figure", "mse_figure", "winner_figure"]
+
+
+def relative_error_figure(c: Columns, r: float, m: int, n: int, hybrid: bool = True) -> go.Figure:
+    """log₁₀ relative error √MSE/SM of trig and ++ along θ (from ``relative_error_columns``) and, with ``hybrid``,
+    the angular hybrid's; the 100 % line marks where the error is as large as the kernel."""
+    ys = {"trig": c["log10_rel_trig"], "positive (++)": c["log10_rel_pos"]}
+    if hybrid:
+        ys[f"angular hybrid (n = {n})"] = c["log10_rel_hybrid"]
+    fig = lines(c["theta"], ys, xlabel="θ", ylabel="log₁₀ relative error √MSE/K", theta_axis=True,
+                title=f"relative error on the sphere of radius r = {r:g} (m = {m})")
+    fig.add_hline(y=0.0, line={"color": "gray", "dash": "dot"}, annotation_text="error = K (100 %)",
+                  annotation_position="bottom right")
+    return fig

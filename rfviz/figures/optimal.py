@@ -35,7 +35,7 @@ def _finite(a: np.ndarray) -> np.ndarray:
 
 
 def psi_radial_density_figure(problems: OptimalSampling | Sequence[OptimalSampling], n: int = 301) -> go.Figure:
-    """Radial density of |ω| under Ψ* for each problem against Ω's χ_d (tests/test_optimal_sampling.py).
+    """Radial density of |ω| under Ψ* for each problem against Ω's χ_d.
 
     Problems should share d and the input law (e.g. positive and trig features of the same inputs).
     """
@@ -76,9 +76,9 @@ def variance_sweep_figure(kind: str, d: int, axis: str, values: np.ndarray, kern
                           mechanisms: Sequence[str] = MECHANISMS, relative: bool = False, shade: bool = True,
                           **fixed: float) -> go.Figure:
     """V* (importance sampling from Ψ*) and the unweighted variance (Ψ = Ω) as r or σ moves, per sample, on a
-    log axis; ``relative`` divides by E K² (tests/test_optimal_sampling.py). Regions where a variance or its
+    log axis; ``relative`` divides by E K². Regions where a variance or its
     Monte-Carlo estimate
-    diverges are shaded (tests/test_optimal_sampling.py)."""
+    diverges are shaded."""
     values = np.asarray(values, dtype=float)
     fig = go.Figure()
     for mech in mechanisms:
@@ -100,8 +100,8 @@ def variance_sweep_figure(kind: str, d: int, axis: str, values: np.ndarray, kern
 
 def equivalence_figure(r1: float, r2_values: np.ndarray, d: int, kernel: str = "softmax") -> go.Figure:
     """'All representations are equivalent' and its failure: V* of positive and trig features under their own
-    optimal Ψ for X1 = Unif(r1 S), X2 = Unif(r2 S). Equal (= Cor. 1 bound) at r2 = r1 (Cor. 2), apart elsewhere
-    (tests/test_optimal_sampling.py). Scope: iid ω, independent x1, x2, scalar features (§6.1)."""
+    optimal Ψ for X1 = Unif(r1 S), X2 = Unif(r2 S). Equal (= Cor. 1 bound) at r2 = r1 (Cor. 2), apart elsewhere.
+    Scope: iid ω, independent x1, x2, scalar features (§6.1)."""
     curve = equivalence_curve(r1, np.asarray(r2_values, dtype=float), d, kernel)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=curve["r2"], y=_finite(curve["bound"]), name="Cor. 1 bound (φ-free)",

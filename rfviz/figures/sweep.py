@@ -19,6 +19,7 @@ import plotly.graph_objects as go
 
 from ..numerics import LOG10
 from ..params import ParameterError
+from ..verdicts import roundoff_floor
 from .common import LAYOUT, THETA_TICKS, color, columns_to_csv, finite_or_none, heatmaps
 
 
@@ -63,6 +64,28 @@ def _log10_se(table: SweepTable, rows: np.ndarray) -> np.ndarray:
         return np.power(10.0, log10_se - table.columns["log10_mc_mse"][rows]) / LOG10
 
 
+ROUNDOFF_DEFAULT_D = ROUNDOFF_DEFAULT_M = 1024
+"""d and m assumed for the round-off floor when the file has no such column (a larger floor: the conservative
+side for drawing, never for a verdict)."""
+
+
+def _roundoff_cells(table: SweepTable, rows: np.ndarray, col: str) -> np.ndarray:
+    """Rows whose ``col`` (a log10 MSE) is at float64 round-off relative to K² (rfviz.verdicts.roundoff_floor with
+    the row's d and m where the file has them): drawn as exact, never setting the colour scale."""
+    cols = table.columns
+    value_col = "mse" if col == "log10_mse" else "mc_mse"
+    zero = cols[value_col][rows].astype(float) == 0.0 if value_col in cols else np.zeros(len(rows), bool)
+    if "kernel_value" not in cols:
+        return zero
+    d = cols["d"][rows] if "d" in cols else np.full(len(rows), ROUNDOFF_DEFAULT_D)
+    m = cols["m"][rows] if "m" in cols else np.full(len(rows), ROUNDOFF_DEFAULT_M)
+    log10_floor = np.log10([roundoff_floor(int(a), int(b)) for a, b in zip(d, m, strict=True)])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log10_k2 = 2.0 * np.log10(np.abs(cols["kernel_value"][rows].astype(float)))
+        rel = cols[col][rows].astype(float) - log10_k2
+    return zero | (rel <= log10_floor)
+
+
 def _check_axes(table: SweepTable, axes: Sequence[str], fixed: Mapping[str, Any]) -> None:
     if len(set(axes)) != len(axes):
         raise ParameterError(f"axes must be distinct, got {', '.join(axes)}")
@@ -86,7 +109,8 @@ def label(axis: str) -> str:
 
 def heatmap_figure(table: SweepTable, x: str, y: str, fixed: Mapping[str, Any], title: str = "") -> go.Figure:
     """log10 MSE over grid axes ``x`` × ``y`` (the other axes at ``fixed``): a Monte-Carlo panel, plus a
-    closed-form panel where the file has one ([HRF] Lemma 1 family, per estimator); unreliable points ringed."""
+    closed-form panel where the file has one ([HRF] Lemma 1 family, per estimator); unreliable points ringed; cells
+    at float64 round-off drawn as exact (they never stretch the colour scale)."""
     fixed = {k: v for k, v in fixed.items() if k not in (x, y)}
     _check_axes(table, (x, y), fixed)
     rows = np.flatnonzero(_mask(table, fixed))
@@ -99,8 +123,9 @@ def heatmap_figure(table: SweepTable, x: str, y: str, fixed: Mapping[str, Any], 
     zs = {}
     for panel, col in panels.items():
         z = np.full((len(ys), len(xs)), np.nan)
-        for r in rows:
-            z[yi[table.columns[y][r]], xi[table.columns[x][r]]] = table.columns[col][r]
+        exact = _roundoff_cells(table, rows, col)
+        for r, at_roundoff in zip(rows, exact, strict=True):
+            z[yi[table.columns[y][r]], xi[table.columns[x][r]]] = -np.inf if at_roundoff else table.columns[col][r]
         zs[panel] = z
     fig = heatmaps(np.array(xs, dtype=object), np.array(ys, dtype=object), zs, xlabel=label(x), ylabel=label(y),
                    zlabel="log10 MSE", title=title, theta_axis="x" if x == "theta" else "y" if y == "theta" else "",)

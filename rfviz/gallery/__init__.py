@@ -5,7 +5,8 @@ errata where rfviz's value differs from the printed paper, the numbers the refer
 as printed text, so the printed precision is the tolerance), a ``key_numbers`` function reading rfviz's values of
 those numbers from the built figure's data, and the explorer view (page + query parameters) that shows the same
 thing live. Entries register with ``@gallery_figure`` (rfviz.gallery.registry); one module of entries per paper
-(``hrf``, ``crt``, ``simrf``, ``dp``, ``optimal``), imported by ``load_gallery``. Export helpers: rfviz.figures.export.
+(``hrf``, ``crt``, ``simrf``, ``dp``, ``optimal``, ``derf``, ``orf_bessel``), imported by ``load_gallery``. Export
+helpers: rfviz.figures.export.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def load_gallery() -> dict[str, GalleryFigure]:
     """Import the entry modules (one per paper; each registers its entries on import); return the gallery."""
     # Imported for their @gallery_figure side effect, in paper order (the order of the gallery).
     # isort: off
-    from . import hrf, crt, simrf, dp, optimal  # noqa: F401
+    from . import hrf, crt, simrf, dp, optimal, derf, orf_bessel  # noqa: F401
     # isort: on
 
     return GALLERY

@@ -154,7 +154,7 @@ def fig2_log_variances(regime: str, sigmas: Any, d: int = 64, L: int = 256, reps
                        mechanisms: tuple[str, ...] = FIG2_MECHANISMS) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Figure 2: mean and std of log Var over all pairs and ``reps`` draws, per mechanism and σ (CRT §5.1).
 
-    Real-valued mechanisms have their variance halved (log − log 2), as in the paper (tests/test_crt.py).
+    Real-valued mechanisms have their variance halved (log − log 2), as in the paper.
     Draw ``rep`` at σ uses numpy's default_rng(seed + 1000·rep + int(100σ)); with seed = 0, L = 512, reps = 2 this
     is exactly the reference's reproduction (checks section E). Returns {mechanism: (means, stds)} over ``sigmas``.
     GeomRF and GeomRF+ dominate the cost (L²·d Bessel evaluations); leave them out of ``mechanisms`` for speed.

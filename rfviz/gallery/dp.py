@@ -108,8 +108,8 @@ gallery_figure(GalleryFigure(
             "complex/real. Complex features win, and the more so the higher the degree (ratio 0.68 → 0.05 for the "
             "Gaussian sketch at d = 8); Rademacher improves on Gaussian slightly more for small d.",
     errata="The paper does not state D; the authors' CSVs imply D = 1024, and rfviz's analytic means match them "
-           "(tests/test_dot_product.py, Fig. 2 reproduction), which also shows that the plotted quantity is the full "
-           "complex E|k̂ − k|², not the error of Re k̂ (tests/test_dot_product.py). The Ahle et al. tree sketch has no "
+           "(Fig. 2 reproduction), which also shows that the plotted quantity is the full "
+           "complex E|k̂ − k|², not the error of Re k̂. The Ahle et al. tree sketch has no "
            "closed form and "
            "is left out. The data are drawn with the reference's seed, so the averages equal its values.",
     build=build_dp_fig2,
@@ -181,7 +181,7 @@ gallery_figure(GalleryFigure(
             "(dashed, ∝ 1/D). Complex (q = ½) features halve the real ones' variance or better.",
     errata="Thm 10 holds only when every degree draws its own permutation (as Algorithm 1 and the authors' code do); "
            "eqs. 25/31 read literally share it and then the variance formula fails (docs: errata). The padded "
-           "dimension must be used in c(D, d) (tests/test_dot_product.py). No printed value differs here.",
+           "dimension must be used in c(D, d). No printed value differs here.",
     build=build_dp_fig12,
     explorer_page="dot_product",
     explorer_params={"view": "vs-m", "d": "2", "m": "6", "p": "2", "q": "0.5", "r": "1",
@@ -189,7 +189,7 @@ gallery_figure(GalleryFigure(
     key_numbers=_dp12_keys,
     catalog=_dp12_catalog(),
     params={"d": 2, "x = y": "(√½, √½)", "n": [1, 2], "D": f"1 … {DP12_D_MAX}", "q": [1.0, 0.5]},
-    source="[DP] Fig. 12 (exact values; golden values in tests/test_dot_product.py)",
+    source="[DP] Fig. 12 (exact values)",
 ))
 
 
@@ -235,7 +235,7 @@ def build_dp_tsrht_vs_tensorsketch() -> tuple[go.Figure, Columns]:
 
 
 TS_CATALOG_ROWS = {
-    # tests/test_dot_product.py, Fig. 12 exact values (n = 2, q = ½), as in DP12_TABLE
+    # [DP] Fig. 12 exact values (n = 2, q = ½), as in DP12_TABLE
     "TensorSRHT complex": DP12_TABLE[(2, "TensorSRHT q = 0.5")],
     # hand evaluation of the derived TensorSketch variance at x = y = (√½, √½): N = t² = 1, S = ½ give
     # g1 = 1, g2 = g3 = ½ and m²·Var = c0(2² − 1) + 2(m − c0)(1.5² − 1) = 2.5m + c0/2 (c0 = 1 + [m even])
@@ -271,7 +271,7 @@ gallery_figure(GalleryFigure(
             "TensorSketch, the paper's §6 finding (drawn there from data-set experiments).",
     errata="The paper gives no TensorSketch variance; the [DP] authors' code formula is exact at p = 1 only "
            "(reference README). rfviz derives the exact variance (rfviz.maths.dp, TensorSketch section), checks it "
-           "against Monte Carlo and scikit-learn's PolynomialCountSketch (tests/test_tensor_sketch.py); the "
+           "against Monte Carlo and scikit-learn's PolynomialCountSketch; the "
            "TensorSketch catalog numbers are that formula evaluated by hand, the TensorSRHT ones the reference's.",
     build=build_dp_tsrht_vs_tensorsketch,
     explorer_page="dot_product",

@@ -345,10 +345,10 @@ def build_hrf_fig6() -> tuple[go.Figure, Columns]:
 
 HRF6_GOLDEN_X, HRF6_GOLDEN_Y = np.array([1.0, -2.0, 0.5]), np.array([0.5, 1.0, 0.5])
 HRF6_CATALOG = {
-    "lmin_golden14": "3.0",  # tests/test_hrf.py: real-diagonal l_min (E9)
+    "lmin_golden14": "3.0",  # real-diagonal l_min ([HRF] App. H)
     "l_at_eq88_golden14": "3.0",  # the same, as l(A) at eq. 88's A (what the clustered estimator uses)
-    "mse_trig_golden1": "0.276219569108",  # tests/test_hrf.py: trig, θ = π/2, r = 1, m = 10
-    "eps_trig_golden6": "1.62198128337",  # tests/test_hrf.py: ε_trig at θ = π, r = 1, m = 10
+    "mse_trig_golden1": "0.276219569108",  # trig, θ = π/2, r = 1, m = 10 (closed form)
+    "eps_trig_golden6": "1.62198128337",  # ε_trig at θ = π, r = 1, m = 10 (closed form)
     # Table 3, s1 / σ = 1, m = 20: [min, max] over the paper's 20 repetitions, as centre ± half-width; rfviz's mean
     # over its trials must fall inside
     "table3_s1_m20_cluster": "0.00995±0.00835",
@@ -394,7 +394,7 @@ gallery_figure(GalleryFigure(
             "carried by a few pairs far from their centres, a heavy tail the trials' mean does not reach "
             "(markers well below the dotted line), unlike the paper, where it still wins.",
     errata="The paper does not give the law of the centres X_0, Y_0 (here N(0, I)) nor which FAVOR+ it uses (its "
-           "notebook: one-sided positive, E2′), so its s = l(A) lists and Table 3 cannot be reproduced exactly; "
+           "notebook: one-sided positive), so its s = l(A) lists and Table 3 cannot be reproduced exactly; "
            "rfviz's s values are smaller. The σ = 1, m = 20 means lie inside Table 3's s1 ranges (checked below); "
            "at m = 200 rfviz's Hybrid-Cluster mean (≈ 0.0016) is above the paper's s1 maximum 0.0010. "
            "Sizes and trials are cut (build time) and stated above.",
@@ -405,5 +405,5 @@ gallery_figure(GalleryFigure(
     catalog=HRF6_CATALOG,
     params={"points per cluster": HRF6_POINTS, "d": HRF6_D, "σ": ["1", "√10"], "same_sign": HRF6_SAME_SIGN,
             "m": list(HRF6_M), "trials": HRF6_TRIALS, "norms": "queries 0.1, keys 1", "seed": HRF6_SEED},
-    source="golden values (tests/test_hrf.py) and [HRF] Fig. 6 + Table 3 (s1 ranges)",
+    source="values re-derived and checked by rfviz, and [HRF] Fig. 6 + Table 3 (s1 ranges)",
 ))

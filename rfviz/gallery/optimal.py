@@ -68,7 +68,7 @@ gallery_figure(GalleryFigure(
             "re-weighted, so its curve lies on $\\chi_d$.",
     errata="The paper has no figures or numbers; this is the reference's suggested view 1 ([OS]). "
            "Theorem 1 needs x1 and x2 independent, and its 'lowest possible' variance is the lowest among iid "
-           "importance samplers of a scalar φ (tests/test_optimal_sampling.py).",
+           "importance samplers of a scalar φ.",
     build=build_os_radial,
     explorer_page="optimal_sampling",
     explorer_params={"inputs": "sphere", "kernel": "softmax", "d": "2", "r": "1"},
@@ -154,7 +154,7 @@ gallery_figure(GalleryFigure(
            "Two entries of the reference's tables are double-rounded (d = 128, r = 1.5: V* = 88.93, printed 88.94; "
            "d = 16, σ² = 0.01: positive plain 0.3969, printed 0.3970); rfviz checks the exact values. "
            "'Lowest possible' holds only among iid importance samplers of a scalar φ: the (cos, sin) pair at equal "
-           "budget and orthogonal directions go below V* (tests/test_optimal_sampling.py). For vector-valued "
+           "budget and orthogonal directions go below V*. For vector-valued "
             "features the "
            "paper's |φ|² recipe is only an upper bound (item 3).",
     build=build_os_vstar,
@@ -169,5 +169,5 @@ gallery_figure(GalleryFigure(
                                                            "value ((1.02)(0.94))^{−8} − (0.9996)^{−8} is 0.396948)")},
     params={"kernel": "softmax", "sphere": f"d = {OS_SPHERE_D}, r = 0.05 … 2",
             "gaussian": f"d = {OS_GAUSS_D}, σ = 0.02 … 0.7", "mechanisms": ["positive", "trig (random phase)"]},
-    source="[OS] closed forms for sphere and Gaussian inputs (tables; tests/test_optimal_sampling.py)",
+    source="[OS] closed forms for sphere and Gaussian inputs (tables)",
 ))

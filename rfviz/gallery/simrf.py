@@ -22,7 +22,7 @@ SIMRF5_COUPLINGS = (IID, ORTHOGONAL, SIMPLEX)
 
 
 def density_mode(d: int, coupling: str) -> tuple[float, float]:
-    """(w*, p(w*)): the mode of the density of w_ij = ‖ω_i + ω_j‖ (SimRF Fig. 5; tests/test_coupling.py)."""
+    """(w*, p(w*)): the mode of the density of w_ij = ‖ω_i + ω_j‖ (SimRF Fig. 5)."""
     grid = np.linspace(0.01, 4.0 * math.sqrt(d) + 4.0, 801)
     i = int(np.argmax(density_wij(grid, d, coupling)))
     res = optimize.minimize_scalar(lambda w: -float(density_wij(w, d, coupling)), bounds=(grid[max(i - 1, 0)],
@@ -75,7 +75,7 @@ gallery_figure(GalleryFigure(
             "f(w, v) = 0F1(; d/2; v²w²/4) (dotted, right axis) is what the MSE averages, so a thinner right tail "
             "means a lower MSE.",
     errata="The paper does not state the v used for f(w, v); rfviz draws v = 1. The paper's θ in Lemma 4.2 is the "
-           "angle between random vectors, not between inputs (tests/test_coupling.py).",
+           "angle between random vectors, not between inputs.",
     build=build_simrf_fig5,
     explorer_page="coupling",
     explorer_params={"d": "6", "hist": "true", "samples": "5000", "penalty": "true", "v": "1"},
@@ -152,7 +152,7 @@ gallery_figure(GalleryFigure(
             "best, 0.707, near v ≈ 1.24; SimRF crosses ½ at v ≈ 1.5; both return to 1 for v ≳ 5 where the MSE is "
             "dominated by e^{2v²}.",
     errata="The paper implies m = d = 64 through its quoted 0.0078; rfviz uses it. Eqs. 11/25–27 assume all m "
-           "vectors coupled (m ≤ d); with blocks the factor (m − 1) becomes (d − 1) (tests/test_coupling.py). The "
+           "vectors coupled (m ≤ d); with blocks the factor (m − 1) becomes (d − 1). The "
            "small-v expansion in §5.1 has a typo, fixed in the reference (§2.10). rfviz evaluates the ratio after "
            "dividing by e^{2v²} and with cancellation-free series, so v from 1e−3 to 1e2 is exact to plotting "
            "precision (a naive evaluation is noise at v = 1e−3 and overflows at v > 18.8).",

@@ -1,13 +1,13 @@
 """Maths of the Chefs' Random Tables paper (Likhosherstov et al. 2022, "CRT"), as pure numpy functions.
 
-Everything here follows the paper's formulas re-derived and checked by Monte Carlo (tests/test_crt.py), not
+Everything here follows the paper's formulas re-derived and checked by Monte Carlo, not
 the printed paper, which has errors (docs: errata). Conventions:
 
 * Variances are per feature (M = 1) of the **Gaussian**-kernel estimator unless a function says otherwise;
-  the softmax version multiplies them by e^{S}, S = |x|² + |y|² (tests/test_crt.py), and the *relative* variance
+  the softmax version multiplies them by e^{S}, S = |x|² + |y|², and the *relative* variance
   Var/K² is the same for both kernels.
 * Everything is returned as a natural log: R = E[(Re Y)²]/K² (relative second moment) and ``log_rel_var`` =
-  log(R − 1) = log(Var/K²). Var/K² of every GERF depends only on (A, s, d, Z_s), Z_s = |x + s·y|² (tests/test_crt.py).
+  log(R − 1) = log(Var/K²). Var/K² of every GERF depends only on (A, s, d, Z_s), Z_s = |x + s·y|².
 * Invalid input raises ParameterError naming the parameter and its valid range.
 
 Used by the estimators in ``rfviz.estimators.crt`` and directly by the app's CRT views (variance against A,
@@ -33,7 +33,7 @@ A_MEAN_BOUND = 0.25
 A_VARIANCE_BOUND = 0.125
 """GERF has finite variance iff Re A < 1/8 (CRT Thm 3.2)."""
 A_FOURTH_MOMENT_BOUND = 0.0625
-"""E|Y|^4 < ∞ iff Re A < 1/16: needed for a Monte-Carlo standard error of the variance (tests/test_crt.py)."""
+"""E|Y|^4 < ∞ iff Re A < 1/16: needed for a Monte-Carlo standard error of the variance."""
 
 
 # ----------------------------------------------------------------------------------------------- validation
@@ -65,7 +65,7 @@ PROB_PARAM = Param("prob", 0.5, "float", "geometric success probability p, P(ω_
 
 
 def admissible_A(s: int = 1) -> dict[str, Any]:
-    """Admissible ranges of A for the app ([CRT] Thm 3.2; tests/test_crt.py): Re A below each bound.
+    """Admissible ranges of A for the app ([CRT] Thm 3.2): Re A below each bound.
 
     In general E|Y|^k < ∞ iff Re A < 1/(4k)."""
     check_s(s)
@@ -81,7 +81,7 @@ def admissible_A(s: int = 1) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------- GERF (§3.3)
 def gerf_coefficients(A: complex, s: int, d: int) -> tuple[complex, float, complex]:
     """(B, C, log D) of GERF, CRT Thm 3.1 eq. 5 with principal branches: B = √(s(1−4A)), C = −(s+1)/2,
-    log D = (d/4)·Log(1 − 4A) ([CRT] Thm 3.2; tests/test_crt.py)."""
+    log D = (d/4)·Log(1 − 4A) ([CRT] Thm 3.2)."""
     s = check_s(s)
     a = complex(check_A(A, A_MEAN_BOUND))
     return complex(np.sqrt(complex(s * (1 - 4 * a)))), -(s + 1) / 2.0, d * complex(np.log(1 - 4 * a)) / 4.0
@@ -129,14 +129,23 @@ def gerf_log_rel_var(A: Any, s: int, Zs: Any, d: int) -> np.ndarray:
     return np.where(small, log_direct, log_expm1(log_r))
 
 
-def gerf_log_var(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, kernel: str = "gaussian") -> np.ndarray:
-    """log Var of one GERF feature (M = 1) for the Gaussian or softmax kernel (CRT eq. 6; tests/test_crt.py).
+def _plus_minus_sq(xx: np.ndarray, yy: np.ndarray, xy: np.ndarray, z2: Any, delta2: Any) -> tuple[np.ndarray, ...]:
+    """(|x + y|², |x − y|²): the stable values when the caller has them (``PairStats.z2``/``delta2``, from the
+    coordinates of x ± y), else |x|² + |y|² ± 2x·y (which loses digits as y → ±x)."""
+    Z = np.maximum(xx + yy + 2 * xy, 0.0) if z2 is None else np.asarray(z2, dtype=float)
+    W = np.maximum(xx + yy - 2 * xy, 0.0) if delta2 is None else np.asarray(delta2, dtype=float)
+    return Z, W
 
-    Var_gauss = K²(R−1) with K² = e^{−|x−y|²}; Var_softmax = e^{S}·Var_gauss = e^{2x·y}(R−1).
+
+def gerf_log_var(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, kernel: str = "gaussian", *,
+                 z2: Any = None, delta2: Any = None) -> np.ndarray:
+    """log Var of one GERF feature (M = 1) for the Gaussian or softmax kernel (CRT eq. 6).
+
+    Var_gauss = K²(R−1) with K² = e^{−|x−y|²}; Var_softmax = e^{S}·Var_gauss = e^{2x·y}(R−1). Pass ``z2`` =
+    |x + y|² and ``delta2`` = |x − y|² computed from x ± y where they may be small against |x|² + |y|².
     """
     xx, yy, xy = (np.asarray(v, dtype=float) for v in (xx, yy, xy))
-    Z = np.maximum(xx + yy + 2 * xy, 0.0)
-    W = np.maximum(xx + yy - 2 * xy, 0.0)
+    Z, W = _plus_minus_sq(xx, yy, xy, z2, delta2)
     return _kernel_log_sq(kernel, xy, W) + gerf_log_rel_var(A, s, Z if check_s(s) == 1 else W, d)
 
 
@@ -154,10 +163,19 @@ def r_theta_stats(r: Any, theta: Any) -> tuple[np.ndarray, np.ndarray, np.ndarra
     return r2, r2, r2 * np.cos(np.asarray(theta, dtype=float))
 
 
+def r_theta_plus_minus(r: Any, theta: Any) -> dict[str, np.ndarray]:
+    """{z2: |x + y|² = 4r²cos²(θ/2), delta2: |x − y|² = 4r²sin²(θ/2)} for |x| = |y| = r at angle θ, without the
+    cancellation of 2r²(1 ± cos θ) at θ → π or 0."""
+    r = np.asarray(r, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    cos_half = np.where(theta == np.pi, 0.0, np.cos(theta / 2))  # θ = fl(π) is π (as in geometry.canonical_pair)
+    return {"z2": (2 * r * cos_half) ** 2, "delta2": (2 * r * np.sin(theta / 2)) ** 2}
+
+
 def log_var_vs_real_A(A_grid: Any, s: int, r: float, theta: float, d: int, kernel: str = "gaussian") -> np.ndarray:
     """log Var (M = 1) along real A < 1/8 at one (r, θ): the 'variance against A' view ([CRT] Fig. 2, view 3)."""
     A = np.asarray(A_grid, dtype=float)
-    return gerf_log_var(A.astype(complex), s, *r_theta_stats(r, theta), d, kernel)
+    return gerf_log_var(A.astype(complex), s, *r_theta_stats(r, theta), d, kernel, **r_theta_plus_minus(r, theta))
 
 
 def log_var_complex_grid(re_A: Any, im_A: Any, s: int, r: float, theta: float, d: int,
@@ -172,7 +190,7 @@ def log_var_complex_grid(re_A: Any, im_A: Any, s: int, r: float, theta: float, d
     ok = A.real < A_VARIANCE_BOUND
     out = np.full(A.shape, np.inf)
     if np.any(ok):
-        out[ok] = gerf_log_var(A[ok], s, *r_theta_stats(r, theta), d, kernel)
+        out[ok] = gerf_log_var(A[ok], s, *r_theta_stats(r, theta), d, kernel, **r_theta_plus_minus(r, theta))
     return out
 
 
@@ -296,14 +314,14 @@ def shift_positive(X: Any, Y: Any, eps: float = 1e-8) -> tuple[np.ndarray, np.nd
 
 # -------------------------------------------------------------------------------- orthogonal coupling (§3.9)
 def ortho_pair_fraction(m: int, d: int) -> float:
-    """Σ_b n_b(n_b−1)/m² for m features in independent orthogonal blocks of ≤ d ([CRT] Thm 4.1; tests/test_crt.py)."""
+    """Σ_b n_b(n_b−1)/m² for m features in independent orthogonal blocks of ≤ d ([CRT] Thm 4.1)."""
     m, d = check(m, M_PARAM), check_d(d)
     full, rest = divmod(m, d)
     return (full * d * (d - 1) + rest * (rest - 1)) / m**2
 
 
 def _log_one_minus_P_table(d: int, kmax: int) -> np.ndarray:
-    """log(1 − P_k), P_k = Π_{j<k}(d+j)/(d+2j), k = 0..kmax (−inf at k = 0, 1) ([CRT] Thm 4.1; tests/test_crt.py)."""
+    """log(1 − P_k), P_k = Π_{j<k}(d+j)/(d+2j), k = 0..kmax (−inf at k = 0, 1) ([CRT] Thm 4.1)."""
     j = np.arange(kmax, dtype=float)
     log_p = np.concatenate([[0.0], np.cumsum(np.log1p(-j / (d + 2.0 * j)))])
     with np.errstate(divide="ignore"):
@@ -311,7 +329,7 @@ def _log_one_minus_P_table(d: int, kmax: int) -> np.ndarray:
 
 
 def ortho_log_neg_relcov_pos(Z: Any, d: int, chunk: int = 2048) -> np.ndarray:
-    """log(−Cov_ort/K²) for s = +1 (PosRF, OPRF, any real A): the exact series of [CRT] Thm 4.1; tests/test_crt.py,
+    """log(−Cov_ort/K²) for s = +1 (PosRF, OPRF, any real A): the exact series of [CRT] Thm 4.1,
     −relCov = e^{−Z} Σ_{k≥2} Z^k/k!·(1 − P_k), every term ≥ 0. −inf at Z = 0. Summed over a window of
     ±12√Z around the Poisson(Z) mode, so the cost per point is O(√Z)."""
     d = check_d(d)
@@ -341,7 +359,7 @@ def ortho_log_neg_relcov_pos(Z: Any, d: int, chunk: int = 2048) -> np.ndarray:
 
 def ortho_cov_trig(W: Any, d: int, chunk: int = 2048) -> np.ndarray:
     """Cov_ort(Re Y1, Re Y2) for s = −1 and any real A, Gaussian kernel (bounded): 1F1(d; d/2; −W/2) − e^{−W}
-    ([CRT] Thm 4.1; tests/test_crt.py). W < 1: −Σ_{k≥2}(−W)^k/k!(1−P_k); W ≥ 1: Kummer, 1F1(d; d/2; −W/2) = e^{−W/2}
+    ([CRT] Thm 4.1). W < 1: −Σ_{k≥2}(−W)^k/k!(1−P_k); W ≥ 1: Kummer, 1F1(d; d/2; −W/2) = e^{−W/2}
     1F1(−d/2; d/2; W/2),
     whose terms times e^{−W/2} are each ≤ 1 in size (no overflow, absolute error ~1e-16)."""
     d = check_d(d)
@@ -376,8 +394,8 @@ def ortho_cov_trig(W: Any, d: int, chunk: int = 2048) -> np.ndarray:
 
 
 def ortho_relcov(s: int, Zs: Any, d: int) -> np.ndarray:
-    """relCov_s(Z_s, d) = Cov_ort/K² = e^{−sZ_s}·1F1(d; d/2; sZ_s/2) − 1 for an orthogonal pair ([CRT] Thm 4.1;
-    tests/test_crt.py).
+    """relCov_s(Z_s, d) = Cov_ort/K² = e^{−sZ_s}·1F1(d; d/2; sZ_s/2) − 1 for an orthogonal pair
+    ([CRT] Thm 4.1).
 
     Independent of A (any real A). For s = −1 it can exceed float range at huge W (K² underflows): inf then.
     """
@@ -399,21 +417,18 @@ def log_minus_covariance(log_var: np.ndarray, log_neg_cov: np.ndarray) -> np.nda
 
 
 def thm41_bound_rel(Z: Any, d: int) -> np.ndarray:
-    """Thm 4.1 lower bound on −Cov_ort/K²: (2/(d+2))(1 − e^{−Z/2})² (CRT Thm 4.1; tight as Z → 0, [CRT] Thm 4.1;
-    tests/test_crt.py)."""
+    """Thm 4.1 lower bound on −Cov_ort/K²: (2/(d+2))(1 − e^{−Z/2})² ([CRT] Thm 4.1; tight as Z → 0)."""
     return 2.0 / (check_d(d) + 2) * (-np.expm1(-np.asarray(Z, dtype=float) / 2)) ** 2
 
 
 def gerf_log_mse(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, m: int, coupling: str = IID,
-                 kernel: str = "gaussian") -> np.ndarray:
-    """log MSE of the mean of m GERF features, iid (Var/m) or block-orthogonal with real A ([CRT] Thm 4.1;
-    tests/test_crt.py):
-    MSE_ort = Var1/m + (Σ_b n_b(n_b−1)/m²)·K²·relCov_s(Z_s, d)."""
+                 kernel: str = "gaussian", *, z2: Any = None, delta2: Any = None) -> np.ndarray:
+    """log MSE of the mean of m GERF features, iid (Var/m) or block-orthogonal with real A ([CRT] Thm 4.1):
+    MSE_ort = Var1/m + (Σ_b n_b(n_b−1)/m²)·K²·relCov_s(Z_s, d). ``z2``/``delta2``: as in ``gerf_log_var``."""
     s = check_s(s)
     m = check(m, M_PARAM)
     xx, yy, xy = (np.asarray(v, dtype=float) for v in (xx, yy, xy))
-    Z = np.maximum(xx + yy + 2 * xy, 0.0)
-    W = np.maximum(xx + yy - 2 * xy, 0.0)
+    Z, W = _plus_minus_sq(xx, yy, xy, z2, delta2)
     Zs = Z if s == 1 else W
     log_rel = gerf_log_rel_var(A, s, Zs, d) - math.log(m)
     log_k2 = _kernel_log_sq(kernel, xy, W)
@@ -422,7 +437,7 @@ def gerf_log_mse(A: Any, s: int, xx: Any, yy: Any, xy: Any, d: int, m: int, coup
     if coupling != ORTHOGONAL:
         raise ParameterError(f"coupling must be one of iid, orthogonal for the GERF closed form, got {coupling!r}")
     if np.any(np.asarray(A, dtype=complex).imag != 0):
-        raise ParameterError("A must be real for the orthogonal closed form ([CRT] Thm 4.1; tests/test_crt.py); use "
+        raise ParameterError("A must be real for the orthogonal closed form ([CRT] Thm 4.1); use "
             "Monte Carlo")
     frac = ortho_pair_fraction(m, d)
     if frac == 0.0:

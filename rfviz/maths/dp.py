@@ -1,12 +1,12 @@
 """Dot-product kernel features: the maths (closed forms, input geometry, samplers of the weight entries).
 
 Source: Wacker, Kanagawa, Filippone, "Improved Random Features for Dot Product Kernels" ([DP]);
-formulas re-derived and checked by Monte Carlo in tests/test_dot_product.py.
+formulas re-derived and checked by Monte Carlo.
 
 Everything hinges on four scalars per pair ([DP] §2): |x|², |y|², t = x·y and the coordinate-dependent
 S = Σ_k x_k² y_k². The closed forms here work on a normalised :class:`DotStats` (τ = t²/(|x|²|y|²),
 s = S/(|x|²|y|²), w = 1 − τ computed without cancellation) so that every variance is (|x|²|y|²)^p times an
-O(1) number: logs never overflow (tests/test_dot_product.py) and M^p − t^{2p} is evaluated as a difference of powers
+O(1) number: logs never overflow and M^p − t^{2p} is evaluated as a difference of powers
 without cancellation.
 
 Weight entries z = a + ib have E a² = q, E b² = 1 − q, E ab = 0 (Eq. 15). Every formula depends on q only
@@ -19,7 +19,7 @@ with a common q are offered:
   q = ½ is the uniform unit circle, μ4 = 1;
 * ``gaussian``: a ~ N(0, q), b ~ N(0, 1−q) (the reference's "q-Gaussian", F1c), μ4 = (2q−1)² + 2.
 
-Embeddings of (r, θ) in R^d (tests/test_dot_product.py): ``canonical`` (x = r e1; S = t², so q has no effect), ``flat``
+Embeddings of (r, θ) in R^d: ``canonical`` (x = r e1; S = t², so q has no effect), ``flat``
 (x = r𝟙/√d, y = r(cos θ 𝟙/√d + sin θ v), v = (+1, −1, …)/√d; S = r⁴/d; needs even d) and
 ``rotation_average`` (the closed form averaged over ROTATIONS fixed Haar-random orientations of the pair). The
 last is an average over pairs, not one pair: its pair function returns an extra axis −2 of length ROTATIONS,
@@ -49,7 +49,7 @@ ROTATION_SEED = 20240611
 
 # ----------------------------------------------------------------------------- parameters of the weights
 def rho2(q: float) -> float:
-    """ρ² = (E z²)² = (2q − 1)², the only way q enters any formula ([DP] §2; tests/test_dot_product.py)."""
+    """ρ² = (E z²)² = (2q − 1)², the only way q enters any formula ([DP] §2)."""
     return (2.0 * q - 1.0) ** 2
 
 
@@ -61,8 +61,7 @@ def fourth_moment(basis: str, q: float) -> float:
 
 
 def padded_dim(d: int) -> int:
-    """TensorSRHT pads inputs with zeros to the next power of two, at least 2 ([DP] Alg. 1;
-    tests/test_dot_product.py)."""
+    """TensorSRHT pads inputs with zeros to the next power of two, at least 2 ([DP] Alg. 1)."""
     d = check_d(d)
     return max(2, 1 << (d - 1).bit_length())
 
@@ -92,11 +91,21 @@ class DotStats:
     sign_t: np.ndarray
     sum_sq: np.ndarray
     d: int
+    delta_value: np.ndarray | None = None
+    rest_value: np.ndarray | None = None
 
     @property
     def delta(self) -> np.ndarray:
-        """Δ/(|x|²|y|²) with Δ = t² − S = Σ_{i≠j} x_i x_j y_i y_j (Eq. 22 is Δ ≥ 0)."""
-        return self.tau - self.s
+        """Δ/(|x|²|y|²) with Δ = t² − S = Σ_{i≠j} x_i x_j y_i y_j (Eq. 22 is Δ ≥ 0): ``delta_value`` where the pairs
+        gave it (``from_pairs``, summed without cancellation), else τ − s (exact for the angle embeddings, where
+        τ and s come from the same cos θ)."""
+        return self.tau - self.s if self.delta_value is None else self.delta_value
+
+    @property
+    def rest(self) -> np.ndarray:
+        """1 − s = (|x|²|y|² − S)/(|x|²|y|²) = Σ_{k≠l} x_k²y_l²/(|x|²|y|²): ``rest_value`` where the pairs gave it
+        (a sum of non-negative terms), else 1 − s."""
+        return 1.0 - self.s if self.rest_value is None else self.rest_value
 
     @property
     def log_abs_t(self) -> np.ndarray:
@@ -123,6 +132,13 @@ class DotStats:
         w = np.clip(w, 0.0, 1.0)
         with np.errstate(divide="ignore"):
             log_nn = np.log(nn)
+        # Δ = t² − S = 2Σ_{i<j} p_i p_j (p = x∘y) from running sums: (1 − w) − s would leave the round-off of two
+        # O(1) numbers where Δ ≪ |x|²|y|² (e.g. Δ = 0 exactly for x ∥ e1, against w = sin²θ ~ 1e-16)
+        prod = x * y
+        delta = 2.0 * np.sum(prod * _exclusive_sums(prod, before=True), -1)
+        # |x|²|y|² − S = Σ_k x_k²·Σ_{l≠k} y_l², the inner sums from prefix and suffix sums (no cancellation)
+        y2 = y * y
+        rest = np.sum(x * x * (_exclusive_sums(y2, before=True) + _exclusive_sums(y2, before=False)), -1)
         return cls(
             log_nn=log_nn,
             tau=np.where(ok, np.clip(1.0 - w, 0.0, 1.0), 0.0),
@@ -131,6 +147,8 @@ class DotStats:
             sign_t=np.sign(t),
             sum_sq=xx + yy,
             d=int(x.shape[-1]),
+            delta_value=np.where(ok, delta / safe_nn, 0.0),
+            rest_value=np.where(ok, rest / safe_nn, 1.0),
         )
 
     @classmethod
@@ -204,7 +222,7 @@ def rotation_s_moments(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def expected_rotation_s(r: np.ndarray | float, theta: np.ndarray | float, d: int) -> np.ndarray:
-    """E_rot[S] = r⁴(1 + 2cos²θ)/(d + 2) for a Haar-random orientation (tests/test_dot_product.py, derived and
+    """E_rot[S] = r⁴(1 + 2cos²θ)/(d + 2) for a Haar-random orientation (derived and
     verified)."""
     return np.asarray(r, float) ** 4 * (1.0 + 2.0 * np.cos(theta) ** 2) / (d + 2.0)
 
@@ -248,8 +266,17 @@ def log_mean_exp(log_values: np.ndarray, axis: int = -1) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- difference of powers
+def _exclusive_sums(v: np.ndarray, before: bool) -> np.ndarray:
+    """Σ_{j<k} v_j (``before``) or Σ_{j>k} v_j at each k over the last axis, as shifted running sums (not
+    cumsum − v, which leaves the round-off of v_k where v_k dominates)."""
+    zero = np.zeros_like(v[..., :1])
+    if before:
+        return np.concatenate([zero, np.cumsum(v[..., :-1], -1)], -1)
+    return np.concatenate([np.flip(np.cumsum(np.flip(v[..., 1:], -1), -1), -1), zero], -1)
+
+
 def power_gap(base: np.ndarray, gap: np.ndarray, p: int) -> np.ndarray:
-    """(base + gap)^p − base^p for base ≥ 0, without cancellation when |gap| ≪ base (tests/test_dot_product.py).
+    """(base + gap)^p − base^p for base ≥ 0, without cancellation when |gap| ≪ base.
 
     Uses base^p·expm1(p·log1p(gap/base)) where |gap| < base, the direct difference elsewhere.
     """
@@ -263,25 +290,25 @@ def power_gap(base: np.ndarray, gap: np.ndarray, p: int) -> np.ndarray:
 
 
 def _log_nonneg(value: np.ndarray) -> np.ndarray:
-    """log of a variance computed in linear space; round-off negatives (tests/test_dot_product.py) become −inf."""
+    """log of a variance computed in linear space; round-off negatives become −inf."""
     v = np.asarray(value, float)
     with np.errstate(divide="ignore"):
         return np.log(np.where(v > 0, v, 0.0))
 
 
-# ----------------------------------------------------------------------------- Theorem 2 family (F1, F2)
+# ----------------------------------------------------------------------------- Theorem 2 family
 def moment_gap(st: DotStats, q: float, mu4: float) -> np.ndarray:
     """(M − t²)/(|x|²|y|²) ≥ 0 with M = μ4 S + |x|²|y|² − S + κ(q)(t² − S) (Eq. 16 bracket).
 
     Cancellation-free form: (|x|²|y|² − t²) + κΔ + (μ4 − 1)S. NB a form with (κ − 1)Δ here is
-    off by Δ (it gives 0.75 instead of 1 at G3's pair); tests/test_dot_product.py checks this against Eq. 16.
+    off by Δ; the form above agrees with Eq. 16.
     """
     return np.maximum(st.w + (1.0 + rho2(q)) * st.delta + (mu4 - 1.0) * st.s, 0.0)
 
 
 def pseudo_moment_gap(st: DotStats, q: float, mu4: float) -> np.ndarray:
-    """(M' − t²)/(|x|²|y|²) with M' = μ4 S + ρ²(|x|²|y|² − S) + 2(t² − S) (tests/test_dot_product.py, derived)."""
-    return (mu4 - 1.0) * st.s + rho2(q) * (1.0 - st.s) + st.delta
+    """(M' − t²)/(|x|²|y|²) with M' = μ4 S + ρ²(|x|²|y|² − S) + 2(t² − S) (derived)."""
+    return (mu4 - 1.0) * st.s + rho2(q) * st.rest + st.delta
 
 
 def var_poly_normalised(st: DotStats, p: int, q: float, mu4: float, num_features: int | np.ndarray,
@@ -289,7 +316,7 @@ def var_poly_normalised(st: DotStats, p: int, q: float, mu4: float, num_features
     """Variance of the D-feature polynomial sketch divided by (|x|²|y|²)^p.
 
     complex: (M^p − t^{2p})/D (Theorem 2, Eq. 16; Eqs. 18–21 at (q, μ4) = (1,1), (½,1), (1,3), (½,2));
-    real_part: (½(M^p + M'^p) − t^{2p})/D (tests/test_dot_product.py, derived and verified).
+    real_part: (½(M^p + M'^p) − t^{2p})/D (derived and verified).
     """
     full = power_gap(st.tau, moment_gap(st, q, mu4), p)
     if variance == "real_part":
@@ -301,14 +328,14 @@ def var_poly_normalised(st: DotStats, p: int, q: float, mu4: float, num_features
 
 def log_var_poly(st: DotStats, p: int, q: float, mu4: float, num_features: int | np.ndarray,
                  variance: str = "complex") -> np.ndarray:
-    """Natural log of the polynomial-sketch variance (Theorem 2 / F2); −inf where exact."""
+    """Natural log of the polynomial-sketch variance ([DP] Theorem 2, eq. 16); −inf where exact."""
     return p * st.log_nn + _log_nonneg(var_poly_normalised(st, p, q, mu4, num_features, variance))
 
 
-# ----------------------------------------------------------------------------- TensorSRHT (F3, F4, F5)
+# ----------------------------------------------------------------------------- TensorSRHT
 def single_degree_var(st: DotStats, q: float) -> np.ndarray:
     """V_q^{(1)}/(|x|²|y|²) = 1 − s + ρ²Δ (Eq. 17 with p = 1, μ4 = 1)."""
-    return 1.0 - st.s + rho2(q) * st.delta
+    return st.rest + rho2(q) * st.delta
 
 
 def tsrht_parts(st: DotStats, p: int, q: float, d_pad: int) -> tuple[np.ndarray, np.ndarray]:
@@ -324,41 +351,55 @@ def var_tsrht_normalised(st: DotStats, p: int, q: float, num_features: int | np.
 
     complex: V/D + c(D,d)/D²·Cov (Theorem 10, Eq. 33; Theorem 5, Eq. 28 at q = 1); d is the padded
     dimension. real_part: ½(that + PV), PV = (M'^p − t^{2p})/D + c/D²·(C'^p − t^{2p}),
-    C' = t² − [Δ + ρ²(|x|²|y|² − S)]/(d − 1) (tests/test_dot_product.py, derived and verified).
-    Not monotone in D: it jumps up when a new block starts (P4, Fig. 12). Clipped at 0 (P7).
+    C' = t² − [Δ + ρ²(|x|²|y|² − S)]/(d − 1) (derived and verified).
+    Not monotone in D: it jumps up when a new block starts ([DP] Fig. 12). Round-off below 0 is clipped to 0.
     """
     d_pad = padded_dim(st.d) if d_pad is None else d_pad
-    D = np.asarray(num_features, float)
-    c = block_pairs(np.asarray(num_features), d_pad) / D**2
-    v, cov = tsrht_parts(st, p, q, d_pad)
-    full, size = v / D + c * cov, np.abs(v / D) + np.abs(c * cov)
+    full = _tsrht_sum(st.tau, single_degree_var(st, q), p, num_features, d_pad)
     if variance == "real_part":
-        pv = power_gap(st.tau, pseudo_moment_gap(st, q, 1.0), p) / D
-        pcov = power_gap(st.tau, -(st.delta + rho2(q) * (1.0 - st.s)) / (d_pad - 1), p)
-        full, size = 0.5 * (full + pv + c * pcov), 0.5 * (size + np.abs(pv) + np.abs(c * pcov))
+        pseudo = _tsrht_sum(st.tau, st.delta + rho2(q) * st.rest, p, num_features, d_pad)
+        full = 0.5 * (full + pseudo)
     elif variance != "complex":
         raise ParameterError(f"variance must be one of {', '.join(VARIANCES)}, got {variance!r}")
-    # The two terms cancel exactly in the exact cases (p = 1, D ∈ dℕ); what is left there is round-off.
-    return np.where(full > 64 * np.finfo(float).eps * size, full, 0.0)
+    return np.maximum(full, 0.0)
+
+
+def _tsrht_sum(tau: np.ndarray, gap: np.ndarray, p: int, num_features: int | np.ndarray, d_pad: int) -> np.ndarray:
+    """((τ + g)^p − τ^p)/D + c/D²·((τ − g/(d − 1))^p − τ^p) = Σ_{k≥1} C(p, k)τ^{p−k}g^k·β_k, β_k = 1/D +
+    (c/D²)(−1/(d − 1))^k, with g = M − t² = V1 (the same number: (|x|²|y|² − t²) + κΔ = (|x|²|y|² − S) + ρ²Δ, μ4 = 1;
+    normalised by |x|²|y|²). The first-order terms of the variance and the covariance cancel (exactly for D ∈ dℕ,
+    where β_1 = 0), so β_1 = (D(d − 1) − c)/(D²(d − 1)) is formed from integers and the rest carries no cancellation:
+    the variance stays exact where it is O(g²) (θ → 0, or p = 1)."""
+    tau, gap = np.broadcast_arrays(np.asarray(tau, float), np.asarray(gap, float))
+    D = np.asarray(num_features, float)
+    pairs = np.asarray(block_pairs(np.asarray(num_features), d_pad), float)
+    total = np.zeros(np.broadcast(tau, D).shape)
+    for k in range(1, p + 1):
+        if k == 1:
+            beta = (D * (d_pad - 1) - pairs) / (D**2 * (d_pad - 1))
+        else:
+            beta = 1.0 / D + pairs / D**2 * (-1.0 / (d_pad - 1)) ** k
+        total = total + math.comb(p, k) * tau ** (p - k) * gap**k * beta
+    return total
 
 
 def log_var_tsrht(st: DotStats, p: int, q: float, num_features: int | np.ndarray, variance: str = "complex",
                   d_pad: int | None = None) -> np.ndarray:
-    """Natural log of the TensorSRHT variance (Theorem 10 / F4); −inf where exact (p = 1, D a multiple of d)."""
+    """Natural log of the TensorSRHT variance ([DP] Theorem 10, eq. 33); −inf where exact (p = 1, D a multiple of d)."""
     return p * st.log_nn + _log_nonneg(var_tsrht_normalised(st, p, q, num_features, variance, d_pad))
 
 
 def surrogate_tsrht_normalised(st: DotStats, p: int, q: float, num_features: int | np.ndarray,
                                d_pad: int | None = None) -> np.ndarray:
     """Convex surrogate of the TensorSRHT variance (Eq. 72/73, [DP] eqs. 72–73), / (|x|²|y|²)^p:
-    (V + (d−1)Cov)/D if Cov > 0 or D > d, else (V − Cov)/D + Cov. Equals F3 on {1..d} ∪ dℕ."""
+    (V + (d−1)Cov)/D if Cov > 0 or D > d, else (V − Cov)/D + Cov. Equals the exact variance on {1..d} ∪ dℕ."""
     d_pad = padded_dim(st.d) if d_pad is None else d_pad
     D = np.asarray(num_features, float)
     v, cov = tsrht_parts(st, p, q, d_pad)
     return np.maximum(np.where((cov > 0) | (D > d_pad), (v + (d_pad - 1) * cov) / D, (v - cov) / D + cov), 0.0)
 
 
-# ----------------------------------------------------------------------------- Maclaurin (F6, F7)
+# ----------------------------------------------------------------------------- Maclaurin
 MACLAURIN_KERNELS = ("exponential", "gaussian", "polynomial")
 
 
@@ -385,7 +426,7 @@ def log_maclaurin_coefficients(kernel: str, n_max: int, kernel_degree: int = 3, 
 
 def log_abs_truncation_bias(kernel: str, st: DotStats, p: int, kernel_degree: int = 3,
                             nu: float = 1.0) -> np.ndarray:
-    """log|k − Σ_{n≤p} a_n t^n| of the exponential or polynomial kernel (P14; without the Gaussian prefactor).
+    """log|k − Σ_{n≤p} a_n t^n| of the exponential or polynomial kernel (without the Gaussian prefactor).
 
     exponential, t ≥ 0: e^t·P(p+1, t) (regularised lower incomplete gamma); t < 0: the alternating tail
     Σ_{n>p} t^n/n! when |t| < p + 1 (decreasing terms), else e^t − Σ_{n≤p} t^n/n!.
@@ -428,7 +469,7 @@ def log_kernel_dot(kernel: str, st: DotStats, kernel_degree: int = 3, nu: float 
 
 def degree_log_var(st: DotStats, n: int, num_features: int | np.ndarray, *, sketch: str, q: float, mu4: float,
                    variance: str) -> np.ndarray:
-    """log Var_n of the degree-n sketch with D_n features (F1/F2 unstructured, F3/F4 TensorSRHT)."""
+    """log Var_n of the degree-n sketch with D_n features (unstructured: [DP] Theorem 2; TensorSRHT: Theorem 10)."""
     if sketch == "tensor_srht":
         return log_var_tsrht(st, n, q, num_features, variance)
     return log_var_poly(st, n, q, mu4, num_features, variance)
@@ -441,7 +482,7 @@ def log_mse_optimized_maclaurin(st: DotStats, log_a: np.ndarray, alloc: list[int
     """log MSE of k̂ = a_0 + Σ_{n≤p} a_n Φ_n(x)ᵀconj Φ_n(y), p = len(alloc) (Eq. 44; [DP] eqs. 45–51).
 
     Var = Σ_{D_n>0} a_n² Var_n(D_n) (Eq. 47), bias = Σ_{n>p} a_n t^n plus a_n t^n for degrees with D_n = 0
-    (Eq. 48); Gaussian kernel: MSE × e^{−|x|²−|y|²} (Eq. 55, the squared prefactor, P8).
+    (Eq. 48); Gaussian kernel: MSE × e^{−|x|²−|y|²} (Eq. 55, the squared prefactor).
     """
     if any(int(dn) < 1 for dn in alloc):
         raise ParameterError(f"alloc must give every degree 1..{len(alloc)} at least one feature, got {list(alloc)}")
@@ -456,7 +497,7 @@ def log_mse_optimized_maclaurin(st: DotStats, log_a: np.ndarray, alloc: list[int
 
 
 def kar_karnick_measure(p: int, c: float = 2.0) -> np.ndarray:
-    """μ(n) ∝ c^{−(n+1)} on n = 1..p, renormalised (Kar & Karnick; [DP] eqs. 40–43; tests/test_dot_product.py). Index
+    """μ(n) ∝ c^{−(n+1)} on n = 1..p, renormalised (Kar & Karnick; [DP] eqs. 40–43). Index
     n − 1."""
     if not c > 1:
         raise ParameterError(f"c must be a number in (1, inf), got {c:g}")
@@ -466,7 +507,7 @@ def kar_karnick_measure(p: int, c: float = 2.0) -> np.ndarray:
 
 def log_var_random_maclaurin(st: DotStats, log_a: np.ndarray, mu: np.ndarray, num_features: int, *, q: float,
                              mu4: float, variance: str = "complex") -> np.ndarray:
-    """log Var of random Maclaurin with degree measure μ on {1..p} and a_0 exact (tests/test_dot_product.py, derived):
+    """log Var of random Maclaurin with degree measure μ on {1..p} and a_0 exact (derived):
 
     Var_D = (1/D)[Σ_n a_n² M^n/μ(n) − (Σ_n a_n t^n)²], evaluated as the sum of two non-negative parts,
     Σ_n (a_n²/μ_n)(M^n − t^{2n}) and the variance over n ~ μ of a_n t^n/μ_n (no cancellation). For
@@ -496,7 +537,7 @@ def log_var_random_maclaurin(st: DotStats, log_a: np.ndarray, mu: np.ndarray, nu
 # ----------------------------------------------------------------------------- allocation (Alg. 2, Alg. 3)
 def greedy_allocation(cost_table: np.ndarray, total: int) -> np.ndarray:
     """Algorithm 2: start at D_n = 1 and add features one at a time to the degree whose cost drops most,
-    stopping at Σ D_n = total (tests/test_dot_product.py). cost_table[n−1, D−1] = cost of degree n with D features."""
+    stopping at Σ D_n = total. cost_table[n−1, D−1] = cost of degree n with D features."""
     p = cost_table.shape[0]
     if total < p:
         raise ParameterError(f"m must be an integer in [{p}, inf) to give every degree 1..{p} a feature, got {total}")
@@ -557,7 +598,7 @@ def optimize_maclaurin(st: DotStats, *, kernel: str, total: int, p_min: int = 1,
                        kernel_degree: int = 3, nu: float = 1.0) -> MaclaurinPlan:
     """Algorithm 3 (with Algorithm 2 inside): scan p ∈ [p_min, min(p_max, total)], allocate D_n greedily to
     minimise the pair-averaged variance Σ_n a_n² mean Var_n(D_n), pick the p minimising g = that + mean bias²
-    ([DP] eqs. 45–51). TensorSRHT uses the convex surrogate F5 inside the objective, as the paper does.
+    ([DP] eqs. 45–51). TensorSRHT uses the convex surrogate (eqs. 72–73) inside the objective, as the paper does.
     Gaussian kernel: every term is weighted by the squared prefactor (Eq. 55)."""
     if kernel == "polynomial":
         p_max = min(p_max, kernel_degree)
@@ -566,7 +607,9 @@ def optimize_maclaurin(st: DotStats, *, kernel: str, total: int, p_min: int = 1,
     n_top = max(p_max, 1)
     log_a = log_maclaurin_coefficients(kernel, n_top, kernel_degree, nu)
     flat = DotStats(*(np.ravel(np.broadcast_to(f, np.shape(st.log_nn))) for f in
-                      (st.log_nn, st.tau, st.w, st.s, st.sign_t, st.sum_sq)), d=st.d)
+                      (st.log_nn, st.tau, st.w, st.s, st.sign_t, st.sum_sq)), d=st.d,
+                    delta_value=np.ravel(np.broadcast_to(st.delta, np.shape(st.log_nn))),
+                    rest_value=np.ravel(np.broadcast_to(st.rest, np.shape(st.log_nn))))
     weight = -flat.sum_sq if kernel == "gaussian" else np.zeros_like(flat.log_nn)
     D = np.arange(1, total + 1)
     log_cost = np.full((n_top, total), -np.inf)
@@ -693,7 +736,7 @@ def sample_tsrht(basis: str, q: float, degree: int, num_features: int, d: int, t
                  shared_permutation: bool, generator: torch.Generator, device: torch.device,
                  dtype: torch.dtype) -> dict[str, torch.Tensor]:
     """Random parts of TensorSRHT (Algorithm 1): z (trials, B, p, d_pad) and permutations, one per (block,
-    degree) unless ``shared_permutation`` (the literal Eq. 25 reading, for which Theorem 10 fails, P2)."""
+    degree) unless ``shared_permutation`` (the literal Eq. 25 reading, for which Theorem 10 fails; docs: errata)."""
     d_pad = padded_dim(d)
     blocks = -(-num_features // d_pad)
     z = sample_entries(basis, q, (trials, blocks, degree, d_pad), generator=generator, device=device, dtype=dtype)
@@ -733,7 +776,7 @@ def sketch_features(z: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 # the Kronecker deltas). Counting (ω, ω') with c0 = #{ω: 2ω ≡ 0} = 1 + [m even]:
 #   m² Var k̂ = c0[(t² + g1)^p − t^{2p}] + (m − c0)[(t² + g2)^p − t^{2p}] + (m − c0)[(t² + g3)^p − t^{2p}],
 #   g1 = N + t² − 2S, g2 = N − S, g3 = t² − S.
-# At p = 1 this is the CountSketch variance (N + t² − 2S)/m. Checked by Monte Carlo in tests/test_dot_product.py
+# At p = 1 this is the CountSketch variance (N + t² − 2S)/m. Checked by Monte Carlo
 # and against scikit-learn's PolynomialCountSketch (the same estimator, written by others).
 def tensor_sketch_c0(m: int) -> int:
     """#{ω ∈ Z_m: 2ω ≡ 0} = 1 + [m even]."""
@@ -744,8 +787,8 @@ def var_tensor_sketch_normalised(st: DotStats, p: int, num_features: int) -> np.
     """Var k̂ / (|x|²|y|²)^p of the degree-p TensorSketch with m = num_features buckets (derivation above)."""
     m = int(num_features)
     c0 = tensor_sketch_c0(m)
-    g1 = (1.0 - st.s) + st.delta  # (N + t² − 2S)/N ≥ 0
-    g2 = 1.0 - st.s  # (N − S)/N ≥ 0
+    g1 = st.rest + st.delta  # (N + t² − 2S)/N ≥ 0
+    g2 = st.rest  # (N − S)/N ≥ 0
     g3 = st.delta  # (t² − S)/N, any sign
     total = (c0 * power_gap(st.tau, g1, p) + (m - c0) * power_gap(st.tau, g2, p)
              + (m - c0) * power_gap(st.tau, g3, p))

@@ -35,20 +35,38 @@ SIGMA_PARAM = Param("sigma", 1.0, "float", "bandwidth σ of the Gaussian λ-coef
                     low_open=True, ui_low=0.05, ui_high=5.0, label="σ")
 
 
-def angle_between(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """θ = ∠(x, y) ∈ [0, π] over the last axis, accurate near 0 and π (Kahan: 2·atan2(|x̂ − ŷ|, |x̂ + ŷ|)).
-
-    A zero vector gets θ = π/2: with sgn(0) := +1 a sign projection separates 0 from y with probability
-    1/2 = θ/π, so the angular λ-moments stay exact under that convention.
-    """
+def _unit_gaps(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(|x̂ − ŷ|, |x̂ + ŷ|, both non-zero) over the last axis, from x ∓ y themselves:
+    x̂ ∓ ŷ = (x ∓ y)/|x| ∓ y(|y| − |x|)/(|x||y|) with |x| − |y| = (x − y)·(x + y)/(|x| + |y|), so a near-duplicate
+    (or near-antipodal) pair keeps the relative accuracy of its small gap (x/|x| − y/|y| would keep ε/θ of it)."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     nx = np.linalg.norm(x, axis=-1, keepdims=True)
     ny = np.linalg.norm(y, axis=-1, keepdims=True)
-    ux = x / np.where(nx > 0, nx, 1.0)
-    uy = y / np.where(ny > 0, ny, 1.0)
-    theta = 2.0 * np.arctan2(np.linalg.norm(ux - uy, axis=-1), np.linalg.norm(ux + uy, axis=-1))
-    return np.where((nx[..., 0] > 0) & (ny[..., 0] > 0), theta, PI / 2)
+    ok = (nx > 0) & (ny > 0)
+    sx, sy = np.where(ok, nx, 1.0), np.where(ok, ny, 1.0)
+    minus, plus = x - y, x + y
+    norm_gap = np.sum(minus * plus, -1, keepdims=True) / (sx + sy)  # |x| − |y|
+    tilt = y * norm_gap / (sx * sy)
+    return (np.linalg.norm(minus / sx - tilt, axis=-1), np.linalg.norm(plus / sx + tilt, axis=-1), ok[..., 0])
+
+
+def angle_between(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """θ = ∠(x, y) ∈ [0, π] over the last axis, accurate near 0 and π (Kahan: 2·atan2(|x̂ − ŷ|, |x̂ + ŷ|), the unit
+    gaps from x ∓ y, ``_unit_gaps``).
+
+    A zero vector gets θ = π/2: with sgn(0) := +1 a sign projection separates 0 from y with probability
+    1/2 = θ/π, so the angular λ-moments stay exact under that convention.
+    """
+    minus, plus, ok = _unit_gaps(x, y)
+    return np.where(ok, 2.0 * np.arctan2(minus, plus), PI / 2)
+
+
+def angle_to_antipode(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """π − ∠(x, y) over the last axis, as 2·atan2(|x̂ + ŷ|, |x̂ − ŷ|): accurate relative to itself near θ = π,
+    where π − ``angle_between`` keeps only its absolute accuracy (θ = π − 1e-8: 8 digits). π/2 for a zero vector."""
+    minus, plus, ok = _unit_gaps(x, y)
+    return np.where(ok, 2.0 * np.arctan2(plus, minus), PI / 2)
 
 
 # ------------------------------------------------------------------- trig and positive base estimators
@@ -74,13 +92,16 @@ def angular_lambda(theta: np.ndarray | float) -> np.ndarray:
     return check_theta(theta) / PI
 
 
-def angular_lambda_moments(theta: np.ndarray | float, n: int) -> LambdaMoments:
+def angular_lambda_moments(theta: np.ndarray | float, n: int,
+                           antipode: np.ndarray | float | None = None) -> LambdaMoments:
     """Moments of λ̂ = 1/2 − (1/2n)Σ sgn(τ_j·x)sgn(τ_j·y) = Binomial(n, p)/n, p = θ/π (HRF Lemma 3.2 eq. 24;
-    [HRF] eq. 24; Var and the Binomial law [derived])."""
+    [HRF] eq. 24; Var and the Binomial law [derived]). ``antipode`` = π − θ computed directly
+    (``angle_to_antipode``) keeps 1 − p exact as θ → π (else 1 − θ/π)."""
     n = check(n, N_PARAM)
     p = angular_lambda(theta)
+    q = 1 - p if antipode is None else np.asarray(antipode, dtype=float) / PI
     second = p * (p - p / n + 1.0 / n)
-    return LambdaMoments(p, second, p * (1 - p) / n, (1 - p) * (1 - p + p / n), (1 - 1.0 / n) * p * (1 - p))
+    return LambdaMoments(p, second, p * q / n, q * (q + p / n), (1 - 1.0 / n) * p * q)
 
 
 # ------------------------------------------------------------------------------------------ Gaussian λ
@@ -99,7 +120,8 @@ def gaussian_lambda(theta: np.ndarray | float, r: np.ndarray | float, sigma: flo
 
 
 def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, sigma: float, n: int,
-                            plus_z2: np.ndarray | float | None = None) -> LambdaMoments:
+                            plus_z2: np.ndarray | float | None = None, *,
+                            sphere_z2: np.ndarray | float | None = None) -> LambdaMoments:
     """Moments of λ̂ = 1/ρ − (1/(nρ))Σ cos(σ τ_i·(x − y)), the normalised Gaussian λ estimated with n trig RFs
     (HRF App. F eqs. 69, 72–73; docs: derivations/gaussian-lambda). ``delta2`` = |x − y|², ``r`` the normalising
     length of ρ.
@@ -111,6 +133,10 @@ def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, s
     Ĝ = e^{−σ²(|x|²+|y|²)}(1/n)Σ cosh(σ τ_i·(x + y)) (docs: derivations/gaussian-lambda, "[derived] λ estimated with
     ++"): only Var_G
     changes, to e^{σ²(Z² − D²)}(1 − e^{−σ²Z²})²/(2n), Z² = |x + y|².
+
+    ``sphere_z2`` = |x + y|² where r² = (|x|² + |y|²)/2: then 2r² − D²/2 = Z²/2 exactly (parallelogram law), which
+    keeps 1 − λ = (e^{−σ²D²/2} − e^{−2σ²r²})/ρ accurate as θ → π (the difference t − σ²D²/2 cancels there).
+    A Var_G past float64 (e^{σ²(Z² − D²)/2} > 1e308) is refused with ParameterError.
     """
     n = check(n, N_PARAM)
     s2 = check(sigma, SIGMA_PARAM) ** 2
@@ -126,10 +152,17 @@ def gaussian_lambda_moments(delta2: np.ndarray | float, r: np.ndarray | float, s
         sd = np.abs(np.expm1(-s2 * delta2)) / (math.sqrt(2 * n) * rho_safe)  # √Var_G / ρ
     else:
         z2 = np.maximum(np.asarray(plus_z2, float), 0.0)
-        sd = np.exp(0.5 * s2 * (z2 - delta2)) * -np.expm1(-s2 * z2) / (math.sqrt(2 * n) * rho_safe)
+        with np.errstate(divide="ignore"):  # Z² = 0: sd = 0
+            log_sd = 0.5 * s2 * (z2 - delta2) + np.log(-np.expm1(-s2 * z2)) - np.log(math.sqrt(2 * n) * rho_safe)
+        if np.any(log_sd > 354.0):  # sd² overflows float64
+            raise ParameterError(f"sigma must be smaller (or lambda_rf=trig): the ++ λ-estimate's variance "
+                                 f"e^{{σ²(|x+y|² − |x−y|²)}}/(2n) reaches e^{2 * float(np.max(log_sd)):.0f} here, "
+                                 "past float64")
+        sd = np.exp(log_sd)
     # |1 − ρ − g| = |e^{−2σ²r²} − e^{−σ²D²/2}| = e^{−min}·(1 − e^{−|difference|}): no cancellation, no overflow.
     half = s2 * delta2 / 2
-    gap = np.exp(-np.minimum(t, half)) * -np.expm1(-np.abs(t - half)) / rho_safe
+    apart = t - half if sphere_z2 is None else s2 * np.asarray(sphere_z2, float) / 2
+    gap = np.exp(-np.minimum(t, half)) * -np.expm1(-np.abs(apart)) / rho_safe
     zero = np.zeros_like(mean)
     mean = np.where(ok, mean, zero)
     variance = np.where(ok, sd**2, zero)
@@ -213,14 +246,14 @@ def log_mse_gaussian_hybrid_tr(theta: np.ndarray | float, r: np.ndarray | float,
 
 # ----------------------------------------------------------------------------------------- oracle λ*
 def oracle_lambda(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndarray:
-    """λ* = MSE_trig/(MSE_trig + MSE_++), the best deterministic λ (derived; tests/test_hrf.py)."""
+    """λ* = MSE_trig/(MSE_trig + MSE_++), the best deterministic λ (derived)."""
     from scipy.special import expit
 
     return expit(np.asarray(log_mse_trig, float) - np.asarray(log_mse_pos, float))
 
 
 def log_oracle_mse(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndarray:
-    """log MSE* = log[MSE_trig·MSE_++/(MSE_trig + MSE_++)] (derived; tests/test_hrf.py); −inf if either is exact."""
+    """log MSE* = log[MSE_trig·MSE_++/(MSE_trig + MSE_++)] (derived); −inf if either is exact."""
     a = np.asarray(log_mse_pos, float)
     b = np.asarray(log_mse_trig, float)
     with np.errstate(invalid="ignore"):
@@ -229,12 +262,12 @@ def log_oracle_mse(log_mse_pos: np.ndarray, log_mse_trig: np.ndarray) -> np.ndar
 
 
 def oracle_lambda_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
-    """λ*(θ, r) on S(r) (derived; tests/test_hrf.py); strongly non-linear in θ, unlike θ/π."""
+    """λ*(θ, r) on S(r) (derived); strongly non-linear in θ, unlike θ/π."""
     return oracle_lambda(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m))
 
 
 def log_oracle_mse_tr(theta: np.ndarray | float, r: np.ndarray | float, m: int) -> np.ndarray:
-    """log MSE* on S(r) (derived; tests/test_hrf.py), a lower envelope of every bipolar hybrid with independent λ̂."""
+    """log MSE* on S(r) (derived), a lower envelope of every bipolar hybrid with independent λ̂."""
     return log_oracle_mse(log_mse_pos_tr(theta, r, m), log_mse_trig_tr(theta, r, m))
 
 
@@ -429,9 +462,12 @@ def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antit
     cosh a + cosh b cos c − 2 = (cosh a − 1) + (cosh b − 1)cos c − 2 sin²(c/2).
     """
     w = np.asarray(w, dtype=complex)
-    a = np.sum(np.abs(w) ** 2, -1)
-    ww = np.sum(w * w, -1)
-    b, c = ww.real, ww.imag
+    # |u|², |v|² summed from Re w and Im w themselves: (a ± b)/2 would leave the round-off of a and b (e.g.
+    # |u|² ~ 1e-23 instead of 0 for w = i(x − y), 2e-9 of the MSE at |x − y|² = 1e-7)
+    u2_sum = np.sum(w.real**2, -1)
+    v2_sum = np.sum(w.imag**2, -1)
+    a = u2_sum + v2_sum
+    b, c = u2_sum - v2_sum, 2.0 * np.sum(w.real * w.imag, -1)
     log_sm2 = 2.0 * np.asarray(log_sm, float)
     if variance == "complex":
         core = log_cosh_m1(a) if antithetic else log_expm1(a)
@@ -446,8 +482,7 @@ def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antit
             pos = np.where(cos_c > 0, np.logaddexp(log_cosh_m1(a), t2), log_cosh_m1(a))
             neg = np.where(cos_c < 0, np.logaddexp(log_sin2, t2), log_sin2)
         else:
-            u2 = np.maximum((a + b) / 2, 0.0)
-            v2 = np.maximum((a - b) / 2, 0.0)
+            u2, v2 = u2_sum, v2_sum
             pos = np.logaddexp(LOG2 + log_expm1(u2) + log_cosh(v2), LOG2 + log_cosh_m1(v2))
             neg = b + log_sin2
         core = np.where(np.isneginf(pos), -np.inf, log_diff_exp(pos, np.minimum(neg, pos)))  # w = 0: exact
@@ -457,6 +492,7 @@ def log_mse_complex_exponential(w: np.ndarray, log_sm: np.ndarray, m: int, antit
 __all__ = [
     "LambdaMoments",
     "angle_between",
+    "angle_to_antipode",
     "angular_lambda",
     "angular_lambda_moments",
     "ce_loss",

@@ -189,8 +189,9 @@ def _log_mp(combos: list[tuple[complex, list[Term]]], gram: np.ndarray, d: int, 
     dps = 40
     while dps <= 320:
         value = _mp_value(combos, gram, d, p, dps)
-        if value == 0:
-            return -math.inf, 1.0
+        if value == 0:  # every digit cancelled at this precision: not yet a zero (E(cos t − μ)⁴ ~ W⁴ at W = |Δ|²)
+            dps *= 2
+            continue
         with mpmath.workdps(dps):
             log_value = float(mpmath.log(abs(value)))
         lost = (top - log_value) / math.log(10)
@@ -353,18 +354,21 @@ def _take(t: Term, idx: np.ndarray) -> Term:
     return Term(t.log_c[idx], t.alpha[idx], t.beta[:, idx], t.coef)
 
 
-def _binomial_lambda_moments(p: np.ndarray, n: int) -> np.ndarray:
-    """E[λ̂^j(1 − λ̂)^{4−j}], j = 0..4, for λ̂ = Binomial(n, p)/n (angular λ, [HRF] Lemma 3.2): shape (5, P)."""
+def _binomial_lambda_moments(p: np.ndarray, n: int, q: np.ndarray | None = None) -> np.ndarray:
+    """E[λ̂^j(1 − λ̂)^{4−j}], j = 0..4, for λ̂ = Binomial(n, p)/n (angular λ, [HRF] Lemma 3.2): shape (5, P).
+    ``q`` = 1 − p computed directly (from π − θ) keeps the weights exact as p → 1."""
     k = np.arange(n + 1)[:, None]
     p = np.asarray(p, float)[None, :]
+    q = 1.0 - p if q is None else np.asarray(q, float).reshape(1, -1)
     comb = np.array([math.comb(n, int(i)) for i in k[:, 0]], float)[:, None]
-    pmf = comb * p**k * (1.0 - p) ** (n - k)
+    pmf = comb * p**k * q ** (n - k)
     lam = k / n
     return np.stack([np.sum(pmf * lam**j * (1 - lam) ** (4 - j), axis=0) for j in range(5)])
 
 
 def log_fourth_angular_hybrid(xx: np.ndarray, yy: np.ndarray, xy: np.ndarray, theta: np.ndarray, m: int, n: int,
-                              shared: bool) -> np.ndarray:
+                              shared: bool, *, z2: np.ndarray | None = None,
+                              delta2: np.ndarray | None = None, antipode: np.ndarray | None = None) -> np.ndarray:
     """log E(K̂ − K)⁴/K⁴ of the angular hybrid λ̂·SM_++ + (1 − λ̂)·SM_trig ([HRF] eq. 12, λ̂ = Binomial(n, θ/π)/n
     independent of the m projections ω, shared by both estimators or not) [derived].
 
@@ -374,8 +378,9 @@ def log_fourth_angular_hybrid(xx: np.ndarray, yy: np.ndarray, xy: np.ndarray, th
     Independent ω: E[α^jβ^k] = E[α^j]E[β^k] and E[αβ] = 0.
     """
     xx, yy, xy = (np.atleast_1d(np.asarray(v, float)) for v in (xx, yy, xy))
-    z2 = np.maximum(xx + yy + 2 * xy, 0.0)
-    delta2 = np.maximum(xx + yy - 2 * xy, 0.0)
+    # |x ± y|² from the caller's x ± y where given (PairStats), else the expansion (cancels as y → ±x)
+    z2 = np.maximum(xx + yy + 2 * xy, 0.0) if z2 is None else np.atleast_1d(np.asarray(z2, float))
+    delta2 = np.maximum(xx + yy - 2 * xy, 0.0) if delta2 is None else np.atleast_1d(np.asarray(delta2, float))
     pts = z2.size
     pos, _ = exp_feature(z2, antithetic=True)
     trig, _ = trig_feature(delta2)
@@ -386,18 +391,17 @@ def log_fourth_angular_hybrid(xx: np.ndarray, yy: np.ndarray, xy: np.ndarray, th
     gram = np.stack([np.stack([z2.astype(complex), cross]), np.stack([cross, delta2.astype(complex)])])
     a, b = shifted(pos), shifted(trig)
 
-    def value(factors: list[tuple[Feature, int]], idx: np.ndarray) -> np.ndarray:
+    def value(factors: list[tuple[Feature, int]], idx: np.ndarray, into: _Signed) -> None:
         sub = [([_take(t, idx) for t in f], q) for f, q in factors]
-        log_v, sign = expect_signed(sub, gram[:, :, idx], 1)
-        with np.errstate(over="ignore"):
-            return sign * np.exp(log_v)
+        into.log[idx], into.sign[idx] = expect_signed(sub, gram[:, :, idx], 1)
 
-    e = {(1, 0): np.zeros(pts), (0, 1): np.zeros(pts)}  # central: E α = E β = 0 exactly
+    # every moment as (log|·|, sign): the relative moments reach e^{1000} and more at |x| ≥ 10 (float64 gave ±inf)
+    e = {(1, 0): _Signed.zeros(pts), (0, 1): _Signed.zeros(pts)}  # central: E α = E β = 0 exactly
     alive_a, alive_b = np.flatnonzero(z2 > 0), np.flatnonzero(delta2 > 0)  # α ≡ 0 at Z = 0, β ≡ 0 at D = 0
     for q in (2, 3, 4):
-        e[(q, 0)], e[(0, q)] = np.zeros(pts), np.zeros(pts)
-        e[(q, 0)][alive_a] = value([(a, q)], alive_a)
-        e[(0, q)][alive_b] = value([(b, q)], alive_b)
+        e[(q, 0)], e[(0, q)] = _Signed.zeros(pts), _Signed.zeros(pts)
+        value([(a, q)], alive_a, e[(q, 0)])
+        value([(b, q)], alive_b, e[(0, q)])
     # With independent ω, or |x| = |y| (z ⊥ Δ, so ω·z and ω·Δ are independent), E[α^jβ^k] = E[α^j]E[β^k].
     for j, k in ((1, 1), (1, 3), (3, 1), (2, 2)):
         e[(j, k)] = e[(j, 0)] * e[(0, k)]
@@ -405,16 +409,51 @@ def log_fourth_angular_hybrid(xx: np.ndarray, yy: np.ndarray, xy: np.ndarray, th
         coupled = (np.abs(cross) > 1e-12 * (xx + yy)) & (z2 > 0) & (delta2 > 0)
         dependent = np.flatnonzero(coupled) if shared else np.array([], int)
         if dependent.size:
-            e[(j, k)][dependent] = value([(a, j), (b, k)], dependent)
-    pairs = {4: 3 * e[(2, 0)] ** 2, 3: 3 * e[(2, 0)] * e[(1, 1)], 2: e[(2, 0)] * e[(0, 2)] + 2 * e[(1, 1)] ** 2,
-             1: 3 * e[(1, 1)] * e[(0, 2)], 0: 3 * e[(0, 2)] ** 2}
-    weights = _binomial_lambda_moments(np.asarray(theta, float).reshape(-1) / np.pi, n)
-    total = np.zeros(pts)
+            value([(a, j), (b, k)], dependent, e[(j, k)])
+    pairs = {4: e[(2, 0)] * e[(2, 0)] * 3, 3: e[(2, 0)] * e[(1, 1)] * 3,
+             2: _Signed.sum([e[(2, 0)] * e[(0, 2)], e[(1, 1)] * e[(1, 1)] * 2]),
+             1: e[(1, 1)] * e[(0, 2)] * 3, 0: e[(0, 2)] * e[(0, 2)] * 3}
+    weights = _binomial_lambda_moments(np.asarray(theta, float).reshape(-1) / np.pi, n,
+                                       None if antipode is None else np.asarray(antipode, float).reshape(-1) / np.pi)
+    parts = []
     for j in range(5):
-        mixed = (e[(j, 4 - j)] + (m - 1) * pairs[j]) / m**3
-        total = total + math.comb(4, j) * weights[j] * mixed
-    with np.errstate(divide="ignore"):
-        return np.where(total > 0, np.log(np.where(total > 0, total, 1.0)), -np.inf)
+        mixed = _Signed.sum([e[(j, 4 - j)], pairs[j] * (m - 1)])
+        parts.append(mixed * (math.comb(4, j) / m**3) * weights[j])
+    total = _Signed.sum(parts)
+    return np.where(total.sign > 0, total.log, -np.inf)
+
+
+@dataclass
+class _Signed:
+    """Numbers held as (log|v|, sign v) arrays; sign 0 is an exact zero."""
+
+    log: np.ndarray
+    sign: np.ndarray
+
+    @classmethod
+    def zeros(cls, size: int) -> _Signed:
+        return cls(np.full(size, -np.inf), np.zeros(size))
+
+    def __mul__(self, other: _Signed | float | np.ndarray) -> _Signed:
+        if isinstance(other, _Signed):
+            return _Signed(np.where((self.sign == 0) | (other.sign == 0), -np.inf, self.log + other.log),
+                           self.sign * other.sign)
+        other = np.asarray(other, float)
+        with np.errstate(divide="ignore"):
+            return _Signed(np.where(other == 0, -np.inf, self.log + np.log(np.abs(other))), self.sign * np.sign(other))
+
+    @staticmethod
+    def sum(items: list[_Signed]) -> _Signed:
+        logs = np.stack([np.where(i.sign == 0, -np.inf, i.log) for i in items])
+        signs = np.stack([i.sign for i in items])
+        infinite = np.any(np.isposinf(logs) & (signs != 0), axis=0)  # a divergent moment: the sum diverges
+        finite = np.where(np.isposinf(logs), -np.inf, logs)
+        top = np.max(finite, axis=0)
+        safe = np.where(np.isfinite(top), top, 0.0)
+        total = np.sum(signs * np.exp(finite - safe), axis=0)
+        with np.errstate(divide="ignore"):
+            log = np.where(total != 0, np.log(np.abs(total)) + safe, -np.inf)
+        return _Signed(np.where(infinite, np.inf, log), np.where(infinite, 1.0, np.sign(total)))
 
 
 __all__ = [

@@ -88,7 +88,7 @@ def log_sphere_mgf(t: np.ndarray | float, d: int) -> np.ndarray:
 
 
 def sphere_char(t: np.ndarray | float, d: int) -> np.ndarray:
-    """Λ_d(t) = E cos(t u) = 0F1(; d/2; −t²/4) ∈ [−1, 1] (tests/test_optimal_sampling.py).
+    """Λ_d(t) = E cos(t u) = 0F1(; d/2; −t²/4) ∈ [−1, 1].
 
     The alternating series where its terms stay small (log M_d(t) ≤ 8: ≤ 1e-12 absolute cancellation loss),
     else scipy's hyp0f1, else Γ(d/2)(t/2)^{1−d/2} J_{d/2−1}(t) in logs (hyp0f1 returns NaN for d ≳ 1000).
@@ -114,7 +114,7 @@ def sphere_char(t: np.ndarray | float, d: int) -> np.ndarray:
 
 
 def log_chi_pdf(rho: np.ndarray | float, d: int) -> np.ndarray:
-    """log χ_d(ρ), the density of |ω| for ω ~ Ω = N(0, I_d) (tests/test_optimal_sampling.py); −inf for ρ ≤ 0
+    """log χ_d(ρ), the density of |ω| for ω ~ Ω = N(0, I_d); −inf for ρ ≤ 0
     when d > 1."""
     rho = np.asarray(rho, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -124,7 +124,7 @@ def log_chi_pdf(rho: np.ndarray | float, d: int) -> np.ndarray:
 
 
 def log_noncentral_chi_pdf(rho: np.ndarray | float, d: int, lam: float) -> np.ndarray:
-    """log density of |g + λ e1|, g ~ N(0, I_d): χ_d(ρ)·e^{−λ²/2}·M_d(λρ) (tests/test_optimal_sampling.py)."""
+    """log density of |g + λ e1|, g ~ N(0, I_d): χ_d(ρ)·e^{−λ²/2}·M_d(λρ)."""
     rho = np.asarray(rho, dtype=float)
     return log_chi_pdf(rho, d) - lam**2 / 2 + log_sphere_mgf(lam * rho, d)
 
@@ -177,7 +177,7 @@ def _fourier_abs_cos_product_coeffs() -> tuple[np.ndarray, np.ndarray]:
 class InputLaw:
     """The input distributions of the reference: X1 = X2 = Unif(r·S^{d−1}) (§3.1), X1 = X2 = N(0, σ²I) (§3.2-3.3),
     the fixed pair X1 = δ_x, X2 = δ_y with |x| = r, |y| = r2, angle θ (§3.4), and X1 = Unif(r·S),
-    X2 = Unif(r2·S) (§3.5). x1 and x2 are always independent (tests/test_optimal_sampling.py)."""
+    X2 = Unif(r2·S) (§3.5). x1 and x2 are always independent."""
 
     kind: str
     d: int
@@ -251,8 +251,8 @@ class OptimalSampling:
     Mechanisms ([OS] §2): ``positive`` φ = e^{ω·x − γ|x|²} (γ = ½ softmax, 1 Gaussian kernel) and ``trig``
     (random phase) φ = √2 h(x) cos(ω·x + b), b ~ U[0, 2π), h = e^{|x|²/2} (softmax) or 1 (Gaussian kernel).
     Softmax kernel e^{x·y}; Gaussian kernel e^{−|x−y|²/2}. For fixed-norm inputs the Gaussian kernel is the
-    softmax one times e^{−(|x1|²+|x2|²)/2}: Ψ is unchanged and every variance scales by e^{−(|x1|²+|x2|²)}
-    (tests/test_optimal_sampling.py); Gaussian inputs with the Gaussian kernel use the separate formulas of §3.3.
+    softmax one times e^{−(|x1|²+|x2|²)/2}: Ψ is unchanged and every variance scales by e^{−(|x1|²+|x2|²)};
+    Gaussian inputs with the Gaussian kernel use the separate formulas of §3.3.
 
     Like scipy.stats' distributions, one small subclass per mechanism (``PositiveSampling``, ``TrigSampling``)
     holds that mechanism's formulas as private methods; this base class holds the public checks and everything the
@@ -275,7 +275,7 @@ class OptimalSampling:
             raise ParameterError(f"kernel must be one of {', '.join(KERNELS)}, got {kernel!r}")
         if inputs.kind == "gaussian" and kernel == "softmax" and inputs.sigma**2 >= 0.5:
             raise ParameterError(f"sigma must be a number in [0, {math.sqrt(0.5):.6f}) for the softmax kernel "
-                                 f"(σ² < 1/2, else E K(x,x) = ∞; tests/test_optimal_sampling.py), got {inputs.sigma:g}")
+                                 f"(σ² < 1/2, else E K(x,x) = ∞), got {inputs.sigma:g}")
         self.inputs = inputs
         self.kernel = kernel
         self.d = inputs.d
@@ -303,29 +303,36 @@ class OptimalSampling:
         return self.inputs.kind == "sphere" or (self.inputs.kind == "two_spheres" and self.inputs.r == self.inputs.r2)
 
     def _psi_var(self) -> float:
-        """Variance per coordinate of Ψ* = N(0, s²I) for Gaussian inputs, positive features
-        (tests/test_optimal_sampling.py)."""
+        """Variance per coordinate of Ψ* = N(0, s²I) for Gaussian inputs, positive features."""
         s2 = self._s2
         return (1 + 2 * s2) / (1 - 2 * s2) if self.kernel == "softmax" else 1 + 4 * s2
 
     # ------------------------------------------------------------------------------------- log q and log Z
     def log_q(self, omega: np.ndarray, phase: np.ndarray | None = None) -> np.ndarray:
-        """log q_φ(ω[, b]) = ½ log(E_{x1}φ(x1,ω)² · E_{x2}φ(x2,ω)²) (Thm 1; tests/test_optimal_sampling.py).
+        """log q_φ(ω[, b]) = ½ log(E_{x1}φ(x1,ω)² · E_{x2}φ(x2,ω)²) (Thm 1).
 
         ``omega``: (..., d); ``phase``: (...) for trig (the random variable is (ω, b)).
         """
         omega = np.asarray(omega, dtype=float)
         return self._log_q(omega, np.linalg.norm(omega, axis=-1), phase)
 
+    def _log_q_at_norms(self, rho: np.ndarray) -> np.ndarray:
+        """log q at |ω| = ρ for inputs whose q depends on ω only through |ω| (every kind but ``pair``), in
+        O(len(ρ)) memory: ρ·e₁ in R^d cost len(ρ)·d floats (3.5 GB at d = 10⁵)."""
+        if self.inputs.kind == "pair":
+            raise ValueError("log q of a fixed pair depends on the direction of ω")
+        rho = np.asarray(rho, dtype=float)
+        return self._log_q(rho[..., None], rho, None)  # ω's direction is unused for these inputs
+
     def log_q_radial(self, rho: np.ndarray) -> np.ndarray:
         """log of q averaged over the phase b and the direction of ω at |ω| = ρ, so that Ψ's radial density is
-        χ_d(ρ)·q̄(ρ)/Z (tests/test_optimal_sampling.py)."""
+        χ_d(ρ)·q̄(ρ)/Z."""
         return self._log_q_radial(np.asarray(rho, dtype=float))
 
     def log_z(self, exact: bool = True) -> float:
         """log Z = log E_Ω q (Thm 1): the normaliser of Ψ* and √(V* + E K²).
 
-        Closed forms (tests/test_optimal_sampling.py): e^{r²} (sphere), (1−2σ²)^{−d/2} (Gaussian inputs, softmax), 1
+        Closed forms: e^{r²} (sphere), (1−2σ²)^{−d/2} (Gaussian inputs, softmax), 1
         (Gaussian
         inputs and kernel), e^{x·y} (pair, positive); the fixed-pair trig Z = e^{a/2} E_t F(cos t) by the Fourier
         series of F; two spheres by quadrature over χ_d (and over b for trig, §3.5). ``exact=False`` forces the
@@ -343,7 +350,7 @@ class OptimalSampling:
 
     # ------------------------------------------------------------------------------------------- variances
     def log_expected_k2(self) -> float:
-        """log E K(x1, x2)² (tests/test_optimal_sampling.py)."""
+        """log E K(x1, x2)²."""
         kind, d = self.inputs.kind, self.d
         if kind == "gaussian":
             s2 = self._s2
@@ -366,7 +373,7 @@ class OptimalSampling:
         return float(log_diff_exp(2 * self.log_z(exact), self.log_expected_k2()))
 
     def log_v_plain(self) -> float:
-        """log of the unweighted (Ψ = Ω) expected variance; +inf where it diverges (tests/test_optimal_sampling.py)."""
+        """log of the unweighted (Ψ = Ω) expected variance; +inf where it diverges."""
         ek2 = self.log_expected_k2()
         if self.inputs.kind == "gaussian":
             return self._log_v_plain_gaussian(self._s2, ek2)
@@ -394,13 +401,13 @@ class OptimalSampling:
 
     def psi_radial_log_pdf(self, rho: np.ndarray) -> np.ndarray:
         """log of Ψ*'s radial density χ_d(ρ) q̄(ρ)/Z. Positive: noncentral χ(d, 2r) on the sphere, s·χ_d with
-        s² = (1+2σ²)/(1−2σ²) for Gaussian inputs, noncentral χ(d, |x+y|) for the pair (tests/test_optimal_sampling.py).
+        s² = (1+2σ²)/(1−2σ²) for Gaussian inputs, noncentral χ(d, |x+y|) for the pair.
         Trig on the sphere or Gaussian inputs: χ_d itself (only b is re-weighted, §2.5)."""
         rho = np.asarray(rho, dtype=float)
         return self.omega_radial_log_pdf(rho) + self.log_q_radial(rho) - self.log_z()
 
     def radial_grid(self, n: int = 201) -> np.ndarray:
-        """ρ ∈ [0, √d + 2(r1+r2) + 6] (tests/test_optimal_sampling.py), or [0, s(√d + 6)] for Gaussian inputs."""
+        """ρ ∈ [0, √d + 2(r1+r2) + 6], or [0, s(√d + 6)] for Gaussian inputs."""
         if self.inputs.kind == "gaussian":
             top = math.sqrt(self._psi_var()) * (math.sqrt(self.d) + 6)
         else:
@@ -413,7 +420,7 @@ class OptimalSampling:
     def sample(self, n: int, rng: np.random.Generator, optimal: bool = True) -> PsiSample:
         """n iid draws of (ω[, b]) from Ψ* (``optimal``) or from Ω, with log(p_Ω/p_Ψ) = log Z − log q.
 
-        Exact samplers (tests/test_optimal_sampling.py): sphere positive ω = 2x' + g (x' uniform on the radius-r
+        Exact samplers: sphere positive ω = 2x' + g (x' uniform on the radius-r
         sphere); Gaussian inputs N(0, s²I); pair positive N(x+y, I); two spheres positive by AM–GM rejection from
         the 50/50 mixture of the one-sphere optima; trig on the sphere / Gaussian inputs: ω ~ N(0, I) and b | ω by
         rejection (acceptance ≥ ½); trig pair / two spheres: rejection from Ω × U[0, 2π) with acceptance
@@ -441,8 +448,8 @@ class OptimalSampling:
 
     # ------------------------------------------------------------------------------------------- divergence
     def log_fourth_moment(self, optimal: bool) -> float:
-        """log E Y⁴ (over x1, x2 and ω ~ Ψ), the quantity that decides whether an MC variance is trustworthy
-        (tests/test_optimal_sampling.py); nan where not derived (trig: bounded features, see ``divergence``)."""
+        """log E Y⁴ (over x1, x2 and ω ~ Ψ), the quantity that decides whether an MC variance is trustworthy;
+        nan where not derived (trig: bounded features, see ``divergence``)."""
         return math.nan
 
     def _fourth_moment_finite(self) -> bool:
@@ -456,7 +463,7 @@ class OptimalSampling:
         """Where V or its MC estimate diverges, for the plain (Ψ = Ω) and optimal (Ψ*) estimators.
 
         ``variance_finite``: V < ∞. ``fourth_moment_finite``: E Y⁴ < ∞ (else the MC variance estimate has
-        infinite variance and under-estimates, tests/test_optimal_sampling.py). ``log10_kurtosis``:
+        infinite variance and under-estimates). ``log10_kurtosis``:
         log10 E Y⁴/(E Y²)² where
         known. ``heavy_tail``: fourth moment infinite or kurtosis > HEAVY_TAIL_KURTOSIS.
         """
@@ -563,7 +570,7 @@ class PositiveSampling(OptimalSampling):
             x, y = self.inputs.pair_vectors()
             s = np.linalg.norm(x + y)
             return -(x @ x + y @ y) / 2 + log_sphere_mgf(s * rho, self.d) + self._gk_log_scale()
-        return self.log_q(rho[..., None] * np.eye(self.d)[0])
+        return self._log_q_at_norms(rho)
 
     def _log_z_pair(self) -> float:
         x, y = self.inputs.pair_vectors()
@@ -571,7 +578,7 @@ class PositiveSampling(OptimalSampling):
 
     def _log_z_spheres(self) -> float:
         rho, log_w = self._nodes()
-        return log_chi_expectation(self.log_q(rho[:, None] * np.eye(self.d)[0]), log_w)
+        return log_chi_expectation(self._log_q_at_norms(rho), log_w)
 
     def log_v_opt(self, exact: bool = True) -> float:
         if self.inputs.kind == "pair":
@@ -608,7 +615,7 @@ class PositiveSampling(OptimalSampling):
         return self._sample_two_sphere_positive(n, rng), None
 
     def _sample_two_sphere_positive(self, n: int, rng: np.random.Generator) -> np.ndarray:
-        """AM–GM rejection (tests/test_optimal_sampling.py): propose from ½Ψ1 + ½Ψ2, accept
+        """AM–GM rejection: propose from ½Ψ1 + ½Ψ2, accept
         w.p. √(p1 p2)/((p1+p2)/2)."""
         d = self.d
         r1, r2 = self.inputs.radii()
@@ -633,8 +640,7 @@ class PositiveSampling(OptimalSampling):
         return np.exp(draws.log_weight + p1 + p2 - gamma * (n1 + n2))
 
     def log_fourth_moment(self, optimal: bool) -> float:
-        """log E Y⁴ (over x1, x2 and ω ~ Ψ), the quantity that decides whether an MC variance is trustworthy
-        (tests/test_optimal_sampling.py).
+        """log E Y⁴ (over x1, x2 and ω ~ Ψ), the quantity that decides whether an MC variance is trustworthy.
 
         Gaussian inputs: the reference's gauss_pos_moment. Fixed-norm inputs, positive: Ω-plain closed form
         e^{6(r1²+r2²)}M_d(16 r1 r2) (derived here as for §3.5's plain row), Ψ* by quadrature of
@@ -654,9 +660,8 @@ class PositiveSampling(OptimalSampling):
         if not optimal:
             return float(6 * (r1 * r1 + r2 * r2) + log_sphere_mgf(16 * r1 * r2, d)) + gk
         rho, log_w = self._nodes(extra_factor=4.0)
-        e1 = np.eye(d)[0]
         log_fourth = (-2 * r1 * r1 + log_sphere_mgf(4 * r1 * rho, d)) + (-2 * r2 * r2 + log_sphere_mgf(4 * r2 * rho, d))
-        log_q = self.log_q(rho[:, None] * e1) - self._gk_log_scale()
+        log_q = self._log_q_at_norms(rho) - self._gk_log_scale()
         log_z = self.log_z() - self._gk_log_scale()
         return log_chi_expectation(3 * (log_z - log_q) + log_fourth, log_w) + gk
 
@@ -668,7 +673,7 @@ class TrigSampling(OptimalSampling):
     mechanism = "trig"
 
     def _log_trig_two_sphere_g(self, rho: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """log sqrt((1 + Λ(2r1ρ) cos 2b)(1 + Λ(2r2ρ) cos 2b)) (tests/test_optimal_sampling.py)."""
+        """log sqrt((1 + Λ(2r1ρ) cos 2b)(1 + Λ(2r2ρ) cos 2b))."""
         r1, r2 = self.inputs.radii()
         c1, c2 = sphere_char(2 * r1 * rho, self.d), sphere_char(2 * r2 * rho, self.d)
         cb = np.cos(2 * b)
@@ -676,7 +681,7 @@ class TrigSampling(OptimalSampling):
             return 0.5 * (np.log(np.maximum(1 + c1 * cb, 0.0)) + np.log(np.maximum(1 + c2 * cb, 0.0)))
 
     def _trig_c(self, rho: np.ndarray) -> np.ndarray:
-        """c(ρ) of the re-weighted phase b | ω ~ (1 + c cos 2b)/(2π) for X1 = X2 (tests/test_optimal_sampling.py)."""
+        """c(ρ) of the re-weighted phase b | ω ~ (1 + c cos 2b)/(2π) for X1 = X2."""
         if self.inputs.kind == "gaussian":
             s2 = self._s2
             return np.exp(-2 * s2 * rho**2 / (1 - 2 * s2)) if self.kernel == "softmax" else np.exp(-2 * s2 * rho**2)
@@ -713,7 +718,7 @@ class TrigSampling(OptimalSampling):
         if kind == "two_spheres" and not self._same_spheres():
             r1, r2 = self.inputs.radii()
             return (r1 * r1 + r2 * r2) / 2 + np.log(self._trig_phase_average(rho)) + self._gk_log_scale()
-        return np.full(rho.shape, self.log_z())  # only the phase is re-weighted (tests/test_optimal_sampling.py)
+        return np.full(rho.shape, self.log_z())  # only the phase is re-weighted
 
     def _log_z_pair(self) -> float:
         x, y = self.inputs.pair_vectors()
@@ -728,7 +733,7 @@ class TrigSampling(OptimalSampling):
         return (r1 * r1 + r2 * r2) / 2 + log_chi_expectation(log_inner, log_w) + self._gk_log_scale()
 
     def _trig_phase_average(self, rho: np.ndarray) -> np.ndarray:
-        """E_b g(ρ, b) for the two-sphere trig optimum (tests/test_optimal_sampling.py), in chunks of ρ."""
+        """E_b g(ρ, b) for the two-sphere trig optimum, in chunks of ρ."""
         b = _b_grid()
         flat = rho.ravel()
         out = np.empty_like(flat)
@@ -785,14 +790,13 @@ class TrigSampling(OptimalSampling):
         return 2 * np.exp(draws.log_weight + log_h) * np.cos(p1 + b) * np.cos(p2 + b)
 
     def _fourth_moment_finite(self) -> bool:
-        """Trig: E Y⁴ < ∞ iff E_x h(x)⁴ < ∞, i.e. σ² < 1/4 for softmax with Gaussian inputs
-        (tests/test_optimal_sampling.py);
+        """Trig: E Y⁴ < ∞ iff E_x h(x)⁴ < ∞, i.e. σ² < 1/4 for softmax with Gaussian inputs;
         always for fixed-norm inputs and for the Gaussian kernel (h ≡ 1)."""
         return not (self.inputs.kind == "gaussian" and self.kernel == "softmax" and self._s2 >= 0.25)
 
     def _notes(self) -> list[str]:
         return ["trig features are bounded by √2·h(x); the Ψ* weight 1/(1 + c cos 2b) is unbounded only as |c| → 1 "
-                "(ρ → 0), where φ(x1)φ(x2) vanishes with it (tests/test_optimal_sampling.py)"]
+                "(ρ → 0), where φ(x1)φ(x2) vanishes with it"]
 
 
 _BY_MECHANISM: dict[str, type[OptimalSampling]] = {"positive": PositiveSampling, "trig": TrigSampling}
@@ -801,7 +805,7 @@ _BY_MECHANISM: dict[str, type[OptimalSampling]] = {"positive": PositiveSampling,
 
 def sample_phase(rng: np.random.Generator, c: np.ndarray) -> np.ndarray:
     """b ∈ [0, 2π) with density (1 + c cos 2b)/(2π), |c| ≤ 1, by rejection with acceptance ≥ ½; the envelope
-    uses |c| because c can be negative (tests/test_optimal_sampling.py)."""
+    uses |c| because c can be negative."""
     c = np.asarray(c, dtype=float)
     b = np.empty_like(c)
     todo = np.arange(c.size)
@@ -816,7 +820,7 @@ def sample_phase(rng: np.random.Generator, c: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------- Gaussian-input moments
 def gaussian_positive_log_moment(k: int, s2: float, psi_var: float, gamma: float, d: int) -> float:
     """log E_{x1,x2~N(0,σ²I)} E_{ω~N(0,s'²I)} Y^k, Y = (p_Ω/p_Ψ) e^{ω·x1−γ|x1|²} e^{ω·x2−γ|x2|²}; +inf where it
-    diverges (tests/test_optimal_sampling.py; γ = ½ softmax, 1 Gaussian kernel; s'² = 1 is plain sampling)."""
+    diverges (γ = ½ softmax, 1 Gaussian kernel; s'² = 1 is plain sampling)."""
     big_p = 1 + (k - 1) * (1 - 1 / psi_var)
     if big_p <= 0:
         return math.inf
@@ -841,7 +845,7 @@ def _gaussian_threshold(finite: Any, upper: float) -> float:
 
 def gaussian_input_thresholds(mechanism: str, kernel: str) -> dict[str, dict[str, float]]:
     """σ² thresholds for Gaussian inputs (d-independent): variance / fourth moment finite iff σ² < threshold
-    (tests/test_optimal_sampling.py: softmax pos plain 1/6 and 1/28, optimal 1/2 and 0.0687; Gaussian kernel pos plain
+    (softmax pos plain 1/6 and 1/28, optimal 1/2 and 0.0687; Gaussian kernel pos plain
     1/4 and 1/24, optimal ∞ and 1/8; softmax trig: variance for σ² < 1/2, fourth moment for σ² < 1/4)."""
     top = 0.5 if kernel == "softmax" else math.inf
     if mechanism == "trig":
@@ -913,7 +917,7 @@ def optimal_variances(inputs: InputLaw, kernel: str = "softmax") -> dict[str, fl
     quadrature (V* = (E_Ω q_φ)² − E K², Thm 1), plus Cor. 1's bound.
 
     Cor. 2: with X1 = X2 (sphere, Gaussian inputs) both equal the bound (E K(x,x))² − E K²; with X1 ≠ X2 (two
-    spheres of different radii, the fixed pair) they differ (tests/test_optimal_sampling.py).
+    spheres of different radii, the fixed pair) they differ.
     """
     out = {}
     for mech in MECHANISMS:
@@ -925,15 +929,14 @@ def optimal_variances(inputs: InputLaw, kernel: str = "softmax") -> dict[str, fl
 
 def equivalence_curve(r1: float, r2_values: np.ndarray, d: int, kernel: str = "softmax") -> dict[str, np.ndarray]:
     """V* of positive and trig features and Cor. 1's bound for X1 = Unif(r1 S), X2 = Unif(r2 S) as r2 varies:
-    the curves touch at r2 = r1 (Cor. 2) and separate elsewhere (tests/test_optimal_sampling.py)."""
+    the curves touch at r2 = r1 (Cor. 2) and separate elsewhere."""
     rows = [optimal_variances(InputLaw("two_spheres", d, r=r1, r2=float(r2)), kernel) for r2 in r2_values]
     return {"r2": np.asarray(r2_values, dtype=float), **{k: np.array([row[k] for row in rows]) for k in rows[0]}}
 
 
 def variance_sweep(mechanism: str, kind: str, kernel: str, d: int, axis: str, values: np.ndarray,
                    **fixed: float) -> dict[str, np.ndarray]:
-    """log10 V* and log10 V_plain (and log10 E K²) as ``axis`` ('r' or 'sigma') moves
-    (tests/test_optimal_sampling.py)."""
+    """log10 V* and log10 V_plain (and log10 E K²) as ``axis`` ('r' or 'sigma') moves."""
     v_opt, v_plain, ek2 = [], [], []
     for v in values:
         prob = OptimalSampling(mechanism, InputLaw(kind=kind, d=d, **{**fixed, axis: float(v)}), kernel)

@@ -35,12 +35,12 @@ from ..sampling import RandomSource, chi_square, random_frame, sample_omegas
 
 CLOSED_FORM_MSE_COUPLINGS = (IID, *COUPLED_CLOSED_FORMS)
 """Couplings whose MSE has a closed form here (``log_relative_mse``); the law of w_ij: ``COUPLINGS_WITH_DENSITY``
-(from rfviz.registries; simplex_plus is weight-dependent: no closed form, tests/test_coupling.py)."""
+(from rfviz.registries; simplex_plus is weight-dependent: no closed form)."""
 FEATURES = ("trig", "positive", "positive_antithetic")
 """Random features whose coupled MSE has a closed form here (``log_relative_mse``)."""
 SIMPLEX_PLUS_PASSES = 5
-"""Passes of the SimRF+ iteration (Eq. 17); the authors use 5, it converges after 1–2 ([SimRF] §3;
-tests/test_coupling.py)."""
+"""Passes of the SimRF+ iteration (Eq. 17); the authors use 5, it converges after 1–2
+([SimRF] §3)."""
 N_ANGLE_NODES = 400
 SMALL_ARG = 1.0
 """Below this value of v² (or z²) the coefficient series is used: it is free of the cancellation in ρ − e^{v²}."""
@@ -578,7 +578,7 @@ def log_abs_relative_pair_covariance(sign: int, arg2: np.ndarray | float, d: int
 # ------------------------------------------------------------------------------- SimRF+ (semi-analytic)
 def conformity_of_vectors(vectors: np.ndarray, v: float) -> np.ndarray:
     """Rotation-averaged conformity of given vectors (…, n, d): mean_{i≠j} 0F1(; d/2; v²‖w_i + w_j‖²/4)
-    (SimRF Def. 3.1 with the Haar rotation averaged analytically; the quantity of Fig. 4, tests/test_coupling.py)."""
+    (SimRF Def. 3.1 with the Haar rotation averaged analytically; the quantity of Fig. 4)."""
     w = np.asarray(vectors, dtype=float)
     n, d = w.shape[-2], w.shape[-1]
     sums = np.linalg.norm(w[..., :, None, :] + w[..., None, :, :], axis=-1)
@@ -612,7 +612,7 @@ def simplex_plus_relative_mse(v: float, d: int, m: int | None = None, draws: int
                               seed: int = 0) -> tuple[float, float]:
     """(MSE/K², its standard error) of positive features under SimRF+ with full blocks (m a multiple of d):
     semi-analytic, MSE_Sim + (P/m²)e^{−v²}·E_norms[ρ_{Sim+}(norms) − ρ_Sim(norms)], a Monte Carlo over the χ_d
-    norms only with the simplex as control variate (no closed form exists; tests/test_coupling.py)."""
+    norms only with the simplex as control variate (no closed form exists)."""
     m = d if m is None else int(m)
     check_coupling_dimension(SIMPLEX_PLUS, d)
     if m < d or m % d:

@@ -175,3 +175,41 @@ def parse_grid(items: list[str], estimator: type[Estimator], fixed: dict[str, An
     if grid.size > MAX_POINTS:
         raise ParameterError(f"grid has {grid.size} points; at most {MAX_POINTS} per sweep (split it)")
     return grid
+
+
+def spec_text(name: str, value: Any) -> str:
+    """A typed fixed value or grid entry as the sweep manifest writes it, exactly: integers as they are, floats by
+    ``repr`` (round-trips), complex numbers as ``a+bj`` from ``repr``, booleans ``true``/``false``, text as it is.
+    The manifest records a sweep's arguments as text so that a sweep started by the CLI resumes from the API and
+    back; ParameterError naming ``name`` for anything else (or a non-finite number).
+
+    Examples
+    --------
+    >>> spec_text("A", -0.1234567 + 0.05j), spec_text("r", 0.1), spec_text("shared", True)
+    ('-0.1234567+0.05j', '0.1', 'true')
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool | np.bool_):
+        return "true" if value else "false"
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating) and math.isfinite(float(value)):
+        return repr(float(value))
+    if isinstance(value, complex | np.complexfloating) and math.isfinite(abs(complex(value))):
+        return repr(complex(value)).strip("()")
+    raise ParameterError(f"{name} must be a finite number, a complex number, true/false or text, got "
+                         f"{str(value)[:40]!r}")
+
+
+def axis_text(name: str, values: Any) -> str:
+    """A typed grid axis (a list, tuple or 1-D array of values, or ``start:stop:count`` text) as ``name=...``."""
+    if isinstance(values, str):
+        return f"{name}={values}"
+    if isinstance(values, np.ndarray) and values.ndim != 1:
+        raise ParameterError(f"grid {name}: values must be a list or a 1-D array, got shape {values.shape}")
+    if not isinstance(values, list | tuple | np.ndarray):
+        raise ParameterError(f"grid {name}: values must be a list or start:stop:count text, got {str(values)[:40]!r}")
+    if not 1 <= len(values) <= MAX_AXIS_VALUES:
+        raise ParameterError(f"grid {name}: between 1 and {MAX_AXIS_VALUES} values, got {len(values)}")
+    return f"{name}=" + ",".join(spec_text(name, v) for v in values)

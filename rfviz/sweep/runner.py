@@ -16,7 +16,7 @@ import numpy as np
 
 from .backends import BackendStats, LocalBackend, RayBackend
 from .progress import Progress
-from .store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore
+from .store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore, sweep_lock
 from .tasks import COL, SweepSpec, combine, iter_tasks, point_row
 
 SCAN_CHUNK = 1 << 16
@@ -80,13 +80,23 @@ def run_sweep(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, 
     Notes
     -----
     KeyboardInterrupt (Ctrl-C) stops the backend, flushes every finished point, marks the manifest interrupted and
-    propagates (the CLI exits with 130).
+    propagates (the CLI exits with 130). The output's lock (``sweep_lock``) is held throughout: a second sweep of
+    the same ``out`` is refused (ParameterError) while this one runs.
 
     Examples
     --------
     >>> run_sweep(spec, "runs/a.csv", make_backend("local"), progress=False).status  # doctest: +SKIP
     'complete'
     """
+    ResultStore.check_out(out, resume=resume, overwrite=overwrite)  # before the lock file is made beside it
+    with sweep_lock(out):
+        return _run_locked(spec, out, backend, resume=resume, overwrite=overwrite, progress=progress, stream=stream,
+                           on_point=on_point, flush_points=flush_points, flush_s=flush_s, on_notes=on_notes)
+
+
+def _run_locked(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, resume: bool, overwrite: bool,
+                progress: bool, stream: TextIO | None, on_point: Callable[[dict[str, Any]], None] | None,
+                flush_points: int, flush_s: float, on_notes: Callable[[list[str]], None] | None) -> SweepReport:
     store = ResultStore(out, spec, resume=resume, overwrite=overwrite, flush_points=flush_points, flush_s=flush_s)
     notes = [*store.notes] + ([f"... {store.dropped - len(store.notes)} more"]
                               if store.dropped > len(store.notes) else [])
@@ -124,9 +134,6 @@ def run_sweep(spec: SweepSpec, out: str, backend: LocalBackend | RayBackend, *, 
                        backend.name, backend.stats, str(out), notes=notes)
 
 
-SWEEP_DEVICES = ("auto", "cpu", "cuda")
-
-
 def sweep_spec(name: str, fixed: dict[str, str], axes: list[str], *, trials: int, seed: int,
                block_trials: int | None, device: str, resume: bool, overwrite: bool) -> SweepSpec:
     """The validated ``SweepSpec`` of a sweep request (``rfviz sweep`` and ``rfviz.api.sweep``), before any backend
@@ -139,7 +146,7 @@ def sweep_spec(name: str, fixed: dict[str, str], axes: list[str], *, trials: int
     axes : the grid's axes as text (``["theta=0:pi:8", "m=8,16"]``).
     trials, seed : per point, and the sweep's seed.
     block_trials : trials per task (None: DEFAULT_SWEEP_BLOCK).
-    device : auto, cpu or cuda (resolved later by ``sweep_device``).
+    device : auto, cpu, cuda or cuda:N (``DEVICE_PARAM``; resolved later by ``sweep_device``).
     resume, overwrite : at most one.
 
     Returns
@@ -150,16 +157,15 @@ def sweep_spec(name: str, fixed: dict[str, str], axes: list[str], *, trials: int
     Examples
     --------
     >>> sweep_spec("trig", {"d": "4"}, ["theta=0,1"], trials=10, seed=0, block_trials=None, device="cpu",
-    ...            resume=False, overwrite=False).name
+    ...            resume=False, overwrite=False).estimator
     'trig'
     """
     from ..estimators import get_estimator
-    from ..params import ParameterError
+    from ..params import DEVICE_PARAM, ParameterError, check
     from .grid import parse_grid
     from .tasks import DEFAULT_SWEEP_BLOCK
 
-    if device not in SWEEP_DEVICES:
-        raise ParameterError(f"device must be auto, cpu or cuda, got {device!r}")
+    check(device, DEVICE_PARAM)
     if resume and overwrite:
         raise ParameterError("resume and overwrite exclude each other: give one of them")
     grid = parse_grid(axes, get_estimator(name), fixed)
@@ -187,9 +193,16 @@ def sweep_device(device: str, backend_name: str, backend: LocalBackend | RayBack
     >>> sweep_device("cpu", "local", LocalBackend())  # doctest: +SKIP
     'cpu'
     """
-    from ..params import ParameterError
+    from ..params import DEVICE_PARAM, ParameterError, check
+    from ..sampling import resolve_device
 
-    chosen = backend.default_device() if device == "auto" else device
-    if chosen == "cuda" and backend_name == "local" and backend.default_device() != "cuda":
-        raise ParameterError("device cuda: no CUDA GPU is visible to this process")
+    name = check(device, DEVICE_PARAM)
+    chosen = backend.default_device() if name == "auto" else name
+    if chosen.startswith("cuda") and backend_name == "local":
+        if backend.default_device() != "cuda":
+            raise ParameterError(f"device {chosen}: no CUDA GPU is visible to this process")
+        resolve_device(chosen)  # cuda:N: a GPU torch sees
+    if chosen.startswith("cuda:") and backend_name != "local":
+        raise ParameterError(f"device {chosen} names a GPU of this machine; on Ray give cuda (Ray places each task "
+                             f"on a GPU)")
     return chosen

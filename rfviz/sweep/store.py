@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import heapq
 import io
 import json
@@ -28,6 +29,7 @@ import math
 import os
 import re
 import signal
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -38,7 +40,7 @@ import numpy as np
 
 from ..compute.sweep_files import BOOL_COLUMNS, OUTPUT_COLUMNS, STR_COLUMNS
 from ..fileio import TMP_PREFIX, atomic_write, atomic_writer, check_input, check_output, fsync_dir, tmp_path_for
-from ..params import ParameterError
+from ..params import ParameterError, format_bytes
 from .tasks import SweepSpec, output_columns
 
 FORMAT = "rfviz-sweep"
@@ -58,6 +60,15 @@ _FLOAT_COLUMNS = ("kernel_value", "mse", "mc_mse", "stderr", "z", "log10_mse", "
 _INT_COLUMNS = ("point", "trials", "seed")
 assert set(_FLOAT_COLUMNS) | set(_INT_COLUMNS) | set(STR_COLUMNS) | set(BOOL_COLUMNS) == set(OUTPUT_COLUMNS)
 _MAX_NOTES = 5
+MAX_MANIFEST_BYTES = 32 * 2**20
+"""Largest manifest read back (a grid of 10⁷ points with 100 000-value axes stays far below it)."""
+MAX_JSON_DEPTH = 32
+"""Deepest nesting of arrays and objects accepted in a manifest (rfviz writes depth ≤ 5)."""
+MAX_ROW_BYTES = 2**20
+"""Longest CSV line read back into memory on resume; a longer one (a torn or foreign row) is skipped through in
+chunks of this size, never held whole."""
+LOCK_SUFFIX = ".lock"
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 def _bad_manifest(path: Path, why: str) -> ParameterError:
@@ -112,15 +123,73 @@ def validate_manifest(obj: Any, path: Path) -> dict[str, Any]:
     return obj
 
 
+def json_depth(data: bytes) -> int:
+    """Deepest nesting of arrays/objects in JSON text (strings skipped), found without parsing it.
+
+    Examples
+    --------
+    >>> json_depth(b'{"a": [1, "[[["]}')
+    2
+    """
+    depth = deepest = 0
+    for m in _JSON_TOKEN.finditer(data):
+        c = m.group()
+        if c in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in (b"]", b"}"):
+            depth -= 1
+    return deepest
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    """The manifest at ``path``, read with a size bound (``MAX_MANIFEST_BYTES``) and a nesting bound
+    (``MAX_JSON_DEPTH``, checked before parsing) and validated (``validate_manifest``); ParameterError otherwise.
+
+    Parameters
+    ----------
+    path : Path
+        ``OUT.manifest.json`` (a regular file, not a symbolic link: ``check_input``).
+
+    Returns
+    -------
+    dict
+        The validated manifest.
+
+    Examples
+    --------
+    >>> read_manifest(Path("/nonexistent.manifest.json"))  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ParameterError: --resume: nonexistent.manifest.json is not a valid rfviz sweep manifest (unreadable ...)
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    except OSError as exc:
+        raise _bad_manifest(path, f"unreadable: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise _bad_manifest(path, "not a regular file")
+        data = f.read(MAX_MANIFEST_BYTES + 1)
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise _bad_manifest(path, f"larger than {MAX_MANIFEST_BYTES // 2**20} MiB")
+    if json_depth(data) > MAX_JSON_DEPTH:
+        raise _bad_manifest(path, f"nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        raw = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise _bad_manifest(path, f"not JSON: {str(exc)[:60]}") from None
+    return validate_manifest(raw, path)
+
+
 def is_sweep_output(path: Path) -> bool:
     """Whether ``path`` is a sweep file rfviz wrote: a regular file with a valid manifest beside it (so that
     ``--overwrite`` may replace it)."""
     manifest = path.with_name(path.name + ".manifest.json")
     try:
-        if manifest.is_symlink() or not manifest.is_file() or manifest.stat().st_size > 10**8:
+        if manifest.is_symlink() or not manifest.is_file():
             return False
-        validate_manifest(json.loads(manifest.read_text()), manifest)
-    except (OSError, ValueError, ParameterError):
+        read_manifest(manifest)
+    except (OSError, ParameterError):
         return False
     return True
 
@@ -207,8 +276,140 @@ def _sigint_deferred() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
+def bounded_lines(f: Any, limit: int | None = None) -> Iterator[bytes | None]:
+    """The lines of a binary file with at most ``limit`` bytes of one line in memory: a longer line is read
+    through to its end in chunks of ``limit`` bytes and yielded as None (so a torn 4 GiB last line costs one
+    pass over the disk, not 4 GiB of memory).
+
+    Examples
+    --------
+    >>> list(bounded_lines(io.BytesIO(b"a\\n" + b"x" * 10 + b"\\nb"), limit=4))
+    [b'a\\n', None, b'b']
+    """
+    limit = MAX_ROW_BYTES if limit is None else limit
+    while line := f.readline(limit + 1):
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        while (part := f.readline(limit)) and not part.endswith(b"\n"):
+            pass
+        yield None
+
+
 def _line_point(line: bytes) -> int:
     return int(line.split(b",", 1)[0])
+
+
+_HELD_LOCKS: dict[str, list[int]] = {}
+"""Lock files this process holds: absolute path → [fd, depth] (flock conflicts between two descriptors of one
+process, so a nested ``sweep_lock`` of the same output reuses the held one)."""
+
+
+def lock_path(out: str | os.PathLike[str]) -> Path:
+    """``OUT.lock`` beside the sweep output ``OUT`` (``runs/a.csv`` → ``runs/a.csv.lock``)."""
+    p = Path(out)
+    return p.with_name(p.name + LOCK_SUFFIX)
+
+
+def _lock_holder(fd: int) -> str:
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(os.pread(fd, 32, 0).decode().strip())
+        return f" (process {pid})"
+    return ""
+
+
+def _acquire_lock(out: Path) -> int:
+    import fcntl
+
+    lock = lock_path(out)
+    for _ in range(100):  # a holder that removed the file as we opened it: open the new one
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+        try:
+            fd = os.open(lock, flags, 0o666)
+        except OSError as exc:
+            why = "is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+            raise ParameterError(f"out {str(out)!r}: cannot open its lock file {lock.name} ({why})") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise ParameterError(f"out {str(out)!r}: its lock file {lock.name} is not a regular file")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            holder = _lock_holder(fd)
+            os.close(fd)
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise ParameterError(f"out {str(out)!r}: cannot lock {lock.name} ({exc.strerror})") from None
+            raise ParameterError(f"out {str(out)!r} is being written by another sweep{holder}; wait for it to end "
+                                 f"or choose another --out") from None
+        try:
+            now = os.stat(lock, follow_symlinks=False)
+        except FileNotFoundError:
+            now = None
+        if now is None or (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
+            os.close(fd)
+            continue
+        with contextlib.suppress(OSError):  # the holder's pid, for the message of a refused second run
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        return fd
+    raise ParameterError(f"out {str(out)!r}: could not lock {lock.name} (it keeps being replaced)")
+
+
+@contextlib.contextmanager
+def sweep_lock(out: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold the one-writer lock of the sweep output ``out`` for the block: an exclusive ``flock`` on
+    ``OUT.lock`` beside it, created for the block and removed after it (the kernel releases the lock if the
+    process dies; a file left then is reused). A second sweep of the same ``out`` — ``--overwrite`` and
+    ``--resume`` included — is refused with ParameterError while the first runs. Re-entrant in one process.
+    Without ``fcntl`` (not POSIX) it locks nothing.
+
+    Parameters
+    ----------
+    out : str or PathLike
+        The sweep output (its directory must exist: ``ResultStore.check_out`` first).
+
+    Yields
+    ------
+    Path
+        The lock file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "a.csv"
+    >>> with sweep_lock(out) as lock:
+    ...     lock.exists()
+    True
+    >>> lock_path(out).exists()
+    False
+    """
+    lock = lock_path(out)
+    key = os.path.abspath(lock)
+    held = _HELD_LOCKS.get(key)
+    try:
+        import fcntl  # noqa: F401
+    except ImportError:
+        yield lock
+        return
+    if held is not None:
+        held[1] += 1
+        try:
+            yield lock
+        finally:
+            held[1] -= 1
+        return
+    fd = _acquire_lock(Path(out))
+    _HELD_LOCKS[key] = [fd, 1]
+    try:
+        yield lock
+    finally:
+        del _HELD_LOCKS[key]
+        with contextlib.suppress(OSError):  # removed while still held: a waiter re-opens the path (see above)
+            now, st = os.stat(lock, follow_symlinks=False), os.fstat(fd)
+            if (now.st_ino, now.st_dev) == (st.st_ino, st.st_dev):
+                lock.unlink()
+        os.close(fd)
 
 
 def check_flush(flush_points: int, flush_s: float) -> None:
@@ -317,13 +518,21 @@ class ResultStore:
             self.path.unlink()  # a regular file with rfviz's manifest: check_output verified it
         self.manifest = {"format": FORMAT, "schema": SCHEMA, "spec": self._spec_json(), "columns": self.columns,
                          "status": "running", "parts": [], "created": time.strftime("%Y-%m-%dT%H:%M:%S")}
-        self._save_manifest()
-        if self.kind == "csv":
-            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-            with os.fdopen(fd, "w", newline="") as f:
-                csv.writer(f).writerow(self.columns)
-                f.flush()
-                os.fsync(f.fileno())
+        made_csv = False
+        try:  # a failure here (disk full, Ctrl-C) leaves neither file: a half-made pair would block --resume
+            self._save_manifest()
+            if self.kind == "csv":
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+                made_csv = True
+                with os.fdopen(fd, "w", newline="") as f:
+                    csv.writer(f).writerow(self.columns)
+                    f.flush()
+                    os.fsync(f.fileno())
+        except BaseException:
+            if made_csv:
+                self.path.unlink(missing_ok=True)
+            self.manifest_path.unlink(missing_ok=True)
+            raise
 
     def _remove_parts(self) -> None:
         """Delete our part files (names checked by ``_foreign_parts``) and the then empty directory."""
@@ -354,13 +563,7 @@ class ResultStore:
 
     def _open_resume(self) -> None:
         self.check_out(self.path, resume=True)
-        if self.manifest_path.stat().st_size > 10**8:
-            raise _bad_manifest(self.manifest_path, "larger than 100 MB")
-        try:
-            raw = json.loads(self.manifest_path.read_text())
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise _bad_manifest(self.manifest_path, f"not JSON: {str(exc)[:60]}") from None
-        self.manifest = validate_manifest(raw, self.manifest_path)
+        self.manifest = read_manifest(self.manifest_path)
         old, new = self.manifest["spec"], self._spec_json()
         if old != new:
             diff = sorted(str(k)[:20] for k in set(old) | set(new) if old.get(k) != new.get(k))
@@ -374,7 +577,8 @@ class ResultStore:
             self._recover_csv()
         else:
             self._recover_parquet()
-        if self.manifest["status"] != "complete" or self.dropped:  # dropped rows are recomputed, then re-sorted
+        if self.manifest["status"] != "complete" or self.dropped or not self.done.all():
+            # dropped or missing rows are recomputed, then the file is put back in point order
             self.manifest["status"] = "running"
         self._save_manifest()
 
@@ -392,16 +596,17 @@ class ResultStore:
         checker = RowChecker(self.spec)
         rewrite = False
         with open(self.path, "rb") as f:
-            header = f.readline()
+            header = f.readline(MAX_ROW_BYTES + 1)
             if self._csv_fields(header) != self.columns:
                 raise ParameterError(f"--resume: {str(self.path)!r} is not this sweep's CSV (line 1 is not its "
                                      f"header of {len(self.columns)} columns); use a new --out")
-            for number, line in enumerate(f, start=2):
+            for number, line in enumerate(bounded_lines(f), start=2):
                 why = self._csv_problem(line, checker)
                 if why:
                     self._note(f"line {number}", why)
                     rewrite = True
                     continue
+                assert line is not None
                 self.done[_line_point(line)] = True
         if rewrite:
             self._rewrite_csv(checker)
@@ -413,7 +618,9 @@ class ResultStore:
             return None
         return rows[0] if len(rows) == 1 else None
 
-    def _csv_problem(self, line: bytes, checker: RowChecker) -> str | None:
+    def _csv_problem(self, line: bytes | None, checker: RowChecker) -> str | None:
+        if line is None:
+            return f"a line longer than {format_bytes(MAX_ROW_BYTES)} (torn or foreign; skipped unread)"
         if not line.endswith(b"\n"):
             return "torn last line (no line end)"
         fields = self._csv_fields(line)
@@ -432,11 +639,11 @@ class ResultStore:
         """The CSV with only the rows counted in ``done`` (first valid row per point), through a temporary file."""
         seen = np.zeros(self.spec.n_points, dtype=bool)
         with open(self.path, "rb") as src, atomic_writer(self.path, "wb") as dst:
-            dst.write(src.readline())
-            for line in src:
-                if self._csv_fields(line) is None or not line.endswith(b"\n"):
+            dst.write(src.readline(MAX_ROW_BYTES + 1))
+            for line in bounded_lines(src):
+                fields = self._csv_fields(line) if line is not None and line.endswith(b"\n") else None
+                if line is None or fields is None:
                     continue
-                fields = self._csv_fields(line)
                 if len(fields) != len(self.columns) or checker.problem(dict(zip(self.columns, fields, strict=True))):
                     continue
                 p = _line_point(line)
@@ -563,10 +770,14 @@ class ResultStore:
         while (name := f"part-{index:06d}-{os.getpid()}.parquet") in used:
             index += 1
         tmp = tmp_path_for(self.parts_dir / name)
-        pq.write_table(table, tmp)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, self.parts_dir / name)
+        try:  # disk-full or Ctrl-C while writing: no temporary part left behind
+            pq.write_table(table, tmp)
+            with open(tmp, "rb") as f:
+                os.fsync(f.fileno())
+            os.replace(tmp, self.parts_dir / name)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         fsync_dir(self.parts_dir)
         return name
 
@@ -609,9 +820,9 @@ class ResultStore:
                 while chunk := [line for _, line in zip(range(RUN_ROWS), f, strict=False)]:
                     chunk.sort(key=_line_point)
                     run = tmp_path_for(self.path)
+                    runs.append(run)  # before it exists: Ctrl-C or disk-full while writing it still removes it
                     with open(run, "wb") as out:
                         out.writelines(chunk)
-                    runs.append(run)
             files = [open(r, "rb") for r in runs]
             try:
                 with atomic_writer(self.path, "wb") as dst:

@@ -18,18 +18,29 @@ import itertools
 import math
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ..compute.sweep_files import RESULT_COLUMNS
-from ..diagnostics import Moments, assess_mse, bonferroni_disagrees, log_mse_stderr_theory, theory_reliability
-from ..engine import DEFAULT_BLOCK_TRIALS, monte_carlo
+from ..diagnostics import Moments, assess_mse
+from ..engine import BLOCK_TRIALS_PARAM, DEFAULT_BLOCK_TRIALS, monte_carlo
 from ..estimators import Estimator, get_estimator  # the package: get_estimator needs the catalog loaded
 from ..geometry import check_d, check_r, check_theta
 from ..numerics import LOG10
-from ..params import ParameterError
+from ..params import DEVICE_PARAM, ENGINE_TRIALS_PARAM, SEED_PARAM, ParameterError, check
+from ..params import MAX_TRIALS as ENGINE_MAX_TRIALS
+from ..verdicts import (
+    PRECISION_LOSS,
+    bonferroni_disagrees,
+    exact_at_roundoff,
+    log_mse_stderr_theory,
+    precision_loss,
+    roundoff_floor,
+    theory_reliability,
+    z_against_closed_form,
+)
 from .grid import INPUTS, Grid
 
 TASK_FIELDS = ("point", "block", "n", "log_scale", "mean_e", "m2_e", "mean_r_re", "mean_r_im", "m2_r", "seconds")
@@ -40,11 +51,15 @@ DEFAULT_SWEEP_BLOCK = 4096
 point of 10⁶ trials spreads over hundreds of tasks."""
 MAX_TRIALS = 10**13
 MAX_TASKS = 10**9
+MAX_TASK_TRIALS = ENGINE_MAX_TRIALS
+"""Most trials of one task (one ``engine.monte_carlo`` call): a block holds up to 2·block_trials − 1 trials."""
 LOG_MAX = 709.0  # exp overflows float64 above this
 TASK_CHUNK = 4096
 """Most (point, block) pairs per array handed to ``backend.run`` (``iter_tasks``)."""
 MAX_RELIABLE_Z = 1e6
 """A Monte-Carlo MSE further than this many standard errors from the closed form is never reliable."""
+SWEEP_TRIALS_PARAM = replace(ENGINE_TRIALS_PARAM, help="Monte-Carlo trials per grid point", high=MAX_TRIALS)
+"""A sweep's trials per point (split into tasks, so beyond one engine run's cap)."""
 
 
 def task_seed(seed: int, point: int, block: int) -> int:
@@ -69,14 +84,14 @@ class SweepSpec:
 
     def __post_init__(self) -> None:
         cls = get_estimator(self.estimator)
-        if isinstance(self.trials, bool) or int(self.trials) != self.trials or not 2 <= self.trials <= MAX_TRIALS:
-            raise ParameterError(f"trials must be an integer in [2, {MAX_TRIALS:.0e}], got {self.trials}")
-        if isinstance(self.seed, bool) or int(self.seed) != self.seed or not 0 <= self.seed < 2**63:
-            raise ParameterError(f"seed must be an integer in [0, 2^63), got {self.seed}")
-        if int(self.block_trials) != self.block_trials or self.block_trials < 2:
-            raise ParameterError(f"block_trials must be an integer in [2, inf), got {self.block_trials}")
-        if self.device not in ("cpu", "cuda"):
-            raise ParameterError(f"device must be cpu or cuda once resolved, got {self.device!r}")
+        for spec in (SWEEP_TRIALS_PARAM, SEED_PARAM, BLOCK_TRIALS_PARAM, DEVICE_PARAM):
+            object.__setattr__(self, spec.name, check(getattr(self, spec.name), spec))
+        if self.device == "auto":
+            raise ParameterError("device must be cpu, cuda or cuda:N once resolved, got 'auto'")
+        if self.block_size(0) > MAX_TASK_TRIALS:  # before any file: one task is one engine run
+            raise ParameterError(f"block_trials: a task of this sweep would run {self.block_size(0)} trials, more "
+                                 f"than one Monte-Carlo call runs ({MAX_TASK_TRIALS:.0e}); give --block-trials at "
+                                 f"most {MAX_TASK_TRIALS // 2:.0e}")
         specs = {p.name for p in cls.spec}
         for key in self.fixed:
             if key not in specs and key not in INPUTS:
@@ -338,7 +353,7 @@ def _log10(log_value: float) -> float | None:
 def _point_verdict(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, log_mse: float | None,
                    stats: PointStats) -> tuple[bool, str | None, float]:
     """(reliable, warning, standard error of the sampled MSE relative to e^{2s}) of a finished point: the
-    closed-form fourth moment decides where the estimator has one (rfviz.diagnostics.theory_reliability; the
+    closed-form fourth moment decides where the estimator has one (rfviz.verdicts.theory_reliability; the
     standard error is then the larger of sampled and predicted), the sample elsewhere (assess_mse); a point where
     every estimate underflowed to 0 is never reliable (its sampled MSE is just K²)."""
     e = stats.errors
@@ -352,6 +367,10 @@ def _point_verdict(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, log_mse
             se_rel = max(se_rel, float(np.exp(log_mse_stderr_theory(log_mse, log_m4, e.count) - 2 * stats.log_scale)))
     if stats.mean_r == 0 and e.mean > 0 and e.m2 == 0:
         reliable, warning = False, "precision loss: every sampled estimate underflowed to 0, so the sampled MSE is K²"
+    elif log_mse is not None and math.isfinite(stats.log_scale) and precision_loss(
+            math.exp(min(log_mse - 2 * stats.log_scale, LOG_MAX)), e.mean,
+            roundoff_floor(d, int(est.params.get("m", 1)))).item():
+        reliable, warning = False, PRECISION_LOSS  # a sample at round-off where the closed form is not
     return reliable, warning, se_rel
 
 
@@ -393,6 +412,16 @@ def _mc_moments(stats: PointStats) -> tuple[float | None, float | None, float, f
     return mc_mse, stderr, log_mc, log_se, notes
 
 
+def _exact(est: Estimator, d: int, log_mse: float | None, stats: PointStats) -> bool:
+    """Closed form and sampled MSE both at float64 round-off relative to the point's scale e^{2s}
+    (rfviz.verdicts.exact_at_roundoff with ``roundoff_floor(d, m)``): exact, never a disagreement."""
+    if log_mse is None or not math.isfinite(stats.log_scale):
+        return False
+    floor = roundoff_floor(d, int(est.params.get("m", 1)))
+    closed_rel = math.exp(min(log_mse - 2 * stats.log_scale, LOG_MAX))
+    return bool(exact_at_roundoff(closed_rel, stats.errors.mean, floor))
+
+
 def _z_score(log_mse: float | None, stats: PointStats, se_rel: float) -> float | None:
     """(MC mean − closed form) / ``se_rel`` (the standard error of the sampled MSE, sampled or predicted by the
     fourth moment, whichever is larger) in the point's scaled units; None when either is unavailable."""
@@ -402,7 +431,7 @@ def _z_score(log_mse: float | None, stats: PointStats, se_rel: float) -> float |
     if log_mse - 2 * s > LOG_MAX:  # the closed form is > e^709 of the scaled errors: z is hugely negative
         log_ratio = log_mse - 2 * s - math.log(se_rel)
         return -math.exp(min(log_ratio, LOG_MAX)) if log_ratio <= LOG_MAX else -math.inf
-    return (e.mean - math.exp(log_mse - 2 * s)) / se_rel
+    return float(z_against_closed_form(e.mean, math.exp(log_mse - 2 * s), se_rel))  # rfviz.verdicts
 
 
 def _reliability(verdict: tuple[bool, str | None] | None, stderr: float | None, z: float | None, notes: list[str],
@@ -454,12 +483,12 @@ def point_row(spec: SweepSpec, stats: PointStats, backend: str) -> dict[str, Any
         with np.errstate(all="ignore"):
             point_reliable, why, se_rel = _point_verdict(est, x, y, d, log_mse, stats)
         verdict = (point_reliable, why)
-    z = None if failed else _z_score(log_mse, stats, se_rel)
+    exact = not failed and _exact(est, d, log_mse, stats)  # both at float64 round-off: not tested (rfviz.verdicts)
+    z = None if failed or exact else _z_score(log_mse, stats, se_rel)
     mc_mean, why = _scaled(stats.mean_r.real, stats.log_scale)
     if why and not notes:
         notes.append(f"mean estimate {why} (null)")
     kernel_value = None if not math.isfinite(log_k) or log_k > LOG_MAX else sign * math.exp(log_k)
-    exact = mc_mse == 0.0 and log_mse == -math.inf  # an exact estimator: no error, and the closed form agrees
     reliable, warning = _reliability(verdict, stderr, z, notes, exact)
     warning = "; ".join([*([warning] if warning else []), *closed_notes]) or None  # the MC verdict stands
     return {
@@ -477,7 +506,7 @@ def point_row(spec: SweepSpec, stats: PointStats, backend: str) -> dict[str, Any
         "top_share": stats.top_share if math.isfinite(stats.top_share) else None,
         "reliable": reliable,
         "warning": warning,
-        "disagrees": bonferroni_disagrees(z, reliable, spec.grid.size),
+        "disagrees": bonferroni_disagrees(z, reliable, spec.grid.size, exact=exact),
         "trials": stats.errors.count,
         "seed": spec.seed,
         "device": spec.device,

@@ -1,0 +1,91 @@
+"""Learn: lessons for a class. Each step asks a question (predict), reveals the answer with a live figure and a short
+explanation, then offers one control to try. Lesson and step live in the URL (``?lesson=<slug>&step=<n>``), so a
+teacher shares "lesson 3, step 2"; answers are kept for the session. Content and numbers: rfviz.lessons."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from app_pages import _ui as ui
+from rfviz.lessons import LESSONS
+from rfviz.params import Param
+
+with ui.page(
+    "learn",
+    "Learn random features",
+    "Short lessons on live figures: first **predict** the answer, then the figure **reveals** it, then **try** a "
+    "control and watch the figure move. Every lesson and step has its own address: copy the URL to share it "
+    "(add `&embed=true` to show the page inside a course page).",
+) as state:
+    slugs = list(LESSONS)
+    slug = state.selectbox("Lesson", "lesson", slugs, slugs[0], container=st.sidebar,
+                           format_func=lambda s: f"{slugs.index(s) + 1} · {LESSONS[s].title}")
+    lesson = LESSONS[slug]
+    count = len(lesson.steps)
+    step_no = int(state.selectbox("Step", "step", [str(i) for i in range(1, count + 1)], "1", container=st.sidebar,
+                                  disabled=count == 1,
+                                  help="this lesson has one step" if count == 1 else f"{count} steps"))
+    step = lesson.steps[step_no - 1]
+    state.show_url_errors()
+
+
+    @ui.shared_figure  # closed-form steps: one figure and text for every session at this control value
+    def _closed_form_step(slug: str, index: int, value: float):
+        return LESSONS[slug].steps[index].figure_and_text(value)
+
+
+    def _step(value: float):
+        if not step.samples:
+            return _closed_form_step(slug, step_no - 1, value)
+        return ui.memo("learn", (slug, step_no - 1, value),  # Monte Carlo: shared, in the server's pool
+                       lambda report: step.figure_and_text(value))
+
+
+    st.header(f"{slugs.index(slug) + 1} · {lesson.title}")
+    st.caption(lesson.idea + (f" · step {step_no} of {count}" if count > 1 else ""))
+    st.subheader(f"Predict: {step.title}")
+    st.markdown(step.question)
+    answer_key = f"learn.answer.{slug}.{step_no}"
+    choice = st.radio("Your prediction", step.choices, index=None, key=answer_key)
+    shown_key = f"learn.shown.{slug}.{step_no}"
+    if choice is None and not st.session_state.get(shown_key):
+        st.button("Show the answer without predicting", key=f"{shown_key}.button",
+                  on_click=lambda: st.session_state.update({shown_key: True}))
+        st.info("Pick an answer: the figure and the explanation appear once you have predicted.",
+                icon=":material/psychology:")
+    else:
+        right = step.choices[step.answer]
+        if choice == right:
+            st.success(f"Right: {right}.", icon=":material/check_circle:")
+        elif choice is not None:
+            st.warning(f"Not quite: the answer is “{right}”.", icon=":material/lightbulb:")
+        control: Param = step.control
+        with ui.guard():
+            value = control.default
+            fig, text, facts = _step(value)
+            st.markdown(text)
+            st.subheader("Now try")
+            name = f"{slug}-{control.name}"
+            if step.options:
+                value = st.select_slider(control.label or control.name, options=list(step.options),
+                                         value=control.default, key=state.key(name))
+            else:
+                value = state.slider(control.label or control.name, name, control.low, control.high,
+                                     control.default, step=1 if control.kind == "int" else None)
+            if value != control.default:
+                fig, text, facts = _step(value)
+            st.markdown(step.try_text.format(**facts))
+            ui.plot(fig, key=f"learn-{slug}-{step_no}")
+        nav = st.columns(2)
+        target = ((slug, str(step_no + 1)) if step_no < count else
+                  (slugs[slugs.index(slug) + 1], "1") if slugs.index(slug) + 1 < len(slugs) else None)
+        if target is not None:
+            label = (f"Next: step {step_no + 1}" if target[0] == slug
+                     else f"Next lesson: {LESSONS[target[0]].title}")
+            nav[0].button(label, icon=":material/arrow_forward:", key="learn.next",
+                          on_click=lambda: st.session_state.update({state.key("lesson"): target[0],
+                                                                    state.key("step"): target[1]}))
+        query = "&".join(f"{k}={v}" for k, v in lesson.query.items())
+        nav[1].link_button("See it in full on its page", f"./{lesson.page}" + (f"?{query}" if query else ""),
+                           icon=":material/open_in_new:")
+    st.caption(f"Share this step: add `?lesson={slug}&step={step_no}` to the page's address.")

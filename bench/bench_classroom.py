@@ -1,0 +1,186 @@
+"""A classroom on one server, measured without browsers: K scripted WebSocket sessions speak Streamlit's own
+protocol (what a browser sends: a first run of the page, then a rerun with one slider moved) to a running rfviz
+server, all at the same moment.
+
+Each session connects to ``/_stcore/stream``, runs the page once (``rerun_script``), reads the slider's widget id
+from the elements the server sends, and, for each round, asks for a rerun with the slider at a new value. Its
+latency is the time from that request to the server's ``script_finished`` message: what the server makes a student
+wait, without the student's own browser redraw (which a real classroom pays on each laptop, not on the server).
+
+Modes: ``same`` (every session moves to the same new value: shared caches serve all but one), ``each`` (every
+session to its own value: nothing is shared). Pages: ``hybrid`` (the r slider of "MSE vs base estimators") and
+``learn`` (lesson 2's r control, after answering its question). Printed per (page, mode, K): median and p90
+latency over all sessions and rounds, and the server's CPU seconds and resident memory per round (/proc, summed
+over the server's processes when ``--url`` names a proxy in front of several).
+
+Usage::
+
+    python bench/bench_classroom.py [--ks 1,8,32,64,100] [--rounds 3] [--pages hybrid,learn] [--modes same,each]
+    python bench/bench_classroom.py --url http://127.0.0.1:8501 --pids 1234,1235   # a server already running
+
+Not a test: it prints a table (bench/README.md holds the measured numbers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import pathlib
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_browser import free_port, start_server  # noqa: E402
+
+PAGES = {
+    # page: (query string, slider label, first value, step, answer (radio label, choice) to give first)
+    "hybrid": ("view=mse-vs-base", "r (input length)", 1.0, 0.05, None),
+    "learn": ("lesson=trig-vs-positive&step=1", "r (input length)", 1.5, 0.01,
+              ("Your prediction", "trigonometric features (cos, sin)")),
+}
+
+
+@dataclass
+class Session:
+    """One scripted browser tab: its WebSocket, the widget states it sends, and the ids of the widgets it needs."""
+
+    ws: object
+    page: str
+    states: dict = field(default_factory=dict)
+    ids: dict = field(default_factory=dict)
+
+
+def _rerun(session: Session):
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+
+    query, *_ = PAGES[session.page]
+    msg = BackMsg()
+    state = msg.rerun_script
+    state.query_string = query
+    state.page_name = session.page
+    for widget_id, (kind, value) in session.states.items():
+        w = state.widget_states.widgets.add()
+        w.id = widget_id
+        if kind == "double_array_value":
+            w.double_array_value.data.extend([value])
+        else:
+            setattr(w, kind, value)
+    return msg.SerializeToString()
+
+
+async def _run(session: Session) -> float:
+    """Send a rerun; return the seconds until the server says the script finished (elements' ids recorded)."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    t0 = time.perf_counter()
+    await session.ws.send(_rerun(session))
+    while True:
+        msg = ForwardMsg()
+        msg.ParseFromString(await session.ws.recv())
+        kind = msg.WhichOneof("type")
+        if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            element = msg.delta.new_element
+            widget = element.WhichOneof("type")
+            if widget in ("slider", "radio"):
+                proto = getattr(element, widget)
+                session.ids[(widget, proto.label)] = proto.id
+        elif kind == "script_finished":
+            return time.perf_counter() - t0
+
+
+async def _connect(url: str, page: str) -> Session:
+    import websockets
+
+    ws = await websockets.connect(url.replace("http", "ws", 1) + "/_stcore/stream", subprotocols=["streamlit"],
+                                  max_size=None, open_timeout=120)
+    session = Session(ws, page)
+    await _run(session)
+    answer = PAGES[page][4]
+    if answer is not None:  # the lesson's control appears once the question is answered
+        session.states[session.ids[("radio", answer[0])]] = ("string_value", answer[1])
+        await _run(session)
+    return session
+
+
+def _cpu_and_rss(pids: list[int]) -> tuple[float, float]:
+    """CPU seconds (user + system) and resident MiB summed over ``pids`` (their threads included)."""
+    ticks, rss = 0, 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])
+        rss += int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    return ticks / os.sysconf("SC_CLK_TCK"), rss / 2**20
+
+
+async def _round(sessions: list[Session], values: list[float]) -> list[float]:
+    label = PAGES[sessions[0].page][1]
+    for s, v in zip(sessions, values, strict=True):
+        s.states[s.ids[("slider", label)]] = ("double_array_value", v)
+    return list(await asyncio.gather(*(_run(s) for s in sessions)))
+
+
+async def measure(url: str, pids: list[int], page: str, mode: str, k: int, rounds: int) -> dict:
+    """Median/p90 latency and per-round server CPU and RSS for K sessions on ``page`` in ``mode``."""
+    _, _, first, step, _ = PAGES[page]
+    sessions = [await _connect(url, page) for _ in range(k)]
+    latencies, cpu, rss = [], [], []
+    base = first + 7 * step * (hash((page, mode, k)) % 11)  # values no earlier run of this bench asked for
+    try:
+        for r in range(rounds):
+            offset = base + (r + 1) * step * (k + 1)
+            values = [round(offset + (i * step if mode == "each" else 0.0), 4) for i in range(k)]
+            c0, _ = _cpu_and_rss(pids)
+            latencies += await _round(sessions, values)
+            c1, mem = _cpu_and_rss(pids)
+            cpu.append(c1 - c0)
+            rss.append(mem)
+    finally:
+        await asyncio.gather(*(s.ws.close() for s in sessions))
+    latencies.sort()
+    return {"page": page, "mode": mode, "k": k, "median": statistics.median(latencies),
+            "p90": latencies[min(len(latencies) - 1, int(0.9 * len(latencies)))],
+            "cpu": statistics.median(cpu), "rss": max(rss)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ks", default="1,8,32,64,100")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--pages", default="hybrid,learn")
+    ap.add_argument("--modes", default="same,each")
+    ap.add_argument("--url", help="a running server (default: start one on a free port)")
+    ap.add_argument("--pids", help="the server's process ids with --url (comma-separated), for CPU and memory")
+    args = ap.parse_args()
+    proc = None
+    if args.url:
+        url, pids = args.url.rstrip("/"), [int(p) for p in (args.pids or "").split(",") if p]
+    else:
+        port = free_port()
+        proc = start_server(port)
+        url, pids = f"http://127.0.0.1:{port}", [proc.pid]
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} · {os.cpu_count()} cores · load {os.getloadavg()[0]:.2f} · {url}")
+    print("| page | mode | K | median | p90 | server CPU per round | server RSS |")
+    print("|---|---|---|---|---|---|---|")
+    try:
+        for page in args.pages.split(","):
+            for mode in args.modes.split(","):
+                for k in (int(v) for v in args.ks.split(",")):
+                    row = asyncio.run(measure(url, pids, page, mode, k, args.rounds))
+                    print(f"| {page} | {mode} | {k} | {row['median']:.3f} s | {row['p90']:.3f} s | "
+                          f"{row['cpu']:.2f} s | {row['rss']:.0f} MiB |" if pids else
+                          f"| {page} | {mode} | {k} | {row['median']:.3f} s | {row['p90']:.3f} s | – | – |",
+                          flush=True)
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,221 @@
+"""Structured couplings built from Walsh–Hadamard transforms: SORF ([ORF] §4) and Fastfood ([Fastfood] §3).
+
+Both replace a dense Gaussian block of d' × d' projections by products of O(d') random numbers and fast
+Hadamard transforms (O(d' log d') per input instead of O(d'²)). Rows are needed in d' = 2^k dimensions: an input of
+dimension d is padded with zeros to d' = the next power of two (``padded_dimension``), one block yields d' rows, and
+blocks are independent (m > d' stacks ⌈m/d'⌉ of them; the first m rows are kept).
+
+* **SORF** ([ORF] §4): W = √d' · H D₁ H D₂ H D₃, H the orthonormal d'×d' Hadamard matrix, D_k diagonal with iid
+  ±1 signs. W/√d' is orthogonal, so every row has norm exactly √d' (ORF draws χ_d norms instead) and the rows of a
+  block are orthogonal. A row is not Gaussian: the estimator is biased. [ORF] Thm 5 bounds the bias of trig features
+  for the Gaussian kernel by 6z/√d (z = |x − y|, d the transform's dimension, here d'); the softmax kernel's bound is
+  that times e^{(|x|²+|y|²)/2}. With padding the first d coordinates of a row have E|ω|² = d' · d/d' = d.
+* **Fastfood** ([Fastfood] §3): V = S H G Π H B, B iid ±1 signs, Π a uniform permutation, G iid N(0, 1) on the
+  diagonal, S the row scaling s_i/|row_i| with s_i ~ χ_{d'} iid. Given B and Π the rows of H G Π H B are
+  Σ_k H_ik g_k r_k with (r_k) orthonormal, hence N(0, I/d') exactly; so each direction is uniform and, with its own
+  χ_{d'} length, every ω_i is exactly N(0, I_{d'}) (its first d coordinates N(0, I_d)): Fastfood is unbiased, its
+  rows are not orthogonal, and its variance has no closed form here.
+
+Reduced coordinates (``rfviz.sampling``): neither law is rotation-invariant, so each trial first rotates R^d by one
+Haar rotation (``random_frame``): ω's reduced coordinates are frame · ω. The sampled MSE is therefore the MSE of the
+structured estimator averaged over the orientation of the pair (x, y) — the estimator applied to randomly rotated
+data — which is what a pair given only by |x|, |y|, x·y can mean. The rows restricted to the first d coordinates give
+|ω|² (exactly d' for SORF and s_i² for Fastfood when d = d').
+
+Every random number comes from ``rfviz.sampling.standard_normal`` / ``chi_square`` / ``random_frame`` (signs are the
+signs of normals, the permutation the argsort of normals), so a ``BlockStreams`` draws each block's trials from its
+own generator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from ..params import require_fits
+from ..sampling import RandomSource, chi_square, random_frame, standard_normal
+
+STRUCTURED_CHUNK_ELEMENTS = 2**22
+"""Largest number of entries (rows × d' × columns) the structured transforms act on at once: bounds the temporaries
+(32 MiB in float64) whatever the number of trials."""
+
+SORF_BIAS_CONSTANT = 6.0
+"""[ORF] Thm 5: |E K̂_SORF − K| ≤ 6 z/√d for trig features of the Gaussian kernel, z = |x − y|."""
+
+
+def padded_dimension(d: int) -> int:
+    """d' = the smallest power of two ≥ d: the dimension of the Hadamard blocks (inputs are padded with zeros).
+
+    Examples
+    --------
+    >>> padded_dimension(5), padded_dimension(64)
+    (8, 64)
+    """
+    return 1 << max(0, int(d) - 1).bit_length()
+
+
+def hadamard_transform(x: torch.Tensor) -> torch.Tensor:
+    """The orthonormal Walsh–Hadamard transform (Sylvester order) along axis 1 of x (rows, n, columns), n = 2^k:
+    k butterfly passes, O(n log n) per column.
+
+    Parameters
+    ----------
+    x : torch.Tensor
+        Shape (rows, n, columns), n a power of two.
+
+    Returns
+    -------
+    torch.Tensor
+        H x with H = H_n/√n orthonormal (H_{2n} = [[H_n, H_n], [H_n, −H_n]]).
+
+    Examples
+    --------
+    >>> hadamard_transform(torch.eye(2, dtype=torch.float64)[None]).squeeze(0) * 2 ** 0.5
+    tensor([[ 1.,  1.],
+            [ 1., -1.]], dtype=torch.float64)
+    """
+    rows, n, cols = x.shape
+    if n & (n - 1):
+        raise ValueError(f"the Hadamard transform needs a power-of-two length, got {n}")
+    h = 1
+    y = x
+    while h < n:
+        pairs = y.reshape(rows, n // (2 * h), 2, h, cols)
+        a, b = pairs[:, :, 0], pairs[:, :, 1]
+        y = torch.stack((a + b, a - b), dim=2).reshape(rows, n, cols)
+        h *= 2
+    return y * (1.0 / math.sqrt(n))
+
+
+Transform = Callable[[torch.Tensor, slice], torch.Tensor]
+"""(columns (rows, d', k), the rows' slice of the block parameters) → the block matrices applied to the columns."""
+
+
+def _apply_in_chunks(transform: Transform, frame: torch.Tensor, blocks: int, d: int, dp: int) -> tuple[torch.Tensor,
+                                                                                                      torch.Tensor]:
+    """Reduced rows W·frameᵀ and the squared norms of the rows' first d coordinates, for every block of every trial.
+
+    ``frame`` is (trials, dim, d) (one rotation per trial); block r of trial t is row t·blocks + r. The padded
+    coordinates' share of each row's norm is W applied to the unit vectors e_d … e_{d'−1} (none when d = d')."""
+    trials, dim, _ = frame.shape
+    rows = trials * blocks
+    pad = dp - d
+    require_fits(f"one structured block (d = {d} padded to {dp}, its {pad} padded coordinates transformed for the "
+                 "norms)", 8.0 * 4 * dp * (dim + pad), "lower d (a power of two needs no padding)")
+    out = torch.empty((rows, dp, dim), device=frame.device, dtype=frame.dtype)
+    pad_sq = torch.zeros((rows, dp), device=frame.device, dtype=frame.dtype)
+    step = max(1, STRUCTURED_CHUNK_ELEMENTS // (dp * (dim + pad)))
+    eye = torch.eye(dp, device=frame.device, dtype=frame.dtype)[:, d:]  # (dp, pad)
+    for start in range(0, rows, step):
+        sl = slice(start, min(rows, start + step))
+        trial_of_row = torch.arange(sl.start, sl.stop, device=frame.device) // blocks
+        cols = torch.zeros((sl.stop - sl.start, dp, dim + pad), device=frame.device, dtype=frame.dtype)
+        cols[:, :d, :dim] = frame[trial_of_row].transpose(-1, -2)
+        if pad:
+            cols[:, :, dim:] = eye
+        done = transform(cols, sl)
+        out[sl] = done[..., :dim]
+        if pad:
+            pad_sq[sl] = (done[..., dim:] ** 2).sum(-1)
+    return out, pad_sq
+
+
+def _rows(out: torch.Tensor, trials: int, blocks: int, dp: int, m: int) -> torch.Tensor:
+    """(trials·blocks, d', dim) → the first m rows of each trial: (trials, m, dim)."""
+    return out.reshape(trials, blocks * dp, out.shape[-1])[:, :m]
+
+
+def _signs(shape: tuple[int, ...], generator: RandomSource, device: torch.device, dtype: torch.dtype) -> torch.Tensor:
+    """iid ±1 (the signs of standard normals; 0 has probability 0 and is sent to +1)."""
+    g = standard_normal(shape, generator, device, dtype)
+    return torch.where(g < 0, -torch.ones_like(g), torch.ones_like(g))
+
+
+def sample_sorf(trials: int, m: int, d: int, dim: int, generator: RandomSource, device: torch.device,
+                dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """SORF blocks W = √d' H D₁ H D₂ H D₃ ([ORF] §4), d' = ``padded_dimension(d)``, in reduced coordinates after one
+    Haar rotation per trial (module docstring). Biased: [ORF] Thm 5 bounds |E K̂ − K| by 6z/√d' (trig features,
+    Gaussian kernel).
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor)
+        ω (trials, m, dim) and |ω|² over the first d coordinates (trials, m): d' − the padded share (d when d = d').
+
+    Examples
+    --------
+    >>> w, sq = sample_sorf(3, 8, 8, 2, torch.Generator().manual_seed(0), torch.device("cpu"), torch.float64)
+    >>> w.shape, bool(torch.allclose(sq, torch.full_like(sq, 8.0)))
+    (torch.Size([3, 8, 2]), True)
+    """
+    dp = padded_dimension(d)
+    blocks = -(-m // dp)
+    frame = random_frame(trials, d, dim, generator, device, dtype)
+    signs = _signs((trials * blocks, 3, dp), generator, device, dtype)
+    scale = math.sqrt(dp)
+
+    def transform(cols: torch.Tensor, sl: slice) -> torch.Tensor:
+        s = signs[sl]
+        for k in (2, 1, 0):  # D₃ first, D₁ last
+            cols = hadamard_transform(cols * s[:, k, :, None])
+        return cols * scale
+
+    out, pad_sq = _apply_in_chunks(transform, frame, blocks, d, dp)
+    sq = (dp - pad_sq).clamp_min(0.0)
+    return _rows(out, trials, blocks, dp, m), sq.reshape(trials, blocks * dp)[:, :m]
+
+
+def sample_fastfood(trials: int, m: int, d: int, dim: int, generator: RandomSource, device: torch.device,
+                    dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fastfood blocks V = S H G Π H B ([Fastfood] §3), d' = ``padded_dimension(d)``, in reduced coordinates after
+    one Haar rotation per trial. Each ω_i is exactly N(0, I) (module docstring): unbiased.
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor)
+        ω (trials, m, dim) and |ω|² over the first d coordinates (trials, m).
+
+    Examples
+    --------
+    >>> w, sq = sample_fastfood(3, 5, 6, 2, torch.Generator().manual_seed(0), torch.device("cpu"), torch.float64)
+    >>> w.shape, sq.shape
+    (torch.Size([3, 5, 2]), torch.Size([3, 5]))
+    """
+    dp = padded_dimension(d)
+    blocks = -(-m // dp)
+    rows = trials * blocks
+    frame = random_frame(trials, d, dim, generator, device, dtype)
+    b = _signs((rows, dp), generator, device, dtype)
+    perm = torch.argsort(standard_normal((rows, dp), generator, device, dtype), dim=-1)
+    g = standard_normal((rows, dp), generator, device, dtype)
+    lengths = chi_square((rows, dp), dp, generator, device, dtype).sqrt()
+    row_norm = torch.linalg.vector_norm(g, dim=-1, keepdim=True) / math.sqrt(dp)  # |row_i of H G Π H B|, all i
+    scale = lengths / row_norm
+
+    def transform(cols: torch.Tensor, sl: slice) -> torch.Tensor:
+        cols = hadamard_transform(cols * b[sl, :, None])
+        cols = torch.gather(cols, 1, perm[sl, :, None].expand_as(cols))
+        cols = hadamard_transform(cols * g[sl, :, None])
+        return cols * scale[sl, :, None]
+
+    out, pad_sq = _apply_in_chunks(transform, frame, blocks, d, dp)
+    sq = (lengths * lengths - pad_sq).clamp_min(0.0)
+    return _rows(out, trials, blocks, dp, m), sq.reshape(trials, blocks * dp)[:, :m]
+
+
+def sorf_bias_bound(z: float, d: int) -> float:
+    """[ORF] Thm 5's bound on |E K̂ − K| for SORF trig features of the Gaussian kernel: 6 z/√d', z = |x − y|,
+    d' = ``padded_dimension(d)`` (the dimension of the Hadamard blocks).
+
+    Examples
+    --------
+    >>> sorf_bias_bound(1.0, 64)
+    0.75
+    """
+    return SORF_BIAS_CONSTANT * float(z) / math.sqrt(padded_dimension(d))
+
+
+__all__ = ["SORF_BIAS_CONSTANT", "STRUCTURED_CHUNK_ELEMENTS", "hadamard_transform", "padded_dimension",
+           "sample_fastfood", "sample_sorf", "sorf_bias_bound"]
