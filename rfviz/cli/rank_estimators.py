@@ -63,6 +63,6 @@ def run(args: argparse.Namespace) -> int:
               f"{_cell(r['relative_error_equal_m'], 11)}  {tuned or '-'}{'  (' + r['note'] + ')' if r['note'] else ''}")
     for c in report["monte_carlo"]:
         print(f"monte carlo {c['estimator']}: Σ MSE {_cell(c['frobenius_sq_mc'], 0)} ± {_cell(c['stderr'], 0)} "
-              f"(closed form {_cell(c['frobenius_sq_closed_form'], 0)}), reliable {c['reliable']}, agrees "
+              f"(closed form {_cell(c['frobenius_sq_closed_form'], 0)}), reliable {c['reliable']}, agreement "
               f"{c['agreement']}{'; ' + c['warning'] if c.get('warning') else ''}")
     return 0

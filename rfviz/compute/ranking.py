@@ -31,11 +31,11 @@ import numpy as np
 from ..estimators import Estimator, get_estimator
 from ..gram import (
     _feature_count,
-    family_agreement,
     gram_error,
     gram_study_cost,
     log_frobenius_sq_closed_form,
     log_kernel_matrix,
+    with_family_agreement,
 )
 from ..maths import crt
 from ..params import Cost, Param, ParameterError, check, require_cost
@@ -272,7 +272,8 @@ def ranking_table(ranking: Ranking, titles: Mapping[str, str] | None = None) -> 
         if sampled:  # Monte-Carlo columns only once the top three were sampled (no empty cells before)
             rows[-1].update({"Monte Carlo √(Σ err²)/‖K‖": (math.sqrt(c["frobenius_sq_mc"] / c["kernel_frobenius_sq"])
                                                           if c and c["frobenius_sq_mc"] is not None else None),
-                             "MC reliable": c["reliable"] if c else None, "MC agrees": c["agreement"] if c else None})
+                             "MC reliable": c["reliable"] if c else None,
+                             "MC agreement": c["agreement"] if c else None})
         if any(x.note for x in ranking.rows):
             rows[-1]["note"] = r.note
     return rows
@@ -354,13 +355,11 @@ def rank_estimators(queries: np.ndarray, keys: np.ndarray, kernel: str = "softma
         ests = [make_estimator(r.estimator, {**r.params, "m": r.m_equal_length}, kernel) for r in top]
         require_cost(f"the Monte-Carlo confirmation ({repeats} repeats)", gram_study_cost(ests, q, k, repeats),
                      "lower repeats")
-        for r, est in zip(top, ests, strict=True):
-            err = gram_error(est, q, k, repeats, seed, device, r.estimator).to_json()
-            confirmation.append({"estimator": r.estimator, **{key: err[key] for key in (
-                "frobenius_sq_closed_form", "frobenius_sq_mc", "stderr", "reliable", "z_vs_closed_form", "warning",
-                "kernel_frobenius_sq")}})
-        verdicts = family_agreement([c["z_vs_closed_form"] for c in confirmation],
-                                    [c["reliable"] for c in confirmation])
-        for c, agrees in zip(confirmation, verdicts, strict=True):
-            c["agreement"] = agrees  # Holm at 1 % over the confirmed rows (rfviz.gram, as rfviz gram does)
+        errors = with_family_agreement([gram_error(est, q, k, repeats, seed, device, r.estimator)
+                                        for r, est in zip(top, ests, strict=True)])  # Holm over the three
+        for err in errors:
+            row = err.to_json()
+            confirmation.append({key: row[key] for key in (
+                "estimator", "frobenius_sq_closed_form", "frobenius_sq_mc", "stderr", "reliable", "z_vs_closed_form",
+                "agreement", "warning", "kernel_frobenius_sq")})
     return Ranking(kernel, int(length), m, rows, confirmation)
