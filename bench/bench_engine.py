@@ -1,4 +1,4 @@
-"""Benchmark of the Monte-Carlo engine (issue 5). Not a test: prints a table.
+"""Benchmark of the Monte-Carlo engine. Not a test: prints a table.
 
 For each estimator, at d = 64, m = 64 and a 32 × 32 (θ, r) grid with equal trials, it measures
   (a) throughput in feature evaluations per second: trials × pairs × 2 inputs × F / time, where F is the number

@@ -1,4 +1,4 @@
-"""False exit-1 rate of the estimator lab on correct plugins, measured over many seeds (issue 22 item 3).
+"""False exit-1 rate of the estimator lab on correct plugins, measured over many seeds.
 
 The lab's documented level: exit 1 ("bias detected" or "closed form disagrees") for a correct estimator with
 probability ≤ α + α·CLOSED_FORM_ALPHA_FACTOR (Holm at α over the bias tests, Holm at α/100 over the closed-form

@@ -1,4 +1,4 @@
-"""Single-point benchmark (issue 12 item 3, issue 22 item 4). Not a test: prints a table of medians over
+"""Single-point benchmark. Not a test: prints a table of medians over
 ``--repeats`` runs.
 
 One input pair at d = m = 64 (x = r·e1, y = r(cos θ e1 + sin θ e2), r = 1, θ = π/2). Every ratio compares timings
@@ -21,7 +21,7 @@ taken in the same run:
   * closed forms: every registered estimator with its default parameters (m = 64 and every coupling with a closed
     form where it has one) at the pair, time of a call after the first (median).
 
-Targets (issue 22 item 4): the whole command ≥ 50× the paper-style reference per trial; the engine within 1.5× of
+Targets: the whole command ≥ 50× the paper-style reference per trial; the engine within 1.5× of
 its floor.
 
 Times are process CPU seconds (children included for the command), medians of the repeats.
@@ -47,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def _parse() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--trials", type=int, default=50000, help="rfviz Monte-Carlo trials in-process (engine)")
-    p.add_argument("--command-trials", type=int, default=1000000, help="trials of the whole command (issue 22's)")
+    p.add_argument("--command-trials", type=int, default=1000000, help="trials of the whole command")
     p.add_argument("--command", default="trig r=1 theta=1.5708", help="estimator and inputs of the timed command")
     p.add_argument("--ref-trials", type=int, default=300, help="trials of the paper-style and scikit-learn loops")
     p.add_argument("--repeats", type=int, default=5, help="timings are medians of this many runs")

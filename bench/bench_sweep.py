@@ -1,4 +1,4 @@
-"""Benchmark (issue 24 item 6): sweep throughput and CPU use, local vs Ray with 1 and 2 workers, for cheap points
+"""Benchmark: sweep throughput and CPU use, local vs Ray with 1 and 2 workers, for cheap points
 (20 000 points × 100 trials: driver-bound) and expensive points (64 points × 10⁵ trials: compute-bound).
 
 Usage: python bench/bench_sweep.py [--scale 1.0] [--cases cheap,expensive] [--backends local,ray1,ray2]

@@ -1,4 +1,4 @@
-"""Peak resident memory of the ``rfviz sweep`` driver against the grid size (issue 24: flat from 10⁵ to 10⁷ points).
+"""Peak resident memory of the ``rfviz sweep`` driver against the grid size (flat from 10⁵ to 10⁷ points).
 
 Runs ``python -m rfviz sweep positive d=2 m=1 --grid r=… theta=… --trials 2 --block-trials 2 --backend local``
 (cheap tasks) for each grid size, samples the process's resident memory (``/proc/PID/status``: VmRSS, and VmHWM, the

@@ -66,7 +66,7 @@ CLOSED_FORM_KURTOSIS_FRACTION_THEORY = 1 / 100
 then divides by the larger of the sampled and the predicted standard error (MCResult.z_against), which under the
 hypothesis tested (the closed forms are right) is the true one, so the 8th-moment worry above does not apply and
 the bias test's gate is enough. Without it FAVOR+ and positive RFs had no non-exact point in the test at the lab's
-defaults (κ ≈ 4-10 at r = 0.5 > 4000/1000). Measured false exit-1 rates in the README (issue 28)."""
+defaults (κ ≈ 4-10 at r = 0.5 > 4000/1000). Measured false exit-1 rates: bench/README.md."""
 CLOSED_FORM_ALPHA_FACTOR = 0.01
 """The closed-form test runs at α·this: the z-score of a sampled MSE has a heavier left tail than a normal (its
 standard error is estimated from the same, right-skewed squared errors), and formula errors are large anyway
@@ -97,7 +97,8 @@ MIN_CLOSED_FORM_POINTS = 3
 """"The closed form agrees" needs at least this many tested non-exact points (grid and extra pairs) and no
 rejection; fewer: "not tested enough" (``closed_form_agrees`` None) and the MSE map keeps the sampled MSE wherever
 the closed form was not tested. Exact points (closed form and sample both 0 at round-off, e.g. θ = π for positive
-RFs) count in the Holm family but test no formula (issue 28: a closed form 10× too small "agreed" on them alone)."""
+RFs) count in the Holm family but test no formula (a closed form 10× too small would
+otherwise "agree" on them alone)."""
 EXIT_CODES: dict[str, int] = {"unbiased": 0, "bias detected": 1, "closed form disagrees": 1, "inconclusive": 3,
                               "biased, as declared": 4}
 """The CLI exit code of each verdict (2 is bad input or a broken plugin, raised before any verdict)."""
@@ -1162,7 +1163,7 @@ def lab_reliable(res: MCResult, log_mse_cf: np.ndarray | None) -> np.ndarray:
     Where the estimator has a closed-form fourth moment the engine decides ``res.reliable`` from theory
     (rfviz.verdicts.theory_reliability): relative standard error √((E|K̂ − K|⁴/MSE² − 1)/N) ≤ 10 % with the
     *closed-form* MSE. In the lab that MSE is the claim under test, so a closed form 10× too small makes
-    E|K̂ − K|⁴/MSE² 100× too large, calls every point unreliable and hides itself (issue 28: "agrees" on exact
+    E|K̂ − K|⁴/MSE² 100× too large, calls every point unreliable and hides itself ("agrees" on exact
     points alone). Here the same rule (the same function) is applied to the *sampled* MSE: E|K̂ − K|⁴ is recovered
     from the engine's predicted standard error, N·SE_theory² + MSE_cf² (all relative to e^{2s}), and set against
     the sampled MSE. A sample that missed a rare large draw has a low MSE, which only raises the predicted relative

@@ -11,3 +11,34 @@ def default_sigint() -> None:
     nohup, some CI runners) leaves SIGINT ignored, and a child inherits that: Python then installs no
     KeyboardInterrupt handler and the interrupt would be lost."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_health(url: str, proc, what: str, seconds: float = 90) -> None:
+    """Return once the Streamlit server ``proc`` answers ``url``/_stcore/health; fail the test with the end of its
+    output if it exits or ``seconds`` pass first."""
+    import time
+    import urllib.request
+
+    import pytest
+
+    deadline = time.time() + seconds
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            out = proc.stdout.read().decode() if proc.stdout else ""
+            pytest.fail(f"{what} did not start (exit code {proc.poll()}):\n{out[-3000:]}")
+        time.sleep(0.5)

@@ -16,14 +16,13 @@ import hashlib
 import os
 import pathlib
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
 import time
-import urllib.request
 
 import pytest
+from proc_helpers import free_port, wait_for_health
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
@@ -87,19 +86,13 @@ def _inotify_watches(pid: int) -> int:
     return count
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_an_idle_run_app_does_not_watch_its_own_venv(tmp_path) -> None:
     from playwright.sync_api import sync_playwright
 
     clone = tmp_path / "clone"
     _clone(clone)
     venv = _venv_inside(clone)
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     server = subprocess.Popen(["./run", "app", "--server.headless", "true", "--server.port", str(port),
@@ -107,18 +100,7 @@ def test_an_idle_run_app_does_not_watch_its_own_venv(tmp_path) -> None:
                               stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 120
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if server.poll() is not None or time.time() > deadline:
-                out = server.stdout.read().decode() if server.stdout else ""
-                pytest.fail(f"./run app did not start (exit code {server.poll()}):\n{out[-3000:]}")
-            time.sleep(0.5)
+        wait_for_health(url, server, "./run app", seconds=120)
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless"])
             try:

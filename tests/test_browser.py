@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 import pathlib
 import re
-import socket
 import subprocess
 import sys
-import time
 import urllib.parse
 import urllib.request
 
 import pytest
+from proc_helpers import free_port, wait_for_health
 
 from app_pages import BY_PATH, LEGACY_PATHS, PAGES
 
@@ -35,15 +34,9 @@ pytestmark = [
 ]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
@@ -53,18 +46,7 @@ def server():
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                out = proc.stdout.read().decode() if proc.stdout else ""
-                pytest.fail(f"streamlit did not start (exit code {proc.poll()}):\n{out[-3000:]}")
-            time.sleep(0.5)
+        wait_for_health(url, proc, "streamlit")
         yield url
     finally:
         proc.terminate()

@@ -20,7 +20,7 @@ from scipy.stats import poisson
 
 import rfviz
 import rfviz.cli
-from rfviz.cli.mse import mse_report
+from rfviz.commands.mse import mse_report
 from rfviz.engine import monte_carlo
 from rfviz.maths import dp
 from rfviz.params import ParameterError
@@ -372,8 +372,9 @@ def test_grid_closed_form_equals_pair_closed_form(name, embedding):
 
 @pytest.mark.slow
 def test_rotation_average_cli_matches_monte_carlo():
-    rep = mse_report("poly_sketch", {"p": "2", "q": "0.5", "m": "8", "embedding": "rotation_average", "d": "8",
-                                     "r": "1", "theta": "0.7"}, trials=20000, seed=1, device="cpu")
+    rep = mse_report("poly_sketch", {"p": 2, "q": 0.5, "m": 8},
+                     {"embedding": "rotation_average", "d": 8, "r": 1.0, "theta": 0.7}, trials=20000, seed=1,
+                     device="cpu")
     assert rep["inputs"]["embedding"] == "rotation_average" and rep["mc"]["pairs"] == dp.ROTATIONS
     assert abs(rep["mc"]["z_vs_closed_form"]) < Z_TOL
 

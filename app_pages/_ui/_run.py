@@ -11,6 +11,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+import plotly.graph_objects as go
 import streamlit as st
 
 from rfviz.compute.jobs import POLL_SECONDS, POOL, SHARED, Abandoned, Job, Progress
@@ -43,7 +44,30 @@ _CURRENT = threading.local()
 """This thread's (this script run's) definition of each wrapped page function, by the same key."""
 
 
-def _once(kind: str, decorate: Callable[[F], F], fn: F) -> F:
+class FrozenFigure(go.Figure):
+    """A Plotly figure that is never modified again (a ``shared_figure`` result): its ``to_dict`` is computed once.
+
+    ``st.plotly_chart`` turns its figure into a dict (``to_dict``, a deep copy of every trace: ~2 ms for the Hybrid
+    page's figure) and then into JSON on every rerun of every session; for a figure shared read-only by a classroom
+    the dict is the same each time, so it is kept."""
+
+    def to_dict(self) -> dict:
+        cached = self.__dict__.get("_rfviz_dict")
+        if cached is None:
+            cached = self._rfviz_dict = super().to_dict()
+        return cached
+
+
+def _frozen(value: Any) -> Any:
+    """``value`` with its Plotly figures (alone or in a tuple) as ``FrozenFigure``s."""
+    if isinstance(value, go.Figure) and not isinstance(value, FrozenFigure):
+        return FrozenFigure(value)
+    if isinstance(value, tuple):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def _once(kind: str, decorate: Callable[[F], F], fn: F, convert: Callable[[Any], Any] = lambda v: v) -> F:
     """``decorate(fn)``, with the Streamlit wrapper made once per page function rather than on every rerun.
 
     A page script runs again on every rerun and with it its ``@cached`` definitions; wrapping a function in
@@ -60,7 +84,7 @@ def _once(kind: str, decorate: Callable[[F], F], fn: F) -> F:
 
         @functools.wraps(fn)  # the cache is keyed by fn's module, name and source (inspect follows __wrapped__)
         def call(*args: Any, **kwargs: Any) -> Any:
-            return getattr(_CURRENT, "functions", {}).get(key, fn)(*args, **kwargs)
+            return convert(getattr(_CURRENT, "functions", {}).get(key, fn)(*args, **kwargs))
 
         wrapper = _WRAPPERS[key] = decorate(call)  # type: ignore[arg-type]
     return wrapper
@@ -74,8 +98,9 @@ def cached(fn: F) -> F:
 def shared_figure(fn: F) -> F:
     """``st.cache_resource`` for a figure builder of hashable arguments: the figure object is built once and shared
     by every session asking for the same parameters (building a Plotly figure costs ~0.1–0.3 s of CPU, the main
-    cost of a classroom's rerun). The figure is shared read-only: never modify what it returns."""
-    return _once("resource", st.cache_resource(show_spinner=False, max_entries=256), fn)
+    cost of a classroom's rerun). The figure is shared read-only (a ``FrozenFigure``, whose dict for the browser is
+    made once): never modify what it returns."""
+    return _once("resource", st.cache_resource(show_spinner=False, max_entries=256), fn, convert=_frozen)
 
 
 def memo(namespace: str, key: Any, compute: Callable[[Progress], T], progress: Progress | None = None) -> T:

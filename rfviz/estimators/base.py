@@ -39,7 +39,7 @@ class Estimator:
     reference: ClassVar[str] = ""
     known: ClassVar[str] = ""
     """What is known about the MSE with iid sampling, one of ``rfviz.registries.KNOWN_LABELS`` (closed_form, bound,
-    rate, monte_carlo); every registered estimator sets it (tests/test_registries.py)."""
+    rate, monte_carlo); every registered estimator sets it."""
     citation: ClassVar[str] = ""
     """Paper key and equation, ``[KEY] eq. N`` (``rfviz.references.check_citation``)."""
     description: ClassVar[str] = ""

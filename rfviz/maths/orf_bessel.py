@@ -1,6 +1,6 @@
 """Orthogonal random features with fixed norms: the exact bias and variance of their trig estimator through normalised
 Bessel functions ([DK]: Demni & Kadri show that these features approximate a Bessel kernel, not the Gaussian one).
-Derived here in rfviz's own steps; tests/test_orf_bessel.py checks them against Monte Carlo and mpmath.
+Derived here in rfviz's own steps and checked against Monte Carlo and mpmath (docs: derivations/orf-bessel).
 
 The features. Rows u_1, …, u_d of a Haar orthogonal matrix, scaled to the norm √d (W = √d·Q, the fixed-norm ORF
 that SORF imitates with Hadamard blocks; rfviz's ``orthogonal`` coupling draws χ_d norms instead and is unbiased),
