@@ -112,7 +112,8 @@ PAGES: tuple[Page, ...] = (
     Page("learn", "Learn", ":material/school:", draws_chart=False),  # a chart once the reader has predicted
     Page("mse_explorer", "MSE explorer", ":material/grid_on:", probe=Probe("d", 0, 16),
          sweeps=(Sweep("slider", "slice_theta", 0.5, 0.07), Sweep("number_input", "r_max", 2.1, 0.05)),
-         views=Views(View("heatmap", "heatmap"), View("surface", "3-D surface"))),
+         views=Views(View("heatmap", "heatmap"), View("surface", "3-D surface"),
+                     View("features", "features needed for ε"))),
     Page("hybrid", "Hybrid estimators", ":material/merge_type:", probe=Probe("m", 0, 8),
          sweeps=(Sweep("slider", "r", 1.2, 0.05),),
          views=Views(View("lambda", "λ and its moments"), View("mse-vs-base", "MSE vs base estimators"),

@@ -1,4 +1,5 @@
-"""Your data: where a data set's pairs lie on the MSE map, which estimator wins on it, and its Gram error."""
+"""Your data: where a data set's pairs lie on the MSE map, which estimator wins on it, its Gram error, and every
+applicable estimator tuned on it and ranked at equal feature length."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from rfviz import data as rd
-from rfviz.compute import catalog
+from rfviz.compute import catalog, downstream, ranking
 from rfviz.compute import data as cdata
+from rfviz.compute.ranking import LENGTH_PARAM
 from rfviz.figures import data as fdata
 from rfviz.figures.common import traces_csv
 from rfviz.figures.export import columns_to_csv
@@ -118,3 +120,45 @@ with ui.page(
         if rows:
             ui.downloads("rfviz-data-gram", lambda: columns_to_csv({k: [r.get(k) for r in rows] for k in rows[0]}),
                          None, key="data-gram")
+
+        # ------------------------------------------------------------------ which estimator, tuned, for this data
+        st.subheader("Which estimator, tuned, for this data")
+        length = state.param(LENGTH_PARAM)
+        length = ui.valid(LENGTH_PARAM, length)
+        rank_key = (*load_key, kernel, length)
+        ranked = ui.memo("data.rank", rank_key,
+                         lambda report: ranking.rank_estimators(ds.queries, ds.keys, kernel, length))
+        rank_mc_key = ("data.rank_mc", *rank_key, repeats)
+        if st.button(f"Confirm the top three by Monte Carlo ({repeats:,} repeats)", key="data.run_rank_mc"):
+            with st.spinner("sampling…"):
+                st.session_state[rank_mc_key] = ui.memo("data.rank_mc", rank_mc_key, lambda report: (
+                    ranking.rank_estimators(ds.queries, ds.keys, kernel, length,
+                                            repeats=ui.valid(REPEATS_PARAM, repeats))))
+        ranked = st.session_state.get(rank_mc_key, ranked)
+        table = ranking.ranking_table(ranked, catalog.titles([r.estimator for r in ranked.rows]))
+        st.dataframe(table, hide_index=True)
+        st.caption(ranking.RANKING_NOTE)
+        ui.downloads("rfviz-data-ranking", lambda: columns_to_csv({k: [r.get(k) for r in table] for k in table[0]}),
+                     None, key="data-ranking")
+
+        # ------------------------------------------------------------------ downstream truth
+        st.subheader("Downstream truth")
+        st.caption("What the approximation does to a model: ridge regression on random features against exact "
+                   "Gaussian kernel ridge (scikit-learn's diabetes and a synthetic set with a known function), and "
+                   "softmax attention from random features on these queries and keys (values drawn once), with "
+                   "scikit-learn's Nyström at equal length; mean ± standard error over 8 feature draws, and the rank "
+                   "correlation (Spearman) of the closed-form kernel error with the downstream error.")
+        down_key = ("data.downstream", *load_key)
+        if st.button("Fit the models", key="data.run_downstream"):
+            with st.spinner("fitting…"):
+                st.session_state[down_key] = ui.memo("data.downstream", down_key, lambda report: (
+                    downstream.page_studies(ds.queries, ds.keys)))
+        studies = st.session_state.get(down_key)
+        if studies is not None:
+            for label, study in studies.items():
+                exact = f"; exact model {study.exact:.4g}" if study.exact else ""
+                rho = "—" if study.spearman is None else f"{study.spearman:+.2f}"
+                st.markdown(f"**{ui.plain(label)}** — {ui.plain(study.task)}{exact}; Spearman ρ(kernel error, "
+                            f"downstream error) = {rho}")
+                names = [r.method for r in study.rows if r.method != "nystroem"]
+                st.dataframe(downstream.study_table(study, catalog.titles(names)), hide_index=True)

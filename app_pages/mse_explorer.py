@@ -8,9 +8,11 @@ import streamlit as st
 from app_pages import _ui as ui
 from rfviz.compute import catalog
 from rfviz.compute import explorer as ex
+from rfviz.compute import features as cf
 from rfviz.engine import Cancelled
 from rfviz.estimators import REGISTRY
 from rfviz.figures import explorer as fx
+from rfviz.figures import features as ffx
 from rfviz.geometry import EMBEDDINGS
 from rfviz.params import D_PARAM, R_MAX_PARAM, SEED_PARAM, TRIALS_PARAM
 from rfviz.verdicts import outcome_text
@@ -57,7 +59,10 @@ with ui.page(
                                     container=side, help="coordinate-dependent estimators need a placement of x, y")
     r_max = state.param(R_MAX_PARAM, container=side, step=0.25)
     resolution = state.slider("Grid resolution", "res", 10, 120, 60, container=side)
-    view = state.view(container=side)  # a slug of PAGES' mse_explorer views: heatmap, surface
+    view = state.view(container=side)  # a slug of PAGES' mse_explorer views: heatmap, surface, features
+    eps = cf.EPS_PARAM.default
+    if view == "features":
+        eps = state.param(cf.EPS_PARAM, container=side, step=0.01, format="%.4g")
     ALL3D = "all"
     shown3d = ALL3D
     if view == "surface":
@@ -110,6 +115,25 @@ with ui.page(
             with ui.guard(f"{name}: "):
                 out.append(_analytic(name, params[name], kernel, int(d), r, theta, embedding))
         return out
+
+
+    @ui.cached
+    def _needed(name: str, p: dict, kernel: str, d: int, r: np.ndarray, theta: np.ndarray, eps: float,
+                embedding: str) -> np.ndarray:
+        return cf.features_needed_map(name, p, d, r, theta, eps, embedding, kernel=kernel)
+
+
+    def _features_figure(title: str) -> tuple:
+        """The maps of the m needed for ε on a grid of at most 30 × 40 cells (a search per rung elsewhere)."""
+        eps_ok = ui.valid(cf.EPS_PARAM, eps)
+        r_fm, theta_fm = ex.make_axes(float(r_max), min(resolution, 30), min(resolution + 20, 40))
+        maps = {}
+        for name in names:
+            with ui.guard(f"{name}: "):
+                maps[name] = _needed(name, params[name], kernel, int(d), r_fm, theta_fm, float(eps_ok), embedding)
+        fig = ffx.features_needed_figure(r_fm, theta_fm, maps, float(eps_ok), title=title,
+                                         titles=catalog.titles(maps), zrange=zrange)
+        return fig, lambda: fx.grid_csv(r_fm, theta_fm, maps, "log10_m_needed")
 
 
     def _stop_sampling() -> None:
@@ -205,7 +229,10 @@ with ui.page(
                     unreliable = ~s.reliable_mask & ~s.exact_mask  # the badge's count (Sampled.outcomes)
                     heavy[k] = (rr[unreliable], tt[unreliable])
             title = f"{ex.QUANTITIES[which]} · {kernel.replace('_', '-')} kernel · d = {int(d)}"
-            if view == "heatmap":
+            if view == "features":
+                title = f"features needed for ε · {kernel.replace('_', '-')} kernel · d = {int(d)}"
+                fig, csv = _features_figure(title)
+            elif view == "heatmap":
                 fig = fx.heatmap_figure(r_axis, theta_axis, values, which, disagree, title=title, zrange=zrange,
                                         heavy=heavy, titles=catalog.titles(values), sampled=dots)
             else:
@@ -226,7 +253,14 @@ with ui.page(
             ui.plot(fig, key="mse-main")
             window = (f"the fixed range {zrange[0]:g} to {zrange[1]:g} set in the sidebar" if zrange else
                       "one window shared by all panels (1st–99th percentile of their values)")
-            if view == "heatmap":
+            if view == "features":
+                st.caption("Each cell: the smallest number of features m whose relative error √MSE/|K| at that "
+                           "(r, θ) is at most ε (rfviz.features_needed; the CLI's features-needed). Exact where the "
+                           "MSE is c/m (iid features, hybrids at their n): m = ⌈c/ε²⌉; elsewhere (coupled blocks, "
+                           "sketches) the first m of a 9 % ladder meeting ε. Blank: unreachable below the largest m. "
+                           "Feature vectors are longer than m for trig and antithetic features (2m) and hybrids "
+                           "(4m(n + 1)). The panels' own m is not used here: m is what the map finds.")
+            elif view == "heatmap":
                 st.caption(f"Magenta: the estimator is exact there (MSE = 0). Colours: {window}; values beyond it take "
                            "the end colours, marked ≤ / ≥ on the colour bar.")
             else:
@@ -238,8 +272,9 @@ with ui.page(
                     for k, (v, se) in ex.sampled_quantity(_surfaces(r_mc, theta_mc), sampled_grid, which,
                                                           pair).items():
                         sampled_csv[k] = (r_mc, theta_mc, v, se, sampled_grid[k].reliable_mask)
-            ui.downloads("rfviz-mse-surface", lambda: fx.grid_csv(r_axis, theta_axis, values, which, sampled_csv),
-                         fig, key="main")
+            if view != "features":
+                csv = lambda: fx.grid_csv(r_axis, theta_axis, values, which, sampled_csv)  # noqa: E731
+            ui.downloads("rfviz-mse-surface", csv, fig, key="main")
 
             # slice
             if slice_axis == "θ":

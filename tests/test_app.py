@@ -806,7 +806,9 @@ def test_data_page_speaks_human_names_and_shows_no_empty_cells_before_a_run():
     assert not table.isna().any().any() and "MC" not in table.columns
     assert any(fdata.CONTOUR_NOTE in c.value for c in at.caption)
     labels = [b.proto.label for b in at.get("download_button")]
-    assert labels.count("Data (CSV)") == 3 and labels.count("Figure (HTML)") == 2
+    assert labels.count("Data (CSV)") == 4 and labels.count("Figure (HTML)") == 2  # + the ranking's CSV
+    ranking = at.dataframe[1].value
+    assert len(ranking) >= 10 and "MC reliable" not in ranking.columns
 
 
 def test_home_story_texts_say_what_their_charts_show():

@@ -1,0 +1,351 @@
+"""Downstream truth: what a kernel approximation does to a model fitted on it, beside its closed-form kernel error.
+
+* **Kernel ridge regression.** Ridge regression on features φ(x) (no intercept, targets centred on the training
+  mean) is kernel ridge regression with the Gram matrix K̂ = ΦΦᵀ (the primal–dual identity), so its test RMSE
+  against exact kernel ridge (scikit-learn's ``KernelRidge``, same α, same centring) measures only the
+  approximation. Gaussian kernel e^{−scale²|x−y|²/2}; symmetric feature maps only (a ridge model uses one φ).
+* **Softmax attention.** A = rownorm(e^{QKᵀ}) and Â = rownorm(φ_q(Q)φ_k(K)ᵀ) (Performer); the error is
+  ‖ÂV − AV‖_F/‖AV‖_F, asymmetric maps included (query and key sides).
+* **Comparator.** scikit-learn's ``Nystroem`` (data-dependent landmarks) at the same feature length.
+* **Does the kernel MSE predict it?** Spearman's rank correlation, over estimators × lengths, between the
+  closed-form relative Gram error (training pairs, resp. query–key pairs) and the downstream error; every
+  downstream number is a mean over ``repeats`` feature draws with its standard error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from ..gram import _feature_count, frobenius_sq_closed_form, kernel_matrix
+from ..params import Cost, ParameterError, require_cost
+from .catalog import make_estimator
+
+RIDGE_ESTIMATORS = ("trig", "trig_phase", "positive", "positive_antithetic", "gerf")
+"""Symmetric maps compared in the ridge study (GERF with s = 1)."""
+ATTENTION_ESTIMATORS = ("trig", "positive", "positive_antithetic", "gerf", "hybrid_angular")
+SECONDS_PER_MULTIPLY_ADD = 4e-9
+"""Seconds per multiply-add of the features and the linear algebra (erring slow on a shared 2-core VM)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One (method, length) of a downstream study: mean and standard error over the repeats."""
+
+    method: str
+    length: int
+    m: int | None
+    error: float
+    stderr: float
+    kernel_error: float | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"method": self.method, "length": self.length, "m": self.m, "error": self.error,
+                "stderr": self.stderr, "kernel_relative_error": self.kernel_error, **self.extra}
+
+
+@dataclass(frozen=True)
+class Study:
+    """A downstream study: its rows, the exact model's error, and the rank correlation of kernel and downstream
+    errors over the random-feature rows."""
+
+    task: str
+    rows: list[Row]
+    exact: float
+    spearman: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"task": self.task, "exact": self.exact, "spearman_kernel_vs_downstream": self.spearman,
+                "rows": [r.to_json() for r in self.rows]}
+
+
+def _features(est: Any, X: np.ndarray, seed: int, side: str = "query", samples: Any = None) -> tuple[np.ndarray, Any]:
+    """Real features of X for one draw (complex maps as [Re, Im] on the query side, [Re, −Im] on the key side)."""
+    if samples is None:
+        samples = est.sample(1, X.shape[1], generator=torch.Generator().manual_seed(int(seed)),
+                             device=torch.device("cpu"))
+    phi = est.features(samples, torch.as_tensor(X, dtype=torch.float64), side)[0]
+    if phi.is_complex():
+        phi = torch.cat([phi.real, (1.0 if side == "query" else -1.0) * phi.imag], dim=-1)
+    return phi.numpy(), samples
+
+
+def _m_for_length(name: str, kernel: str, length: int, d: int, params: dict[str, Any]) -> int | None:
+    row = np.zeros((1, d))
+    row[0, 0] = 1.0
+    small = [_feature_count(make_estimator(name, {**params, "m": m}, kernel), row) for m in (8, 16)]
+    slope = (small[1] - small[0]) / 8
+    m = math.floor((length - (small[0] - 8 * slope)) / slope)
+    return m if m >= 1 else None
+
+
+def _spearman(a: Sequence[float | None], b: Sequence[float]) -> float | None:
+    from scipy.stats import spearmanr
+
+    pairs = [(x, y) for x, y in zip(a, b, strict=True) if x is not None and math.isfinite(x)]
+    if len(pairs) < 3:
+        return None
+    rho = spearmanr([p[0] for p in pairs], [p[1] for p in pairs]).statistic
+    return float(rho) if math.isfinite(rho) else None
+
+
+def _mean_se(values: Sequence[float]) -> tuple[float, float]:
+    v = np.asarray(values, dtype=float)
+    return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.inf
+
+
+def downstream_cost(n_train: int, n_test: int, d: int, lengths: Sequence[int], methods: int, repeats: int) -> Cost:
+    """The ``Cost`` of a downstream study: features and ridge solves for every method, length and repeat.
+
+    Parameters
+    ----------
+    n_train, n_test, d : sizes of the data.
+    lengths : the feature lengths.
+    methods : how many methods (estimators plus Nyström).
+    repeats : feature draws per method and length.
+
+    Returns
+    -------
+    Cost
+
+    Examples
+    --------
+    >>> downstream_cost(300, 100, 10, [64, 128], 6, 10).seconds < 5
+    True
+    """
+    top = max(lengths)
+    work = sum((n_train + n_test) * L * d + n_train * L * L + L**3 for L in lengths) * methods * repeats
+    work += n_train**3 + n_train**2 * d  # the exact model
+    nbytes = 8.0 * (3 * (n_train + n_test) * top + 2 * n_train * n_train)
+    return Cost(nbytes, work * SECONDS_PER_MULTIPLY_ADD)
+
+
+def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, *,
+                names: Sequence[str] = RIDGE_ESTIMATORS, lengths: Sequence[int] = (32, 64, 128), repeats: int = 10,
+                scale: float = 0.3, alpha: float = 1.0, seed: int = 0, nystroem: bool = True) -> Study:
+    """Test RMSE of ridge regression on random features against exact Gaussian kernel ridge.
+
+    Parameters
+    ----------
+    X_train, y_train, X_test, y_test : np.ndarray
+        The regression data (inputs already standardised as the user wants them).
+    names : sequence of str
+        Symmetric feature maps of the Gaussian kernel.
+    lengths : sequence of int
+        Feature-vector lengths compared (each map gets the largest m that fits).
+    repeats : int
+        Feature draws per (map, length).
+    scale : float
+        Inputs are multiplied by ``scale``: the kernel is e^{−scale²|x−y|²/2} (``gamma = scale²/2``).
+    alpha : float
+        Ridge penalty (the same for the exact model).
+    seed : int
+        Seed of the draws.
+    nystroem : bool
+        Include scikit-learn's Nystroem at each length.
+
+    Returns
+    -------
+    Study
+        ``exact`` the exact model's test RMSE; ``rows`` the mean test RMSE ± stderr per (method, length), with
+        the closed-form relative Gram error on the training pairs; ``spearman`` between the two over the
+        random-feature rows.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(80, 3)); y = np.sin(X[:, 0])
+    >>> s = ridge_study(X[:60], y[:60], X[60:], y[60:], names=["trig"], lengths=[32], repeats=3)
+    >>> s.rows[0].method, s.rows[0].error > 0
+    ('trig', True)
+    """
+    from sklearn.kernel_approximation import Nystroem
+    from sklearn.kernel_ridge import KernelRidge
+    from sklearn.linear_model import Ridge
+
+    if repeats < 2:
+        raise ParameterError(f"repeats must be an integer in [2, inf), got {repeats}")
+    require_cost(f"the ridge study ({repeats} repeats)", downstream_cost(
+        len(X_train), len(X_test), X_train.shape[1], lengths, len(names) + int(nystroem), repeats),
+        "use fewer repeats, lengths or points")
+    Xs, Xt = X_train * scale, X_test * scale
+    mean = float(np.mean(y_train))
+
+    def rmse(pred: np.ndarray) -> float:
+        return float(np.sqrt(np.mean((pred + mean - y_test) ** 2)))
+
+    exact = rmse(KernelRidge(alpha=alpha, kernel="rbf", gamma=0.5).fit(Xs, y_train - mean).predict(Xt))
+    rows: list[Row] = []
+    for name in names:
+        for length in lengths:
+            m = _m_for_length(name, "gaussian", length, Xs.shape[1], {})
+            if m is None:
+                continue
+            est = make_estimator(name, {"m": m}, "gaussian")
+            errs = []
+            for r in range(repeats):
+                phi, samples = _features(est, Xs, seed * 7919 + r)
+                phi_t, _ = _features(est, Xt, 0, samples=samples)
+                model = Ridge(alpha=alpha, fit_intercept=False).fit(phi, y_train - mean)
+                errs.append(rmse(model.predict(phi_t)))
+            k_err = math.sqrt(frobenius_sq_closed_form(est, Xs, Xs) / float(np.sum(kernel_matrix(est, Xs, Xs) ** 2)))
+            rows.append(Row(name, int(phi.shape[1]), m, *_mean_se(errs), k_err))
+        if nystroem and name == names[-1]:
+            for length in lengths:
+                errs = []
+                for r in range(repeats):
+                    ny = Nystroem(kernel="rbf", gamma=0.5, n_components=min(length, len(Xs)), random_state=seed + r)
+                    phi = ny.fit_transform(Xs)
+                    model = Ridge(alpha=alpha, fit_intercept=False).fit(phi, y_train - mean)
+                    errs.append(rmse(model.predict(ny.transform(Xt))))
+                rows.append(Row("nystroem", int(min(length, len(Xs))), None, *_mean_se(errs), None))
+    rf = [r for r in rows if r.method != "nystroem"]
+    return Study("kernel ridge regression (test RMSE)", rows, exact,
+                 _spearman([r.kernel_error for r in rf], [abs(r.error - exact) for r in rf]))
+
+
+def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Sequence[str] = ATTENTION_ESTIMATORS,
+                    lengths: Sequence[int] = (32, 64, 128), repeats: int = 10, seed: int = 0,
+                    nystroem: bool = True) -> Study:
+    """Relative error ‖ÂV − AV‖_F/‖AV‖_F of softmax attention from random features (Performer's Â) and Nyström.
+
+    Parameters
+    ----------
+    Q, K, V : np.ndarray
+        Queries (N, d), keys (M, d), values (M, v).
+    names : sequence of str
+        Estimators of the softmax kernel (asymmetric maps use their query and key sides).
+    lengths, repeats, seed, nystroem : as in :func:`ridge_study`.
+
+    Returns
+    -------
+    Study
+        ``exact`` is 0; rows hold the mean relative output error ± stderr and the closed-form relative Gram error on
+        the query–key pairs; ``spearman`` between the two.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> Q, K, V = rng.normal(size=(16, 4)) * 0.4, rng.normal(size=(16, 4)) * 0.4, rng.normal(size=(16, 2))
+    >>> s = attention_study(Q, K, V, names=["positive"], lengths=[32], repeats=3, nystroem=False)
+    >>> 0 < s.rows[0].error < 1
+    True
+    """
+    from sklearn.kernel_approximation import Nystroem
+
+    require_cost(f"the attention study ({repeats} repeats)", downstream_cost(
+        len(Q) + len(K), 0, Q.shape[1], lengths, len(names) + int(nystroem), repeats), "use fewer repeats")
+    probe = make_estimator("positive", {"m": 1}, "softmax")
+    kmat = kernel_matrix(probe, Q, K)
+    out = (kmat / kmat.sum(1, keepdims=True)) @ V
+    norm = float(np.linalg.norm(out))
+
+    def err(khat: np.ndarray) -> float:
+        return float(np.linalg.norm((khat / khat.sum(1, keepdims=True)) @ V - out)) / norm
+
+    rows: list[Row] = []
+    for name in names:
+        for length in lengths:
+            m = _m_for_length(name, "softmax", length, Q.shape[1], {})
+            if m is None:
+                continue
+            est = make_estimator(name, {"m": m}, "softmax")
+            errs = []
+            for r in range(repeats):
+                pq, samples = _features(est, Q, seed * 7919 + r, "query")
+                pk, _ = _features(est, K, 0, "key", samples)
+                errs.append(err(pq @ pk.T))
+            k_err = math.sqrt(frobenius_sq_closed_form(est, Q, K) / float(np.sum(kmat**2)))
+            rows.append(Row(name, int(pq.shape[1]), m, *_mean_se(errs), k_err))
+    if nystroem:
+        both = np.vstack([Q, K])
+        for length in lengths:
+            errs = []
+            for r in range(repeats):
+                ny = Nystroem(kernel=lambda a, b: float(np.exp(a @ b)), n_components=min(length, len(both)),
+                              random_state=seed + r).fit(both)
+                errs.append(err(ny.transform(Q) @ ny.transform(K).T))
+            rows.append(Row("nystroem", int(min(length, len(both))), None, *_mean_se(errs), None))
+    rf = [r for r in rows if r.method != "nystroem"]
+    return Study("softmax attention (relative output error)", rows, 0.0,
+                 _spearman([r.kernel_error for r in rf], [r.error for r in rf]))
+
+
+def regression_sets(seed: int = 0) -> dict[str, tuple[np.ndarray, ...]]:
+    """The ridge study's data: scikit-learn's bundled diabetes (standardised with the training split's statistics)
+    and a synthetic set with a known function, y = sin(1.5 x₁) + x₂²/2 + 0.05·noise, x ~ N(0, I₃); 75 % / 25 %.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the split and of the synthetic draw.
+
+    Returns
+    -------
+    dict
+        name → (X_train, y_train, X_test, y_test).
+
+    Examples
+    --------
+    >>> sorted(regression_sets())
+    ['diabetes', 'synthetic']
+    """
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import train_test_split
+
+    X, y = load_diabetes(return_X_y=True)
+    Xa, Xb, ya, yb = train_test_split(X, y, random_state=seed)
+    mu, sd = Xa.mean(0), Xa.std(0)
+    rng = np.random.default_rng(seed)
+    S = rng.normal(size=(240, 3))
+    t = np.sin(1.5 * S[:, 0]) + 0.5 * S[:, 1] ** 2 + 0.05 * rng.normal(size=len(S))
+    return {"diabetes": ((Xa - mu) / sd, ya, (Xb - mu) / sd, yb), "synthetic": (S[:180], t[:180], S[180:], t[180:])}
+
+
+def study_table(study: Study, titles: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """A study's rows for a page table (method titles, error ± standard error, the kernel error).
+
+    Parameters
+    ----------
+    study : Study
+    titles : mapping, optional
+        Estimator name → the title shown.
+
+    Returns
+    -------
+    list of dict
+    """
+    return [{"method": "Nyström (scikit-learn)" if r.method == "nystroem" else (titles or {}).get(r.method, r.method),
+             "length": r.length, "error": r.error, "± stderr": r.stderr,
+             "closed-form rel. Gram error": r.kernel_error}
+            for r in study.rows]
+
+
+def page_studies(queries: np.ndarray, keys: np.ndarray, repeats: int = 8, seed: int = 0) -> dict[str, Study]:
+    """The Your-data page's downstream panel: ridge on diabetes and on the synthetic set, attention on the page's
+    queries and keys (values drawn once from ``seed``), lengths 32, 64, 128.
+
+    Parameters
+    ----------
+    queries, keys : np.ndarray
+        The page's data (N, d) and (M, d).
+    repeats, seed : feature draws and seed.
+
+    Returns
+    -------
+    dict of Study
+    """
+    out = {f"ridge · {name}": ridge_study(*parts, names=("trig", "positive_antithetic", "gerf"), lengths=(32, 64, 128),
+                                          repeats=repeats, scale=0.3 if name == "diabetes" else 0.6,
+                                          alpha=1.0 if name == "diabetes" else 0.05, seed=seed)
+           for name, parts in regression_sets(seed).items()}
+    values = np.random.default_rng(seed).normal(size=(len(keys), 4))
+    out["attention · these pairs"] = attention_study(queries, keys, values, lengths=(32, 64, 128), repeats=repeats,
+                                                     seed=seed)
+    return out

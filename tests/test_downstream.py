@@ -1,0 +1,88 @@
+"""Downstream truth (rfviz.compute.downstream): ridge on random features is kernel ridge with K̂ (checked exactly),
+it approaches exact kernel ridge as the feature length grows on a synthetic set with a known function, attention
+from random features approaches exact attention, and the kernel error's rank predicts the downstream error there."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rfviz.compute.catalog import make_estimator
+from rfviz.compute.downstream import _features, attention_study, ridge_study
+from rfviz.params import ParameterError, time_budget_scope
+
+
+def _synthetic(n: int = 160, d: int = 3, seed: int = 0) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = np.sin(1.5 * X[:, 0]) + 0.5 * X[:, 1] ** 2 + 0.05 * rng.normal(size=n)  # known function, little noise
+    return X[: n * 3 // 4], y[: n * 3 // 4], X[n * 3 // 4:], y[n * 3 // 4:]
+
+
+@pytest.mark.slow
+def test_ridge_on_features_is_kernel_ridge_with_the_sampled_gram() -> None:
+    """The primal–dual identity the study relies on: Ridge(Φ) predicts exactly what kernel ridge with ΦΦᵀ does."""
+    from sklearn.kernel_ridge import KernelRidge
+    from sklearn.linear_model import Ridge
+
+    Xa, ya, Xb, _ = _synthetic()
+    est = make_estimator("trig", {"m": 20}, "gaussian")
+    phi, samples = _features(est, Xa * 0.5, 1)
+    phi_t, _ = _features(est, Xb * 0.5, 0, samples=samples)
+    primal = Ridge(alpha=0.3, fit_intercept=False).fit(phi, ya).predict(phi_t)
+    dual = KernelRidge(alpha=0.3, kernel="precomputed").fit(phi @ phi.T, ya).predict(phi_t @ phi.T)
+    assert np.allclose(primal, dual, rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.slow
+def test_ridge_study_approaches_exact_kernel_ridge() -> None:
+    Xa, ya, Xb, yb = _synthetic()
+    s = ridge_study(Xa, ya, Xb, yb, names=["trig", "positive"], lengths=(16, 256), repeats=6, scale=0.6,
+                    alpha=0.05)
+    rows = {(r.method, r.length): r for r in s.rows}
+    gap_small = abs(rows[("trig", 16)].error - s.exact)
+    gap_large = abs(rows[("trig", 256)].error - s.exact)
+    assert gap_large + 3 * rows[("trig", 256)].stderr < gap_small  # more features, closer to the exact model
+    assert all(r.stderr > 0 for r in s.rows)
+    assert any(r.method == "nystroem" for r in s.rows)
+    assert s.spearman is None or -1 <= s.spearman <= 1
+
+
+@pytest.mark.slow
+def test_attention_error_falls_with_length_and_follows_the_kernel_error() -> None:
+    rng = np.random.default_rng(2)
+    Q, K, V = rng.normal(size=(24, 4)) * 0.3, rng.normal(size=(24, 4)) * 0.3, rng.normal(size=(24, 3))
+    s = attention_study(Q, K, V, names=["trig", "positive", "hybrid_angular"], lengths=(16, 64, 256), repeats=6,
+                        nystroem=True)
+    trig = [r for r in s.rows if r.method == "trig"]
+    assert trig[-1].error + 3 * trig[-1].stderr < trig[0].error
+    assert s.spearman is not None and s.spearman > 0.5  # lower kernel error, lower attention error
+    assert {r.method for r in s.rows} >= {"trig", "positive", "hybrid_angular", "nystroem"}
+
+
+def test_costed_before_it_runs() -> None:
+    Xa, ya, Xb, yb = _synthetic()
+    with time_budget_scope(1e-6), pytest.raises(ParameterError, match="would take"):
+        ridge_study(Xa, ya, Xb, yb, repeats=3)
+    with pytest.raises(ParameterError, match="repeats"):
+        ridge_study(Xa, ya, Xb, yb, repeats=1)
+
+
+@pytest.mark.slow
+def test_your_data_page_downstream_panel() -> None:
+    """The Your-data page's button fits the models: three tables (ridge on diabetes and the synthetic set, attention
+    on the page's pairs), Nyström rows included, and the rank correlation stated."""
+    import pathlib
+
+    from streamlit.testing.v1 import AppTest
+
+    page = pathlib.Path(__file__).resolve().parents[1] / "app_pages" / "data.py"
+    at = AppTest.from_file(str(page), default_timeout=300).run()
+    before = len(at.dataframe)
+    next(b for b in at.button if b.key == "data.run_downstream").click().run()
+    assert not at.exception and not at.error
+    tables = at.dataframe[before:]
+    assert len(tables) == 3
+    for table in tables:
+        assert "Nyström (scikit-learn)" in set(table.value["method"]) and (table.value["± stderr"] > 0).any()
+    assert sum("Spearman" in m.value for m in at.markdown) == 3
