@@ -235,7 +235,7 @@ def gram_cost(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats
         return 0.0, 0.0
     n, m_, d = queries.shape[0], keys.shape[0], queries.shape[1]
     try:
-        f = _feature_count(est, queries[:1])
+        f = feature_count(est, queries[:1])
     except NotImplementedError:
         return 0.0, 0.0  # no feature map: gram_error reports "no Monte Carlo"
     per_repeat = max(1, f * (n + m_) + n * m_)
@@ -257,9 +257,29 @@ def _probe_count(est: GramEstimator, row: np.ndarray) -> int:
     return probe.shape[-1] * (2 if probe.is_complex() else 1)
 
 
-def _feature_count(est: GramEstimator, row: np.ndarray) -> float:
-    """Features per input of ``est``: probed directly for small m, else affine extrapolation in m from two small
-    probes (the larger of it and the direct count's lower bound m)."""
+def feature_count(est: GramEstimator, row: np.ndarray) -> float:
+    """Real numbers per input in the feature vector of ``est`` (complex features count twice): the memory and
+    multiply-adds a user pays per input. Probed directly for small m, else an affine extrapolation in m from two
+    small probes (the larger of it and the direct count's lower bound m).
+
+    Parameters
+    ----------
+    est : Estimator
+        An estimator with a feature map (``features``); NotImplementedError otherwise.
+    row : np.ndarray
+        One input of shape (1, d) to probe with.
+
+    Returns
+    -------
+    float
+        The feature-vector length.
+
+    Examples
+    --------
+    >>> from rfviz import create
+    >>> feature_count(create("trig", m=16), np.ones((1, 3)))  # cos and sin of 16 projections
+    32.0
+    """
     params = getattr(est, "params", {})
     m = params.get("m")
     if not isinstance(m, int) or m <= 2 * PROBE_M:

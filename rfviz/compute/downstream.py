@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..gram import _feature_count, frobenius_sq_closed_form, kernel_matrix
+from ..gram import feature_count, frobenius_sq_closed_form, kernel_matrix
 from ..params import Cost, ParameterError, require_cost
 from .catalog import make_estimator
 
@@ -79,7 +79,7 @@ def _features(est: Any, X: np.ndarray, seed: int, side: str = "query", samples: 
 def _m_for_length(name: str, kernel: str, length: int, d: int, params: dict[str, Any]) -> int | None:
     row = np.zeros((1, d))
     row[0, 0] = 1.0
-    small = [_feature_count(make_estimator(name, {**params, "m": m}, kernel), row) for m in (8, 16)]
+    small = [feature_count(make_estimator(name, {**params, "m": m}, kernel), row) for m in (8, 16)]
     slope = (small[1] - small[0]) / 8
     m = math.floor((length - (small[0] - 8 * slope)) / slope)
     return m if m >= 1 else None

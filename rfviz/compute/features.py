@@ -31,7 +31,7 @@ from scipy.special import logsumexp
 
 from ..estimators import Estimator, get_estimator
 from ..geometry import check_d, embed_pair
-from ..gram import _feature_count
+from ..gram import feature_count
 from ..params import Cost, Param, ParameterError, check, require_cost
 from .catalog import make_estimator
 
@@ -362,7 +362,7 @@ def _feature_length(problem: _Problem, m: int, n: int | None) -> int | None:
     row = np.zeros((1, problem.target.d))
     row[0, 0] = 1.0
     try:
-        return round(_feature_count(problem.build(m, n), row))
+        return round(feature_count(problem.build(m, n), row))
     except NotImplementedError:
         return None
 

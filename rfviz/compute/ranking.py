@@ -30,7 +30,7 @@ import numpy as np
 
 from ..estimators import Estimator, get_estimator
 from ..gram import (
-    _feature_count,
+    feature_count,
     gram_error,
     gram_study_cost,
     log_frobenius_sq_closed_form,
@@ -95,7 +95,7 @@ def _rel(est: Estimator, q: np.ndarray, k: np.ndarray, log_k2: float) -> float:
 
 def _length(est: Estimator, row: np.ndarray) -> int | None:
     try:
-        return round(_feature_count(est, row))
+        return round(feature_count(est, row))
     except NotImplementedError:
         return None
 
@@ -139,8 +139,9 @@ def _m_for_length(name: str, kernel: str, params: Mapping[str, Any], length: int
         small = [_length(make_estimator(name, {**params, "m": m}, kernel), row) for m in (8, 16)]
     except ParameterError:
         return None
-    if small[0] is None or small[1] is None:
-        return None
+    if small[0] is None or small[1] is None:  # caught by _best: the reason replaces "no m fits the length"
+        raise NotImplementedError(f"{name} has no feature map: its parameters are chosen for each pair (an oracle "
+                                  "of the closed form), so it has no feature vector; compared at equal m only")
     slope = (small[1] - small[0]) / 8
     offset = small[0] - 8 * slope
     m = math.floor((length - offset) / slope) if slope > 0 else None
