@@ -84,7 +84,8 @@ def features_needed(estimator: str, eps: float, *, r: float | Sequence[float] | 
                     keys_data: str | None = None, data_params: Mapping[str, Any] | None = None, queries: int = 64,
                     keys: int = 64, preprocess: str | None = None, scale: float = 1.0, seed: int = 0,
                     **params: Any) -> FeaturesNeededResult:
-    """The smallest number of features m whose relative error √MSE/|K| is at most ``eps`` (``rfviz features-needed``).
+    """The smallest number of features m whose relative error ``√MSE/|K|`` is at most ``eps``
+    (``rfviz features-needed``).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""How many features: the smallest m whose relative error √MSE/|K| is at most a target ε.
+"""How many features: the smallest m whose relative error ``√MSE/|K|`` is at most a target ε.
 
 The relative error is taken at one pair, as the worst or the root-mean over a region of pairs (an (r, θ) grid), or
 over a data set's pairs as the relative Frobenius error of the Gram matrix (rfviz.gram: with one draw of features
@@ -93,7 +93,7 @@ def grid_target(r: Any, theta: Any, d: int, over: str = "point", embedding: str 
     embedding : str
         Placement of the pair in R^d (``rfviz.geometry.EMBEDDINGS``).
     isotropic : bool
-        Reduced 2-D coordinates (True: the estimator depends on |x|², |y|², x·y only) or full R^d ones.
+        Reduced 2-D coordinates (True: the estimator depends on ``|x|²``, ``|y|²``, x·y only) or full R^d ones.
 
     Returns
     -------
@@ -418,7 +418,7 @@ def features_needed(name: str, eps: float, target: Target, params: Mapping[str, 
     name : str
         A registered estimator with a closed-form MSE.
     eps : float
-        The target relative error √MSE/|K| (0.1 = 10 %).
+        The target relative error ``√MSE/|K|`` (0.1 = 10 %).
     target : Target
         ``grid_target`` (a point, or the worst / root-mean over an (r, θ) region) or ``data_target`` (the Gram
         matrix's relative Frobenius error).
