@@ -540,8 +540,13 @@ class RayBackend:
             if failed:
                 raise SweepTaskError(self._failure_text(spec, failed))
         finally:
-            for ref in pending:
-                ray.cancel(ref)  # not force: killing workers makes Ray resubmit lost objects mid-shutdown
+            # A private Ray is shut down next, its tasks with it: no cancel there, since Ray's core can abort the
+            # whole process when a cancel races a task's completion ("Tried to complete task that was not pending",
+            # ray-project/ray#54798; 2 in 7 SIGTERM-mid-sweep runs here). On a cluster we only joined, the tasks are
+            # cancelled (not force: killing workers makes Ray resubmit lost objects mid-shutdown).
+            if not self._owns:
+                for ref in pending:
+                    ray.cancel(ref)
             self.stats.wall_s += time.perf_counter() - started
 
     def _collect(self, ref: Any, batch: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, str]], bool]:
