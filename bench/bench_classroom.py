@@ -8,7 +8,9 @@ latency is the time from that request to the server's ``script_finished`` messag
 wait, without the student's own browser redraw (which a real classroom pays on each laptop, not on the server).
 
 Modes: ``same`` (every session moves to the same new value: shared caches serve all but one), ``each`` (every
-session to its own value: nothing is shared). Pages: ``hybrid`` (the r slider of "MSE vs base estimators") and
+session to its own value: nothing is shared). Every value is new to the server (finer than the slider's step, never
+asked for before in the run), so each round costs what a class moving to values nobody chose before costs.
+Pages: ``hybrid`` (the r slider of "MSE vs base estimators") and
 ``learn`` (lesson 2's r control, after answering its question). Printed per (page, mode, K): median and p90
 latency over all sessions and rounds, and the server's CPU seconds and resident memory per round (/proc, summed
 over the server's processes when ``--url`` names a proxy in front of several).
@@ -107,6 +109,17 @@ async def _connect(url: str, page: str) -> Session:
     return session
 
 
+_ASKED = [0]
+"""How many slider values this run of the bench has asked for (each value is asked for once: never a cache hit)."""
+
+
+def _fresh_value(first: float, step: float) -> float:
+    """A slider value no request of this bench run has used: ``first`` plus a multiple of step/64 (finer than the
+    slider's own step, which a browser would send, so that every request is computed, the worst case)."""
+    _ASKED[0] += 1
+    return round(first + _ASKED[0] * step / 64, 6)
+
+
 def _cpu_and_rss(pids: list[int]) -> tuple[float, float]:
     """CPU seconds (user + system) and resident MiB summed over ``pids`` (their threads included)."""
     ticks, rss = 0, 0
@@ -130,11 +143,10 @@ async def measure(url: str, pids: list[int], page: str, mode: str, k: int, round
     _, _, first, step, _ = PAGES[page]
     sessions = [await _connect(url, page) for _ in range(k)]
     latencies, cpu, rss = [], [], []
-    base = first + 7 * step * (hash((page, mode, k)) % 11)  # values no earlier run of this bench asked for
     try:
-        for r in range(rounds):
-            offset = base + (r + 1) * step * (k + 1)
-            values = [round(offset + (i * step if mode == "each" else 0.0), 4) for i in range(k)]
+        for _ in range(rounds):
+            shared = _fresh_value(first, step)
+            values = [_fresh_value(first, step) for _ in range(k)] if mode == "each" else [shared] * k
             c0, _ = _cpu_and_rss(pids)
             latencies += await _round(sessions, values)
             c1, mem = _cpu_and_rss(pids)

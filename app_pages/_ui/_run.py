@@ -60,8 +60,9 @@ class FrozenFigure(go.Figure):
 
 def _frozen(value: Any) -> Any:
     """``value`` with its Plotly figures (alone or in a tuple) as ``FrozenFigure``s."""
-    if isinstance(value, go.Figure) and not isinstance(value, FrozenFigure):
-        return FrozenFigure(value)
+    if type(value) is go.Figure:  # re-classed in place: a copy would cost as much as building the figure
+        value.__class__ = FrozenFigure
+        return value
     if isinstance(value, tuple):
         return tuple(_frozen(v) for v in value)
     return value
