@@ -42,3 +42,10 @@ def wait_for_health(url: str, proc, what: str, seconds: float = 90) -> None:
             out = proc.stdout.read().decode() if proc.stdout else ""
             pytest.fail(f"{what} did not start (exit code {proc.poll()}):\n{out[-3000:]}")
         time.sleep(0.5)
+
+
+PRINT_PEAK_KIB = ("print(next(int(line.split()[1]) for line in open('/proc/self/status') "
+                  "if line.startswith('VmHWM:')))")
+"""A line of Python that prints the process's own peak resident memory in KiB (VmHWM). Not ``ru_maxrss``: Linux keeps
+that across ``execve``, so a child forked from a large test process (a whole suite's pytest) reports the parent's
+size, not its own."""

@@ -65,7 +65,7 @@ def test_page_shows_the_answer_the_map_and_the_gram_table() -> None:
     at = _page().run()
     assert not at.exception, [e.message for e in at.exception]
     assert any("wins, with" in md.value for md in at.markdown)
-    assert len(at.get("plotly_chart")) == 2 and len(at.dataframe) == 1
+    assert len(at.get("plotly_chart")) == 2 and len(at.dataframe) == 2  # the Gram table and the ranking
     at.button(key="data.run_gram").click().run()
     assert not at.exception, [e.message for e in at.exception]
     df = at.dataframe[0].value

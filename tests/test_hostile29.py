@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from proc_helpers import PRINT_PEAK_KIB
 
 from rfviz import data
 from rfviz.cli import main, program_name
@@ -65,8 +66,7 @@ def test_clusters_numbers_are_unchanged_by_drawing_one_rotation_at_a_time() -> N
 
 def _peak_mib(code: str) -> float:
     """Peak resident memory (MiB) of a fresh Python running ``code`` (after importing rfviz.data)."""
-    proc = subprocess.run([sys.executable, "-c", "import resource, rfviz.data as data\n" + code
-                           + "\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"],
+    proc = subprocess.run([sys.executable, "-c", "import rfviz.data as data\n" + code + "\n" + PRINT_PEAK_KIB],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return int(proc.stdout.split()[-1]) / 1024
@@ -97,8 +97,8 @@ def test_check_and_psi_at_d_20000_stay_small() -> None:
     code = "from rfviz.cli import main\nimport sys\nassert main(sys.argv[1:]) != 2"  # 1, 3: verdicts
     for args in (["check", "trig", "--d", "20000", "--trials", "200", "--pairs", "canonical,random", "--r", "1",
                   "--theta", "2"], ["psi", "d=20000"]):
-        proc = subprocess.run([sys.executable, "-c", code + "\nimport resource; print('peak', resource.getrusage("
-                               "resource.RUSAGE_SELF).ru_maxrss)", *args], capture_output=True, text=True,
+        proc = subprocess.run([sys.executable, "-c", code + "\nprint('peak')\n" + PRINT_PEAK_KIB, *args],
+                              capture_output=True, text=True,
                               timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
         peak_mib = int(proc.stdout.rsplit("peak", 1)[1]) / 1024

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 import pytest
+from proc_helpers import PRINT_PEAK_KIB
 from sweep_helpers import NONDETERMINISTIC, rows
 
 from rfviz import ParameterError, get_estimator
@@ -356,8 +357,7 @@ def test_resume_reads_a_huge_torn_last_line_in_bounded_memory(tmp_path) -> None:
         f.writelines(lines[:-1])
         f.write(b"5,")
         f.truncate(f.tell() + 4 * 2**30)
-    code = ("import resource, sys; from rfviz.cli import main; c = main(sys.argv[1:]); "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")
+    code = "import sys; from rfviz.cli import main; c = main(sys.argv[1:])\n" + PRINT_PEAK_KIB
     proc = subprocess.run([sys.executable, "-c", code, *_cli_sweep(out, "--resume")], capture_output=True, text=True,
                           timeout=300)
     assert proc.returncode == 0, proc.stderr
