@@ -48,7 +48,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
 
     ``fit`` draws the random projections once (``random_state``); ``transform`` maps each row x to φ(x), so that
     φ_query(x)·φ_key(y) is the estimator's K̂(x, y) — an unbiased estimate of the kernel (softmax e^{x·y}, Gaussian
-    e^{−|x−y|²/2}, dot-product (x·y)^p, ... as the estimator says) with the closed-form MSE rfviz gives.
+    ``e^{−|x−y|²/2}``, dot-product (x·y)^p, ... as the estimator says) with the closed-form MSE rfviz gives.
 
     Parameters
     ----------
@@ -66,7 +66,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
         The estimator's other parameters, e.g. ``{"A": -0.1}`` for GERF or ``{"n": 4}`` for a hybrid (a
         ``GridSearchCV`` searches them as ``params`` dicts).
     scale : float
-        Inputs are multiplied by ``scale`` first: the Gaussian kernel becomes e^{−scale²|x−y|²/2} (scikit-learn's
+        Inputs are multiplied by ``scale`` first: the Gaussian kernel becomes ``e^{−scale²|x−y|²/2}`` (scikit-learn's
         ``RBFSampler(gamma)`` is ``scale = √(2·gamma)``), the softmax kernel e^{scale²·x·y}.
     side : str
         ``query`` or ``key``: which side of an asymmetric map ``transform`` gives (``transform(X, side=...)``
@@ -94,7 +94,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
     (orthogonal coupling) and ``gerf`` (tests/test_sklearn_transformer.py). Checks that do not apply, and why:
 
     * ``check_fit_idempotent`` draws inputs of mean 100. The softmax-family maps whose feature values grow like
-      e^{|x|²/2} (``trig``, the hybrids; for the Gaussian kernel too, since the Gaussian factor e^{−|x|²/2} is
+      ``e^{|x|²/2}`` (``trig``, the hybrids; for the Gaussian kernel too, since the Gaussian factor ``e^{−|x|²/2}`` is
       applied after the softmax map) overflow float64 there, and ``transform`` refuses with a ValueError naming the
       remedy rather than return inf or NaN; every other check passes for ``trig``. Scale such data down (``scale``).
     * ``check_array_api_input`` is skipped by scikit-learn itself unless ``SCIPY_ARRAY_API`` is set: the maps are
