@@ -9,6 +9,7 @@ import streamlit as st
 
 from app_pages import LEGACY_PATHS, PAGES
 from app_pages import _ui as ui
+from rfviz.figures.common import use_rfviz_template
 
 ROOT = pathlib.Path(__file__).resolve().parent
 
@@ -132,6 +133,7 @@ def redirect(target: st.Page, old: str) -> st.Page:
 st.set_page_config(page_title="rfviz: random-feature atlas", page_icon=str(ROOT / "assets" / "logo.svg"),
                    layout="wide")
 ui.freeze_startup_objects()  # once per server: the imported libraries out of every garbage collection
+use_rfviz_template()  # plotly's default here: a figure gets rfviz's template when made, not validated again
 st.logo(str(ROOT / "assets" / "logo.svg"))
 NAV = [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES]
 by_path = {v.url_path: v for v in NAV}

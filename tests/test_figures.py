@@ -4,6 +4,7 @@ Monte-Carlo points in their curve's colour, downloads that carry their parameter
 from __future__ import annotations
 
 import io
+import json
 import pathlib
 import re
 
@@ -383,3 +384,27 @@ def test_sweep_rows_have_human_headers_and_top_share_is_explained():
     assert list(human) == ["θ", "MSE (closed form)", "MSE (Monte Carlo)", fsw.COLUMN_NAMES["top_share"]]
     assert "top_share" in fsw.COLUMNS_NOTE
     assert fsw.COLUMN_NAMES["top_share"].split()[0].lower() in fsw.COLUMNS_NOTE.lower()
+
+
+# ------------------------------------------------------------------ rfviz's template: the same figure either way
+def _figures_of_every_kind() -> list[go.Figure]:
+    c = ch.mse_columns("angular", 1.0, 8, 1.0, 10)
+    return [fh.mse_figure(c, "angular", 1.0, None),  # lines
+            fh.winner_figure(*ch.winner_columns("angular", 3.0, 8, 1.0, 10)),  # heatmap panels (make_subplots)
+            _explorer("surface", res=12),  # 3-D surfaces
+            common.bars(["a", "b"], {"s": [1.0, 2.0]}, xlabel="x", ylabel="y")]  # bars
+
+
+def test_a_figure_is_the_same_with_rfviz_template_as_plotly_default(monkeypatch):
+    """The app makes rfviz's template plotly's default (``use_rfviz_template``) so that figures get it when
+    created instead of validating it again; a figure built there must be the very figure a library user gets."""
+    import plotly.io as pio
+
+    monkeypatch.setattr(pio.templates, "default", "plotly")
+    plain = [f.to_plotly_json() for f in _figures_of_every_kind()]
+    assert all(f["layout"]["template"] == common.TEMPLATE.to_plotly_json() for f in plain)
+    common.use_rfviz_template()
+    assert pio.templates.default == common.TEMPLATE_NAME
+    assert "template" not in common.layout()
+    fast = [f.to_plotly_json() for f in _figures_of_every_kind()]
+    assert [json.loads(pio.to_json(f)) for f in fast] == [json.loads(pio.to_json(f)) for f in plain]

@@ -13,7 +13,7 @@ from plotly.subplots import make_subplots
 
 from ..maths import crt as g
 from ..numerics import LOG10
-from .common import LAYOUT, THETA_TICKS, HeatmapStyle, columns_to_csv, finite_or_none, heatmaps, lines, log_axes
+from .common import THETA_TICKS, HeatmapStyle, columns_to_csv, finite_or_none, heatmaps, layout, lines, log_axes
 
 Columns = dict[str, np.ndarray]
 __all__ = ["THETA_TICKS", "columns_to_csv", "complex_A_figure", "dirf_figure", "oprf_figure", "real_A_figure"]
@@ -104,7 +104,7 @@ def oprf_figure(c: Columns, d: int) -> go.Figure:
                              line={"width": 2.5, "color": "#2ca02c"}), row=1, col=2)
     fig.update_xaxes(title_text="Z = ‖x + y‖²")
     fig.update_yaxes(title_text="log₁₀", row=1, col=1)
-    fig.update_layout(title=f"OPRF against positive features, d = {d}", height=420, **LAYOUT)
+    fig.update_layout(title=f"OPRF against positive features, d = {d}", height=420, **layout())
     return fig
 
 
@@ -126,5 +126,5 @@ def dirf_figure(pois: Columns, geo: Columns, optima: dict[str, float], shifted: 
     log_axes(fig.update_xaxes(type="log", title_text="λ", row=1, col=1))
     fig.update_xaxes(title_text="p", row=1, col=2)
     fig.update_yaxes(title_text="log₁₀ MSE", row=1, col=1)
-    fig.update_layout(height=420, title="Discrete random features (coordinate-dependent)", **LAYOUT)
+    fig.update_layout(height=420, title="Discrete random features (coordinate-dependent)", **layout())
     return fig

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import LAYOUT, color
+from .common import color, layout
 from .explorer import heatmap_figure
 
 CONTOUR_LEVELS = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -49,5 +49,5 @@ def mse_vs_m_figure(data_name: str, names: Sequence[str], m: np.ndarray, log10_m
                                  mode="lines+markers", name=n, line={"color": color(i)}))
     fig.update_xaxes(title_text="number of features m", type="log")
     fig.update_yaxes(title_text="E_pairs[MSE]", type="log")
-    fig.update_layout(title=f"{data_name}: data-averaged MSE (closed form at every pair) vs m", height=420, **LAYOUT)
+    fig.update_layout(title=f"{data_name}: data-averaged MSE (closed form at every pair) vs m", height=420, **layout())
     return fig

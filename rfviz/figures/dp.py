@@ -14,7 +14,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import LAYOUT, THETA_TICKS, HeatmapStyle, bars, color, finite_or_none, heatmaps, lines, log_axes
+from .common import THETA_TICKS, HeatmapStyle, bars, color, finite_or_none, heatmaps, layout, lines, log_axes
 
 Curves = Mapping[str, np.ndarray]
 
@@ -46,7 +46,7 @@ def variance_vs_p_figure(ps: np.ndarray, series: Mapping[str, tuple[np.ndarray, 
     log_axes(fig.update_yaxes(type="log", title_text="MSE", row=1, col=1))
     fig.update_yaxes(title_text="complex / real", row=2, col=1)
     fig.update_xaxes(title_text="degree p", row=2, col=1)
-    fig.update_layout(title=f"MSE vs degree p, m = {m} features, {variance}; {at}", height=560, **LAYOUT)
+    fig.update_layout(title=f"MSE vs degree p, m = {m} features, {variance}; {at}", height=560, **layout())
     return fig
 
 

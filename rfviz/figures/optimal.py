@@ -15,14 +15,13 @@ from ..maths.optimal import (
     equivalence_curve,
     variance_sweep,
 )
-from .common import LAYOUT, figure_window, log_axes, overlay_points
+from .common import figure_window, layout, log_axes, overlay_points
 
 _COLORS = {"positive": "#d62728", "trig": "#1f77b4", "omega": "#7f7f7f", "bound": "#2ca02c"}
 _SHADES = {"variance_infinite": "rgba(214,39,40,0.18)", "fourth_moment_infinite": "rgba(255,127,14,0.15)",
            "heavy_tail": "rgba(148,103,189,0.12)"}
 _SHADE_TEXT = {"variance_infinite": "V = ∞", "fourth_moment_infinite": "E Y⁴ = ∞: MC variance unreliable",
                "heavy_tail": "heavy tail: MC variance unreliable"}
-_LAYOUT = LAYOUT
 _SUBSCRIPT = str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉")
 _AXIS_LABEL = {"r": "input radius r", "sigma": "input std σ (x ~ N(0, σ²I))", "r2": "radius r2 of X2"}
 
@@ -52,7 +51,7 @@ def psi_radial_density_figure(problems: OptimalSampling | Sequence[OptimalSampli
     law = probs[0].inputs.describe()
     title = "Optimal Ψ: radial density of |ω| (" + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
                                                                for k, v in law.items()) + f", {probs[0].kernel})"
-    fig.update_layout(title=title, xaxis_title="ρ = |ω|", yaxis_title="density", height=420, **_LAYOUT)
+    fig.update_layout(title=title, xaxis_title="ρ = |ω|", yaxis_title="density", height=420, **layout())
     return fig
 
 
@@ -94,7 +93,7 @@ def variance_sweep_figure(kind: str, d: int, axis: str, values: np.ndarray, kern
     label = "log₁₀ V / E K²" if relative else "log₁₀ V (per sample; MSE = V/m)"
     fig.update_layout(title=f"Optimal vs unweighted variance ({kind} inputs, d={d}, {kernel} kernel)",
                       legend={"font": {"size": 11}},
-                      xaxis_title=_AXIS_LABEL.get(axis, axis), yaxis_title=label, height=460, **_LAYOUT)
+                      xaxis_title=_AXIS_LABEL.get(axis, axis), yaxis_title=label, height=460, **layout())
     return fig
 
 
@@ -113,7 +112,7 @@ def equivalence_figure(r1: float, r2_values: np.ndarray, d: int, kernel: str = "
                   annotation_position="top")
     log_axes(fig.update_yaxes(type="log"))
     fig.update_layout(title=f"Equivalence under optimal Ψ holds only for X1 = X2 (r1={r1:g}, d={d}, {kernel})",
-                      xaxis_title=_AXIS_LABEL["r2"], yaxis_title="V* per sample (log scale)", height=440, **_LAYOUT)
+                      xaxis_title=_AXIS_LABEL["r2"], yaxis_title="V* per sample (log scale)", height=440, **layout())
     return fig
 
 

@@ -20,7 +20,7 @@ from ..maths.simrf import (
 )
 from ..numerics import LOG10
 from ..registries import COUPLING_TITLES, COUPLINGS_WITH_DENSITY, ORTHOGONAL, SIMPLEX, SIMPLEX_PLUS
-from .common import LAYOUT, color, figure_window, finite_or_none, lines, log_axes, overlay_points
+from .common import color, figure_window, finite_or_none, layout, lines, log_axes, overlay_points
 
 LABELS = COUPLING_TITLES
 FEATURE_LABELS = {"positive": "positive RF", "positive_antithetic": "antithetic positive RF", "trig": "trig RF"}
@@ -56,7 +56,7 @@ def density_figure(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, *,
                          secondary_y=True))
     fig.update_xaxes(title_text="w<sub>ij</sub> = |ω<sub>i</sub> + ω<sub>j</sub>|")
     fig.update_yaxes(title_text="density p(w<sub>ij</sub>)", secondary_y=False)
-    fig.update_layout(title=f"Law of w<sub>ij</sub> at d = {d}", barmode="overlay", height=460, **LAYOUT)
+    fig.update_layout(title=f"Law of w<sub>ij</sub> at d = {d}", barmode="overlay", height=460, **layout())
     fig.update_layout(legend={"orientation": "h", "yanchor": "top", "y": -0.18, "x": 0})
     return fig
 
@@ -124,7 +124,7 @@ def simplex_plus_iterations_figure(norms: np.ndarray, v: float = 1.0, passes: in
                              line={"color": color(3), "width": 2.5}))
     fig.update_xaxes(title_text="SimRF+ passes (Eq. 17)")
     fig.update_yaxes(title_text=f"RF-conformity ρ at v = {v:g}")
-    fig.update_layout(title=f"Conformity of one norm draw (d = {np.asarray(norms).size})", height=400, **LAYOUT)
+    fig.update_layout(title=f"Conformity of one norm draw (d = {np.asarray(norms).size})", height=400, **layout())
     return fig
 
 

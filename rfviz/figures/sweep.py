@@ -20,7 +20,7 @@ import plotly.graph_objects as go
 from ..numerics import LOG10
 from ..params import ParameterError
 from ..verdicts import roundoff_floor
-from .common import LAYOUT, THETA_TICKS, color, columns_to_csv, finite_or_none, heatmaps
+from .common import THETA_TICKS, color, columns_to_csv, finite_or_none, heatmaps, layout
 
 
 class SweepTable(Protocol):
@@ -179,7 +179,7 @@ def slice_figure(table: SweepTable, x: str, fixed: Mapping[str, Any], series: st
                 error_y={"type": "data", "array": 2 * finite_or_none(se[sel]), "visible": True}))
     fig.update_xaxes(title_text=label(x), **(THETA_TICKS if x == "theta" else {}))
     fig.update_yaxes(title_text="log10 MSE")
-    fig.update_layout(title=title, height=420, **LAYOUT)
+    fig.update_layout(title=title, height=420, **layout())
     return fig
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..figures.common import LAYOUT
+from ..figures.common import layout
 
 PI = math.pi
 
@@ -42,7 +42,7 @@ def side_by_side(figures: Sequence[go.Figure], titles: Sequence[str], title: str
             out.add_trace(t, row=1, col=col)
         out.update_xaxes(title_text=fig.layout.xaxis.title.text, type=fig.layout.xaxis.type, row=1, col=col)
         out.update_yaxes(title_text=fig.layout.yaxis.title.text, type=fig.layout.yaxis.type, row=1, col=col)
-    out.update_layout(title=title, height=height, **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 90}})
+    out.update_layout(title=title, height=height, **layout(top=90))
     return out
 
 

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 from scipy import optimize, special
 
-from ..figures.common import LAYOUT, color, lines
+from ..figures.common import color, layout, lines
 from ..maths import crt as gerf
 from ..numerics import LOG2, log_expm1
 from ..params import ParameterError
@@ -232,7 +232,7 @@ def build_crt_fig2() -> tuple[go.Figure, Columns]:
     fig.update_layout(title="CRT Fig. 2: log-variance of 8 mechanisms, Gaussian kernel, d = 64<br>"
                             f"(lines: L = {CRT2_L}, {CRT2_REPS} draw; diamonds: L = {CRT2_REF_L}, {CRT2_REF_REPS} "
                             "draws)", height=740,
-                      **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 100}})
+                      **layout(top=100))
     cols = {k: np.asarray(v, dtype=object if k in ("regime", "mechanism") else float) for k, v in rows.items()}
     return fig, cols
 

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ..compute import dp as cd
-from ..figures.common import LAYOUT, color, log_axes, traces_csv
+from ..figures.common import color, layout, log_axes, traces_csv
 from ..maths import dp
 from .common import catalog_rows, side_by_side
 from .registry import Columns, GalleryFigure, gallery_figure
@@ -64,7 +64,7 @@ def build_dp_fig2() -> tuple[go.Figure, Columns]:
         fig.update_xaxes(title_text="degree p", row=2, col=j)
     fig.update_layout(title=f"DP Fig. 2: MSE vs degree p, D = {DP2_D_FEATURES}, mean over {DP2_PAIRS} pairs of "
                             "non-negative unit vectors<br>(full complex E|k̂−k|²)", height=620,
-                      **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 90}})
+                      **layout(top=90))
     return fig, {k: np.asarray(v, dtype=object if k == "sketch" else float) for k, v in cols.items()}
 
 
@@ -229,7 +229,7 @@ def build_dp_tsrht_vs_tensorsketch() -> tuple[go.Figure, Columns]:
         fig.update_xaxes(title_text="number of features D", type="log" if j == 2 else "linear", row=1, col=j)
         fig.update_yaxes(title_text="E|k̂ − (x·y)^p|²" if j == 1 else None, type="log", row=1, col=j)
     fig.update_layout(title="DP §6: TensorSRHT (real, complex) vs TensorSketch, exact variances", height=480,
-                      **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 90}})
+                      **layout(top=90))
     return fig, {"panel": np.asarray(cols["panel"], dtype=object), "m": np.asarray(cols["m"], dtype=float),
                  "sketch": np.asarray(cols["sketch"], dtype=object), "mse": np.asarray(cols["mse"], dtype=float)}
 

@@ -12,7 +12,7 @@ import torch
 from plotly.subplots import make_subplots
 
 from ..estimators import create
-from ..figures.common import LAYOUT, THETA_TICKS, color
+from ..figures.common import THETA_TICKS, color, layout
 from ..geometry import canonical_pair
 from ..maths import hrf as hy
 from ..numerics import LOG10
@@ -58,7 +58,7 @@ def build_hrf_fig1() -> tuple[go.Figure, Columns]:
     fig.update_layout(scene=scene, scene2=scene, scene3=scene, height=520,
                       title=f"HRF Fig. 1: log₁₀ MSE of the softmax-kernel estimators, m = {HRF1_M}, n = {HRF1_N}, "
                             f"|x| = |y| = r<br>(grey: the slice r = {HRF1_R:g}; exact points, log₁₀ MSE = −∞, drawn "
-                            f"at {HRF1_FLOOR:g})", **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 110}})
+                            f"at {HRF1_FLOOR:g})", **layout(top=110))
     return fig, cols
 
 
@@ -206,7 +206,7 @@ def build_hrf_fig2() -> tuple[go.Figure, Columns]:
     fig.update_layout(title=f"HRF Fig. 2: pointwise estimation, d = {HRF2_D}, {HRF2_TRIALS} estimates per point<br>"
                             f"(trig and FAVOR+ m = {HRF2_M}; hybrid (m, n) = {HRF2_HYB})", height=560,
                       legend={"orientation": "h", "y": -0.18, "font": {"size": 11}},
-                      **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 100}})
+                      **layout(top=100))
     cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
     return fig, cols
 
@@ -339,7 +339,7 @@ def build_hrf_fig6() -> tuple[go.Figure, Columns]:
         fig.update_xaxes(title_text="number of random features m", row=1, col=j)
     fig.update_layout(title=f"HRF Fig. 6: clustered data (App. H.3), {2 * HRF6_POINTS} queries × {2 * HRF6_POINTS} "
                             f"keys, d = {HRF6_D}; mean over {HRF6_TRIALS} trials, bars [min, max] (Table 3)",
-                      height=470, **{**LAYOUT, "margin": {**LAYOUT["margin"], "t": 90}})
+                      height=470, **layout(top=90))
     return fig, {k: np.asarray(v, dtype=object if k == "estimator" else float) for k, v in cols.items()}
 
 
