@@ -3,15 +3,11 @@ st.navigation. The pages are listed once, in app_pages/__init__.py (``PAGES``); 
 
 from __future__ import annotations
 
-import pathlib
-
 import streamlit as st
 
 from app_pages import LEGACY_PATHS, PAGES
 from app_pages import _ui as ui
 from rfviz.figures.common import use_rfviz_template
-
-ROOT = pathlib.Path(__file__).resolve().parent
 
 
 @st.cache_data(show_spinner=False)
@@ -130,13 +126,24 @@ def redirect(target: st.Page, old: str) -> st.Page:
     return st.Page(go, title=target.title, url_path=old, visibility="hidden")
 
 
-st.set_page_config(page_title="rfviz: random-feature atlas", page_icon=str(ROOT / "assets" / "logo.svg"),
-                   layout="wide")
+st.set_page_config(page_title="rfviz: random-feature atlas", page_icon=ui.logo_url(), layout="wide")
 ui.freeze_startup_objects()  # once per server: the imported libraries out of every garbage collection
 use_rfviz_template()  # plotly's default here: a figure gets rfviz's template when made, not validated again
-st.logo(str(ROOT / "assets" / "logo.svg"))
-NAV = [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES]
+st.logo(ui.logo_url())
+
+
+def pages() -> tuple[list[st.Page], list[st.Page]]:
+    """The views' pages and every page st.navigation routes (Home, the views, the old paths' redirects), made once
+    per session: st.Page resolves its file's path on disk (a tenth of a classroom rerun's CPU when made on each)."""
+    if "_rfviz_pages" not in st.session_state:  # one session's script runs one at a time: its own objects
+        nav = [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES]
+        views = {v.url_path: v for v in nav}
+        start = st.Page(home, title="Home", icon=":material/home:", default=True, url_path="start")  # served at "/"
+        old = [redirect(views[new], path) for path, new in LEGACY_PATHS.items()]
+        st.session_state["_rfviz_pages"] = nav, [start, *nav, *old, redirect(start, "home")]  # "/home" → "/"
+    return st.session_state["_rfviz_pages"]
+
+
+NAV, ROUTED = pages()
 by_path = {v.url_path: v for v in NAV}
-HOME = st.Page(home, title="Home", icon=":material/home:", default=True, url_path="start")  # served at "/"
-OLD = [redirect(by_path[new], old) for old, new in LEGACY_PATHS.items()]
-st.navigation([HOME, *NAV, *OLD, redirect(HOME, "home")]).run()  # "/home" (a natural guess) → "/"
+st.navigation(ROUTED).run()

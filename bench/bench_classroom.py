@@ -18,6 +18,7 @@ over the server's processes when ``--url`` names a proxy in front of several).
 Usage::
 
     python bench/bench_classroom.py [--ks 1,8,32,64,100] [--rounds 3] [--pages hybrid,learn] [--modes same,each]
+    python bench/bench_classroom.py --processes 2     # ./run classroom's app processes behind nginx
     python bench/bench_classroom.py --url http://127.0.0.1:8501 --pids 1234,1235   # a server already running
 
 Not a test: it prints a table (bench/README.md holds the measured numbers).
@@ -30,6 +31,7 @@ import asyncio
 import os
 import pathlib
 import statistics
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -95,11 +97,22 @@ async def _run(session: Session) -> float:
             return time.perf_counter() - t0
 
 
+def _cookie(url: str) -> str:
+    """The cookies a browser would hold after opening the page (with ``./run classroom``, nginx's ``rfviz_server``,
+    which pins the browser to one app process); "" from a single server."""
+    import urllib.request
+
+    with urllib.request.urlopen(url + "/", timeout=60) as r:
+        return "; ".join(c.split(";", 1)[0] for c in r.headers.get_all("Set-Cookie") or [])
+
+
 async def _connect(url: str, page: str) -> Session:
     import websockets
 
+    cookie = await asyncio.to_thread(_cookie, url)
     ws = await websockets.connect(url.replace("http", "ws", 1) + "/_stcore/stream", subprotocols=["streamlit"],
-                                  max_size=None, open_timeout=120)
+                                  max_size=None, open_timeout=120,
+                                  additional_headers={"Cookie": cookie} if cookie else None)
     session = Session(ws, page)
     await _run(session)
     answer = PAGES[page][4]
@@ -160,23 +173,57 @@ async def measure(url: str, pids: list[int], page: str, mode: str, k: int, round
             "cpu": statistics.median(cpu), "rss": max(rss)}
 
 
+def start_classroom(processes: int) -> tuple[subprocess.Popen, str]:
+    """``classroom.py --processes N`` on a free port; returned once it printed its address."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, str(ROOT / "classroom.py"), "--processes", str(processes), "--port",
+                             str(port), "--address", "127.0.0.1"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    if not line.startswith("rfviz classroom:"):
+        proc.terminate()
+        raise RuntimeError(f"classroom.py did not start: {line!r}")
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes under ``pid`` (the app servers and nginx), from /proc."""
+    parents = {}
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError):
+            continue
+    found, frontier = [], [pid]
+    while frontier:
+        kids = [p for p, parent in parents.items() if parent in frontier]
+        found += kids
+        frontier = kids
+    return found
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ks", default="1,8,32,64,100")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--pages", default="hybrid,learn")
     ap.add_argument("--modes", default="same,each")
+    ap.add_argument("--processes", type=int, default=1,
+                    help="app processes: 1 starts one Streamlit server; more start ./run classroom's (nginx in front)")
     ap.add_argument("--url", help="a running server (default: start one on a free port)")
     ap.add_argument("--pids", help="the server's process ids with --url (comma-separated), for CPU and memory")
     args = ap.parse_args()
     proc = None
     if args.url:
         url, pids = args.url.rstrip("/"), [int(p) for p in (args.pids or "").split(",") if p]
+    elif args.processes > 1:
+        proc, url = start_classroom(args.processes)
+        pids = _descendants(proc.pid)
     else:
         port = free_port()
         proc = start_server(port)
         url, pids = f"http://127.0.0.1:{port}", [proc.pid]
-    print(f"# {time.strftime('%Y-%m-%d %H:%M')} · {os.cpu_count()} cores · load {os.getloadavg()[0]:.2f} · {url}")
+    print(f"# {time.strftime('%Y-%m-%d %H:%M')} · {os.cpu_count()} cores · load {os.getloadavg()[0]:.2f} · {url} · "
+          f"{args.processes} app process{'es' if args.processes > 1 else ''}")
     print("| page | mode | K | median | p90 | server CPU per round | server RSS |")
     print("|---|---|---|---|---|---|---|")
     try:

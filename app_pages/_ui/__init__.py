@@ -19,7 +19,7 @@ computation package: ``rfviz`` never imports streamlit.
 
 from __future__ import annotations
 
-from ._frame import freeze_startup_objects, page, sidebar_info
+from ._frame import freeze_startup_objects, logo_url, page, sidebar_info
 from ._output import announce_coinciding, downloads, plot
 from ._run import cached, cached_mc, freeze, guard, memo, pooled, shared_figure, wait_for
 from ._text import plain, short
@@ -28,6 +28,6 @@ from ._widgets import colour_range, estimator_params, kernel_and_estimators, unu
 
 __all__ = [
     "PageState", "announce_coinciding", "cached", "cached_mc", "colour_range", "downloads", "estimator_params",
-    "freeze", "freeze_startup_objects", "guard", "kernel_and_estimators", "memo", "page", "plain", "plot",
+    "freeze", "freeze_startup_objects", "guard", "kernel_and_estimators", "logo_url", "memo", "page", "plain", "plot",
     "pooled", "shared_figure", "short", "sidebar_info", "to_text", "unused", "valid", "wait_for",
 ]

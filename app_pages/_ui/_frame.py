@@ -9,8 +9,10 @@ widget wrote (``PageState.finish``). A page that stops early (``st.stop``, an ex
 
 from __future__ import annotations
 
+import base64
 import functools
 import gc
+import pathlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
@@ -63,6 +65,20 @@ def sidebar_info() -> None:
     st.sidebar.toggle("Phone layout", value=phone_browser(), key=PHONE_KEY,
                       help="charts for a narrow screen: panels stacked one per row, legends under the plot, titles "
                            "wrapped (on by default when the browser says it is a phone)")
+
+
+@functools.cache  # once per process
+def logo_url() -> str:
+    """rfviz's logo (assets/logo.svg) as a ``data:`` URL, for ``st.logo`` and the page icon: given the file's path,
+    Streamlit reads and encodes it again on every rerun.
+
+    Returns
+    -------
+    str
+        ``data:image/svg+xml;base64,…``
+    """
+    svg = (pathlib.Path(__file__).resolve().parents[2] / "assets" / "logo.svg").read_bytes()
+    return "data:image/svg+xml;base64," + base64.b64encode(svg).decode("ascii")
 
 
 @functools.cache  # once per process; not st.cache_resource, which "Clear caches" would run again

@@ -73,7 +73,8 @@ def layout(top: int | None = None) -> dict[str, Any]:
 def use_rfviz_template() -> None:
     """Make rfviz's template plotly's default in this process (the app does, once, at start): every figure built
     afterwards is drawn the same, and built faster (see ``layout``). A library import never does this: a user's
-    own figures keep their default.
+    own figures keep their default. Cheap once it is done (setting plotly's default validates the template: 5 ms,
+    so it is set only when it is not yet rfviz's).
 
     Examples
     --------
@@ -84,7 +85,8 @@ def use_rfviz_template() -> None:
     'rfviz'
     >>> pio.templates.default = before
     """
-    pio.templates.default = TEMPLATE_NAME
+    if pio.templates.default != TEMPLATE_NAME:
+        pio.templates.default = TEMPLATE_NAME
 
 EXACT_COLOR = "#ff00ff"
 """Colour of exact cells (MSE = 0, log MSE = −inf): outside every colour scale rfviz uses."""
