@@ -5,12 +5,11 @@ m, the top three confirmed by Monte Carlo (``--repeats``). The computation is ``
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from ..api_ranking import KERNELS, rank_estimators
-from ..textio import jsonable
 from ._data import add_data_arguments, data_options
+from ._output import emit
 
 NAME = "rank-estimators"
 HELP = ("rank every applicable estimator on a data set, each tuned on it (closed-form Gram error), at equal "
@@ -33,24 +32,28 @@ def _cell(v: Any, width: int) -> str:
     return f"{v:>{width}.4g}" if isinstance(v, float | int) and not isinstance(v, bool) else f"{'—':>{width}}"
 
 
-def run(args: argparse.Namespace) -> int:
-    report = rank_estimators(args.data, kernel=args.kernel, length=args.length, m=args.m, names=args.names,
-                             repeats=args.repeats, **data_options(args), device=args.device).to_dict()
-    if args.json:
-        print(json.dumps(jsonable(report), indent=2))
-        return 0
+def _text(report: dict[str, Any]) -> str:
+    """The ranking as a table of columns, then one line per Monte-Carlo confirmation."""
     info = report["data"]
-    print(f"data {info['name']}: {info['queries']} queries × {info['keys']} keys, d = {info['d']}; kernel "
-          f"{report['kernel']}; relative Gram error √(Σ MSE)/‖K‖_F, closed form")
-    print(f"{'rank':<5}{'estimator':<26}{'m @ length':>11}{'length':>8}{'error':>10}{'length @ m':>11}"
-          f"{'error @ m':>11}  tuned parameters")
+    lines = [f"data {info['name']}: {info['queries']} queries × {info['keys']} keys, d = {info['d']}; kernel "
+             f"{report['kernel']}; relative Gram error √(Σ MSE)/‖K‖_F, closed form",
+             f"{'rank':<5}{'estimator':<26}{'m @ length':>11}{'length':>8}{'error':>10}{'length @ m':>11}"
+             f"{'error @ m':>11}  tuned parameters"]
     for i, r in enumerate(report["ranking"], 1):
         tuned = ", ".join(f"{k}={r['params'][k]}" for k in r["tuned"] if k in r["params"])
-        print(f"{i:<5}{r['estimator']:<26}{_cell(r['m_equal_length'], 11)}{_cell(r['length_equal_length'], 8)}"
-              f"{_cell(r['relative_error_equal_length'], 10)}{_cell(r['length_equal_m'], 11)}"
-              f"{_cell(r['relative_error_equal_m'], 11)}  {tuned or '-'}{'  (' + r['note'] + ')' if r['note'] else ''}")
+        lines.append(f"{i:<5}{r['estimator']:<26}{_cell(r['m_equal_length'], 11)}"
+                     f"{_cell(r['length_equal_length'], 8)}{_cell(r['relative_error_equal_length'], 10)}"
+                     f"{_cell(r['length_equal_m'], 11)}{_cell(r['relative_error_equal_m'], 11)}  {tuned or '-'}"
+                     f"{'  (' + r['note'] + ')' if r['note'] else ''}")
     for c in report["monte_carlo"]:
-        print(f"monte carlo {c['estimator']}: Σ MSE {_cell(c['frobenius_sq_mc'], 0)} ± {_cell(c['stderr'], 0)} "
-              f"(closed form {_cell(c['frobenius_sq_closed_form'], 0)}), reliable {c['reliable']}, agreement "
-              f"{c['agreement']}{'; ' + c['warning'] if c.get('warning') else ''}")
+        lines.append(f"monte carlo {c['estimator']}: Σ MSE {_cell(c['frobenius_sq_mc'], 0)} ± "
+                     f"{_cell(c['stderr'], 0)} (closed form {_cell(c['frobenius_sq_closed_form'], 0)}), reliable "
+                     f"{c['reliable']}, agreement {c['agreement']}{'; ' + c['warning'] if c.get('warning') else ''}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    report = rank_estimators(args.data, kernel=args.kernel, length=args.length, m=args.m, names=args.names,
+                             repeats=args.repeats, **data_options(args), device=args.device)
+    emit(report.to_dict(), args.json, text=_text)
     return 0
