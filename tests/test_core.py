@@ -214,6 +214,35 @@ def test_cli_plain_output_is_an_aligned_table_without_dict_reprs():
     assert any(line.startswith("mc.stderr ") for line in mse.stdout.splitlines())
 
 
+def test_cli_data_set_options_are_the_same_in_every_command_that_reads_a_data_set():
+    """gram, features-needed and rank-estimators declare their data-set options once (rfviz.cli._data): the same
+    options, defaults and types in each; --data required except in features-needed (where r, theta, d can stand
+    instead); every option reaches a keyword the command's typed function takes."""
+    import argparse
+    import inspect
+
+    from rfviz.api_features import features_needed
+    from rfviz.api_ranking import rank_estimators
+    from rfviz.cli import build_parser
+    from rfviz.cli._data import data_options
+    from rfviz.commands.gram import gram_study
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    options = ("--data", "--keys-data", "--data-param", "--queries", "--keys", "--preprocess", "--scale", "--seed")
+    specs = {}
+    for command in ("gram", "features-needed", "rank-estimators"):
+        actions = {a.option_strings[0]: a for a in sub.choices[command]._actions if a.option_strings}
+        specs[command] = {o: (actions[o].dest, actions[o].default, actions[o].type, actions[o].nargs,
+                              type(actions[o]).__name__, actions[o].required) for o in options}
+    required = {c: specs[c].pop("--data")[-1] for c in specs}
+    assert required == {"gram": True, "features-needed": False, "rank-estimators": True}
+    assert specs["gram"] == specs["features-needed"] == specs["rank-estimators"]
+    assert specs["gram"]["--queries"][1] == specs["gram"]["--keys"][1] == 64 and specs["gram"]["--scale"][1] == 1.0
+    args = sub.choices["gram"].parse_args(["trig", "--data", "wine"])
+    for function in (gram_study, features_needed, rank_estimators):
+        assert set(data_options(args)) <= set(inspect.signature(function).parameters), function.__name__
+
+
 @pytest.mark.parametrize(("text", "expected"), [("pi", math.pi), ("π", math.pi), ("pi/2", math.pi / 2),
                                                 ("2pi/3", 2 * math.pi / 3), ("0.5*pi", math.pi / 2), ("-pi", -math.pi),
                                                 ("1.25", 1.25)])

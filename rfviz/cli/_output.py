@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..textio import jsonable
@@ -47,18 +47,29 @@ def table(rows: list[tuple[str, ...]]) -> str:
                      for r in rows)
 
 
-def emit(obj: dict[str, Any], as_json: bool) -> None:
-    """Print a result as JSON or as an aligned ``key  value`` table (nested mappings as ``key.sub`` rows).
+def emit(obj: dict[str, Any], as_json: bool, text: Callable[[dict[str, Any]], str] | None = None) -> None:
+    """Print a result as JSON, or as text: the command's own ``text(obj)`` or else an aligned ``key  value`` table
+    (nested mappings as ``key.sub`` rows).
 
     Parameters
     ----------
     obj : dict
-        The result; values are made JSON-able first.
+        The result; values are made JSON-able first (non-finite floats become None, also for ``text``).
     as_json : bool
-        Print indented JSON instead of the table.
+        Print indented JSON instead of the text.
+    text : callable, optional
+        The command's text form of the (JSON-able) result, e.g. a ranking as a table of columns.
+
+    Examples
+    --------
+    >>> emit({"a": 1, "b": {"c": [1, 2]}}, False)
+    a    1
+    b.c  1, 2
+    >>> emit({"a": 1}, False, text=lambda r: f"a is {r['a']}")
+    a is 1
     """
     obj = jsonable(obj)
     if as_json:
         print(json.dumps(obj, indent=2))
         return
-    print(table(list(_rows(obj))))
+    print(text(obj) if text is not None else table(list(_rows(obj))))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 
-from .. import data as datasets
 from ..api_features import features_needed
 from ..textio import UsageError, parse_assignments
+from ._data import DATA_SOURCES, add_data_arguments, data_options
 from ._output import emit
 
 NAME = "features-needed"
@@ -26,19 +26,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="key=value: eps (target relative error, e.g. 0.1), r and theta (one value each, or "
                         "comma-separated lists for a region), d, over (point, worst, mean, gram), embedding, and "
                         "estimator parameters (n fixes a hybrid's λ features; m is what is found)")
-    p.add_argument("--data", default=None,
-                   help="a data set instead of r, theta, d: digits, wine, iris, breast_cancer, clusters or a "
-                        ".csv/.npy path (the target is then the Gram matrix's relative Frobenius error)")
-    p.add_argument("--keys-data", default=None, help="a second .csv/.npy file holding the keys")
-    p.add_argument("--data-param", action="append", default=[], metavar="KEY=VALUE",
-                   help="clusters parameters: " + ", ".join(datasets.CLUSTER_KEYS))
-    p.add_argument("--queries", type=int, default=64, help="number of queries drawn (default 64)")
-    p.add_argument("--keys", type=int, default=64, help="number of keys drawn (default 64)")
-    p.add_argument("--preprocess", default=None, help="comma-separated steps: " + ", ".join(datasets.PREPROCESS_STEPS)
-                   + " or none (default center,scale; none for clusters)")
-    p.add_argument("--scale", type=float, default=1.0, help="mean norm after the scale step (default 1)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the data draw")
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_data_arguments(p, required=False, seed_help="seed of the data draw",
+                       data_help="a data set instead of r, theta, d (the target is then the Gram matrix's relative "
+                                 f"Frobenius error): {DATA_SOURCES}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,9 +39,7 @@ def run(args: argparse.Namespace) -> int:
     inputs = {k: values.pop(k) for k in INPUT_KEYS if k in values}
     data = {}
     if args.data is not None:
-        data = {"data": args.data, "keys_data": args.keys_data, "data_params": parse_assignments(args.data_param),
-                "queries": args.queries, "keys": args.keys, "preprocess": args.preprocess, "scale": args.scale,
-                "seed": args.seed}
+        data = {"data": args.data, **data_options(args)}
     eps = inputs.pop("eps")
     result = features_needed(args.name, eps, **inputs, **data, **values)
     emit(result.to_dict(), args.json)

@@ -11,12 +11,12 @@ import argparse
 import json
 from typing import Any
 
-from .. import data as datasets
 from ..clustered import NAME as CLUSTERED
 from ..clustered import ClusteredCE
 from ..commands.gram import estimator_names, gram_study
 from ..estimators import get_estimator  # the package: the catalog loaded
 from ..textio import UsageError, jsonable, parse_assignments, parse_values, parse_vector
+from ._data import add_data_arguments, data_options
 
 NAME = "gram"
 HELP = ("Gram/attention-matrix error of estimators on a data set: closed-form E‖K̂−K‖²_F = Σ MSE(x_i, y_j) and its "
@@ -28,25 +28,12 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="estimator names (comma-separated or several; see `python -m rfviz estimators`, plus "
                         f"{CLUSTERED}), then key=value estimator parameters (each goes to the named estimators that "
                         "have it)")
-    p.add_argument("--data", required=True,
-                   help="digits, wine, iris, breast_cancer (bundled with scikit-learn), clusters (HRF App. H.3) or a "
-                        ".csv/.npy path (rows = points)")
-    p.add_argument("--keys-data", default=None, help="a second .csv/.npy file holding the keys (then --data holds "
-                                                     "the queries)")
-    p.add_argument("--data-param", action="append", default=[], metavar="KEY=VALUE",
-                   help="clusters parameters: " + ", ".join(datasets.CLUSTER_KEYS))
-    p.add_argument("--queries", type=int, default=64, help="number of queries drawn (default 64)")
-    p.add_argument("--keys", type=int, default=64, help="number of keys drawn (default 64)")
-    p.add_argument("--preprocess", default=None,
-                   help="comma-separated steps in order: " + ", ".join(datasets.PREPROCESS_STEPS) +
-                        " or none (default center,scale; none for clusters)")
-    p.add_argument("--scale", type=float, default=1.0, help="mean norm after the scale step (default 1)")
     p.add_argument("--m", default="8,32,128", help="comma-separated numbers of random features (default 8,32,128)")
     p.add_argument("--repeats", type=int, default=100,
                    help="Monte-Carlo repeats, each one draw of features shared by all entries (0: closed form only)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the data draw, k-means and Monte Carlo")
     p.add_argument("--device", default="cpu", help="cpu (default), auto, cuda or cuda:N")
     p.add_argument("--json", action="store_true", help="print JSON")
+    add_data_arguments(p, required=True, seed_help="seed of the data draw, k-means and Monte Carlo")
 
 
 def _split_items(items: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -61,10 +48,8 @@ def run(args: argparse.Namespace) -> int:
     names, assignments = _split_items(args.items)
     names = estimator_names(names)
     specs = [p for n in names for p in (ClusteredCE if n == CLUSTERED else get_estimator(n)).spec]
-    report = gram_study(names, args.data, keys_data=args.keys_data, data_params=parse_assignments(args.data_param),
-                        queries=args.queries, keys=args.keys, preprocess=args.preprocess, scale=args.scale,
-                        m=parse_vector("m", args.m).tolist(), repeats=args.repeats, seed=args.seed,
-                        device=args.device, params=parse_values(specs, assignments))
+    report = gram_study(names, args.data, **data_options(args), m=parse_vector("m", args.m).tolist(),
+                        repeats=args.repeats, device=args.device, params=parse_values(specs, assignments))
     if args.json:
         print(json.dumps(jsonable(report), indent=2))
         return 0
