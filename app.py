@@ -10,7 +10,7 @@ from app_pages import _ui as ui
 from rfviz.figures.common import use_rfviz_template
 
 
-@st.cache_data(show_spinner=False)
+@ui.shared_figure  # one set of figure objects for every visitor (wrapped once, not on every rerun of this script)
 def _story_figures() -> tuple:
     """The Home page's three live figures (pure builders from rfviz.figures, cached)."""
     import numpy as np
@@ -34,7 +34,7 @@ def _story_figures() -> tuple:
 STORY1 = (1.5, 10, 8)  # story 1's setting: r, m (features per base estimator), n (λ-features of the hybrid)
 
 
-@st.cache_data(show_spinner=False)
+@ui.cached
 def story1_text() -> str:
     """Story 1's paragraph, its numbers read off the chart's columns (rfviz.compute.hrf.relative_error_columns)."""
     from rfviz.compute import hrf as ch

@@ -437,18 +437,20 @@ def lines(x: np.ndarray, ys: Mapping[str, np.ndarray], *, xlabel: str, ylabel: s
           dash: Mapping[str, str] | None = None, log_y: bool = False, height: int = 400) -> go.Figure:
     """Curves y(x), one per entry; ``points`` maps a name to sampled (x, y, standard error[, reliable]) drawn with
     ±2 SE bars: filled where reliable, hollow where the sampled MSE is heavy-tailed (MCResult.reliable False)."""
-    fig = go.Figure()
     names = list(ys)
-    for i, name in enumerate(names):
-        fig.add_trace(go.Scatter(x=x, y=finite_or_none(ys[name]), mode="lines", name=name, legendgroup=name,
-                                 line={"color": color(i), "width": 2.5, "dash": (dash or {}).get(name, "solid")}))
+    curves = [{"type": "scatter", "x": x, "y": finite_or_none(ys[name]), "mode": "lines", "name": name,
+               "legendgroup": name, "line": {"color": color(i), "width": 2.5, "dash": (dash or {}).get(name, "solid")}}
+              for i, name in enumerate(names)]
+    # one constructor call: plotly validates the whole figure once (a third of the time of adding the curves and
+    # updating axes and layout one call at a time, which a classroom's every rerun pays)
+    fig = go.Figure(data=curves, layout={
+        "xaxis": {"title": {"text": xlabel}, **(THETA_TICKS if theta_axis else {})},
+        "yaxis": {"title": {"text": ylabel}, "type": "log" if log_y else "linear"},
+        "title": {"text": title}, "height": height, "hovermode": "x unified", **layout()})
     window = curve_window(x, ys.values(), log_y=log_y) if points else None
     for k, (name, pt) in enumerate((points or {}).items()):
         i = names.index(name) if name in names else len(names) + k
         overlay_points(fig, name, pt, color(i), window)
-    fig.update_xaxes(title_text=xlabel, **(THETA_TICKS if theta_axis else {}))
-    fig.update_yaxes(title_text=ylabel, type="log" if log_y else "linear")
-    fig.update_layout(title=title, height=height, hovermode="x unified", **layout())
     return log_axes(fig)
 
 
