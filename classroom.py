@@ -89,7 +89,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     argv = list(argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
-    ap = argparse.ArgumentParser(prog="./run classroom", description=__doc__.split("\n\n")[0])
+    from rfviz.cli import OneLineParser  # a usage error is one line on stderr and exit 2, as on every rfviz command
+
+    ap = OneLineParser(prog="./run classroom", description=__doc__.split("\n\n")[0])
     ap.add_argument("--processes", type=int, default=os.cpu_count() or 2,
                     help="app server processes (default: one per core)")
     ap.add_argument("--port", type=int, default=8501, help="the port students open (default 8501)")
@@ -254,6 +256,7 @@ def serve(args: argparse.Namespace, nginx: str, tmp: pathlib.Path) -> int:
         print(f"classroom: {exc}\n{_tail(logs[ended][1])}", file=sys.stderr)
         return 1
     finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not leave a process running
         stop(procs)
 
 

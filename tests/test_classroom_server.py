@@ -79,6 +79,15 @@ def test_refused_arguments_are_one_line_and_exit_2(argv, words, capsys):
     assert err.strip() == f"classroom: {words}"
 
 
+@pytest.mark.parametrize("argv", [["--processes", "abc"], ["--bogus"], ["--port"]])
+def test_usage_errors_are_one_line_and_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        classroom.main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ./run classroom: ") and err.count("\n") == 1
+
+
 def test_a_port_in_use_is_refused_before_any_server_starts(capsys):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -185,6 +194,24 @@ def test_ctrl_c_stops_every_process_and_leaves_no_files(tmp_path):
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(OSError):
         urllib.request.urlopen(url + "/_stcore/health", timeout=5)
+
+
+@pytest.mark.slow
+@needs_nginx
+def test_ctrl_c_while_starting_stops_every_process_and_leaves_no_files(tmp_path):
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "classroom.py"), "--processes", "2", "--port",
+                             str(free_port()), "--address", "127.0.0.1"], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while len(_descendants(proc.pid)) < 2 and time.time() < deadline:  # both app processes started, not ready
+        time.sleep(0.05)
+    children = _descendants(proc.pid)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    assert not [p for p in children if pathlib.Path(f"/proc/{p}").exists()
+                and "zombie" not in pathlib.Path(f"/proc/{p}/status").read_text().lower()]
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow
