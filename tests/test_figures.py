@@ -389,10 +389,11 @@ def test_sweep_rows_have_human_headers_and_top_share_is_explained():
 # ------------------------------------------------------------------ rfviz's template: the same figure either way
 def _figures_of_every_kind() -> list[go.Figure]:
     c = ch.mse_columns("angular", 1.0, 8, 1.0, 10)
-    return [fh.mse_figure(c, "angular", 1.0, None),  # lines
-            fh.winner_figure(*ch.winner_columns("angular", 3.0, 8, 1.0, 10)),  # heatmap panels (make_subplots)
-            _explorer("surface", res=12),  # 3-D surfaces
-            common.bars(["a", "b"], {"s": [1.0, 2.0]}, xlabel="x", ylabel="y")]  # bars
+    figures = [fh.mse_figure(c, "angular", 1.0, None),  # lines
+               fh.winner_figure(*ch.winner_columns("angular", 3.0, 8, 1.0, 10)),  # heatmap panels (make_subplots)
+               _explorer("surface", res=12),  # 3-D surfaces
+               common.bars(["a", "b"], {"s": [1.0, 2.0]}, xlabel="x", ylabel="y")]  # bars
+    return figures + [common.compact_layout(f) for f in figures[:2]]  # the phone layout's copies
 
 
 def test_a_figure_is_the_same_with_rfviz_template_as_plotly_default(monkeypatch):

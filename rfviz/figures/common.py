@@ -8,6 +8,7 @@ MSE = 0) are drawn in their own colour with a legend entry rather than hidden in
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
@@ -70,6 +71,38 @@ def layout(top: int | None = None) -> dict[str, Any]:
     return out
 
 
+def copy_figure(fig: go.Figure) -> go.Figure:
+    """A copy of ``fig`` (``go.Figure(fig)``) that does not validate rfviz's template again where it is plotly's
+    default (``use_rfviz_template``): the copy gets it when made, as a new figure does (7 of the 8 ms a copy takes).
+
+    Parameters
+    ----------
+    fig : go.Figure
+        The figure to copy (left unchanged).
+
+    Returns
+    -------
+    go.Figure
+        An independent figure equal to ``fig``.
+
+    Examples
+    --------
+    >>> f = lines(np.arange(3.0), {"a": np.ones(3)}, xlabel="x", ylabel="y")
+    >>> copy_figure(f).to_plotly_json() == f.to_plotly_json() and copy_figure(f) is not f
+    True
+    """
+    data = fig.to_dict()  # a FrozenFigure's dict is its cache: not modified below
+    layout = dict(data.get("layout", {}))
+    if pio.templates.default == TEMPLATE_NAME and layout.get("template") == _template_json():
+        del layout["template"]
+    return go.Figure({**data, "layout": layout})
+
+
+@functools.cache
+def _template_json() -> dict:
+    return TEMPLATE.to_plotly_json()
+
+
 def use_rfviz_template() -> None:
     """Make rfviz's template plotly's default in this process (the app does, once, at start): every figure built
     afterwards is drawn the same, and built faster (see ``layout``). A library import never does this: a user's
@@ -95,7 +128,7 @@ PERCENTILES = (1.0, 99.0)
 """Default colour window: these percentiles of the finite values over all panels."""
 
 __all__ = ["EDGE_NOTE", "EXACT_COLOR", "MARGIN", "PALETTE", "PERCENTILES", "TEMPLATE", "THETA_TICKS", "ColourRange",
-           "Window", "coinciding", "columns_to_csv", "compact_layout", "curve_window", "figure_window",
+           "Window", "coinciding", "columns_to_csv", "compact_layout", "copy_figure", "curve_window", "figure_window",
            "finite_or_none", "heatmaps", "layout", "lines", "log_axes", "overlay_points", "robust_range", "surfaces",
            "traces_csv", "use_rfviz_template"]
 
@@ -334,7 +367,7 @@ def compact_layout(fig: go.Figure, panel_height: int = 260) -> go.Figure:
     >>> compact_layout(f).layout.yaxis2.domain[1] < compact_layout(f).layout.yaxis.domain[0]
     True
     """
-    out = go.Figure(fig)
+    out = copy_figure(fig)
     title = out.layout.title.text or ""
     lines_ = textwrap.wrap(title.replace("<br>", " "), PHONE_TITLE_CHARS) if title else []
     panels = _panels_in_a_row(out)
