@@ -53,7 +53,16 @@ from .params import (
     require_time,
 )
 from .sampling import BlockStreams, resolve_device
-from .verdicts import log_mse_stderr_theory, roundoff_floor, theory_reliability, with_theory, z_against_closed_form
+from .verdicts import (
+    iid_witness,
+    log_mse_stderr_theory,
+    roundoff_floor,
+    theory_reliability,
+    vetoed,
+    with_theory,
+    witness_reliability,
+    z_against_closed_form,
+)
 
 DEFAULT_BLOCK_TRIALS = 128
 """Trials per independently seeded block (part of the determinism contract together with the seed)."""
@@ -624,10 +633,11 @@ THEORY_CHUNK = 4096
 """Pairs per call of the closed-form fourth moment (its moment sums hold ~15-600 complex values per pair)."""
 
 
-def _theory_logs(run: PreparedRun) -> tuple[np.ndarray, np.ndarray] | None:
-    """(log MSE, log E|K̂ − K|⁴) from the closed forms at the run's pairs, or None when the estimator has no
-    fourth-moment closed form for its parameters. Exact points (log MSE = −inf) are skipped (−inf)."""
-    est = run.estimator
+def _theory_logs(run: PreparedRun, est: Estimator | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(log MSE, log E|K̂ − K|⁴) from the closed forms of ``est`` (default: the run's estimator) at the run's pairs,
+    or None when it has no fourth-moment closed form for its parameters. Exact points (log MSE = −inf) are skipped
+    (−inf)."""
+    est = run.estimator if est is None else est
     try:
         if not (est.closed_form_available() and est.fourth_moment_available()):
             return None
@@ -641,7 +651,7 @@ def _theory_logs(run: PreparedRun) -> tuple[np.ndarray, np.ndarray] | None:
         for start in range(0, len(todo), THEORY_CHUNK):
             idx = todo[start:start + THEORY_CHUNK]
             log_m4[idx] = est.log_fourth_central_moment(x[idx], y[idx], run.d)
-    except (ValueError, ArithmeticError):  # a closed form that fails here leaves the verdict to the sample alone
+    except (ValueError, ArithmeticError, NotImplementedError):  # a closed form that fails here: the sample decides
         return None
     return log_mse, log_m4
 
@@ -649,8 +659,9 @@ def _theory_logs(run: PreparedRun) -> tuple[np.ndarray, np.ndarray] | None:
 def _assess(run: PreparedRun, totals: BlockTotals) -> tuple[TailReport | None, np.ndarray | None]:
     """The per-pair reliability of a run (rfviz.diagnostics.assess_trials), with the estimator's own word on its
     fourth moment (``Estimator.fourth_moment_finite``) where it gives one, decided by the closed-form fourth moment
-    where the estimator has one (rfviz.verdicts.theory_reliability); and the predicted standard error of the
-    sampled MSE relative to e^{2s} (None without a closed form)."""
+    where the estimator has one (rfviz.verdicts.theory_reliability), vetoed by its iid witness where its coupling
+    has none (rfviz.verdicts.iid_witness); and the predicted standard error of the sampled MSE relative to e^{2s}
+    (None without a closed form)."""
     if totals.top_e is None:
         return None, None
     fourth = None
@@ -667,11 +678,23 @@ def _assess(run: PreparedRun, totals: BlockTotals) -> tuple[TailReport | None, n
                           fourth_moment_finite=fourth, exact_below=exact_below)
     logs = _theory_logs(run)
     if logs is None:
-        return tails, None
+        return _witnessed(run, tails, np.asarray(totals.mean_e, float) <= exact_below), None
     log_mse, log_m4 = logs
     theory = theory_reliability(log_mse, log_m4, run.trials)
     se = np.exp(log_mse_stderr_theory(log_mse, log_m4, run.trials) - 2.0 * np.asarray(run.log_scale, float).reshape(-1))
     return with_theory(tails, theory, np.ones(len(log_mse), bool), underflow), se
+
+
+def _witnessed(run: PreparedRun, tails: TailReport, exact: np.ndarray) -> TailReport:
+    """``tails`` after the iid witness of the run's estimator (rfviz.verdicts.iid_witness, witness_reliability,
+    vetoed): unchanged where there is none or its closed forms fail here."""
+    witness = iid_witness(run.estimator)
+    logs = None if witness is None else _theory_logs(run, witness)
+    if logs is None:
+        return tails
+    report = witness_reliability(*logs, run.trials, run.estimator.params["coupling"])
+    reliable, warning, needed = vetoed(tails.reliable, tails.warning, tails.trials_needed, report, keep=exact)
+    return replace(tails, reliable=reliable, warning=warning, trials_needed=needed)
 
 
 def monte_carlo(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCOptions | None = None, *,

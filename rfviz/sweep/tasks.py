@@ -35,10 +35,13 @@ from ..verdicts import (
     PRECISION_LOSS,
     bonferroni_disagrees,
     exact_at_roundoff,
+    iid_witness,
     log_mse_stderr_theory,
     precision_loss,
     roundoff_floor,
     theory_reliability,
+    vetoed,
+    witness_reliability,
     z_against_closed_form,
 )
 from .grid import INPUTS, Grid
@@ -350,12 +353,30 @@ def _log10(log_value: float) -> float | None:
     return log_value / LOG10 if math.isfinite(log_value) else None
 
 
+def _witnessed(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, trials: int, reliable: bool,
+               warning: str | None) -> tuple[bool, str | None]:
+    """(reliable, warning) of a sample after the iid witness of ``est`` (rfviz.verdicts.iid_witness,
+    witness_reliability, vetoed): unchanged where there is none or its closed forms fail here."""
+    witness = iid_witness(est)
+    if witness is None:
+        return reliable, warning
+    try:
+        log_mse = float(np.ravel(witness.log_mse(x, y, d))[0])
+        log_m4 = -math.inf if log_mse == -math.inf else float(np.ravel(witness.log_fourth_central_moment(x, y, d))[0])
+    except (ValueError, ArithmeticError, NotImplementedError):
+        return reliable, warning
+    report = witness_reliability(log_mse, log_m4, trials, est.params["coupling"])
+    ok, words, _ = vetoed(reliable, warning, math.nan, report)
+    return bool(ok), words[()]
+
+
 def _point_verdict(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, log_mse: float | None,
                    stats: PointStats) -> tuple[bool, str | None, float]:
     """(reliable, warning, standard error of the sampled MSE relative to e^{2s}) of a finished point: the
     closed-form fourth moment decides where the estimator has one (rfviz.verdicts.theory_reliability; the
     standard error is then the larger of sampled and predicted), the sample elsewhere (assess_mse); a point where
-    every estimate underflowed to 0 is never reliable (its sampled MSE is just K²)."""
+    every estimate underflowed to 0 is never reliable (its sampled MSE is just K²). Without a fourth moment, a
+    coupled estimator's sample is vetoed by its iid witness (rfviz.verdicts.iid_witness)."""
     e = stats.errors
     verdict = assess_mse(e, top_share=stats.top_share, parts=stats.parts)
     reliable, warning, se_rel = verdict.reliable, verdict.warning, e.stderr
@@ -365,6 +386,8 @@ def _point_verdict(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, log_mse
         reliable, warning = bool(theory.reliable), theory.warning[()]
         with np.errstate(over="ignore"):
             se_rel = max(se_rel, float(np.exp(log_mse_stderr_theory(log_mse, log_m4, e.count) - 2 * stats.log_scale)))
+    else:
+        reliable, warning = _witnessed(est, x, y, d, e.count, reliable, warning)
     if stats.mean_r == 0 and e.mean > 0 and e.m2 == 0:
         reliable, warning = False, "precision loss: every sampled estimate underflowed to 0, so the sampled MSE is K²"
     elif log_mse is not None and math.isfinite(stats.log_scale) and precision_loss(
