@@ -13,7 +13,9 @@ reliable
     Where the estimator has a closed-form fourth moment E|K̂ − K|⁴, theory decides (the predicted relative standard
     error of the sampled MSE at this trial count, ``theory_reliability``; for a Gram matrix the
     bound of ``gram_theory``); elsewhere the sample decides (``rfviz.diagnostics.assess_trials``/``assess_mse``:
-    tail index, top share, relative standard error). An unreliable point is never called a disagreement. A sample
+    tail index, top share, relative standard error), except that a coupled estimator whose features are each those
+    of the iid estimator has that estimator's fourth moment as a witness that may veto the sample (``iid_witness``,
+    ``witness_reliability``/``gram_witness``, ``vetoed``). An unreliable point is never called a disagreement. A sample
     at round-off where the closed form is above it is unreliable too (``precision_loss``: underflow or cancellation
     in the features), never a disagreement.
 z
