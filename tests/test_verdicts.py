@@ -155,7 +155,9 @@ def test_the_issue_point_is_unreliable_not_a_disagreement():
     out = v.sampled_verdict(res, log_mse, 1, floor)
     assert out["agreement"] == "unreliable" and not out["reliable"]
     assert "iid estimator" in out["warning"] and "not informative at any practical trial count" in out["warning"]
-    assert out["trials_needed"] is None and out["z_vs_closed_form"] < -1e6  # z kept, never a disagreement
+    assert out["trials_needed"] is None
+    # the z divides by the standard error the witness predicts (relative 8.7e30 %), not by the light sample's
+    assert abs(out["z_vs_closed_form"]) < 1.0
 
 
 @pytest.mark.parametrize(("coupling", "seed"), [("orthogonal", 1), ("simplex", 2), ("orthogonal", 3)])
@@ -224,7 +226,36 @@ def test_a_sweep_point_gets_the_same_witness():
 
     est = rfviz.create("positive", m=16, coupling="simplex")
     x, y = embed_pair(3.0, 0.1, 16)
-    ok, words = _witnessed(est, x, y, 16, 2000, True, None)
-    assert not ok and "iid estimator" in words
+    log_mse = float(np.ravel(est.log_mse(x, y))[0])
+    ok, words, log_se = _witnessed(est, x, y, 16, log_mse, 2000, True, None)
+    assert not ok and "iid estimator" in words and log_se > log_mse + math.log(1e20)  # 8.7e30 % of the MSE
     x, y = embed_pair(0.3, 1.0, 16)
-    assert _witnessed(est, x, y, 16, 20000, True, None) == (True, None)
+    assert _witnessed(est, x, y, 16, float(np.ravel(est.log_mse(x, y))[0]), 20000, True, None) == (True, None,
+                                                                                                  -math.inf)
+
+
+def test_the_witness_standard_error_stops_a_skewed_sample_from_disagreeing():
+    """bench_verdicts' positive orthogonal grid at seed 0 (explorer default: 7 × 7, r ≤ 2, d = 16, m = 10, 2000
+    trials):
+    at r = 2, θ = 5π/6 the sample's own standard error gives z ≈ −5.6 (a Holm rejection; the iid witness predicts
+    9 % there, so reliability stands); the standard error the witness predicts for the coupled estimator (its
+    fourth moment carried by single features) brings it under the threshold. Light trig features get no witness
+    standard error (their coupled relative spread may be smaller), so a wrong trig closed form is caught as before."""
+    import rfviz
+    from rfviz.compute import explorer as ex
+    from rfviz.engine import monte_carlo
+
+    r, th = ex.make_axes(2.0, 7, 7)
+    est = rfviz.create("positive", m=10, coupling="orthogonal")  # the explorer's default m
+    x, y = est.grid_pairs(r[:, None], th[None, :], 16, "canonical")
+    res = monte_carlo(est, x, y, d=16, trials=2000, seed=0, device="cpu")
+    log_mse = np.asarray(est.log_mse(x, y, 16)).reshape(res.rel_mse.shape)
+    expected = np.exp(log_mse - 2.0 * res.log_scale)
+    exact = v.exact_at_roundoff(expected, res.rel_mse, v.roundoff_floor(16, 10))
+    z_sampled = v.z_against_closed_form(res.rel_mse, expected, res.rel_mse_stderr)
+    assert v.family_disagreements(z_sampled, res.reliable, exact).any()  # what the sampled SE alone said
+    assert not v.family_disagreements(res.z_against(log_mse), res.reliable, exact).any()
+    assert np.nanmax(res.rel_mse_stderr_witness) > 0
+    trig = rfviz.create("trig", m=10, coupling="orthogonal")
+    light = monte_carlo(trig, x, y, d=16, trials=2000, seed=0, device="cpu")
+    assert np.all(light.rel_mse_stderr_witness == 0)
