@@ -3,7 +3,8 @@ grid (7 × 7 over r ≤ R_MAX default, θ ∈ [0, π], d and trials at the app's
 
 Prints one row per estimator: points sampled, how many were exact at round-off, unreliable, tested, the grids
 (seeds) with at least one disagreement (Holm at 1 % family-wise per grid: the family-wise error rate that the rule
-promises ≤ 1 %), and the disagreeing points. Run: ``python bench/bench_verdicts.py [seeds] [names...]``.
+promises ≤ 1 %), and the disagreeing points. Run: ``python bench/bench_verdicts.py [seeds] [names...]``; a name may
+carry parameters after a colon, ``NAME:key=value,...`` (e.g. ``positive:coupling=simplex``: a coupled estimator).
 """
 
 from __future__ import annotations
@@ -19,10 +20,19 @@ from rfviz.params import D_PARAM, R_MAX_PARAM, TRIALS_PARAM
 DEFAULT_NAMES = ("trig", "positive", "positive_antithetic", "hybrid_angular", "hybrid_gaussian", "trig_phase")
 
 
-def grid_outcomes(name: str, seed: int) -> dict[str, int]:
+def parse_name(spec: str) -> tuple[str, dict[str, str]]:
+    """``NAME`` or ``NAME:key=value,...`` → (name, params as text; the estimator's Params check them)."""
+    name, _, rest = spec.partition(":")
+    params = dict(item.split("=", 1) for item in rest.split(",") if item)
+    return name, params
+
+
+def grid_outcomes(spec: str, seed: int) -> dict[str, int]:
     """The verdict counts of one default grid (rfviz.compute.explorer.Sampled.outcomes)."""
+    name, params = parse_name(spec)
     r, th = ex.make_axes(R_MAX_PARAM.default, 7, 7)
-    s = ex.sampled_surface(name, {}, "softmax", D_PARAM.default, r, th, TRIALS_PARAM.default, seed, device="cpu")
+    s = ex.sampled_surface(name, params, "softmax", D_PARAM.default, r, th, TRIALS_PARAM.default, seed,
+                           device="cpu")
     return s.outcomes()
 
 
@@ -31,7 +41,8 @@ def main(argv: list[str]) -> None:
     names = argv[1:] or DEFAULT_NAMES
     print(f"explorer default grid 7 x 7, d = {D_PARAM.default}, r_max = {R_MAX_PARAM.default}, "
           f"{TRIALS_PARAM.default} trials, seeds {seeds.start}..{seeds.stop - 1}")
-    print(f"{'estimator':<22}{'points':>7}{'exact':>7}{'unrel.':>7}{'tested':>7}{'grids w/ disagr.':>18}"
+    width = max(22, *(len(n) + 2 for n in names))
+    print(f"{'estimator':<{width}}{'points':>7}{'exact':>7}{'unrel.':>7}{'tested':>7}{'grids w/ disagr.':>18}"
           f"{'disagr. pts':>12}{'s':>7}")
     all_grids = bad_grids = 0
     for name in names:
@@ -47,7 +58,7 @@ def main(argv: list[str]) -> None:
         bad_grids += grids_bad
         points = sum(tot.values())
         tested = tot["agrees"] + tot["disagrees"]
-        print(f"{name:<22}{points:>7}{tot['exact']:>7}{tot['unreliable']:>7}{tested:>7}"
+        print(f"{name:<{width}}{points:>7}{tot['exact']:>7}{tot['unreliable']:>7}{tested:>7}"
               f"{f'{grids_bad} of {len(seeds)}':>18}{tot['disagrees']:>12}{time.perf_counter() - t0:>7.1f}")
     print(f"family-wise false-disagreement rate: {bad_grids} of {all_grids} grids = "
           f"{bad_grids / max(all_grids, 1):.1%} (the rule promises ≤ 1 % per grid; "

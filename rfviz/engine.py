@@ -53,7 +53,17 @@ from .params import (
     require_time,
 )
 from .sampling import BlockStreams, resolve_device
-from .verdicts import log_mse_stderr_theory, roundoff_floor, theory_reliability, with_theory, z_against_closed_form
+from .verdicts import (
+    iid_witness,
+    log_mse_stderr_theory,
+    log_witness_stderr,
+    roundoff_floor,
+    theory_reliability,
+    vetoed,
+    with_theory,
+    witness_reliability,
+    z_against_closed_form,
+)
 
 DEFAULT_BLOCK_TRIALS = 128
 """Trials per independently seeded block (part of the determinism contract together with the seed)."""
@@ -119,6 +129,11 @@ class MCResult:
     """Per pair: the standard error of the sampled MSE predicted by the closed forms, √(Var|K̂ − K|²/N)·e^{-2s}
     (NaN where the estimator has no fourth-moment closed form, inf where the squared error has infinite variance);
     ``z_against`` uses the larger of it and the sampled standard error."""
+    rel_mse_stderr_witness: np.ndarray | None = None
+    """Per pair: for a coupled estimator without a fourth-moment closed form, the standard error of the sampled MSE
+    that its iid witness predicts (rfviz.verdicts.log_witness_stderr), relative to e^{2s}; 0 where it predicts
+    nothing. ``z_against`` uses the largest of it, the predicted and the sampled standard error; it never decides
+    ``reliable``."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -177,7 +192,11 @@ class MCResult:
         """z-score of the sampled MSE against a closed-form log MSE (broadcast to the result's shape)."""
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
             expected_rel = np.exp(np.asarray(log_mse) - 2.0 * self.log_scale)
-        return z_against_closed_form(self.rel_mse, expected_rel, self.rel_mse_stderr, self.rel_mse_stderr_theory)
+        predicted = self.rel_mse_stderr_theory
+        if self.rel_mse_stderr_witness is not None:
+            witness = np.asarray(self.rel_mse_stderr_witness, float)
+            predicted = witness if predicted is None else np.fmax(np.asarray(predicted, float), witness)
+        return z_against_closed_form(self.rel_mse, expected_rel, self.rel_mse_stderr, predicted)
 
     def reshaped(self, shape: tuple[int, ...], axes: dict[str, np.ndarray] | None = None) -> MCResult:
         """The same result with every per-pair array reshaped to ``shape`` (and the named ``axes``)."""
@@ -191,7 +210,8 @@ class MCResult:
 
 
 _PER_PAIR_FIELDS = ("log_scale", "target", "mean_ratio", "ratio_sd", "rel_mse", "rel_mse_stderr", "reliable",
-                    "warning", "tail_index", "top_share", "trials_needed", "rel_mse_stderr_theory")
+                    "warning", "tail_index", "top_share", "trials_needed", "rel_mse_stderr_theory",
+                    "rel_mse_stderr_witness")
 
 
 def _seed_for_block(seed: int, block: int) -> int:
@@ -592,7 +612,7 @@ def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
         raise FloatingPointError(f"{run.estimator.name}: non-finite Monte-Carlo estimates (the estimator overflowed)")
     var_r = m2_r / (trials - 1)
     var_e = m2_e / (trials - 1)
-    tails, theory_se = _assess(run, totals)
+    tails, theory_se, witness_se = _assess(run, totals)
     res = MCResult(
         log_scale=run.log_scale,
         target=run.target,
@@ -614,6 +634,7 @@ def summarise(run: PreparedRun, totals: BlockTotals) -> MCResult:
         top_share=tails.top_share if tails else None,
         trials_needed=tails.trials_needed if tails else None,
         rel_mse_stderr_theory=theory_se,
+        rel_mse_stderr_witness=witness_se,
         extras={"block_trials": run.block, "plan": run.plan, "work_per_pair": run.per_pair, "d": run.d,
                 "dim": run.dim, "exact_below": _exact_below(run)},
     )
@@ -624,10 +645,11 @@ THEORY_CHUNK = 4096
 """Pairs per call of the closed-form fourth moment (its moment sums hold ~15-600 complex values per pair)."""
 
 
-def _theory_logs(run: PreparedRun) -> tuple[np.ndarray, np.ndarray] | None:
-    """(log MSE, log E|K̂ − K|⁴) from the closed forms at the run's pairs, or None when the estimator has no
-    fourth-moment closed form for its parameters. Exact points (log MSE = −inf) are skipped (−inf)."""
-    est = run.estimator
+def _theory_logs(run: PreparedRun, est: Estimator | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """(log MSE, log E|K̂ − K|⁴) from the closed forms of ``est`` (default: the run's estimator) at the run's pairs,
+    or None when it has no fourth-moment closed form for its parameters. Exact points (log MSE = −inf) are skipped
+    (−inf)."""
+    est = run.estimator if est is None else est
     try:
         if not (est.closed_form_available() and est.fourth_moment_available()):
             return None
@@ -641,18 +663,20 @@ def _theory_logs(run: PreparedRun) -> tuple[np.ndarray, np.ndarray] | None:
         for start in range(0, len(todo), THEORY_CHUNK):
             idx = todo[start:start + THEORY_CHUNK]
             log_m4[idx] = est.log_fourth_central_moment(x[idx], y[idx], run.d)
-    except (ValueError, ArithmeticError):  # a closed form that fails here leaves the verdict to the sample alone
+    except (ValueError, ArithmeticError, NotImplementedError):  # a closed form that fails here: the sample decides
         return None
     return log_mse, log_m4
 
 
-def _assess(run: PreparedRun, totals: BlockTotals) -> tuple[TailReport | None, np.ndarray | None]:
+def _assess(run: PreparedRun, totals: BlockTotals
+            ) -> tuple[TailReport | None, np.ndarray | None, np.ndarray | None]:
     """The per-pair reliability of a run (rfviz.diagnostics.assess_trials), with the estimator's own word on its
     fourth moment (``Estimator.fourth_moment_finite``) where it gives one, decided by the closed-form fourth moment
-    where the estimator has one (rfviz.verdicts.theory_reliability); and the predicted standard error of the
-    sampled MSE relative to e^{2s} (None without a closed form)."""
+    where the estimator has one (rfviz.verdicts.theory_reliability), vetoed by its iid witness where its coupling
+    has none (rfviz.verdicts.iid_witness); the predicted standard error of the sampled MSE relative to e^{2s}
+    (None without a closed form), and the one the iid witness predicts (None without a witness)."""
     if totals.top_e is None:
-        return None, None
+        return None, None, None
     fourth = None
     try:
         stats = PairStats.of(run.x, run.y, run.d)
@@ -667,11 +691,35 @@ def _assess(run: PreparedRun, totals: BlockTotals) -> tuple[TailReport | None, n
                           fourth_moment_finite=fourth, exact_below=exact_below)
     logs = _theory_logs(run)
     if logs is None:
-        return tails, None
+        witnessed, witness_se = _witnessed(run, tails, np.asarray(totals.mean_e, float) <= exact_below)
+        return witnessed, None, witness_se
     log_mse, log_m4 = logs
     theory = theory_reliability(log_mse, log_m4, run.trials)
     se = np.exp(log_mse_stderr_theory(log_mse, log_m4, run.trials) - 2.0 * np.asarray(run.log_scale, float).reshape(-1))
-    return with_theory(tails, theory, np.ones(len(log_mse), bool), underflow), se
+    return with_theory(tails, theory, np.ones(len(log_mse), bool), underflow), se, None
+
+
+def _witnessed(run: PreparedRun, tails: TailReport, exact: np.ndarray) -> tuple[TailReport, np.ndarray | None]:
+    """``tails`` after the iid witness of the run's estimator (rfviz.verdicts.iid_witness, witness_reliability,
+    vetoed), and the standard error it predicts relative to e^{2s} (rfviz.verdicts.log_witness_stderr; None without
+    a coupled closed-form MSE): unchanged, None, where there is no witness or its closed forms fail here."""
+    witness = iid_witness(run.estimator)
+    logs = None if witness is None else _theory_logs(run, witness)
+    if logs is None:
+        return tails, None
+    report = witness_reliability(*logs, run.trials, run.estimator.params["coupling"])
+    reliable, warning, needed = vetoed(tails.reliable, tails.warning, tails.trials_needed, report, keep=exact)
+    se = None
+    try:
+        if run.estimator.closed_form_available():
+            log_mse = np.asarray(run.estimator.log_mse(np.asarray(run.x, float), np.asarray(run.y, float), run.d),
+                                 float).reshape(-1)
+            log_se = log_witness_stderr(log_mse, *logs, run.trials, int(run.estimator.params.get("m", 1)))
+            with np.errstate(over="ignore"):
+                se = np.exp(log_se - 2.0 * np.asarray(run.log_scale, float).reshape(-1))
+    except (ValueError, ArithmeticError, NotImplementedError):  # the z then divides by the sampled SE alone
+        se = None
+    return replace(tails, reliable=reliable, warning=warning, trials_needed=needed), se
 
 
 def monte_carlo(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCOptions | None = None, *,

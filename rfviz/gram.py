@@ -31,8 +31,11 @@ from .verdicts import (
     exact_at_roundoff,
     family_agreement,
     gram_theory,
+    gram_witness,
+    iid_witness,
     practical_count,
     roundoff_floor,
+    vetoed,
     z_against_closed_form,
 )
 
@@ -91,7 +94,8 @@ class GramError:
     tested), for this row alone (``gram_error``) or over a whole table (``with_family_agreement``)."""
     repeats_needed: float | None = None
     """Repeats that guarantee ±10 % on the sampled value (from the per-pair fourth moments, rfviz.verdicts.gram_theory;
-    inf: none do; None: no fourth moments, the repeats alone decide ``reliable``)."""
+    inf: none do; None: no fourth moments, the repeats alone decide ``reliable``). Where the iid witness of a
+    coupled estimator objects (rfviz.verdicts.gram_witness), the iid estimator's count."""
 
     @property
     def relative_frobenius(self) -> float | None:
@@ -397,9 +401,9 @@ def _with_agreement(result: GramError, word: str | None) -> GramError:
     return replace(result, agreement=word, note="; ".join(notes))
 
 
-def _theory(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int) -> GramTheory | None:
-    """rfviz.verdicts.gram_theory from the per-pair closed-form MSEs and fourth moments (None where the estimator
-    has no fourth-moment closed form, or it fails here)."""
+def _theory_logs(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(log MSE_ij, log E|K̂_ij − K_ij|⁴) from the closed forms of ``est`` (None where it has no fourth-moment closed
+    form, or it fails here)."""
     try:
         if not (est.closed_form_available() and getattr(est, "fourth_moment_available", lambda: False)()):
             return None
@@ -418,7 +422,39 @@ def _theory(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: 
                 sub[live] = est.log_fourth_central_moment(xb[live], yb[live])  # type: ignore[attr-defined]
     except (AttributeError, NotImplementedError, ValueError, ArithmeticError):
         return None
-    return gram_theory(log_mse, log_m4, repeats)
+    return log_mse, log_m4
+
+
+def _theory(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int) -> GramTheory | None:
+    """rfviz.verdicts.gram_theory from the per-pair closed-form MSEs and fourth moments (None where the estimator
+    has no fourth-moment closed form, or it fails here)."""
+    logs = _theory_logs(est, queries, keys)
+    return None if logs is None else gram_theory(*logs, repeats)
+
+
+def _witness(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int) -> GramTheory | None:
+    """rfviz.verdicts.gram_witness: what the iid estimator's closed forms say about a coupled estimator's repeats
+    (rfviz.verdicts.iid_witness; None where there is no witness, or its closed forms fail here)."""
+    witness = iid_witness(est)
+    logs = None if witness is None else _theory_logs(witness, queries, keys)
+    return None if logs is None else gram_witness(*logs, repeats, est.params["coupling"])
+
+
+def _repeats_verdict(est: GramEstimator, queries: np.ndarray, keys: np.ndarray,
+                     values: np.ndarray) -> tuple[bool, str | None, float | None]:
+    """(reliable, warning, repeats_needed) of a Gram row's repeats: the closed-form fourth moments decide where the
+    estimator has them (rfviz.verdicts.gram_theory); elsewhere the repeats (``assess_repeats``), vetoed by the iid
+    witness of a coupled estimator (rfviz.verdicts.gram_witness, vetoed)."""
+    repeats = int(np.size(values))
+    theory = _theory(est, queries, keys, repeats)
+    if theory is not None:
+        return theory.reliable, theory.warning, theory.repeats_needed
+    verdict = assess_repeats(values)
+    witness = _witness(est, queries, keys, repeats)
+    if witness is None:
+        return verdict.reliable, verdict.warning, None
+    ok, warning, needed = vetoed(verdict.reliable, verdict.warning, math.nan, witness)
+    return bool(ok), warning[()], None if math.isnan(needed) else float(needed)
 
 
 THEORY_CHUNK = 2048
@@ -431,7 +467,8 @@ def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeat
     error. ``reliable``: where the estimator has closed-form fourth moments, theory decides (rfviz.verdicts.gram_theory:
     the per-pair fourth moments bound the spread of the summed squared error, which gives ``repeats_needed``) —
     heavy-tailed errors (positive features at large norms) can leave no trace in a finite sample; elsewhere the
-    repeats alone (``assess_repeats``). ``agreement`` is this row's verdict as a family of one
+    repeats (``assess_repeats``), vetoed for a coupled estimator by the closed forms of the same estimator with iid
+    features (rfviz.verdicts.iid_witness, gram_witness). ``agreement`` is this row's verdict as a family of one
     (rfviz.verdicts.agreement); a table re-decides it over all its rows (``with_family_agreement``)."""
     kmat = kernel_matrix(est, queries, keys)
     closed = frobenius_sq_closed_form(est, queries, keys)
@@ -449,11 +486,7 @@ def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeat
             notes.append(f"no Monte Carlo: {exc}; scale the data down")
         else:
             mc, se = _mean_stderr(values)
-            verdict = assess_repeats(values)
-            ok, warning = verdict.reliable, verdict.warning
-            theory = _theory(est, queries, keys, int(repeats))
-            if theory is not None:  # theory decides where the fourth moments exist (rfviz.verdicts)
-                ok, warning, needed = theory.reliable, theory.warning, theory.repeats_needed
+            ok, warning, needed = _repeats_verdict(est, queries, keys, values)  # rfviz.verdicts' rules
             if att_values is not None:
                 att, att_se = _mean_stderr(att_values)
     kernel_sq = float(np.sum(kmat**2))

@@ -80,6 +80,13 @@ class Coupling:
     citation : str
         Paper key and equation (``[KEY] eq. N``; keys of ``rfviz.references.REFERENCES``), and the bound where
         ``known`` is ``bound``.
+    gaussian_marginals : bool
+        Whether every ω_i is, on its own, exactly N(0, I_d) (the coupling only ties the ω_i together): each
+        feature is then distributed as an iid estimator's feature, so the iid estimator's closed-form fourth
+        moment is a heavy-tail witness for the coupled one (``rfviz.verdicts.iid_witness``). False for SORF
+        (rows of fixed norm √d', not Gaussian). The randomised QMC points are Φ⁻¹ of exactly uniform points clamped
+        to [2⁻⁶⁰, 1 − 2⁻⁵³] (``rfviz.maths.qmc``): Gaussian but for events of probability ~10⁻¹⁶ per coordinate,
+        which no sample reaches.
 
     Examples
     --------
@@ -95,6 +102,7 @@ class Coupling:
     sampler_path: str
     known: str
     citation: str
+    gaussian_marginals: bool = False
 
     def __post_init__(self) -> None:
         known_title(self.known)  # KeyError for a label outside KNOWN_LABELS
@@ -113,23 +121,30 @@ class Coupling:
 
 COUPLINGS: dict[str, Coupling] = {c.name: c for c in (
     Coupling(IID, "iid", 1, True, False, "rfviz.sampling:sample_iid", CLOSED_FORM,
-             "[SimRF] §3 (ω_i iid N(0, I_d)); the MSE is each estimator's own closed form"),
+             "[SimRF] §3 (ω_i iid N(0, I_d)); the MSE is each estimator's own closed form",
+             gaussian_marginals=True),
     Coupling(ORTHOGONAL, "orthogonal (ORF)", 1, True, True, "rfviz.sampling:sample_orthogonal", CLOSED_FORM,
-             "[SimRF] Lemma 4.1, Thm 4.3 (coupled MSE); [CRT] §3.9"),
+             "[SimRF] Lemma 4.1, Thm 4.3 (coupled MSE); [CRT] §3.9",
+             gaussian_marginals=True),
     Coupling(SIMPLEX, "simplex (SimRF)", 2, True, True, "rfviz.maths.simrf:sample_simplex", CLOSED_FORM,
-             "[SimRF] Eq. 8 (blocks), Lemma 4.2, Thm 4.3 (coupled MSE)"),
+             "[SimRF] Eq. 8 (blocks), Lemma 4.2, Thm 4.3 (coupled MSE)",
+             gaussian_marginals=True),
     Coupling(SIMPLEX_PLUS, "simplex+ (SimRF+)", 2, False, False, "rfviz.maths.simrf:sample_simplex_plus",
-             MONTE_CARLO, "[SimRF] §3.2, Eq. 17 (weight-dependent directions; no closed form)"),
+             MONTE_CARLO, "[SimRF] §3.2, Eq. 17 (weight-dependent directions; no closed form)",
+             gaussian_marginals=True),
     Coupling(SORF, "SORF (structured orthogonal)", 1, False, False, "rfviz.maths.structured:sample_sorf", BOUND,
              "[ORF] §4 (W = √d' H D₁ H D₂ H D₃, d' = d padded to a power of two), Thm 5: biased, |E K̂ − K| ≤ "
              "6|x − y|/√d' for trig features of the Gaussian kernel"),
     Coupling(FASTFOOD, "Fastfood", 1, False, False, "rfviz.maths.structured:sample_fastfood", MONTE_CARLO,
              "[Fastfood] §3 (V = S H G Π H B, χ row lengths, d padded to a power of two): every ω_i exactly "
-             "N(0, I), unbiased; no closed-form variance"),
+             "N(0, I), unbiased; no closed-form variance",
+             gaussian_marginals=True),
     Coupling(QMC_SOBOL, "randomised QMC (Sobol')", 1, False, False, "rfviz.maths.qmc:sample_qmc_sobol", RATE,
-             "[QMC] §3 (Φ⁻¹ of digitally shifted Sobol' points; Koksma–Hlawka rate O((log m)^d / m)); unbiased"),
+             "[QMC] §3 (Φ⁻¹ of digitally shifted Sobol' points; Koksma–Hlawka rate O((log m)^d / m)); unbiased",
+             gaussian_marginals=True),
     Coupling(QMC_HALTON, "randomised QMC (Halton)", 1, False, False, "rfviz.maths.qmc:sample_qmc_halton", RATE,
-             "[QMC] §3 (Φ⁻¹ of Halton points shifted modulo 1; Koksma–Hlawka rate O((log m)^d / m)); unbiased"),
+             "[QMC] §3 (Φ⁻¹ of Halton points shifted modulo 1; Koksma–Hlawka rate O((log m)^d / m)); unbiased",
+             gaussian_marginals=True),
 )}
 """Every coupling, by name, in the order pages and ``Param`` choices list them."""
 

@@ -13,12 +13,16 @@ reliable
     Where the estimator has a closed-form fourth moment E|K̂ − K|⁴, theory decides (the predicted relative standard
     error of the sampled MSE at this trial count, ``theory_reliability``; for a Gram matrix the
     bound of ``gram_theory``); elsewhere the sample decides (``rfviz.diagnostics.assess_trials``/``assess_mse``:
-    tail index, top share, relative standard error). An unreliable point is never called a disagreement. A sample
+    tail index, top share, relative standard error), except that a coupled estimator whose features are each those
+    of the iid estimator has that estimator's fourth moment as a witness that may veto the sample (``iid_witness``,
+    ``witness_reliability``/``gram_witness``, ``vetoed``). An unreliable point is never called a disagreement. A sample
     at round-off where the closed form is above it is unreliable too (``precision_loss``: underflow or cancellation
     in the features), never a disagreement.
 z
     (sampled − closed form) / SE, with SE the larger of the sampled standard error and the one the fourth moment
-    predicts (``z_against_closed_form``): a heavy-ish tail underestimates its own spread in a finite sample.
+    predicts (``z_against_closed_form``; for a coupled estimator the one its iid witness predicts where single
+    features carry the tail, ``log_witness_stderr``): a heavy-ish tail underestimates its own spread in a finite
+    sample.
 p
     Two-sided normal p = 2Φ(−|z|) (``two_sided_p``).
 family-wise
@@ -211,6 +215,234 @@ def with_theory(tails: Any, theory: TheoryReport, known: np.ndarray, underflow: 
     warning = np.where(use, theory.warning.reshape(-1), tails.warning)
     needed = np.where(use, theory.trials_needed.reshape(-1), tails.trials_needed)
     return dataclasses.replace(tails, reliable=reliable, warning=warning, trials_needed=needed)
+
+
+# ------------------------------------------------- reliable: the iid witness of a coupled estimator's tail
+
+def iid_witness(est: Any) -> Any | None:
+    """The heavy-tail witness of a coupled estimator: the same estimator with ``coupling=iid``, or None.
+
+    There is one where ``est`` has a ``coupling`` parameter naming a coupling whose ω_i are each exactly
+    N(0, I_d) (``rfviz.registries.Coupling.gaussian_marginals``: orthogonal, simplex, simplex+, Fastfood,
+    randomised QMC; not SORF, whose rows have a fixed norm), ``est`` has no closed-form fourth moment, and the iid
+    estimator has one (``fourth_moment_available``) with its closed-form MSE. Its closed forms then decide whether a
+    sample of ``est`` can be reliable (``witness_reliability``, ``gram_witness``, ``vetoed``): they may only veto.
+
+    Why the iid estimator speaks for the coupled one. K̂ = (1/m) Σᵢ Yᵢ with Yᵢ = φ(ωᵢ, x)·φ(ωᵢ, y) one feature's
+    product; with Gaussian marginals every Yᵢ has the law of the iid estimator's Y, and a coupling changes only
+    the joint law of (Y₁, …, Y_m).
+
+    * Non-negative features (positive, FAVOR+, OPRF, GERF with real A): K̂ ≥ Yᵢ/m for every i, so
+      P(K̂ − K > t) ≥ P(Y > m(K + t)) whatever the coupling — the coupled estimator's upper tail is at least one
+      feature's tail — and (Σᵢ Yᵢ)⁴ ≥ Σᵢ Yᵢ⁴ gives E K̂⁴ ≥ E Y⁴/m³. The iid E|K̂ − K|⁴ = (μ₄ + 3(m − 1)μ₂²)/m³
+      (μ_k one feature's central moments) is infinite exactly when E Y⁴ is, and then so is the coupled one: no
+      coupling of identically distributed features removes the single-feature tail. This part is a theorem.
+    * Finite but heavy: the iid fourth moment is then carried by its single-feature term μ₄/m³ (rare draws in
+      which one feature is huge); the coupled estimator has, by the bound above, E K̂⁴ ≥ E Y⁴/m³ — the same rare
+      draws at the same rate — while couplings are built to lower the MSE ([SimRF] Thm 4.3), so E|K̂ − K|⁴/MSE²,
+      which sets the sampled MSE's relative standard error, is about as large or larger. A prediction, not a
+      bound: hence the witness vetoes a reliable-looking sample and never declares one reliable.
+    * Signed or bounded features (trig, GERF with complex A): cancellations could in principle shorten the tail;
+      trig features are bounded, so their witness objects only where too few trials leave ±10 % out of reach for
+      the iid estimator too. Still only a veto.
+
+    The randomised QMC couplings clamp their uniforms to [2⁻⁶⁰, 1 − 2⁻⁵³] (Gaussian but for events of probability
+    ~10⁻¹⁶ per coordinate): a tail that lives beyond the clamp is invisible to their samples, which then do not
+    estimate the unclamped estimator's MSE either; the veto stands.
+
+    Parameters
+    ----------
+    est : Estimator
+        Any estimator (read by attribute: ``params``, ``fourth_moment_available``, ``closed_form_available``).
+
+    Returns
+    -------
+    Estimator or None
+        ``type(est)(**{**est.params, "coupling": iid})``, or None where no witness applies.
+
+    Examples
+    --------
+    >>> import rfviz
+    >>> iid_witness(rfviz.create("positive", m=8, coupling="simplex")).params["coupling"]
+    'iid'
+    >>> iid_witness(rfviz.create("positive", m=8)) is None, iid_witness(rfviz.create("positive", m=8,
+    ...     coupling="sorf")) is None
+    (True, True)
+    """
+    from .registries import COUPLINGS, IID
+
+    params = getattr(est, "params", None)
+    coupling = params.get("coupling") if isinstance(params, dict) else None
+    spec = COUPLINGS.get(coupling) if isinstance(coupling, str) else None
+    if spec is None or coupling == IID or not spec.gaussian_marginals or _fourth_available(est):
+        return None
+    try:
+        witness = type(est)(**{**params, "coupling": IID})
+    except (TypeError, ValueError):
+        return None
+    return witness if _fourth_available(witness) and witness.closed_form_available() else None
+
+
+def _fourth_available(est: Any) -> bool:
+    try:
+        return bool(est.fourth_moment_available())
+    except (AttributeError, NotImplementedError):
+        return False
+
+
+def witness_reliability(log_mse: np.ndarray, log_fourth: np.ndarray, trials: int, coupling: str, *,
+                        unit: str = "trials", max_rel_stderr: float = TARGET_REL_STDERR) -> TheoryReport:
+    """``theory_reliability`` of the iid witness (``iid_witness``) at the coupled estimator's pairs and trial count,
+    with the warning said for the coupled estimator (why its sample is not trusted, in words).
+
+    Parameters
+    ----------
+    log_mse, log_fourth : np.ndarray
+        The *iid* estimator's closed-form log MSE and log E|K̂ − K|⁴ at the pairs.
+    trials : int
+        The coupled sample's trial count.
+    coupling : str
+        The coupled estimator's coupling (named in the warning).
+    unit : str
+        What a trial is called ("trials").
+    max_rel_stderr : float
+        The threshold of the rule (10 %).
+
+    Returns
+    -------
+    TheoryReport
+        ``reliable`` False where the witness objects (to be applied with ``vetoed``), ``trials_needed`` the iid
+        estimator's.
+
+    Examples
+    --------
+    >>> w = witness_reliability(np.log([1.0, 1.0]), np.log([3.0, np.inf]), 2000, "simplex")
+    >>> w.reliable.tolist(), w.warning[1].split(":")[0]
+    ([True, False], 'heavy-tailed here')
+    """
+    theory = theory_reliability(log_mse, log_fourth, trials, max_rel_stderr=max_rel_stderr)
+    warning = np.full(theory.reliable.shape, None, dtype=object)
+    for i in np.ndindex(theory.reliable.shape):
+        if theory.reliable[i]:
+            continue
+        warning[i] = _witness_warning(float(theory.rel_stderr[i]), float(theory.trials_needed[i]), trials, coupling,
+                                      unit, max_rel_stderr)
+    return dataclasses.replace(theory, warning=warning)
+
+
+def log_witness_stderr(log_mse: np.ndarray, witness_log_mse: np.ndarray, witness_log_fourth: np.ndarray, trials: int,
+                       m: int) -> np.ndarray:
+    """log of the standard error of a coupled estimator's sampled MSE that its iid witness predicts, for the z
+    against the closed form (``z_against_closed_form`` takes the larger of it and the sampled one): −inf where it
+    predicts nothing.
+
+    Where the iid fourth moment is carried by single features — its single-feature term μ₄/m³ larger than its
+    pair term 3(m − 1)μ₂²/m³, i.e. E|K̂ − K|⁴/MSE² > 6(m − 1)/m for the iid estimator (μ₂ = m·MSE,
+    μ₄ = m³·E|K̂ − K|⁴ − 3(m − 1)m²·MSE²) — the argument of ``iid_witness`` says the coupled estimator's relative
+    standard error is at least about the iid one: SE = rse_iid(N)·MSE_coupled. There a skewed sample that has not
+    yet drawn its rare large values underestimates its own spread; the larger standard error keeps it from being
+    called a disagreement (measured: ``bench/README.md``). Elsewhere (bounded trig features, light tails) the
+    coupling may shrink the relative spread, and the sample's own standard error stands. It only ever enlarges the
+    standard error of the z (fewer "disagrees"), never decides reliability.
+
+    Parameters
+    ----------
+    log_mse : np.ndarray
+        The coupled estimator's closed-form log MSE (what the z tests against).
+    witness_log_mse, witness_log_fourth : np.ndarray
+        The iid estimator's closed-form log MSE and log E|K̂ − K|⁴.
+    trials : int
+        The number of trials N.
+    m : int
+        The number of features.
+
+    Returns
+    -------
+    np.ndarray
+        log SE (−inf where the iid fourth moment is not carried by single features, or exact; +inf where infinite).
+
+    Examples
+    --------
+    >>> float(np.exp(log_witness_stderr(np.log(0.5), np.log(1.0), np.log(101.0), 100, 16)))  # rse_iid = 1
+    0.5
+    >>> float(log_witness_stderr(np.log(0.5), np.log(1.0), np.log(3.0), 100, 16))  # a light tail: no prediction
+    -inf
+    """
+    log_mse, lm, l4 = np.broadcast_arrays(*(np.asarray(a, float) for a in (log_mse, witness_log_mse,
+                                                                          witness_log_fourth)))
+    m = max(int(m), 1)
+    with np.errstate(invalid="ignore"):
+        single = (l4 - 2.0 * lm > math.log(6.0 * (m - 1) / m)) if m > 1 else np.ones(lm.shape, bool)
+    rse = theory_reliability(lm, l4, trials).rel_stderr
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(single & np.isfinite(lm) & np.isfinite(log_mse), log_mse + np.log(rse), -np.inf)
+    return np.where(single & np.isposinf(l4) & np.isfinite(log_mse), np.inf, out)
+
+
+def _witness_warning(rse: float, needed: float, count: int, coupling: str, unit: str, max_rel_stderr: float,
+                     bound: bool = False) -> str:
+    """The words of a witness's veto (``witness_reliability``, ``gram_witness``)."""
+    from .registries import COUPLINGS
+
+    title = COUPLINGS[coupling].title if coupling in COUPLINGS else coupling
+    own = (f"a coupling of such features keeps a single feature's tail, and the {title} coupling has no "
+           "fourth-moment closed form of its own")
+    noun = unit[:-1] if unit.endswith("s") else unit
+    if math.isinf(rse):
+        return (f"heavy-tailed here: its features are each distributed as the iid estimator's, whose fourth moment "
+                f"E|K̂ − K|⁴ is infinite here, so no number of {unit} makes the sampled MSE informative; {own}; "
+                "trust the closed form")
+    what = (f"whose per-pair fourth moments cannot guarantee ±{max_rel_stderr:.0%} at {count:,} {unit} (their "
+            f"bound on the relative standard error: {_percent(rse)})" if bound else
+            f"whose fourth moment predicts a relative standard error of {_percent(rse)} at {count:,} {unit} "
+            f"(> {max_rel_stderr:.0%})")
+    if needed > PRACTICAL_TRIALS:
+        return (f"heavy-tailed here: its features are each distributed as the iid estimator's, {what}; the sampled "
+                f"MSE is not informative at any practical {noun} count (±10 % would need more than "
+                f"{PRACTICAL_TRIALS:.0e} {unit} for the iid estimator); {own}; trust the closed form")
+    return (f"too few {unit} for its tail: its features are each distributed as the iid estimator's, {what}; "
+            f"±10 % needs ≈ {int(needed):,} {unit} for the iid estimator; {own}")
+
+
+def vetoed(reliable: np.ndarray | bool, warning: np.ndarray | str | None, needed: np.ndarray | float,
+           witness: TheoryReport | GramTheory, keep: np.ndarray | bool | None = None
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A sample's own verdict (``reliable``, ``warning``, ``trials_needed``) after its iid witness
+    (``witness_reliability``, ``gram_witness``). Where the witness objects:
+
+    * a point the sample calls reliable becomes unreliable, with the witness's warning;
+    * a point the sample already calls unreliable keeps its own reasons, and gets the witness's words after them
+      where the witness asks for more trials than the sample's own (lower-bound) count;
+    * ``trials_needed`` becomes the larger of the two counts.
+
+    The witness never makes a point reliable, and points in ``keep`` (exact at round-off) are left alone.
+
+    Examples
+    --------
+    >>> w = witness_reliability(np.log([1.0, 1.0]), np.log([3.0, np.inf]), 2000, "simplex")
+    >>> r, _, n = vetoed(np.array([True, True]), np.array([None, None]), np.array([300.0, 400.0]), w)
+    >>> r.tolist(), n.tolist()
+    ([True, False], [300.0, inf])
+    """
+    w_rel = np.asarray(witness.reliable, bool)
+    w_warn = np.asarray(witness.warning, dtype=object)
+    w_need = np.asarray(witness.repeats_needed if isinstance(witness, GramTheory) else witness.trials_needed, float)
+    rel = np.asarray(reliable, bool)
+    shape = np.broadcast_shapes(rel.shape, w_rel.shape, np.shape(needed))
+    rel, w_rel = np.broadcast_to(rel, shape), np.broadcast_to(w_rel, shape)
+    w_warn, w_need = np.broadcast_to(w_warn, shape), np.broadcast_to(w_need, shape)
+    own_warn = np.broadcast_to(np.asarray(warning, dtype=object), shape)
+    own_need = np.broadcast_to(np.asarray(needed, float), shape)
+    objects = ~w_rel if keep is None else ~w_rel & ~np.broadcast_to(np.asarray(keep, bool), shape)
+    veto = rel & objects
+    more = objects & ~rel & (w_need > own_need)
+    out_warn = np.array(own_warn, dtype=object)
+    for i in np.ndindex(shape):
+        if not (veto[i] or more[i]):
+            continue
+        out_warn[i] = w_warn[i] if veto[i] or own_warn[i] is None else f"{own_warn[i]}; {w_warn[i]}"
+    out_need = np.where(objects, np.fmax(own_need, w_need), own_need)
+    return rel & ~veto, out_warn, out_need
 
 
 def log_mse_stderr_theory(log_mse: np.ndarray, log_fourth: np.ndarray, trials: int) -> np.ndarray:
@@ -496,6 +728,38 @@ def gram_theory(log_mse: np.ndarray, log_fourth: np.ndarray, repeats: int,
     return GramTheory(rse, float(needed), False,
                       f"the per-pair fourth moments bound the relative standard error of the sampled Gram error by "
                       f"{_percent(rse)} at {int(repeats)} repeats, not ≤ {max_rel_stderr:.0%}; {what}")
+
+
+def gram_witness(log_mse: np.ndarray, log_fourth: np.ndarray, repeats: int, coupling: str,
+                 max_rel_stderr: float = TARGET_REL_STDERR) -> GramTheory:
+    """``gram_theory`` of the iid witness (``iid_witness``) of a coupled estimator's Gram row, with its warning
+    said for the coupled estimator; apply it with ``vetoed`` (it never makes a row reliable).
+
+    Parameters
+    ----------
+    log_mse, log_fourth : np.ndarray
+        The *iid* estimator's per-pair log MSE and log E|K̂_ij − K_ij|⁴.
+    repeats : int
+        The coupled sample's repeats.
+    coupling : str
+        The coupled estimator's coupling.
+    max_rel_stderr : float
+        The threshold of the rule (10 %).
+
+    Returns
+    -------
+    GramTheory
+
+    Examples
+    --------
+    >>> gram_witness(np.log([1.0]), np.log([np.inf]), 20, "simplex").warning.split(":")[0]
+    'heavy-tailed here'
+    """
+    theory = gram_theory(log_mse, log_fourth, repeats, max_rel_stderr)
+    if theory.reliable:
+        return theory
+    return dataclasses.replace(theory, warning=_witness_warning(
+        theory.rel_stderr_bound, theory.repeats_needed, int(repeats), coupling, "repeats", max_rel_stderr, bound=True))
 
 
 def _percent(fraction: float) -> str:

@@ -35,10 +35,14 @@ from ..verdicts import (
     PRECISION_LOSS,
     bonferroni_disagrees,
     exact_at_roundoff,
+    iid_witness,
     log_mse_stderr_theory,
+    log_witness_stderr,
     precision_loss,
     roundoff_floor,
     theory_reliability,
+    vetoed,
+    witness_reliability,
     z_against_closed_form,
 )
 from .grid import INPUTS, Grid
@@ -350,12 +354,34 @@ def _log10(log_value: float) -> float | None:
     return log_value / LOG10 if math.isfinite(log_value) else None
 
 
+def _witnessed(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, log_mse: float | None, trials: int,
+               reliable: bool, warning: str | None) -> tuple[bool, str | None, float]:
+    """(reliable, warning, log standard error of the sampled MSE predicted by the witness; −inf: none) of a sample
+    after the iid witness of ``est`` (rfviz.verdicts.iid_witness, witness_reliability, vetoed, log_witness_stderr
+    against the closed-form ``log_mse``): unchanged where there is none or its closed forms fail here."""
+    witness = iid_witness(est)
+    if witness is None:
+        return reliable, warning, -math.inf
+    try:
+        w_mse = float(np.ravel(witness.log_mse(x, y, d))[0])
+        w_m4 = -math.inf if w_mse == -math.inf else float(np.ravel(witness.log_fourth_central_moment(x, y, d))[0])
+    except (ValueError, ArithmeticError, NotImplementedError):
+        return reliable, warning, -math.inf
+    report = witness_reliability(w_mse, w_m4, trials, est.params["coupling"])
+    ok, words, _ = vetoed(reliable, warning, math.nan, report)
+    log_se = -math.inf if log_mse is None else float(
+        log_witness_stderr(log_mse, w_mse, w_m4, trials, int(est.params.get("m", 1))))
+    return bool(ok), words[()], log_se
+
+
 def _point_verdict(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, log_mse: float | None,
                    stats: PointStats) -> tuple[bool, str | None, float]:
     """(reliable, warning, standard error of the sampled MSE relative to e^{2s}) of a finished point: the
     closed-form fourth moment decides where the estimator has one (rfviz.verdicts.theory_reliability; the
     standard error is then the larger of sampled and predicted), the sample elsewhere (assess_mse); a point where
-    every estimate underflowed to 0 is never reliable (its sampled MSE is just K²)."""
+    every estimate underflowed to 0 is never reliable (its sampled MSE is just K²). Without a fourth moment, a
+    coupled estimator's sample is vetoed by its iid witness, and its standard error is the larger of the sampled
+    one and the one the witness predicts (rfviz.verdicts.iid_witness, log_witness_stderr)."""
     e = stats.errors
     verdict = assess_mse(e, top_share=stats.top_share, parts=stats.parts)
     reliable, warning, se_rel = verdict.reliable, verdict.warning, e.stderr
@@ -365,6 +391,10 @@ def _point_verdict(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, log_mse
         reliable, warning = bool(theory.reliable), theory.warning[()]
         with np.errstate(over="ignore"):
             se_rel = max(se_rel, float(np.exp(log_mse_stderr_theory(log_mse, log_m4, e.count) - 2 * stats.log_scale)))
+    else:
+        reliable, warning, log_se = _witnessed(est, x, y, d, log_mse, e.count, reliable, warning)
+        with np.errstate(over="ignore"):
+            se_rel = max(se_rel, float(np.exp(log_se - 2 * stats.log_scale)))
     if stats.mean_r == 0 and e.mean > 0 and e.m2 == 0:
         reliable, warning = False, "precision loss: every sampled estimate underflowed to 0, so the sampled MSE is K²"
     elif log_mse is not None and math.isfinite(stats.log_scale) and precision_loss(
