@@ -13,8 +13,8 @@ vectors u_r, so every product of features has the Gaussian moment generating fun
 
 (v·v bilinear, principal branch; [CRT] Thm 3.1's computation with α = 2A). Trigonometric features are the
 α = 0, β = ±i case (cos t = (e^{it} + e^{−it})/2). The central moments are sums of such exponentials that cancel
-to leading order near exact points (x = y for trig); where float64 loses more than half its digits there the
-sum is re-evaluated in mpmath at the precision it needs (the inputs taken as exact).
+to leading order near exact points (x = y for trig); where the float64 sum's estimated relative error exceeds
+FLOAT_SUM_RTOL there, the sum is re-evaluated in mpmath at the precision it needs (the inputs taken as exact).
 
 Everything is relative to the target kernel (Z/K has mean 1), so the same numbers serve the softmax and the
 Gaussian kernel; the estimators multiply by K⁴.
