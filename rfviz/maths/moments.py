@@ -128,9 +128,12 @@ def _log_expectation_float(coef: np.ndarray, log_c: np.ndarray, alpha: np.ndarra
     return np.where(ok, out, np.inf + 0j)
 
 
-FLOAT_SUM_RTOL = 1e-12
-"""Largest relative round-off (estimated, ``_float_sum_error``) accepted from a cancelling float64 sum of moment
-terms before the point is re-evaluated in mpmath (the mpmath tests hold E|K̂ − K|⁴ to 1e-10 in log space)."""
+FLOAT_SUM_RTOL = 1e-8
+"""Largest *estimated* relative round-off (``_float_sum_trusted``, a bound: every addend's error at its worst)
+accepted from a cancelling float64 sum of moment terms before the point is re-evaluated in mpmath. The bound
+overstates the real error by orders of magnitude: at 1e-8 the mpmath tests still hold every fourth moment to
+1e-10 in log space at every hostile point, while at 1e-12 the angular hybrid's Gram reliability took 4.2 s for
+4096 pairs (0.22 s at 1e-8, 0.12 s with the earlier, unchecked rule)."""
 
 
 def _exponent_round_off(combos: list[tuple[complex, list[Term]]], alpha: np.ndarray, beta: np.ndarray,
