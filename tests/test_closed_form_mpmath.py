@@ -1,5 +1,6 @@
 """Closed forms against an independent mpmath evaluation at hostile points (θ → 0, θ → π, r → 0, r ≥ 10,
-near-duplicate and near-antipodal data rows), to 1e-10 in log space.
+near-duplicate and near-antipodal data rows, and the moderate θ where moment sums cancel by 1e-3..1e-8), to 1e-10
+in log space.
 
 The references are written here from first principles, not from rfviz: for ω ~ N(0, I_d), ω·u ~ N(0, |u|²) and
 E e^{kω·u} = e^{k²|u|²/2}, E cos(kω·u) = e^{−k²|u|²/2}; a feature's moments follow by expanding its powers
@@ -10,6 +11,7 @@ true value is 0 must come back as exactly −inf.
 
 from __future__ import annotations
 
+import itertools
 import math
 from functools import cache
 
@@ -25,7 +27,8 @@ D = 8
 M = 16
 HOSTILE_RT = [(1.0, 1e-6), (3.0, 2e-8), (1.0, 1e-9), (3.0, 1e-7), (1.0, math.pi - 1e-8), (1.0, 3.14159265),
               (2.0, math.pi), (1e-6, 1.0), (1e-6, 1e-6), (10.0, 0.5), (12.0, 2.0), (10.0, math.pi - 1e-8),
-              (1.0, 0.0), (0.7, 1.3)]
+              (1.0, 0.0), (0.7, 1.3), (1.0, 0.02), (1.0, math.pi - 2e-4), (3.0, 3e-3)]
+# the last three: moment sums that cancel by 1e-3..1e-8, where a float64 sum keeps only ~8 digits
 
 
 def _near_rows() -> list[tuple[np.ndarray, np.ndarray]]:
@@ -486,6 +489,168 @@ def ref_fourth_angular_hybrid(s: dict, x: np.ndarray, y: np.ndarray, m: int, n: 
     return mp.fsum(mp.binomial(4, j) * weights[j] * a[j] * b[4 - j] for j in range(5))
 
 
+# ------------------------------------------------- fourth moments of GERF, OPRF, CE and the angular hybrid anywhere
+# A feature is a list of terms (c, α, b) meaning c·e^{α|ω|² + ω·b}, ω ~ N(0, I_n), b ∈ ℂ^n (n = len b). A product of
+# terms is one term (c's multiply, α's and b's add), and E e^{α|ω|² + ω·b} = (1 − 2α)^{−n/2}·e^{b·b/(2(1 − 2α))}
+# (b·b bilinear) where Re(1 − 2α) > 0: the Gaussian moment generating function, continued analytically in α and b.
+# Where Re(1 − 2α) ≤ 0 the integrand grows like e^{Re α|ω|²} against the density's e^{−|ω|²/2}: the integral
+# diverges. n is even here (D, or 2D for two independent ω), so the power needs no branch.
+def _term_mean(c: mp.mpc, alpha: mp.mpc, b: list) -> mp.mpc:
+    one = 1 - 2 * alpha
+    if mp.re(one) <= 0:
+        return mp.inf
+    return c * one ** (-(len(b) // 2)) * mp.exp(mp.fsum(v * v for v in b) / (2 * one))
+
+
+def _expect_product(factors: list[list[tuple]]) -> mp.mpc:
+    """E Π_f (Σ of f's terms), expanded term by term; +inf where a product term's integral diverges (for the
+    features below only the terms of degree 4 in Y can, all together: E(Re Y)⁴ = ∞ with them, since (Re Y)⁴ ≥ 0 and
+    cos⁴ of Y's phase does not average out on the large shells where |Y|⁴ outgrows the density)."""
+    n = len(factors[0][0][2])
+    parts = []
+    for combo in itertools.product(*factors):
+        c = mp.fprod(t[0] for t in combo)
+        if c == 0:
+            continue
+        value = _term_mean(c, mp.fsum(t[1] for t in combo), [mp.fsum(t[2][k] for t in combo) for k in range(n)])
+        if value == mp.inf:
+            return mp.inf
+        parts.append(value)
+    return mp.fsum(parts)
+
+
+def _conj(feature: list[tuple]) -> list[tuple]:
+    return [(mp.conj(c), mp.conj(a), [mp.conj(v) for v in b]) for c, a, b in feature]
+
+
+def _real_part(feature: list[tuple]) -> list[tuple]:
+    """Re f = (f + f̄)/2 (ω real)."""
+    return [(c / 2, a, b) for c, a, b in feature + _conj(feature)]
+
+
+def _minus_one(feature: list[tuple]) -> list[tuple]:
+    """f − 1: a relative feature's error (E f = 1: every estimator here is unbiased)."""
+    return [*feature, (mp.mpf(-1), mp.mpf(0), [mp.mpf(0)] * len(feature[0][2]))]
+
+
+def _unbiased(feature: list[tuple]) -> None:
+    """The reference's own check: a relative feature has mean 1 (to the working precision)."""
+    assert abs(_expect_product([feature]) - 1) < mp.mpf(10) ** (10 - mp.mp.dps)
+
+
+def _real_fourth(feature: list[tuple], m: int) -> mp.mpf:
+    """E(R̄ − 1)⁴ of the mean of m iid copies of a real relative feature R (``_fourth_of_mean``)."""
+    _unbiased(feature)
+    xi = _minus_one(feature)
+    mu4 = _expect_product([xi] * 4)
+    return mp.inf if mu4 == mp.inf else _fourth_of_mean(mp.re(_expect_product([xi] * 2)), mp.re(mu4), m)
+
+
+def _fourth_of_complex_mean(feature: list[tuple], m: int) -> mp.mpf:
+    """E|V̄ − 1|⁴ of the mean of m iid complex relative features V, ξ = V − 1: expanding |Σξ_i|⁴ = Σ ξ_iξ_jξ̄_kξ̄_l,
+    only i = j = k = l (m terms, E|ξ|⁴) and the three pairings of two distinct indices (m(m − 1) terms each:
+    |Eξ²|², (E|ξ|²)², (E|ξ|²)²) survive, so m⁴·E|V̄ − 1|⁴ = m·E|ξ|⁴ + m(m − 1)(2(E|ξ|²)² + |Eξ²|²)."""
+    _unbiased(feature)
+    xi = _minus_one(feature)
+    xb = _conj(xi)
+    mu2, nu, mu4 = (_expect_product(f) for f in ([xi, xb], [xi, xi], [xi, xi, xb, xb]))
+    return (mp.re(mu4) + (m - 1) * (2 * mp.re(mu2) ** 2 + abs(nu) ** 2)) / m**3
+
+
+def _k4(s: dict, kernel: str) -> mp.mpf:
+    """K⁴: e^{4x·y} (softmax) or e^{−2|x−y|²} = e^{4x·y}·(e^{−|x|²−|y|²})² (Gaussian)."""
+    return mp.exp(4 * s["xy"]) * _kernel_factor(s, kernel) ** 2
+
+
+def gerf_relative_feature(x: np.ndarray, y: np.ndarray, A: complex | mp.mpf, sign: int) -> list[tuple]:
+    """Re Y/K of GERF ([CRT] eqs. 4–5), softmax form: f1 = D e^{A|ω|² + Bω·x + C|x|²}, f2 = D e^{A|ω|² + sBω·y + C|y|²},
+    B² = s(1 − 4A), D² = (1 − 4A)^{d/2}, C = −(s + 1)/2, times e^{(|x|²+|y|²)/2}: with u = x + s·y, Z_s = |u|²,
+    Y/K = D²·e^{2A|ω|² + Bω·u − s·Z_s/2} (as (C + ½)(|x|² + |y|²) − x·y = −s·Z_s/2), and E Y/K = 1 by the MGF.
+    The sign of B does not change the law (ω → −ω)."""
+    xs, ys = _coords(x, y)
+    a = mp.mpc(A)
+    u = [p + sign * q for p, q in zip(xs, ys, strict=True)]
+    b = mp.sqrt(sign * (1 - 4 * a))
+    c = (1 - 4 * a) ** (D // 2) * mp.exp(-sign * mp.fsum(v * v for v in u) / 2)
+    return _real_part([(c, 2 * a, [b * v for v in u])])
+
+
+def ref_fourth_gerf(x: np.ndarray, y: np.ndarray, m: int, kernel: str, A: complex, sign: int) -> mp.mpf:
+    """E(K̂ − K)⁴ of GERF, K̂ the mean of m iid Re Y ([CRT] eq. 4); +inf iff Re A ≥ 1/16 (E Y⁴'s integral)."""
+    return _k4(_stats(x, y), kernel) * _real_fourth(gerf_relative_feature(x, y, A, sign), m)
+
+
+def _a_star(z: mp.mpf) -> mp.mpf:
+    """OPRF's A* = (1 − 1/ρ*)/8 ([CRT] Thm 3.3) = (1 − t − √((t + 1)² + 4t))/16, t = 2Z/d."""
+    t = 2 * mp.mpf(z) / D
+    return (1 - t - mp.sqrt((t + 1) ** 2 + 4 * t)) / 16
+
+
+def ref_fourth_oprf(x: np.ndarray, y: np.ndarray, m: int, kernel: str, z_fixed: float | None) -> mp.mpf:
+    """OPRF: GERF (s = +1) at A*(Z) with Z = |x + y|² of the pair, or a fixed Z (A_from=fixed)."""
+    s = _stats(x, y)
+    a = _a_star(s["Z"] if z_fixed is None else mp.mpf(z_fixed))
+    return _k4(s, kernel) * _real_fourth(gerf_relative_feature(x, y, a, 1), m)
+
+
+def ref_fourth_complex_exponential(x: np.ndarray, y: np.ndarray, m: int, kernel: str, diag: list[complex],
+                                   antithetic: bool, variance: str) -> mp.mpf:
+    """CE ([HRF] §2.3, see ``ref_complex_exponential``): relative feature V = e^{ω·w − w·w/2} (antithetic:
+    e^{−w·w/2}cosh ω·w), w = Ax + A^{−T}y; real_part: E(Re V̄ − 1)⁴; complex: E|V̄ − 1|⁴."""
+    xs, ys = _coords(x, y)
+    a = [mp.mpc(c.real, c.imag) for c in diag] + [mp.mpc(1)] * (len(xs) - len(diag))
+    w = [ak * xk + yk / ak for ak, xk, yk in zip(a, xs, ys, strict=True)]
+    c = mp.exp(-mp.fsum(v * v for v in w) / 2)
+    feature = [(c / 2, mp.mpf(0), w), (c / 2, mp.mpf(0), [-v for v in w])] if antithetic else [(c, mp.mpf(0), w)]
+    rel = _real_fourth(_real_part(feature), m) if variance == "real_part" else _fourth_of_complex_mean(feature, m)
+    return _k4(_stats(x, y), kernel) * rel
+
+
+def _mean_moment(features: list[list[tuple]], m: int) -> mp.mpf:
+    """E Π_{k ≤ 4} ξ̄_k for means over m iid draws of (ξ_1, …, ξ_4) (mean zero): only all-equal indices and the three
+    pairings of two distinct indices survive: (E Πξ_k + (m − 1)·Σ_pairings E[ξξ]E[ξξ])/m³ (fewer factors: E a² =
+    μ2/m, E a³ = μ3/m²)."""
+    if len(features) < 2:
+        return mp.mpf(1) if not features else mp.mpf(0)
+    if len(features) == 2:
+        return mp.re(_expect_product(features)) / m
+    if len(features) == 3:
+        return mp.re(_expect_product(features)) / m**2
+    f1, f2, f3, f4 = features
+    pairs = mp.fsum(mp.re(_expect_product([p, q])) * mp.re(_expect_product([r, t]))
+                    for p, q, r, t in ((f1, f2, f3, f4), (f1, f3, f2, f4), (f1, f4, f2, f3)))
+    return (mp.re(_expect_product(features)) + (m - 1) * pairs) / m**3
+
+
+def ref_fourth_angular_hybrid_anywhere(x: np.ndarray, y: np.ndarray, m: int, kernel: str, n: int,
+                                       shared: bool) -> mp.mpf:
+    """E(K̂ − K)⁴ of λ̂a + (1 − λ̂)b ([HRF] eq. 12) for any |x|, |y|: a, b the relative errors of FAVOR+
+    (e^{−Z/2}cosh ω·z) and trig (e^{W/2}cos ω·Δ), means over the same m draws of ω (shared) or over independent ones
+    (here ω ∈ R^{2D}, a reading the first D coordinates and b the last D); λ̂ ~ Binomial(n, θ/π)/n independent of both:
+    Σ_j C(4, j)·E[λ̂^j(1 − λ̂)^{4−j}]·E[a^j b^{4−j}]. With shared ω and |x| ≠ |y|, z·Δ = |x|² − |y|² ≠ 0 correlates a
+    and b (``ref_fourth_angular_hybrid`` covers |x| = |y| only)."""
+    xs, ys = _coords(x, y)
+    s = _stats(x, y)
+    zero = [mp.mpf(0)] * (0 if shared else D)
+    z = [p + q for p, q in zip(xs, ys, strict=True)]
+    delta = [p - q for p, q in zip(xs, ys, strict=True)]
+    c_pos, c_trig = mp.exp(-s["Z"] / 2) / 2, mp.exp(s["W"] / 2) / 2
+    pos = [(c_pos, 0, z + zero), (c_pos, 0, [-v for v in z] + zero)]
+    trig = [(c_trig, 0, zero + [1j * v for v in delta]), (c_trig, 0, zero + [-1j * v for v in delta])]
+    _unbiased(pos), _unbiased(trig)
+    a, b = _minus_one(pos), _minus_one(trig)
+    nx, ny = mp.sqrt(s["xx"]), mp.sqrt(s["yy"])
+    minus = mp.sqrt(mp.fsum((p / nx - q / ny) ** 2 for p, q in zip(xs, ys, strict=True)))
+    plus = mp.sqrt(mp.fsum((p / nx + q / ny) ** 2 for p, q in zip(xs, ys, strict=True)))
+    p, q = 2 * mp.atan2(minus, plus) / mp.pi, 2 * mp.atan2(plus, minus) / mp.pi
+    out = []
+    for j in range(5):
+        weight = mp.fsum(mp.binomial(n, k) * p**k * q ** (n - k) * (mp.mpf(k) / n) ** j
+                         * (1 - mp.mpf(k) / n) ** (4 - j) for k in range(n + 1))
+        out.append(mp.binomial(4, j) * weight * _mean_moment([a] * j + [b] * (4 - j), m))
+    return _k4(s, kernel) * mp.fsum(out)
+
+
 # ------------------------------------------------------------------------------- cases
 def ref_derf(s: dict, m: int, kernel: str, variant: str) -> mp.mpf:
     """DERF with its per-pair optimum ([DERF], docs: derivations/dense-exponential): the positive features
@@ -674,17 +839,122 @@ def test_exactly_zero_where_the_truth_is_zero():
     assert float(rfviz.create("trig").log_mse(x, y, D)) == -math.inf
 
 
+@pytest.mark.parametrize("kernel", ["softmax", "gaussian"])
 @pytest.mark.parametrize("name", ["trig", "trig_phase", "positive", "positive_antithetic"])
-def test_fourth_moment_matches_mpmath_at_hostile_points(name):
-    est = rfviz.create(name, m=M)
+def test_fourth_moment_matches_mpmath_at_hostile_points(name, kernel):
+    est = rfviz.create(name, m=M, kernel=kernel)
     bad = []
     with mp.workdps(150):  # the raw moments cancel to ~W⁴ or Z⁴ (1e-72 at W = 1e-18)
         for label, x, y in PAIRS:
             got = float(est.log_fourth_central_moment(x, y, D))
-            want = _log(ref_fourth(name, _stats(x, y), M))
+            s = _stats(x, y)
+            want = _log(ref_fourth(name, s, M) * _kernel_factor(s, kernel) ** 2)  # Gaussian: K⁴ = SM⁴e^{−2|x|²−2|y|²}
             if not (got == want or abs(got - want) <= TOL):
                 bad.append((label, got, want))
     assert not bad, f"{name}: (point, rfviz, mpmath) = {bad}"
+
+
+def _fourth_cases() -> list[tuple[str, dict, object]]:
+    """Every estimator with ``fourth_moment_available()``, beyond the four of ``ref_fourth``: GERF at real and complex
+    A with s = ±1 (A → 1/16 from below, where E(K̂ − K)⁴ ~ e^{1e9}; A ≥ 1/16, where it is +inf; A ≪ 0), OPRF with A*
+    per pair or from a fixed Z, CE (a·I and diagonal) in every antithetic × variance setting, and the angular hybrid
+    off the sphere (the near-duplicate rows have |x| ≠ |y|)."""
+    out = []
+    for kernel in ("softmax", "gaussian"):
+        for a, sign in ((-0.1, 1), (0.05, 1), (-0.1 + 0.05j, 1), (-30.0, 1), (0.0625 - 1e-9, 1), (0.0625, 1),
+                        (0.03 + 0.2j, -1), (0.05, -1), (-0.2 - 0.1j, -1), (0.0625 - 1e-9 + 0.3j, -1), (0.07 + 0.1j, -1),
+                        (0.1, -1)):
+            out.append(("gerf", {"kernel": kernel, "A": a, "s": sign},
+                        lambda x, y, k=kernel, a=a, g=sign: ref_fourth_gerf(x, y, M, k, a, g)))
+        out.append(("oprf", {"kernel": kernel}, lambda x, y, k=kernel: ref_fourth_oprf(x, y, M, k, None)))
+        for z in (0.0, 3.0, 400.0):
+            out.append(("oprf", {"kernel": kernel, "A_from": "fixed", "Z": z},
+                        lambda x, y, k=kernel, z=z: ref_fourth_oprf(x, y, M, k, z)))
+        for a, antithetic, variance in ((1j, False, "real_part"), (1j, True, "complex"), (1.0, False, "real_part"),
+                                        (1.0, True, "complex"), (0.7 + 0.4j, True, "real_part"),
+                                        (0.3 - 1.1j, False, "complex")):
+            out.append(("complex_exponential", {"kernel": kernel, "A": a, "antithetic": antithetic,
+                                                "variance": variance},
+                        lambda x, y, k=kernel, a=a, t=antithetic, v=variance:
+                        ref_fourth_complex_exponential(x, y, M, k, [a] * D, t, v)))
+        diag = (1 + 0.5j, 0.8 + 0j)
+        for antithetic, variance in ((False, "real_part"), (True, "real_part"), (False, "complex"), (True, "complex")):
+            out.append(("complex_exponential_diag", {"kernel": kernel, "A_diag": diag, "antithetic": antithetic,
+                                                     "variance": variance},
+                        lambda x, y, k=kernel, t=antithetic, v=variance, g=diag:
+                        ref_fourth_complex_exponential(x, y, M, k, list(g), t, v)))
+        for n, shared in ((1, False), (7, True), (3, True), (7, False)):
+            out.append(("hybrid_angular", {"kernel": kernel, "n": n, "shared": shared},
+                        lambda x, y, k=kernel, n=n, sh=shared: ref_fourth_angular_hybrid_anywhere(x, y, M, k, n, sh)))
+    return out
+
+
+FOURTH = _fourth_cases()
+FOURTH_BY_NAME = {"trig", "trig_phase", "positive", "positive_antithetic"}
+"""Covered by ``test_fourth_moment_matches_mpmath_at_hostile_points`` (``ref_fourth``: iid ω, both kernels)."""
+FOURTH_NOT_COVERED: dict[str, str] = {}
+"""Estimators with a fourth-moment closed form but no mpmath reference here, each with the reason (none at present)."""
+
+
+def _close(got: float, want: float) -> bool:
+    """Equal logs (±inf included), or within TOL plus 8 ulps of the log itself: near A = 1/16 the fourth moment is
+    e^{1e9}, whose float64 log is only good to ~1e-7 absolute (the same relative accuracy)."""
+    return got == want or abs(got - want) <= TOL + 8 * np.finfo(float).eps * abs(want)
+
+
+def _discrete_settings(cls) -> list[dict]:
+    """Every combination of an estimator's choice, bool and small-int parameters (the rest at their defaults)."""
+    names, values = [], []
+    for p in cls.spec:
+        if p.kind == "choice":
+            names.append(p.name), values.append(p.choices)
+        elif p.kind == "bool":
+            names.append(p.name), values.append((False, True))
+        elif p.kind == "int" and p.low is not None and p.high is not None and p.high - p.low <= 4:
+            names.append(p.name), values.append(tuple(range(int(p.low), int(p.high) + 1)))
+    return [dict(zip(names, combo, strict=True)) for combo in itertools.product(*values)]
+
+
+def test_every_fourth_moment_closed_form_has_an_mpmath_reference():
+    """Iterates the registry: every setting of an estimator's discrete parameters (choices, bools, GERF's s) for
+    which ``fourth_moment_available()`` is True is compared with mpmath here (or named in FOURTH_NOT_COVERED)."""
+    defaults = {name: {p.name: p.default for p in cls.spec} for name, cls in rfviz.REGISTRY.items()}
+    covered = [(name, {**defaults[name], **params}) for name, params, _ in FOURTH]
+    checked = 0
+    for name, cls in rfviz.REGISTRY.items():
+        if name in FOURTH_NOT_COVERED:
+            continue
+        for setting in _discrete_settings(cls):
+            try:
+                est = rfviz.create(name, **setting)
+            except rfviz.ParameterError:  # e.g. s = 0
+                continue
+            if not est.fourth_moment_available():
+                continue
+            checked += 1
+            if name in FOURTH_BY_NAME and setting.get("coupling", "iid") == "iid":
+                continue
+            assert any(n == name and all(p[k] == v for k, v in setting.items()) for n, p in covered), \
+                f"{name} {setting} has a fourth-moment closed form but no mpmath reference in this file"
+    assert checked >= 20
+
+
+@pytest.mark.parametrize("name,params,ref", FOURTH, ids=[f"{n}-{'-'.join(map(str, p.values()))}" for n, p, _ in FOURTH])
+def test_fourth_central_moment_matches_mpmath_at_hostile_points(name, params, ref):
+    """E|K̂ − K|⁴ (``log_fourth_central_moment``) against ``ref`` at every hostile pair, +inf exactly where the
+    reference's Gaussian integral diverges (GERF: Re A ≥ 1/16), and ``fourth_moment_finite`` saying the same."""
+    from rfviz.geometry import PairStats
+
+    est = rfviz.create(name, m=M, **params)
+    bad = []
+    with mp.workdps(150):  # the moment sums cancel to ~W⁴ (1e-96 at r = θ = 1e-6)
+        for label, x, y in PAIRS:
+            got = float(est.log_fourth_central_moment(x, y, D))
+            want = _log(ref(x, y))
+            finite = est.fourth_moment_finite(PairStats.of(x[None], y[None], D))
+            if not _close(got, want) or (finite is not None and bool(np.all(finite)) != math.isfinite(want)):
+                bad.append((label, got, want, finite))
+    assert not bad, f"{name} {params}: (point, rfviz, mpmath, fourth_moment_finite) = {bad}"
 
 
 def test_gram_closed_form_with_near_duplicate_rows_matches_mpmath(monkeypatch):
