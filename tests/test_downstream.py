@@ -172,3 +172,15 @@ def test_ridge_through_the_api_converges_to_exact_kernel_ridge() -> None:
     assert g512 < g64 + 3 * np.hypot(s64, s512)  # and no farther, within the noise, once close
     kernel_errors = [r["kernel_relative_error"] for r in res.rows]
     assert kernel_errors == sorted(kernel_errors, reverse=True)  # the closed form falls as 1/√m
+
+
+def test_examples_run() -> None:
+    """The examples of rfviz.downstream, its module and the compute module (their docstrings) run as written."""
+    import doctest
+
+    import rfviz.api_downstream
+    import rfviz.compute.downstream
+
+    for module in (rfviz.api_downstream, rfviz.compute.downstream):
+        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        assert result.attempted >= 3 and result.failed == 0, module.__name__

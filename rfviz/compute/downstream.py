@@ -105,6 +105,7 @@ def m_for_length(name: str, kernel: str, length: int, d: int, params: dict[str, 
     Returns
     -------
     int or None
+        The m, or None when no m ≥ 1 fits.
 
     Examples
     --------
