@@ -61,6 +61,8 @@ def _names(task: str, names: Sequence[str] | str | None) -> tuple[str, ...]:
     allowed = study.RIDGE_ESTIMATORS if task == "ridge" else study.ATTENTION_ESTIMATORS
     if names is None:
         return study.PAGE_RIDGE_ESTIMATORS if task == "ridge" else study.ATTENTION_ESTIMATORS
+    if not isinstance(names, str | Sequence) or isinstance(names, bytes):
+        raise ParameterError(f"names must be a comma-separated text or a list of estimators, got {names!r}")
     items = [n.strip() for n in names.split(",")] if isinstance(names, str) else [str(n) for n in names]
     if not items or any(not n for n in items):
         raise ParameterError(f"names must list estimators of the {task} task: {', '.join(allowed)}, got {names!r}")
@@ -74,6 +76,8 @@ def _names(task: str, names: Sequence[str] | str | None) -> tuple[str, ...]:
 
 
 def _lengths(lengths: Sequence[int] | str) -> tuple[int, ...]:
+    if not isinstance(lengths, str | Sequence) or isinstance(lengths, bytes):
+        raise ParameterError(f"lengths must be a comma-separated text or a list of integers, got {lengths!r}")
     items: list[Any] = [t.strip() for t in lengths.split(",")] if isinstance(lengths, str) else list(lengths)
     if not items or len(items) > MAX_LIST_LENGTH:
         raise ParameterError(f"lengths must list 1 to {MAX_LIST_LENGTH} feature lengths, got {len(items)}")
@@ -171,6 +175,10 @@ def downstream(task: str, data: str, *, names: Sequence[str] | str | None = None
     """
     if task not in TASKS:
         raise ParameterError(f"task must be one of {', '.join(TASKS)}, got {task!r}")
+    if not isinstance(data, str):
+        raise ParameterError(f"data must be the name of a data set or a path (text), got {data!r}")
+    if not isinstance(nystroem, bool):
+        raise ParameterError(f"nystroem must be True or False, got {nystroem!r}")
     names_t, lengths_t = _names(task, names), _lengths(lengths)
     repeats = check(repeats, DOWNSTREAM_REPEATS_PARAM)
     seed = check_int("seed", seed, 0)
@@ -181,7 +189,7 @@ def downstream(task: str, data: str, *, names: Sequence[str] | str | None = None
         if extra:
             raise ParameterError(f"{', '.join(extra)}: the attention task's data options; the ridge task takes a "
                                  f"bundled regression set ({', '.join(REGRESSION_SETS)})")
-        info, settings, result = _ridge(data, names_t, lengths_t, repeats, bool(nystroem), seed, alpha, input_scale)
+        info, settings, result = _ridge(data, names_t, lengths_t, repeats, nystroem, seed, alpha, input_scale)
     else:
         extra = [k for k, v in (("alpha", alpha), ("input_scale", input_scale)) if v is not None]
         if extra:
@@ -194,10 +202,10 @@ def downstream(task: str, data: str, *, names: Sequence[str] | str | None = None
         settings = {"value_columns": study.VALUE_DIM}
         result = study.attention_study(ds.queries, ds.keys, study.attention_values(len(ds.keys), seed),
                                        names=names_t, lengths=lengths_t, repeats=repeats, seed=seed,
-                                       nystroem=bool(nystroem))
+                                       nystroem=nystroem)
     body = result.to_json()
     report = jsonable({"task": task, "measure": body.pop("task"), "data": info,
                        "settings": {"names": list(names_t), "lengths": list(lengths_t), "repeats": repeats,
-                                    "nystroem": bool(nystroem), "seed": seed, **settings}, **body})
+                                    "nystroem": nystroem, "seed": seed, **settings}, **body})
     fields = [f.name for f in dataclasses.fields(DownstreamResult) if f.name != "_json"]
     return DownstreamResult(**{k: report.get(k) for k in fields}, _json=report)

@@ -147,7 +147,8 @@ def test_api_checks_are_the_clis() -> None:
     with time_budget_scope(1e-3), pytest.raises(ParameterError, match="would take"):
         rfviz.downstream("attention", "iris", queries=16, keys=16)
     for keywords in [{"names": ["trig", "hybrid_angular"]}, {"lengths": [16, 16]}, {"repeats": 1}, {"alpha": 0.0},
-                     {"scale": 0.5}, {"seed": -1}]:
+                     {"scale": 0.5}, {"seed": -1}, {"names": 5}, {"lengths": 16}, {"lengths": b"16"},
+                     {"nystroem": "no"}]:
         with pytest.raises(ParameterError):
             rfviz.downstream("ridge", "synthetic", **keywords)
 
