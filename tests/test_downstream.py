@@ -130,6 +130,8 @@ def test_cli_json_is_the_api_result(capsys: pytest.CaptureFixture[str]) -> None:
     ["--task", "ridge", "--data", "synthetic", "--input-scale", "-1"],
     ["--task", "ridge", "--data", "synthetic", "--lengths", "100000", "--memory-budget", "64MiB"],  # over budget
     ["--task", "attention", "--data", "iris", "--lengths", "100000000", "--memory-budget", "64MiB"],
+    # the closed-form kernel error's pairwise differences: about 200 MiB measured at 400 × 400 pairs, d = 64
+    ["--task", "attention", "--data", "digits", "--queries", "400", "--keys", "400", "--memory-budget", "128MiB"],
 ])
 def test_cli_bad_input_and_refusal_are_one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     from rfviz.cli import main

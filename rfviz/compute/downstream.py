@@ -40,6 +40,12 @@ VALUE_DIM = 4
 """Columns of the attention values V drawn from the seed (``attention_values``)."""
 SECONDS_PER_MULTIPLY_ADD = 4e-9
 """Seconds per multiply-add of the features and the linear algebra (erring slow on a shared 2-core VM)."""
+CLOSED_FORM_SECONDS_PER_PAIR_COORDINATE = 6e-8
+"""Seconds of one closed-form relative Gram error per pair and input coordinate (hybrid angular, the slowest of
+the maps compared: 5.9e-8 on 400 × 400 digits pairs at d = 64, one core; trig, positive, GERF 0.8–1.2e-8)."""
+CLOSED_FORM_BYTES_PER_PAIR_COORDINATE = 32.0
+"""Peak bytes of that closed form per pair and coordinate (measured: about 20 for hybrid angular, 9 for the
+others, as growth of the peak resident memory on 400 × 400 digits pairs)."""
 
 
 @dataclass(frozen=True)
@@ -135,15 +141,20 @@ def _mean_se(values: Sequence[float]) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.inf
 
 
-def downstream_cost(n_train: int, n_test: int, d: int, lengths: Sequence[int], methods: int, repeats: int) -> Cost:
-    """The ``Cost`` of a downstream study: features and ridge solves for every method, length and repeat.
+def downstream_cost(n_train: int, n_test: int, d: int, lengths: Sequence[int], methods: int, repeats: int,
+                    pairs: int | None = None) -> Cost:
+    """The ``Cost`` of a downstream study: features and ridge solves for every method, length and repeat, the exact
+    model, and the closed-form relative Gram error of every method and length on the n_train² training pairs (whose
+    pairwise differences dominate the memory of a wide data set).
 
     Parameters
     ----------
-    n_train, n_test, d : sizes of the data.
+    n_train, n_test, d : sizes of the data (attention: n_train = queries + keys, n_test = 0; an upper bound).
     lengths : the feature lengths.
     methods : how many methods (estimators plus Nyström).
     repeats : feature draws per method and length.
+    pairs : pairs of the closed-form kernel error (default n_train², the ridge study's training pairs; attention:
+        queries × keys).
 
     Returns
     -------
@@ -157,8 +168,12 @@ def downstream_cost(n_train: int, n_test: int, d: int, lengths: Sequence[int], m
     top = max(lengths)
     work = sum((n_train + n_test) * L * d + n_train * L * L + L**3 for L in lengths) * methods * repeats
     work += n_train**3 + n_train**2 * d  # the exact model
+    pair_coordinates = float(n_train**2 if pairs is None else pairs) * d
     nbytes = 8.0 * (3 * (n_train + n_test) * top + 2 * n_train * n_train)
-    return Cost(nbytes, work * SECONDS_PER_MULTIPLY_ADD)
+    nbytes += pair_coordinates * CLOSED_FORM_BYTES_PER_PAIR_COORDINATE
+    seconds = work * SECONDS_PER_MULTIPLY_ADD
+    seconds += len(lengths) * methods * pair_coordinates * CLOSED_FORM_SECONDS_PER_PAIR_COORDINATE
+    return Cost(nbytes, seconds)
 
 
 def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, *,
@@ -276,7 +291,8 @@ def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Seque
     from sklearn.kernel_approximation import Nystroem
 
     require_cost(f"the attention study ({repeats} repeats)", downstream_cost(
-        len(Q) + len(K), 0, Q.shape[1], lengths, len(names) + int(nystroem), repeats), "use fewer repeats")
+        len(Q) + len(K), 0, Q.shape[1], lengths, len(names) + int(nystroem), repeats, pairs=len(Q) * len(K)),
+        "use fewer repeats, lengths or points")
     probe = make_estimator("positive", {"m": 1}, "softmax")
     kmat = kernel_matrix(probe, Q, K)
     out = (kmat / kmat.sum(1, keepdims=True)) @ V
