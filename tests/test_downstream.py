@@ -187,3 +187,24 @@ def test_examples_run() -> None:
     for module in (rfviz.api_downstream, rfviz.compute.downstream):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
         assert result.attempted >= 3 and result.failed == 0, module.__name__
+
+
+@pytest.mark.parametrize(("argv", "keywords"), [
+    (["--task", "ridge", "--data", "iris"], {"task": "ridge", "data": "iris"}),
+    (["--task", "ridge", "--data", "synthetic", "--names", "trig,hybrid_angular"],
+     {"task": "ridge", "data": "synthetic", "names": ["trig", "hybrid_angular"]}),
+    (["--task", "attention", "--data", "iris", "--lengths", "1"],
+     {"task": "attention", "data": "iris", "lengths": [1]}),
+    (["--task", "ridge", "--data", "diabetes", "--keys", "5"], {"task": "ridge", "data": "diabetes", "keys": 5}),
+    (["--task", "ridge", "--data", "synthetic", "--repeats", "1"],
+     {"task": "ridge", "data": "synthetic", "repeats": 1}),
+])
+def test_one_message_on_both_faces(argv: list[str], keywords: dict, capsys: pytest.CaptureFixture[str]) -> None:
+    import rfviz
+    from rfviz.cli import main
+
+    assert main(["downstream", *argv]) == 2
+    line = capsys.readouterr().err.strip()
+    with pytest.raises(ParameterError) as info:
+        rfviz.downstream(keywords.pop("task"), keywords.pop("data"), **keywords)
+    assert line == f"error: {info.value}"
