@@ -28,15 +28,17 @@ _LAZY: dict[str, str] = {
     "psi": "rfviz.api",
     "check": "rfviz.api",
     "mse_curve": "rfviz.api",
+    "downstream": "rfviz.api_downstream",
     "features_needed": "rfviz.api_features",
     "rank_estimators": "rfviz.api_ranking",
 }
 
 __all__ = ["REGISTRY", "Estimator", "Param", "ParameterError", "__version__", "check", "create", "density",
-           "features_needed", "get_estimator", "mse", "mse_curve", "psi", "rank_estimators", "register"]
+           "downstream", "features_needed", "get_estimator", "mse", "mse_curve", "psi", "rank_estimators", "register"]
 
 if TYPE_CHECKING:  # static tools see the real names; nothing is imported at run time
     from .api import check, density, mse, mse_curve, psi
+    from .api_downstream import downstream
     from .api_features import features_needed
     from .api_ranking import rank_estimators
     from .estimators import REGISTRY, Estimator, create, get_estimator, register

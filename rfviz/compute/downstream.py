@@ -29,8 +29,23 @@ from .catalog import make_estimator
 RIDGE_ESTIMATORS = ("trig", "trig_phase", "positive", "positive_antithetic", "gerf")
 """Symmetric maps compared in the ridge study (GERF with s = 1)."""
 ATTENTION_ESTIMATORS = ("trig", "positive", "positive_antithetic", "gerf", "hybrid_angular")
+"""Estimators of the softmax kernel compared in the attention study (asymmetric maps with their two sides)."""
+PAGE_RIDGE_ESTIMATORS = ("trig", "positive_antithetic", "gerf")
+"""The ridge maps of the Your-data page's panel (and the default of ``rfviz downstream --task ridge``)."""
+PAGE_LENGTHS = (32, 64, 128)
+"""The feature lengths of the Your-data page's panel (and the command's default)."""
+REGRESSION_SETTINGS = {"diabetes": (0.3, 1.0), "synthetic": (0.6, 0.05)}
+"""Regression set → (input scale, ridge α) of the page's panel: inputs × scale (mean norm near 1), α to the noise."""
+VALUE_DIM = 4
+"""Columns of the attention values V drawn from the seed (``attention_values``)."""
 SECONDS_PER_MULTIPLY_ADD = 4e-9
 """Seconds per multiply-add of the features and the linear algebra (erring slow on a shared 2-core VM)."""
+CLOSED_FORM_SECONDS_PER_PAIR_COORDINATE = 6e-8
+"""Seconds of one closed-form relative Gram error per pair and input coordinate (hybrid angular, the slowest of
+the maps compared: 5.9e-8 on 400 × 400 digits pairs at d = 64, one core; trig, positive, GERF 0.8–1.2e-8)."""
+CLOSED_FORM_BYTES_PER_PAIR_COORDINATE = 32.0
+"""Peak bytes of that closed form per pair and coordinate (measured: about 20 for hybrid angular, 9 for the
+others, as growth of the peak resident memory on 400 × 400 digits pairs)."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +91,33 @@ def _features(est: Any, X: np.ndarray, seed: int, side: str = "query", samples: 
     return phi.numpy(), samples
 
 
-def _m_for_length(name: str, kernel: str, length: int, d: int, params: dict[str, Any]) -> int | None:
+def m_for_length(name: str, kernel: str, length: int, d: int, params: dict[str, Any]) -> int | None:
+    """The largest m whose feature vector of ``name`` (with ``params``) is at most ``length`` real numbers for inputs
+    of dimension ``d``, or None when even m = 1 is longer (feature lengths are affine in m, probed at m = 8, 16).
+
+    Parameters
+    ----------
+    name : str
+        A registered estimator.
+    kernel : str
+        Its kernel.
+    length : int
+        The feature-vector length available.
+    d : int
+        Input dimension.
+    params : dict
+        The estimator's other parameters.
+
+    Returns
+    -------
+    int or None
+        The m, or None when no m ≥ 1 fits.
+
+    Examples
+    --------
+    >>> m_for_length("trig", "gaussian", 64, 3, {}), m_for_length("positive", "softmax", 64, 3, {})
+    (32, 64)
+    """
     row = np.zeros((1, d))
     row[0, 0] = 1.0
     small = [feature_count(make_estimator(name, {**params, "m": m}, kernel), row) for m in (8, 16)]
@@ -100,15 +141,20 @@ def _mean_se(values: Sequence[float]) -> tuple[float, float]:
     return float(v.mean()), float(v.std(ddof=1) / math.sqrt(v.size)) if v.size > 1 else math.inf
 
 
-def downstream_cost(n_train: int, n_test: int, d: int, lengths: Sequence[int], methods: int, repeats: int) -> Cost:
-    """The ``Cost`` of a downstream study: features and ridge solves for every method, length and repeat.
+def downstream_cost(n_train: int, n_test: int, d: int, lengths: Sequence[int], methods: int, repeats: int,
+                    pairs: int | None = None) -> Cost:
+    """The ``Cost`` of a downstream study: features and ridge solves for every method, length and repeat, the exact
+    model, and the closed-form relative Gram error of every method and length on the n_train² training pairs (whose
+    pairwise differences dominate the memory of a wide data set).
 
     Parameters
     ----------
-    n_train, n_test, d : sizes of the data.
+    n_train, n_test, d : sizes of the data (attention: n_train = queries + keys, n_test = 0; an upper bound).
     lengths : the feature lengths.
     methods : how many methods (estimators plus Nyström).
     repeats : feature draws per method and length.
+    pairs : pairs of the closed-form kernel error (default n_train², the ridge study's training pairs; attention:
+        queries × keys).
 
     Returns
     -------
@@ -122,8 +168,12 @@ def downstream_cost(n_train: int, n_test: int, d: int, lengths: Sequence[int], m
     top = max(lengths)
     work = sum((n_train + n_test) * L * d + n_train * L * L + L**3 for L in lengths) * methods * repeats
     work += n_train**3 + n_train**2 * d  # the exact model
+    pair_coordinates = float(n_train**2 if pairs is None else pairs) * d
     nbytes = 8.0 * (3 * (n_train + n_test) * top + 2 * n_train * n_train)
-    return Cost(nbytes, work * SECONDS_PER_MULTIPLY_ADD)
+    nbytes += pair_coordinates * CLOSED_FORM_BYTES_PER_PAIR_COORDINATE
+    seconds = work * SECONDS_PER_MULTIPLY_ADD
+    seconds += len(lengths) * methods * pair_coordinates * CLOSED_FORM_SECONDS_PER_PAIR_COORDINATE
+    return Cost(nbytes, seconds)
 
 
 def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, *,
@@ -148,7 +198,8 @@ def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_
     seed : int
         Seed of the draws.
     nystroem : bool
-        Include scikit-learn's Nystroem at each length.
+        Include scikit-learn's Nystroem at each length (at most every training point: one row per distinct
+        count).
 
     Returns
     -------
@@ -184,7 +235,7 @@ def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_
     rows: list[Row] = []
     for name in names:
         for length in lengths:
-            m = _m_for_length(name, "gaussian", length, Xs.shape[1], {})
+            m = m_for_length(name, "gaussian", length, Xs.shape[1], {})
             if m is None:
                 continue
             est = make_estimator(name, {"m": m}, "gaussian")
@@ -197,14 +248,14 @@ def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_
             k_err = math.sqrt(frobenius_sq_closed_form(est, Xs, Xs) / float(np.sum(kernel_matrix(est, Xs, Xs) ** 2)))
             rows.append(Row(name, int(phi.shape[1]), m, *_mean_se(errs), k_err))
         if nystroem and name == names[-1]:
-            for length in lengths:
+            for components in dict.fromkeys(min(length, len(Xs)) for length in lengths):  # at most every point
                 errs = []
                 for r in range(repeats):
-                    ny = Nystroem(kernel="rbf", gamma=0.5, n_components=min(length, len(Xs)), random_state=seed + r)
+                    ny = Nystroem(kernel="rbf", gamma=0.5, n_components=components, random_state=seed + r)
                     phi = ny.fit_transform(Xs)
                     model = Ridge(alpha=alpha, fit_intercept=False).fit(phi, y_train - mean)
                     errs.append(rmse(model.predict(ny.transform(Xt))))
-                rows.append(Row("nystroem", int(min(length, len(Xs))), None, *_mean_se(errs), None))
+                rows.append(Row("nystroem", int(components), None, *_mean_se(errs), None))
     rf = [r for r in rows if r.method != "nystroem"]
     return Study("kernel ridge regression (test RMSE)", rows, exact,
                  _spearman([r.kernel_error for r in rf], [abs(r.error - exact) for r in rf]))
@@ -240,7 +291,8 @@ def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Seque
     from sklearn.kernel_approximation import Nystroem
 
     require_cost(f"the attention study ({repeats} repeats)", downstream_cost(
-        len(Q) + len(K), 0, Q.shape[1], lengths, len(names) + int(nystroem), repeats), "use fewer repeats")
+        len(Q) + len(K), 0, Q.shape[1], lengths, len(names) + int(nystroem), repeats, pairs=len(Q) * len(K)),
+        "use fewer repeats, lengths or points")
     probe = make_estimator("positive", {"m": 1}, "softmax")
     kmat = kernel_matrix(probe, Q, K)
     out = (kmat / kmat.sum(1, keepdims=True)) @ V
@@ -252,7 +304,7 @@ def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Seque
     rows: list[Row] = []
     for name in names:
         for length in lengths:
-            m = _m_for_length(name, "softmax", length, Q.shape[1], {})
+            m = m_for_length(name, "softmax", length, Q.shape[1], {})
             if m is None:
                 continue
             est = make_estimator(name, {"m": m}, "softmax")
@@ -265,13 +317,13 @@ def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Seque
             rows.append(Row(name, int(pq.shape[1]), m, *_mean_se(errs), k_err))
     if nystroem:
         both = np.vstack([Q, K])
-        for length in lengths:
+        for components in dict.fromkeys(min(length, len(both)) for length in lengths):  # at most every point
             errs = []
             for r in range(repeats):
-                ny = Nystroem(kernel=lambda a, b: float(np.exp(a @ b)), n_components=min(length, len(both)),
+                ny = Nystroem(kernel=lambda a, b: float(np.exp(a @ b)), n_components=components,
                               random_state=seed + r).fit(both)
                 errs.append(err(ny.transform(Q) @ ny.transform(K).T))
-            rows.append(Row("nystroem", int(min(length, len(both))), None, *_mean_se(errs), None))
+            rows.append(Row("nystroem", int(components), None, *_mean_se(errs), None))
     rf = [r for r in rows if r.method != "nystroem"]
     return Study("softmax attention (relative output error)", rows, 0.0,
                  _spearman([r.kernel_error for r in rf], [r.error for r in rf]))
@@ -327,6 +379,29 @@ def study_table(study: Study, titles: dict[str, str] | None = None) -> list[dict
             for r in study.rows]
 
 
+def attention_values(n_keys: int, seed: int = 0) -> np.ndarray:
+    """The attention study's values V: ``VALUE_DIM`` standard normal columns per key, drawn from ``seed``.
+
+    Parameters
+    ----------
+    n_keys : int
+        Number of keys (rows of V).
+    seed : int
+        Seed of the draw.
+
+    Returns
+    -------
+    np.ndarray
+        Shape (n_keys, VALUE_DIM).
+
+    Examples
+    --------
+    >>> attention_values(5).shape
+    (5, 4)
+    """
+    return np.random.default_rng(seed).normal(size=(n_keys, VALUE_DIM))
+
+
 def page_studies(queries: np.ndarray, keys: np.ndarray, repeats: int = 8, seed: int = 0) -> dict[str, Study]:
     """The Your-data page's downstream panel: ridge on diabetes and on the synthetic set, attention on the page's
     queries and keys (values drawn once from ``seed``), lengths 32, 64, 128.
@@ -341,11 +416,10 @@ def page_studies(queries: np.ndarray, keys: np.ndarray, repeats: int = 8, seed: 
     -------
     dict of Study
     """
-    out = {f"ridge · {name}": ridge_study(*parts, names=("trig", "positive_antithetic", "gerf"), lengths=(32, 64, 128),
-                                          repeats=repeats, scale=0.3 if name == "diabetes" else 0.6,
-                                          alpha=1.0 if name == "diabetes" else 0.05, seed=seed)
+    out = {f"ridge · {name}": ridge_study(*parts, names=PAGE_RIDGE_ESTIMATORS, lengths=PAGE_LENGTHS, repeats=repeats,
+                                          scale=REGRESSION_SETTINGS[name][0], alpha=REGRESSION_SETTINGS[name][1],
+                                          seed=seed)
            for name, parts in regression_sets(seed).items()}
-    values = np.random.default_rng(seed).normal(size=(len(keys), 4))
-    out["attention · these pairs"] = attention_study(queries, keys, values, lengths=(32, 64, 128), repeats=repeats,
-                                                     seed=seed)
+    out["attention · these pairs"] = attention_study(queries, keys, attention_values(len(keys), seed),
+                                                     lengths=PAGE_LENGTHS, repeats=repeats, seed=seed)
     return out
