@@ -9,7 +9,8 @@ configuration, starts and watches the processes, and stops them all (Ctrl-C or S
 configuration, logs and nginx's temporary files live in one private temporary directory, removed at exit.
 
 Each server keeps its own caches (a value computed on one is computed again on another) and its own Monte-Carlo
-pool: ``RFVIZ_MC_WORKERS`` is set so that the pools together use half the cores, as one server's does.
+pool: ``RFVIZ_MC_WORKERS`` is set to share out half the cores, as one server's pool uses, with at least one worker
+per process (so on 2 cores with 2 processes, one each: both cores can run Monte Carlo at once).
 
 Usage::
 
