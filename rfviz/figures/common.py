@@ -128,9 +128,9 @@ PERCENTILES = (1.0, 99.0)
 """Default colour window: these percentiles of the finite values over all panels."""
 
 __all__ = ["EDGE_NOTE", "EXACT_COLOR", "MARGIN", "PALETTE", "PERCENTILES", "TEMPLATE", "THETA_TICKS", "ColourRange",
-           "Window", "coinciding", "columns_to_csv", "compact_layout", "copy_figure", "curve_window", "figure_window",
-           "finite_or_none", "heatmaps", "layout", "lines", "log_axes", "overlay_points", "robust_range", "surfaces",
-           "traces_csv", "use_rfviz_template"]
+           "Window", "coinciding", "columns_to_csv", "compact_layout", "copy_figure", "curve_window",
+           "figure_window", "finite_or_none", "heatmaps", "horizontal_line", "layout", "lines", "log_axes",
+           "overlay_points", "robust_range", "surfaces", "traces_csv", "use_rfviz_template"]
 
 
 def color(i: int) -> str:
@@ -643,6 +643,42 @@ def _axis_values(fig: go.Figure, axis: str) -> np.ndarray:
             continue
         out.append(a[np.isfinite(a) & (a > 0)])
     return np.concatenate(out) if out else np.array([])
+
+
+def horizontal_line(fig: go.Figure, y: float, line: dict[str, Any], text: str | None = None) -> go.Figure:
+    """``fig.add_hline(y, line=line, annotation_text=text, annotation_position="bottom right")`` on a figure of one
+    panel: the same shape and label, added as plain layout objects (plotly's add_hline looks for every axis pair the
+    line could span first: it took longer than building the rest of a lines() figure).
+
+    Parameters
+    ----------
+    fig : go.Figure
+        A figure of one panel (modified and returned).
+    y : float
+        Where the line is, in y-axis units.
+    line : dict
+        The line's style, e.g. ``{"color": "gray", "dash": "dot"}``.
+    text : str, optional
+        A label under the line's right end.
+
+    Returns
+    -------
+    go.Figure
+        ``fig``.
+
+    Examples
+    --------
+    >>> f = horizontal_line(go.Figure(go.Scatter(x=[0, 1], y=[0, 2])), 1.0, {"dash": "dot"}, "one")
+    >>> f.to_plotly_json()["layout"]["shapes"] == go.Figure(go.Scatter(x=[0, 1], y=[0, 2])).add_hline(
+    ...     y=1.0, line={"dash": "dot"}, annotation_text="one",
+    ...     annotation_position="bottom right").to_plotly_json()["layout"]["shapes"]
+    True
+    """
+    fig.add_shape(type="line", xref="x domain", x0=0, x1=1, yref="y", y0=y, y1=y, line=line)
+    if text is not None:
+        fig.add_annotation(text=text, showarrow=False, xref="x domain", x=1, xanchor="right", yref="y", y=y,
+                           yanchor="top")
+    return fig
 
 
 def log_axes(fig: go.Figure) -> go.Figure:

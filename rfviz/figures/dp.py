@@ -14,7 +14,18 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .common import THETA_TICKS, HeatmapStyle, bars, color, finite_or_none, heatmaps, layout, lines, log_axes
+from .common import (
+    THETA_TICKS,
+    HeatmapStyle,
+    bars,
+    color,
+    finite_or_none,
+    heatmaps,
+    horizontal_line,
+    layout,
+    lines,
+    log_axes,
+)
 
 Curves = Mapping[str, np.ndarray]
 
@@ -89,8 +100,7 @@ def tsrht_vs_rademacher_figure(m_axis: np.ndarray, curves: Curves, q: float, at:
     fig = lines(m_axis, dict(curves), xlabel="number of features m",
                 ylabel="MSE TensorSRHT / MSE unstructured",
                 title=f"TensorSRHT vs Rademacher-type sketch, q = {q:g}; {at}")
-    fig.add_hline(y=1.0, line_dash="dot", line_color="grey")
-    return fig
+    return horizontal_line(fig, 1.0, {"dash": "dot", "color": "grey"})
 
 
 def maclaurin_allocation_figure(series: Mapping[str, list[int]], top: int, kernel: str, m: int, r: float,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import HeatmapStyle, columns_to_csv, heatmaps, lines
+from .common import HeatmapStyle, columns_to_csv, heatmaps, horizontal_line, lines
 
 Columns = dict[str, np.ndarray]
 
@@ -102,12 +102,7 @@ def relative_error_figure(c: Columns, r: float, m: int, n: int, hybrid: bool = T
         ys[f"angular hybrid (n = {n})"] = c["log10_rel_hybrid"]
     fig = lines(c["theta"], ys, xlabel="θ", ylabel="log₁₀ relative error √MSE/K", theta_axis=True,
                 title=f"relative error on the sphere of radius r = {r:g} (m = {m})")
+    horizontal_line(fig, 0.0, {"color": "gray", "dash": "dot"}, "error = K (100 %)")
     top = max(float(np.nanmax(np.where(np.isfinite(v), v, np.nan))) for v in ys.values())
-    # the 100 % line as plotly's add_hline draws it, in one layout update (add_hline alone took longer than the
-    # rest of the figure); the failures are the story: a window from 0.3 % up, not down to the exact ends' −∞
-    return fig.update_layout(
-        shapes=[{"type": "line", "xref": "x domain", "x0": 0, "x1": 1, "yref": "y", "y0": 0.0, "y1": 0.0,
-                 "line": {"color": "gray", "dash": "dot"}}],
-        annotations=[{"text": "error = K (100 %)", "showarrow": False, "xref": "x domain", "x": 1, "xanchor": "right",
-                      "yref": "y", "y": 0.0, "yanchor": "top"}],
-        yaxis_range=[min(-2.5, top - 1.0), top + 0.3])
+    # the failures are the story: a window from 0.3 % up, not down to the exact ends' −∞ (hover keeps the values)
+    return fig.update_yaxes(range=[min(-2.5, top - 1.0), top + 0.3])

@@ -20,7 +20,7 @@ from ..maths.simrf import (
 )
 from ..numerics import LOG10
 from ..registries import COUPLING_TITLES, COUPLINGS_WITH_DENSITY, ORTHOGONAL, SIMPLEX, SIMPLEX_PLUS
-from .common import color, figure_window, finite_or_none, layout, lines, log_axes, overlay_points
+from .common import color, figure_window, finite_or_none, horizontal_line, layout, lines, log_axes, overlay_points
 
 LABELS = COUPLING_TITLES
 FEATURE_LABELS = {"positive": "positive RF", "positive_antithetic": "antithetic positive RF", "trig": "trig RF"}
@@ -72,8 +72,7 @@ def ratio_vs_v_figure(d: int, m: int | None = None, *, features: str = "positive
     fig = lines(v, ys, xlabel=arg, ylabel="MSE ratio vs iid, MSE/MSE<sub>iid</sub>",
                 title=f"{FEATURE_LABELS.get(features, features)}: MSE ratio vs iid (d = {d}, m = {m})")
     log_axes(fig.update_xaxes(type="log"))
-    fig.add_hline(y=1.0, line={"color": "gray", "dash": "dot"})
-    return fig
+    return horizontal_line(fig, 1.0, {"color": "gray", "dash": "dot"})
 
 
 def ratio_vs_d_figure(v: float, ds: Sequence[int] = (2, 3, 4, 6, 8, 16, 32, 64, 128, 256, 512, 1024), *,
