@@ -109,7 +109,7 @@ def home() -> None:
                                query_params={"lesson": lesson.slug, "step": "1"})
     st.header("All views")
     cols = st.columns(3)
-    for i, page in enumerate(NAV):
+    for i, page in enumerate(by_path.values()):
         cols[i % 3].page_link(page)
     st.subheader("Registered estimators")
     st.table([{"name": c.name, "title": c.title, "kernel": c.family, "closed form": c.has_closed_form,
@@ -132,18 +132,18 @@ use_rfviz_template()  # plotly's default here: a figure gets rfviz's template wh
 st.logo(ui.logo_url())
 
 
-def pages() -> tuple[list[st.Page], list[st.Page]]:
-    """The views' pages and every page st.navigation routes (Home, the views, the old paths' redirects), made once
-    per session: st.Page resolves its file's path on disk (a tenth of a classroom rerun's CPU when made on each)."""
+def pages() -> tuple[dict[str, st.Page], list[st.Page]]:
+    """The views' pages by URL path, and every page st.navigation routes (Home, the views, the old paths'
+    redirects), made once per session: st.Page resolves its file's path on disk (a tenth of a classroom rerun's CPU
+    when made on each)."""
     if "_rfviz_pages" not in st.session_state:  # one session's script runs one at a time: its own objects
-        nav = [st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES]
-        views = {v.url_path: v for v in nav}
+        views = {p.url_path: st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES}
         start = st.Page(home, title="Home", icon=":material/home:", default=True, url_path="start")  # served at "/"
         old = [redirect(views[new], path) for path, new in LEGACY_PATHS.items()]
-        st.session_state["_rfviz_pages"] = nav, [start, *nav, *old, redirect(start, "home")]  # "/home" → "/"
+        routed = [start, *views.values(), *old, redirect(start, "home")]  # "/home" (a natural guess) → "/"
+        st.session_state["_rfviz_pages"] = views, routed
     return st.session_state["_rfviz_pages"]
 
 
-NAV, ROUTED = pages()
-by_path = {v.url_path: v for v in NAV}
+by_path, ROUTED = pages()
 st.navigation(ROUTED).run()
