@@ -27,7 +27,7 @@ with ui.page(
     "every actual pair.",
     [(r"\mathbb{E}_{\text{pairs}}[\mathrm{MSE}] = \frac{1}{NM}\sum_{i,j}\mathrm{MSE}(x_i, y_j) = "
       r"\frac{\mathbb{E}\|\hat K - K\|_F^2}{NM}",
-      "Features shared by all entries; linearity of expectation (rfviz.gram).")],
+      "Features shared by all entries; linearity of expectation (rfviz.gram_engine).")],
 ) as state:
     side = st.sidebar
 

@@ -23,7 +23,7 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from rfviz import get_estimator
-from rfviz.sweep import SweepSpec, make_backend, parse_grid, run_sweep
+from rfviz.sweeps import SweepSpec, make_backend, parse_grid, run_sweep
 
 CLK = os.sysconf("SC_CLK_TCK")
 

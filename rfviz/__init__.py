@@ -21,12 +21,13 @@ _LAZY: dict[str, str] = {
     "register": "rfviz.estimators",
     "Param": "rfviz.params",
     "ParameterError": "rfviz.params",
-    # the Python API (one function per command; rfviz.api.gram and rfviz.api.sweep too: rfviz.gram and rfviz.sweep
-    # are the engine's modules)
+    # the Python API (one function per command)
     "mse": "rfviz.api",
     "density": "rfviz.api",
     "psi": "rfviz.api",
     "check": "rfviz.api",
+    "gram": "rfviz.api",
+    "sweep": "rfviz.api",
     "mse_curve": "rfviz.api",
     "downstream": "rfviz.api_downstream",
     "features_needed": "rfviz.api_features",
@@ -34,10 +35,11 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = ["REGISTRY", "Estimator", "Param", "ParameterError", "__version__", "check", "create", "density",
-           "downstream", "features_needed", "get_estimator", "mse", "mse_curve", "psi", "rank_estimators", "register"]
+           "downstream", "features_needed", "get_estimator", "gram", "mse", "mse_curve", "psi", "rank_estimators",
+           "register", "sweep"]
 
 if TYPE_CHECKING:  # static tools see the real names; nothing is imported at run time
-    from .api import check, density, mse, mse_curve, psi
+    from .api import check, density, gram, mse, mse_curve, psi, sweep
     from .api_downstream import downstream
     from .api_features import features_needed
     from .api_ranking import rank_estimators

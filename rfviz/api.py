@@ -1,13 +1,12 @@
 """The Python face of rfviz: one function per command, each returning a small frozen result object.
 
-``rfviz.mse``, ``rfviz.density``, ``rfviz.psi``, ``rfviz.check``, ``rfviz.api.gram`` and ``rfviz.api.sweep`` (the
-names ``rfviz.gram`` and ``rfviz.sweep`` belong to the engine's modules) take Python values (floats, complex
-numbers, ints, bools, lists and arrays), validated by the same ``Param``s as the command line, and compute exactly what
-``rfviz COMMAND ... --json`` prints: both call the typed core in ``rfviz.commands`` (the CLI parses its text into
-those values first). ``result.to_dict()`` equals the command's JSON; the attributes keep their types (``result.mse``,
-``result.mc.stderr``, ``result.params["A"]`` a complex number where A is one). A bad value raises ``ParameterError``
-naming the parameter, as the command does. Figure helpers (``result.figure()``, :func:`mse_curve`) return Plotly
-figures, which show themselves in Jupyter.
+``rfviz.mse``, ``rfviz.density``, ``rfviz.psi``, ``rfviz.check``, ``rfviz.gram`` and ``rfviz.sweep`` take Python
+values (floats, complex numbers, ints, bools, lists and arrays), validated by the same ``Param``s as the command line,
+and compute exactly what ``rfviz COMMAND ... --json`` prints: both call the typed core in ``rfviz.commands`` (the CLI
+parses its text into those values first). ``result.to_dict()`` equals the command's JSON; the attributes keep their
+types (``result.mse``, ``result.mc.stderr``, ``result.params["A"]`` a complex number where A is one). A bad value
+raises ``ParameterError`` naming the parameter, as the command does. Figure helpers (``result.figure()``,
+:func:`mse_curve`) return Plotly figures, which show themselves in Jupyter.
 
 >>> import rfviz
 >>> res = rfviz.mse("trig", r=1.0, theta=1.0, d=4, m=10)
@@ -404,7 +403,7 @@ def gram(names: str | Sequence[str], data: str, *, keys_data: str | None = None,
     Examples
     --------
     >>> import rfviz.api
-    >>> res = rfviz.api.gram("trig", "iris", queries=8, keys=8, m=[16], repeats=0)
+    >>> res = rfviz.gram("trig", "iris", queries=8, keys=8, m=[16], repeats=0)
     >>> res.results[0]["frobenius_sq_closed_form"] > 0
     True
     """
@@ -552,13 +551,13 @@ def sweep(name: str, out: str | pathlib.Path, *, grid: Mapping[str, Any] | Seque
     --------
     >>> import os, tempfile, rfviz.api
     >>> out = os.path.join(tempfile.mkdtemp(), "s.csv")
-    >>> res = rfviz.api.sweep("trig", out, grid={"theta": [0.5, 1.0]}, trials=4096, d=4, m=8, device="cpu")
+    >>> res = rfviz.sweep("trig", out, grid={"theta": [0.5, 1.0]}, trials=4096, d=4, m=8, device="cpu")
     >>> res.points_done, len(res.rows())
     (2, 2)
     """
-    from .sweep import make_backend, run_sweep
-    from .sweep.grid import axis_text, spec_text
-    from .sweep.runner import sweep_device, sweep_spec
+    from .sweeps import make_backend, run_sweep
+    from .sweeps.grid import axis_text, spec_text
+    from .sweeps.runner import sweep_device, sweep_spec
 
     _check_flags(resume=resume, overwrite=overwrite, progress=progress)
     if isinstance(grid, Mapping):

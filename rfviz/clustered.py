@@ -17,7 +17,7 @@ symmetric A, which the real diagonal A is ([HRF] App. H, erratum 11).
 
 These estimators depend on a data set, so they are not in the registry: build one with
 ``ClusteredCE(**params).fit(queries, keys, seed)``. They implement the estimator protocol (``log_mse``,
-``sample``, ``features``, ``estimate``), so ``rfviz.gram`` and ``rfviz.engine.monte_carlo`` take them.
+``sample``, ``features``, ``estimate``), so ``rfviz.gram_engine`` and ``rfviz.engine.monte_carlo`` take them.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 
 from rfviz import get_estimator
-from rfviz.sweep import SweepSpec, parse_grid
+from rfviz.sweeps import SweepSpec, parse_grid
 
 NONDETERMINISTIC = ("backend", "seconds")  # who ran it and how long it took
 

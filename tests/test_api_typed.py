@@ -272,7 +272,7 @@ def test_one_seed_param_on_every_face(tmp_path, capsys):
     same range and refuse the same values."""
     import app_pages.coupling as coupling_page  # noqa: F401  (the app's pages import the same Param)
     from rfviz.lab import LabOptions
-    from rfviz.sweep.tasks import SweepSpec
+    from rfviz.sweeps.tasks import SweepSpec
 
     top = 2**53 - 1
     assert SEED_PARAM.validate(top) == top and SEED_PARAM.high == top
@@ -280,7 +280,7 @@ def test_one_seed_param_on_every_face(tmp_path, capsys):
     with pytest.raises(ParameterError, match="seed"):
         LabOptions(seed=top + 1)
     with pytest.raises(ParameterError, match="seed"):
-        SweepSpec("trig", {}, __import__("rfviz.sweep.grid").sweep.grid.Grid(()), 100, seed=top + 1)
+        SweepSpec("trig", {}, __import__("rfviz.sweeps.grid").sweeps.grid.Grid(()), 100, seed=top + 1)
     assert main(["mse", "trig", "--trials", "2", "--seed", str(top + 1)]) == 2
     assert "seed must be an integer in [0, 9007199254740991]" in capsys.readouterr().err
 
@@ -295,7 +295,8 @@ def test_api_holds_no_text_path_no_maths_and_no_statistics():
     assert not names & {"as_text", "_assignments", "parse_vector", "parse_real", "parse_assignments", "monte_carlo",
                         "AGREEMENT_Z", "family_agreement", "two_sided_p"}
     modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level == 1}
-    assert not {m for m in modules if m and m.split(".")[0] in ("maths", "engine", "gram", "numerics", "diagnostics",
+    assert not {m for m in modules if m and m.split(".")[0] in ("maths", "engine", "gram_engine",
+                                                                          "numerics", "diagnostics",
                                                                 "geometry", "data")}
 
 

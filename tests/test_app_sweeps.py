@@ -15,7 +15,7 @@ from app_pages import BY_PATH
 from rfviz import ParameterError, get_estimator
 from rfviz.compute import sweep_files as sf
 from rfviz.figures import sweep as fs
-from rfviz.sweep import SweepSpec, make_backend, parse_grid, run_sweep
+from rfviz.sweeps import SweepSpec, make_backend, parse_grid, run_sweep
 
 pytestmark = pytest.mark.slow  # Streamlit AppTest page runs and sweeps (python -m pytest -m "not slow" skips them)
 

@@ -46,7 +46,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.plugins": "estimators",  # loads user estimator classes; imports only estimators.base and params
     "rfviz": "faces",  # the package __init__: lazily, the registry and the Python API (rfviz.api)
     "rfviz.engine": "engine",
-    "rfviz.gram": "engine",  # Gram/attention error of a data set: closed forms summed, features sampled
+    "rfviz.gram_engine": "engine",  # Gram/attention error of a data set: closed forms summed, features sampled
     "rfviz.clustered": "estimators",  # HRF App. H clustered estimators, fitted to data
     "rfviz.figures": "figures",  # pure drawing: arrays in, plotly figures out (see test_figures_only_draw)
     "rfviz.compute": "compute",  # Monte Carlo, closed forms on grids, statistics, files and catalog for the figures
@@ -54,7 +54,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.plugin_process": "lab/gallery/sweep",  # runs plugin code (the lab) in a child process
     "rfviz._plugin_worker": "lab/gallery/sweep",  # that child's entry point
     "rfviz.gallery": "lab/gallery/sweep",
-    "rfviz.sweep": "lab/gallery/sweep",  # distributed sweeps: a thin layer over the engine
+    "rfviz.sweeps": "lab/gallery/sweep",  # distributed sweeps: a thin layer over the engine
     "rfviz.commands": "lab/gallery/sweep",  # the typed core of the commands, which the API and the CLI wrap
     "rfviz.api": "faces",  # the Python API: one function per command, which the CLI wraps
     "rfviz.cli": "faces",

@@ -960,7 +960,7 @@ def test_fourth_central_moment_matches_mpmath_at_hostile_points(name, params, re
 def test_gram_closed_form_with_near_duplicate_rows_matches_mpmath(monkeypatch):
     """Σ_ij MSE over queries × keys holding near-duplicate rows (|q − k| ~ 1e-7·|q|): the Gram path forms each
     pair's |q − k|² from the difference; row blocks (forced small here) change nothing."""
-    from rfviz import gram
+    from rfviz import gram_engine as gram
 
     rng = np.random.default_rng(5)
     keys = rng.standard_normal((6, D)) / math.sqrt(D)

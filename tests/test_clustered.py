@@ -9,7 +9,8 @@ import pytest
 import torch
 from mc_helpers import Z_TOL, assert_mc_matches_closed_form
 
-from rfviz import data, gram
+from rfviz import data
+from rfviz import gram_engine as gram
 from rfviz.clustered import ClusteredCE
 from rfviz.engine import monte_carlo
 from rfviz.estimators import create

@@ -253,7 +253,7 @@ def test_parse_real_reads_multiples_of_pi(text, expected):
 
 @pytest.mark.slow  # starts a Python subprocess (interpreter + torch import)
 def test_readme_sweep_theta_grid_is_accepted_and_snapped_to_pi():
-    from rfviz.sweep.grid import parse_grid
+    from rfviz.sweeps.grid import parse_grid
     grid = parse_grid(["theta=0:3.1416:32", "m=8,16,64"], rfviz.REGISTRY["positive"])
     theta = grid.axes[0].values
     assert theta[-1] == math.pi and len(theta) == 32

@@ -28,7 +28,7 @@ CHECKED_EVERYWHERE = {"GL08", "PR02", "PR07", "RT03"}
 CHECKED_FOR_CALLABLES = {"PR01", "RT01"}
 EXAMPLES_NOT_REQUIRED = {"rfviz.estimators.base.register": "a decorator for built-ins; plugins must not use it"}
 DOCTEST_MODULES = ["rfviz.estimators.base", "rfviz.params", "rfviz.registries", "rfviz.references",
-                   "rfviz.geometry", "rfviz.compute.catalog", "rfviz.sweep.runner"]
+                   "rfviz.geometry", "rfviz.compute.catalog", "rfviz.sweeps.runner"]
 SLOW_DOCTEST_MODULES = ["rfviz.engine", "rfviz.lab"]  # their examples run Monte Carlo
 
 

@@ -181,7 +181,7 @@ def _sampled_relative_error(name: str, params: dict, setting: dict, res: rfviz.a
                             ) -> tuple[float, float]:
     """Sampled relative error at the answer's m (and n) and its standard error (delta method: se(√v) = se(v)/2√v)."""
     from rfviz.engine import monte_carlo
-    from rfviz.gram import kernel_matrix, monte_carlo_gram
+    from rfviz.gram_engine import kernel_matrix, monte_carlo_gram
 
     own = {**params, "m": res.m, **({"n": res.n} if res.n is not None else {})}
     est = rfviz.create(name, **own)

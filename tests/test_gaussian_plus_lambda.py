@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from mc_helpers import Z_TOL, assert_mc_matches_closed_form
 
-from rfviz import gram
+from rfviz import gram_engine as gram
 from rfviz.estimators import create
 from rfviz.geometry import canonical_pair
 from rfviz.maths import hrf as hy

@@ -1,4 +1,4 @@
-"""Gram- and attention-matrix error (rfviz.gram) and the ``gram`` command.
+"""Gram- and attention-matrix error (rfviz.gram_engine) and the ``gram`` command.
 
 The identity E‖K̂ − K‖²_F = Σ_ij MSE(x_i, y_j) (features shared by all entries) is checked against Monte Carlo for
 every registered estimator that has a closed form and a feature map, on two data sets."""
@@ -13,7 +13,8 @@ import pytest
 import torch
 from mc_helpers import Z_TOL
 
-from rfviz import data, gram
+from rfviz import data
+from rfviz import gram_engine as gram
 from rfviz.cli import main
 from rfviz.estimators import REGISTRY, create
 from rfviz.params import ParameterError

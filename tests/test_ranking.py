@@ -2,7 +2,7 @@
 
 The tuned choice is checked against the closed form it minimises (no candidate beats it), the equal-length column
 against the probed feature lengths, the ranking against its own numbers, and the top three against the Gram
-Monte Carlo (reliability rule and Holm, rfviz.gram) on three bundled data sets.
+Monte Carlo (reliability rule and Holm, rfviz.gram_engine) on three bundled data sets.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from rfviz import data
 from rfviz.cli import main
 from rfviz.compute.catalog import make_estimator
 from rfviz.compute.ranking import rank_estimators
-from rfviz.gram import frobenius_sq_closed_form, kernel_matrix
+from rfviz.gram_engine import frobenius_sq_closed_form, kernel_matrix
 from rfviz.params import ParameterError, time_budget_scope
 
 

@@ -16,9 +16,9 @@ from sweep_helpers import NONDETERMINISTIC, rows, small_spec
 from rfviz import ParameterError, get_estimator
 from rfviz.cli import main
 from rfviz.diagnostics import Moments, assess_mse
-from rfviz.sweep import SweepSpec, combine, make_backend, parse_grid, run_sweep, run_tasks, task_seed
-from rfviz.sweep.backends import CRASH_ONCE_ENV, RayBackend
-from rfviz.sweep.tasks import COL
+from rfviz.sweeps import SweepSpec, combine, make_backend, parse_grid, run_sweep, run_tasks, task_seed
+from rfviz.sweeps.backends import CRASH_ONCE_ENV, RayBackend
+from rfviz.sweeps.tasks import COL
 
 
 # ----------------------------------------------------------------------------- grid syntax and seeds
@@ -286,7 +286,7 @@ def test_cli_sigint_exits_130_keeps_points_and_resumes(tmp_path) -> None:
 
 # ----------------------------------------------------------------------------- Ray sizing and the CUDA path (pure)
 def test_batch_size_targets_task_seconds_and_keeps_8_batches_per_slot() -> None:
-    from rfviz.sweep.backends import batch_size
+    from rfviz.sweeps.backends import batch_size
 
     assert batch_size(0.1, 10_000, 2, task_seconds=0.5) == 5  # ~0.5 s of compute per Ray task
     assert batch_size(0.19, 127, 2, task_seconds=0.5) == 3
@@ -304,7 +304,7 @@ def test_cuda_resource_request_and_float32_without_a_gpu() -> None:
     import torch
 
     from rfviz.engine import _default_dtype
-    from rfviz.sweep.backends import ray_slots, ray_task_options
+    from rfviz.sweeps.backends import ray_slots, ray_task_options
 
     assert ray_task_options("cpu", max_retries=3, cluster_gpus=4) == {"max_retries": 3, "num_cpus": 1}
     assert ray_task_options("cuda", max_retries=2, cluster_gpus=4, gpus_per_task=0.5) == \

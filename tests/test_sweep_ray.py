@@ -17,8 +17,8 @@ from sweep_helpers import rows, small_spec
 
 from rfviz import ParameterError, get_estimator
 from rfviz.cli import main
-from rfviz.sweep import SweepSpec, make_backend, parse_grid, run_sweep
-from rfviz.sweep.ray_backend import FAIL_POINT_ENV, BatchSizer, RayBackend, SweepTaskError, batch_size, probe_address
+from rfviz.sweeps import SweepSpec, make_backend, parse_grid, run_sweep
+from rfviz.sweeps.ray_backend import FAIL_POINT_ENV, BatchSizer, RayBackend, SweepTaskError, batch_size, probe_address
 
 
 def chunks(spec: SweepSpec, points=None, size: int = 3):

@@ -25,7 +25,7 @@ from sweep_helpers import rows
 
 from rfviz import get_estimator
 from rfviz.cli import main
-from rfviz.sweep import SweepSpec, make_backend, parse_grid, run_sweep
+from rfviz.sweeps import SweepSpec, make_backend, parse_grid, run_sweep
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,12 +13,12 @@ from sweep_helpers import NONDETERMINISTIC, rows
 from rfviz import ParameterError, get_estimator
 from rfviz.cli import main
 from rfviz.fileio import atomic_write, check_output
-from rfviz.sweep import SweepSpec, make_backend, parse_grid, run_sweep
-from rfviz.sweep import store as store_mod
-from rfviz.sweep.progress import Progress
-from rfviz.sweep.runner import todo_points
-from rfviz.sweep.store import ResultStore
-from rfviz.sweep.tasks import COL, TASK_CHUNK, iter_tasks
+from rfviz.sweeps import SweepSpec, make_backend, parse_grid, run_sweep
+from rfviz.sweeps import store as store_mod
+from rfviz.sweeps.progress import Progress
+from rfviz.sweeps.runner import todo_points
+from rfviz.sweeps.store import ResultStore
+from rfviz.sweeps.tasks import COL, TASK_CHUNK, iter_tasks
 
 
 def spec_of(n_r: int = 3, trials: int = 1024, block: int = 512, **kw) -> SweepSpec:
@@ -219,7 +219,7 @@ def test_validating_ten_million_points_is_cheap() -> None:
 
 @pytest.mark.slow
 def test_a_numeric_failure_in_a_task_gives_a_null_unreliable_row(tmp_path, monkeypatch) -> None:
-    import rfviz.sweep.tasks as tasks_mod
+    import rfviz.sweeps.tasks as tasks_mod
 
     real = tasks_mod.monte_carlo
 
@@ -445,7 +445,7 @@ def test_disk_full_or_ctrl_c_during_the_final_merge_leaves_no_temporary_file(tmp
 
 
 def _row_of(spec: SweepSpec, point: int) -> dict:
-    from rfviz.sweep.tasks import combine, point_row, run_task
+    from rfviz.sweeps.tasks import combine, point_row, run_task
 
     return point_row(spec, combine(np.stack([run_task(spec, point, b) for b in range(spec.n_blocks)])), "local")
 

@@ -206,7 +206,7 @@ def test_a_benign_coupled_gram_row_keeps_the_samples_verdict_and_catches_a_wrong
     from dataclasses import replace
 
     import rfviz
-    from rfviz.gram import gram_error
+    from rfviz.gram_engine import gram_error
 
     rng = np.random.default_rng(0)
     q, k = 0.3 * rng.standard_normal((12, 4)), 0.3 * rng.standard_normal((12, 4))
@@ -218,11 +218,11 @@ def test_a_benign_coupled_gram_row_keeps_the_samples_verdict_and_catches_a_wrong
 
 
 def test_a_sweep_point_gets_the_same_witness():
-    """The sweep's per-point verdict (rfviz.sweep.tasks) applies the same witness: the issue's point is unreliable
+    """The sweep's per-point verdict (rfviz.sweeps.tasks) applies the same witness: the issue's point is unreliable
     with the same words; a benign one keeps the sample's verdict."""
     import rfviz
     from rfviz.geometry import embed_pair
-    from rfviz.sweep.tasks import _witnessed
+    from rfviz.sweeps.tasks import _witnessed
 
     est = rfviz.create("positive", m=16, coupling="simplex")
     x, y = embed_pair(3.0, 0.1, 16)

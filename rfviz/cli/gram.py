@@ -2,7 +2,7 @@
 
 E‖K̂ − K‖²_F = Σ_ij MSE(x_i, y_j) from the closed forms (features shared by all entries), its Monte-Carlo twin with
 features drawn once per repeat, the relative Frobenius error and, for softmax estimators, the row-normalised
-attention error (rfviz.gram). Names are registered estimators or ``hrf_clustered`` (rfviz.clustered).
+attention error (rfviz.gram_engine). Names are registered estimators or ``hrf_clustered`` (rfviz.clustered).
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ import signal
 import sys
 from dataclasses import replace
 
-from ..sweep import SweepSpec, make_backend, run_sweep
-from ..sweep.ray_backend import RAY_PARAMS, SweepTaskError, install_sigterm_as_interrupt, validate_ray_options
-from ..sweep.runner import sweep_device, sweep_spec
-from ..sweep.store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore, check_flush, sweep_lock
+from ..sweeps import SweepSpec, make_backend, run_sweep
+from ..sweeps.ray_backend import RAY_PARAMS, SweepTaskError, install_sigterm_as_interrupt, validate_ray_options
+from ..sweeps.runner import sweep_device, sweep_spec
+from ..sweeps.store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore, check_flush, sweep_lock
 from ..textio import parse_assignments
 
 NAME = "sweep"

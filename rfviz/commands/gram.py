@@ -14,7 +14,7 @@ from .. import data as datasets
 from ..clustered import NAME as CLUSTERED
 from ..clustered import ClusteredCE
 from ..estimators import REGISTRY, get_estimator  # the package: the catalog loaded
-from ..gram import gram_cost, gram_error, require_gram_budget, with_family_agreement
+from ..gram_engine import gram_cost, gram_error, require_gram_budget, with_family_agreement
 from ..params import CPU_DEVICE_PARAM, M_PARAM, SEED_PARAM, Param, ParameterError, check, check_list
 from ..sampling import resolve_device
 

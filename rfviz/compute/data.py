@@ -8,7 +8,7 @@ geometric-mean norm r = √(|x||y|): the explorer's surfaces are drawn for equal
 
 The data-averaged MSE E_pairs[MSE] = (1/NM) Σ_ij MSE(x_i, y_j) uses each estimator's closed form at the actual
 pairs (every coordinate, not the summary), so it is exact for the data and = E‖K̂ − K‖²_F / NM ([HRF] §3 MSEs
-summed as in rfviz.gram).
+summed as in rfviz.gram_engine).
 """
 
 
@@ -24,7 +24,7 @@ from scipy.special import logsumexp
 
 from ..data import DataSet
 from ..estimators import get_estimator
-from ..gram import gram_error, gram_study_cost, with_family_agreement
+from ..gram_engine import gram_error, gram_study_cost, with_family_agreement
 from ..numerics import LOG10
 from ..params import ParameterError, require_cost
 from .catalog import make_estimator
@@ -162,10 +162,10 @@ GRAM_COLUMNS_NOTE = ("MC: the sampled E‖K̂−K‖²_F (± SE over the repeats
 
 def gram_table(ds: DataSet, names: Sequence[str], params: Mapping[str, Any], kernel: str = "softmax",
                repeats: int = 0, seed: int = 0) -> list[dict[str, Any]]:
-    """One row per estimator of its Gram error on the data (rfviz.gram): closed-form E‖K̂ − K‖²_F, relative
+    """One row per estimator of its Gram error on the data (rfviz.gram_engine): closed-form E‖K̂ − K‖²_F, relative
     Frobenius error and, with ``repeats`` ≥ 2, the Monte-Carlo value, its standard error, ``reliable`` (from the
     repeats alone) and agreement with the closed form (Holm at 1 % over the table's reliable rows). The Monte
-    Carlo is refused up front over the memory/time budget (``rfviz.gram.gram_study_cost``)."""
+    Carlo is refused up front over the memory/time budget (``rfviz.gram_engine.gram_study_cost``)."""
     ests = [make_estimator(n, _params_for(n, params), kernel) for n in names]
     for est in ests:
         est.check_dimension(ds.d)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..gram import feature_count, frobenius_sq_closed_form, kernel_matrix
+from ..gram_engine import feature_count, frobenius_sq_closed_form, kernel_matrix
 from ..params import Cost, ParameterError, require_cost
 from .catalog import make_estimator
 

@@ -1,7 +1,7 @@
 """How many features: the smallest m whose relative error ``√MSE/|K|`` is at most a target ε.
 
 The relative error is taken at one pair, as the worst or the root-mean over a region of pairs (an (r, θ) grid), or
-over a data set's pairs as the relative Frobenius error of the Gram matrix (rfviz.gram: with one draw of features
+over a data set's pairs as the relative Frobenius error of the Gram matrix (rfviz.gram_engine: with one draw of features
 shared by all entries, E‖K̂ − K‖²_F = Σ_ij MSE(x_i, y_j)). Every target is a squared relative error
 
     point  MSE/K²,     worst  max_i MSE_i/K_i²,     mean  (1/P) Σ_i MSE_i/K_i²,     gram  Σ_i MSE_i / Σ_i K_i²,
@@ -31,7 +31,7 @@ from scipy.special import logsumexp
 
 from ..estimators import Estimator, get_estimator
 from ..geometry import check_d, embed_pair
-from ..gram import feature_count
+from ..gram_engine import feature_count
 from ..params import Cost, Param, ParameterError, check, require_cost
 from .catalog import make_estimator
 

@@ -1,6 +1,6 @@
 """Which estimator, tuned, for my data: every applicable estimator, its parameters chosen on the data by minimising
 the closed-form relative Gram error, ranked at equal feature-vector length (what a model pays in memory and
-multiply-adds) and at equal m; the top three confirmed by the Gram Monte Carlo (rfviz.gram) with its reliability
+multiply-adds) and at equal m; the top three confirmed by the Gram Monte Carlo (rfviz.gram_engine) with its reliability
 rule.
 
 The Gram error is the closed form summed over the data's pairs, E‖K̂ − K‖²_F = Σ_ij MSE(x_i, y_j) (one draw of
@@ -15,7 +15,7 @@ What is tuned, per estimator (candidates evaluated in closed form, the best kept
 * the dot-product sketches' realness q; the Poisson rate λ (CRT Thm 3.4's λ* averaged over the pairs) and the
   geometric p on small grids; Maclaurin's degree allocation is its own Algorithm 3 (``method=optimized``).
 
-The feature length per estimator is probed from its feature map (``rfviz.gram``: trig and antithetic 2m, positive
+The feature length per estimator is probed from its feature map (``rfviz.gram_engine``: trig and antithetic 2m, positive
 m, hybrids 4m(n + 1), complex maps twice their count).
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ..estimators import Estimator, get_estimator
-from ..gram import (
+from ..gram_engine import (
     feature_count,
     gram_error,
     gram_study_cost,
@@ -215,7 +215,7 @@ def rank_one(name: str, kernel: str, q: np.ndarray, k: np.ndarray, length: int, 
 
 
 def ranking_cost(names: Sequence[str], pairs: int, d: int, length: int = 256) -> Cost:
-    """The ``Cost`` of :func:`rank_estimators` in closed forms (the Monte Carlo is costed by ``rfviz.gram``).
+    """The ``Cost`` of :func:`rank_estimators` in closed forms (the Monte Carlo is costed by ``rfviz.gram_engine``).
 
     Parameters
     ----------

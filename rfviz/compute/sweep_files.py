@@ -2,7 +2,7 @@
 local file into a ``SweepTable``, and listing the result files of a folder. rfviz.figures.sweep draws the table.
 
 A result file has one row per grid point: the grid values (one column per grid axis), then the columns of
-``rfviz.sweep.tasks.point_row`` (``mc_mse``, ``stderr``, ``reliable``, closed-form ``mse``, …).
+``rfviz.sweeps.tasks.point_row`` (``mc_mse``, ``stderr``, ``reliable``, closed-form ``mse``, …).
 """
 
 from __future__ import annotations
@@ -21,11 +21,11 @@ from ..params import ParameterError
 RESULT_COLUMNS = ("estimator", "kernel_value", "mse", "mc_mse", "stderr", "z", "log10_mse", "log10_mc_mse", "mc_mean",
                   "top_share", "reliable", "warning", "disagrees", "trials", "seed", "device", "backend", "seconds")
 """Columns of a sweep's output row after ``point`` and the grid axes, in order (written by
-``rfviz.sweep.tasks.point_row``; the one definition of the file format, read by the writer and by this reader)."""
+``rfviz.sweeps.tasks.point_row``; the one definition of the file format, read by the writer and by this reader)."""
 BOOL_COLUMNS = ("reliable", "disagrees")
 STR_COLUMNS = ("estimator", "warning", "device", "backend")
 OUTPUT_COLUMNS = ("point", *RESULT_COLUMNS)
-"""Columns a sweep writes besides its grid axes (``rfviz.sweep.tasks.point_row``)."""
+"""Columns a sweep writes besides its grid axes (``rfviz.sweeps.tasks.point_row``)."""
 
 
 REQUIRED_COLUMNS = ("mc_mse", "stderr", "reliable")

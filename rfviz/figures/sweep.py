@@ -1,7 +1,7 @@
 """Figures of a sweep result file (``python -m rfviz sweep … --out FILE.csv|.parquet``): pure builders, no Streamlit.
 
 A result file has one row per grid point: the grid values (one column per grid axis), then the columns of
-``rfviz.sweep.tasks.point_row`` (``mc_mse``, ``stderr``, ``reliable``, closed-form ``mse``, …).
+``rfviz.sweeps.tasks.point_row`` (``mc_mse``, ``stderr``, ``reliable``, closed-form ``mse``, …).
 ``rfviz.compute.sweep_files.read_results`` validates an uploaded or local file into a ``SweepTable``;
 ``heatmap_figure`` plots log10 MSE over two grid axes (the others fixed),
 ``slice_figure`` along one axis with ±2 SE bars and the closed form; unreliable (heavy-tailed) points, flagged by

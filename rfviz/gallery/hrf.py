@@ -304,7 +304,7 @@ def build_hrf_fig6() -> tuple[go.Figure, Columns]:
     and the closed-form E_pairs[MSE] (dotted)."""
     from ..clustered import fit_clusters
     from ..data import hrf_clusters
-    from ..gram import frobenius_sq_closed_form, monte_carlo_gram
+    from ..gram_engine import frobenius_sq_closed_form, monte_carlo_gram
 
     fig = make_subplots(rows=1, cols=len(HRF6_SIGMAS), subplot_titles=list(HRF6_SIGMAS), horizontal_spacing=0.08)
     cols: dict[str, list] = {k: [] for k in ("sigma", "estimator", "m", "mse_mean", "mse_min", "mse_max",

@@ -1,10 +1,10 @@
 """Where sweep tasks run: ``local`` (this process, one task after another) or ``ray`` (a Ray cluster).
 
-Both are thin layers over ``rfviz.sweep.tasks.run_tasks`` (itself one ``rfviz.engine.monte_carlo`` call per
+Both are thin layers over ``rfviz.sweeps.tasks.run_tasks`` (itself one ``rfviz.engine.monte_carlo`` call per
 task); the engine knows nothing of Ray. ``ray`` is imported only when the Ray backend starts.
 
 The Ray backend (connecting, shipping rfviz to the workers, adaptive Ray task sizes, retries) lives in
-``rfviz.sweep.ray_backend``; its names are re-exported here.
+``rfviz.sweeps.ray_backend``; its names are re-exported here.
 """
 
 from __future__ import annotations
