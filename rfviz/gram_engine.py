@@ -26,6 +26,8 @@ from .diagnostics import Moments, Reliability, assess_mse
 from .params import Cost, ParameterError, check_int, require_fits
 from .verdicts import (
     DISAGREES,
+    GRAM_MIN_REPEATS,
+    GRAM_RELIABLE_BLOCKS,
     GramTheory,
     agreement,
     exact_at_roundoff,
@@ -47,11 +49,6 @@ estimators and m, F features per repeat): about ten minutes at WORK_RATE."""
 WORK_RATE = 2.5e8
 """Multiply-adds per second assumed for the time estimate. Measured: 3.6e8 (positive) and 5.7e8 (trig) per second
 for digits, 64 × 64 points, m = 128, 2000 repeats, float64, on a shared 2-core machine; the estimate errs slow."""
-RELIABLE_MIN_REPEATS = 10
-"""Fewer repeats than this are never reliable (the diagnostic's top-share test needs parts to compare)."""
-RELIABLE_BLOCKS = 20
-"""Repeats are pooled into this many blocks for the top-share test (a single repeat of a light-tailed error can
-carry ~log(n)/n of the sum, so per-repeat shares would flag honest samples)."""
 LOG_OVERFLOW = 700.0
 
 
@@ -367,15 +364,15 @@ def monte_carlo_gram(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, 
 def assess_repeats(values: np.ndarray) -> Reliability:
     """Reliability of a Monte-Carlo mean of per-repeat errors, decided from the repeats alone with the shared
     heavy-tail diagnostic (``rfviz.diagnostics.assess_mse``: relative standard error, and the share of the sum
-    carried by the largest of ``RELIABLE_BLOCKS`` contiguous blocks of repeats, as the sweep's blocks do), plus at
-    least ``RELIABLE_MIN_REPEATS`` repeats. Never uses a closed form."""
+    carried by the largest of ``GRAM_RELIABLE_BLOCKS`` contiguous blocks of repeats, as the sweep's blocks do), plus at
+    least ``GRAM_MIN_REPEATS`` repeats. Never uses a closed form."""
     v = np.asarray(values, dtype=float).ravel()
-    if v.size < RELIABLE_MIN_REPEATS:
-        return Reliability(False, f"only {v.size} repeats (< {RELIABLE_MIN_REPEATS})")
+    if v.size < GRAM_MIN_REPEATS:
+        return Reliability(False, f"only {v.size} repeats (< {GRAM_MIN_REPEATS})")
     n = int(v.size)
     mean = float(np.mean(v))
     moments = Moments(n, mean, float(np.sum((v - mean) ** 2)))
-    sums = np.array([float(np.sum(b)) for b in np.array_split(v, min(n, RELIABLE_BLOCKS))])
+    sums = np.array([float(np.sum(b)) for b in np.array_split(v, min(n, GRAM_RELIABLE_BLOCKS))])
     total = float(np.sum(sums))
     share = float(np.max(sums)) / total if total > 0 else 0.0
     return assess_mse(moments, top_share=share, parts=int(sums.size))

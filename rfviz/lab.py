@@ -43,62 +43,31 @@ from .numerics import LOG10
 from .params import CHECK_TRIALS_PARAM, CPU_DEVICE_PARAM, LAB_D_PARAM, SEED_PARAM, Param, ParameterError, validated
 from .params import check as check_param
 from .plugins import call_guarded, instantiate, protocol_guard
-from .verdicts import holm, roundoff_floor, theory_reliability, two_sided_p
+from .verdicts import closed_form_word, holm, roundoff_floor, theory_reliability, two_sided_p
+from .verdicts.rules import (  # the lab's rules, with their reasons, live in the verdict module
+    BIAS_KURTOSIS_FRACTION,
+    CLOSED_FORM_ALPHA_FACTOR,
+    CLOSED_FORM_KURTOSIS_FRACTION,
+    CLOSED_FORM_KURTOSIS_FRACTION_THEORY,
+    CONFIRM_TRIALS_FACTOR,
+    DETERMINISTIC_MATCH_REL,
+    DETERMINISTIC_REL,
+    EXACT_REL_MSE_FLOAT32,
+    FEATURE_GROWTH_TOLERANCE,
+    LAB_ALPHA,
+    MIN_CLOSED_FORM_POINTS,
+    MIN_INFORMATIVE,
+    TIE_LOG10,
+)
 
 DEFAULT_R: tuple[float, ...] = (0.5, 1.0, 1.5)
 DEFAULT_THETA: tuple[float, ...] = (0.0, math.pi / 4, math.pi / 2, 3 * math.pi / 4, math.pi)
 DEFAULT_D = LAB_D_PARAM.default
 DEFAULT_TRIALS = CHECK_TRIALS_PARAM.default
-DEFAULT_ALPHA = 0.01
+DEFAULT_ALPHA = LAB_ALPHA
 DEFAULT_COMPARE: tuple[str, ...] = ("trig", "positive", "positive_antithetic")
-BIAS_KURTOSIS_FRACTION = 1 / 100
-"""A point enters the bias test only if its estimated kurtosis κ ≤ trials·this (CLT for the mean). Calibrated on
-150 seeds of positive, FAVOR+, GERF, the angular hybrid and the tempered example at the default grid: 1/20 gave
-false-alarm rates up to 4.7 % at α = 1 %, 1/100 gives ≤ 1.7 %."""
-CLOSED_FORM_KURTOSIS_FRACTION = 1 / 1000
-"""Stricter for the closed-form test: the sampled MSE's standard error needs the 8th moment of K̂ to be well
-sampled, which the 4th-moment κ only hints at. 1/100 gave false disagreements on 7-37 % of seeds for positive RFs
-and hybrids; 1/1000 gave none in 150 seeds (at the cost of testing fewer points: add trials to test more)."""
-DETERMINISTIC_REL = 1e-12
-"""SE(MSE)/MSE below this: every trial gave the same K̂ (closed-form MSE then must match to 1e-8 relative)."""
-CLOSED_FORM_KURTOSIS_FRACTION_THEORY = 1 / 100
-"""The closed-form test's gate where the estimator gives its fourth moment in closed form: the z of the sampled MSE
-then divides by the larger of the sampled and the predicted standard error (MCResult.z_against), which under the
-hypothesis tested (the closed forms are right) is the true one, so the 8th-moment worry above does not apply and
-the bias test's gate is enough. Without it FAVOR+ and positive RFs had no non-exact point in the test at the lab's
-defaults (κ ≈ 4-10 at r = 0.5 > 4000/1000). Measured false exit-1 rates: bench/README.md."""
-CLOSED_FORM_ALPHA_FACTOR = 0.01
-"""The closed-form test runs at α·this: the z-score of a sampled MSE has a heavier left tail than a normal (its
-standard error is estimated from the same, right-skewed squared errors), and formula errors are large anyway
-(a factor 2 gives |z| > 10 at the default settings). Example: trig_phase (correct closed form) at d = 2 with
-random seed 0 gives z = -4.14 at one point, which α/10 would still reject; 200 seeds give sd(z) = 1.05 there."""
-CONFIRM_TRIALS_FACTOR = 4
-"""A closed-form disagreement is confirmed on an independent sample with this many times the trials (seed +
-CONFIRM_SEED_OFFSET) at the rejected points only; the point counts as a disagreement only if that sample is
-light-tailed and reliable too and rejects again (Holm at the same level). Needing two independent rejections can
-only lower the false-alarm rate. Why: without a fourth-moment closed form a heavy-tailed estimator's rare large
-draws are often missing from the first sample, so its sampled MSE comes out low with a small standard error; the
-correct 0.3·FAVOR+ + 0.7·trig mixture (examples/calibration_plugins.py, no fourth moment) was rejected at 11 of 60
-seeds by the first sample alone and at 0 of 60 after confirmation, where the 4× sample saw the tail (measured
-with the lab's defaults)."""
 CONFIRM_SEED_OFFSET = 1_000_003
-TIE_LOG10 = 0.05
-"""|log10 ratio| below this counts as a tie in the win/lose summary (about ±12 %)."""
-EXACT_REL_MSE_FLOAT32 = 1e-10
-"""(≈ 100 float32 ulps)²: round-off of float32 runs (the GPU default); float64 runs use rfviz.verdicts.roundoff_floor
-(a relative MSE, MSE/K², below it is round-off: exact, e.g. positive RFs at θ = π, trig at θ = 0)."""
 FEATURE_TRIALS = 1024
-FEATURE_GROWTH_TOLERANCE = 1.1
-"""Features look bounded if max|φ| over all samples ≤ this × max|φ| over the first 1/16 of them."""
-MIN_INFORMATIVE = 3
-"""A verdict of "unbiased" needs at least this many informative points: not exact, light-tailed enough for the
-CLT (kurtosis test) and with a reliable sampled MSE (``lab_reliable``). Fewer: exit 3, inconclusive."""
-MIN_CLOSED_FORM_POINTS = 3
-""""The closed form agrees" needs at least this many tested non-exact points (grid and extra pairs) and no
-rejection; fewer: "not tested enough" (``closed_form_agrees`` None) and the MSE map keeps the sampled MSE wherever
-the closed form was not tested. Exact points (closed form and sample both 0 at round-off, e.g. θ = π for positive
-RFs) count in the Holm family but test no formula (a closed form 10× too small would
-otherwise "agree" on them alone)."""
 EXIT_CODES: dict[str, int] = {"unbiased": 0, "bias detected": 1, "closed form disagrees": 1, "inconclusive": 3,
                               "biased, as declared": 4}
 """The CLI exit code of each verdict (2 is bad input or a broken plugin, raised before any verdict)."""
@@ -320,7 +289,7 @@ class LabReport:
         if agrees is None:
             return (f"NOT TESTED ENOUGH: {tested}, at least {MIN_CLOSED_FORM_POINTS} needed{power}; "
                     f"{self._closed_form_advice()}the MSE map uses the sampled MSE where it was not tested")
-        return f"{'agrees' if agrees else 'DISAGREES'}: {tested}{power}"
+        return f"{closed_form_word(agrees, True)}: {tested}{power}"
 
     def _closed_form_advice(self) -> str:
         """How many trials would let MIN_CLOSED_FORM_POINTS grid points into the closed-form test (its gate is the
@@ -1255,7 +1224,7 @@ def _bias_test(res: MCResult, trials: int, reliable: np.ndarray
     mean = np.asarray(res.mean_ratio)
     scale = np.maximum(np.abs(mean), target)
     flat = ~exact & (se <= DETERMINISTIC_REL * scale)
-    off = np.abs(mean - np.asarray(res.target)) > 1e-8 * np.where(scale > 0, scale, 1.0)
+    off = np.abs(mean - np.asarray(res.target)) > DETERMINISTIC_MATCH_REL * np.where(scale > 0, scale, 1.0)
     z = np.where(flat & off, np.copysign(np.inf, np.real(mean) - np.asarray(res.target, float)),
                  np.where(flat, 0.0, z))
     det = np.isinf(z) & flat
@@ -1300,7 +1269,7 @@ def closed_form_verdicts(res: MCResult, log_mse_cf: np.ndarray, exact: np.ndarra
         cf_exact = expected_rel <= exact_threshold(res)
         deterministic = (res.rel_mse_stderr <= DETERMINISTIC_REL * res.rel_mse) & ~exact & ~infinite
         rel_diff = np.abs(res.rel_mse - expected_rel) / np.where(expected_rel > 0, expected_rel, np.inf)
-    same = rel_diff <= DETERMINISTIC_REL * 1e4
+    same = rel_diff <= DETERMINISTIC_MATCH_REL
     det_wrong = deterministic & ~same
     z = np.where((exact & cf_exact) | (deterministic & same), 0.0, z)
     z = np.where(infinite | det_wrong, np.nan, z)
