@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from scipy.special import ndtri
 
-from .engine import MCResult, monte_carlo
+from .engine import MCResult, monte_carlo, spawn_seed
 from .estimators import REGISTRY, Estimator, PairStats  # the package: REGISTRY needs the catalog loaded
 from .geometry import check_r, check_theta, embed_pair
 from .numerics import LOG10
@@ -66,7 +66,10 @@ DEFAULT_D = LAB_D_PARAM.default
 DEFAULT_TRIALS = CHECK_TRIALS_PARAM.default
 DEFAULT_ALPHA = LAB_ALPHA
 DEFAULT_COMPARE: tuple[str, ...] = ("trig", "positive", "positive_antithetic")
-CONFIRM_SEED_OFFSET = 1_000_003
+FEATURES_KEY, EXTRA_PAIRS_KEY, CONFIRM_KEY, ORIENTATIONS_KEY, REPRODUCIBLE_KEY = 1, 2, 3, 4, 5
+"""The children of the lab's seed (the one seed rule, ``rfviz.engine.spawn_seed(seed, key)``): the feature checks,
+the extra pairs' Monte Carlo, the confirmation sample, the extra pairs' random orientations and the
+reproducibility probe. The grid's Monte Carlo and the comparators use the seed itself (common random numbers)."""
 FEATURE_TRIALS = 1024
 EXIT_CODES: dict[str, int] = {"unbiased": 0, "bias detected": 1, "closed form disagrees": 1, "inconclusive": 3,
                               "biased, as declared": 4}
@@ -565,7 +568,7 @@ def check_features(est: Estimator, x: np.ndarray, y: np.ndarray, log_scale: np.n
                    r: np.ndarray) -> dict[str, Any]:
     """Positivity, finiteness, observed boundedness and consistency (Σ φ_q·φ_k = K̂) of the feature maps."""
     owner = f"{type(est).__name__} ({est.name})"
-    gen = torch.Generator().manual_seed(int(seed) + 1)
+    gen = torch.Generator().manual_seed(spawn_seed(seed, FEATURES_KEY))
     dt = torch.float64
     samples = call_guarded(owner, "sample", est.sample, FEATURE_TRIALS, d, generator=gen,
                            device=torch.device("cpu"), dtype=dt, dim=x.shape[-1])
@@ -606,7 +609,7 @@ class LabOptions:
     ----------
     r, theta : the grid's norms |x| = |y| and angles (rows r, columns θ).
     d : input dimension of the grid's pairs.
-    trials, seed : Monte-Carlo trials per point and the seed (extra pairs use seed + 1).
+    trials, seed : Monte-Carlo trials per point and the seed (extra pairs use ``spawn_seed(seed, EXTRA_PAIRS_KEY)``).
     alpha : family-wise error rate of the bias test (Holm); the closed-form test runs at α·CLOSED_FORM_ALPHA_FACTOR.
     compare : built-in estimators to compare the MSE with (the candidate's own name is dropped).
     device : torch device of the Monte-Carlo runs.
@@ -769,7 +772,7 @@ def _holm_with_extra_pairs(est: Estimator, opts: LabOptions, grid: _Grid, p: np.
     if not extra:
         return holm_over(p, opts.alpha, tested), [], None
     ex_x, ex_y, meta = extra
-    ex = _run_mc(est, ex_x, ex_y, opts.d, opts.trials, opts.seed + 1, opts.device, None)
+    ex = _run_mc(est, ex_x, ex_y, opts.d, opts.trials, spawn_seed(opts.seed, EXTRA_PAIRS_KEY), opts.device, None)
     log_cf = _closed_form_logs(est, ex_x, ex_y, opts.d)
     e_reliable = lab_reliable(ex, log_cf)
     ez, e_tested, e_inf, e_det = _bias_test(ex, opts.trials, e_reliable)
@@ -906,7 +909,7 @@ def _confirm_parts(est: Estimator, opts: LabOptions, parts: list[tuple], out: _C
 def confirm_disagreements(est: Estimator, x: np.ndarray, y: np.ndarray, log_mse_cf: np.ndarray, opts: LabOptions,
                           where: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Re-test the closed form at the pairs (x, y) (rejected by the first sample) on an independent sample with
-    CONFIRM_TRIALS_FACTOR × the trials and seed + CONFIRM_SEED_OFFSET; a point stays a disagreement only if that
+    CONFIRM_TRIALS_FACTOR × the trials and ``spawn_seed(seed, CONFIRM_KEY)``; a point stays a disagreement only if that
     sample is light-tailed, reliable and rejects too (Holm at the same level over the re-tested points).
 
     Parameters
@@ -930,7 +933,7 @@ def confirm_disagreements(est: Estimator, x: np.ndarray, y: np.ndarray, log_mse_
       'confirmed': False}]
     """
     trials = opts.trials * CONFIRM_TRIALS_FACTOR
-    res = _run_mc(est, x, y, opts.d, trials, opts.seed + CONFIRM_SEED_OFFSET, opts.device, None)
+    res = _run_mc(est, x, y, opts.d, trials, spawn_seed(opts.seed, CONFIRM_KEY), opts.device, None)
     exact = exact_points(res)
     v = closed_form_verdicts(res, log_mse_cf, exact, kurtosis(res), lab_reliable(res, log_mse_cf), trials,
                              opts.alpha)
@@ -1076,7 +1079,7 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
     d : int
         Dimension of the input space.
     trials : int
-        Monte-Carlo trials per point (extra pairs use ``seed + 1``).
+        Monte-Carlo trials per point (extra pairs use ``spawn_seed(seed, EXTRA_PAIRS_KEY)``).
     seed : int
         Seed of the Monte-Carlo runs.
     alpha : float
@@ -1181,7 +1184,7 @@ def _extra_pairs(est: Estimator, kinds: Sequence[str], r: np.ndarray, theta: np.
     """Full R^d pairs of the extra kinds (random orientations, |x| ≠ |y|), with (kind, |x|, |y|, θ) each."""
     r0 = float(np.median(r))
     angles = [float(a) for a in np.linspace(0.0, math.pi, EXTRA_PAIRS + 2)[1:-1]] if d > 1 else [0.0, math.pi]
-    rng = np.random.default_rng(10_000 + seed)
+    rng = np.random.default_rng(spawn_seed(seed, ORIENTATIONS_KEY))
     xs, ys, meta = [], [], []
     for kind in kinds:
         if kind == "canonical":
@@ -1243,7 +1246,7 @@ def check_reproducible(est: Estimator, x: np.ndarray, y: np.ndarray, d: int, see
     owner = f"{type(est).__name__} ({est.name})"
     draws = []
     for _ in range(2):
-        gen = torch.Generator().manual_seed(int(seed) + 7_777)
+        gen = torch.Generator().manual_seed(spawn_seed(seed, REPRODUCIBLE_KEY))
         samples = call_guarded(owner, "sample", est.sample, REPRO_TRIALS, d, generator=gen,
                                device=torch.device("cpu"), dtype=torch.float64, dim=x.shape[-1])
         xt, yt = torch.as_tensor(x, dtype=torch.float64), torch.as_tensor(y, dtype=torch.float64)

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 from scipy import optimize, special
 
+from ..engine import spawn_seed
 from ..figures.common import color, layout, lines
 from ..maths import crt as gerf
 from ..numerics import LOG2, log_expm1
@@ -155,8 +156,9 @@ def fig2_log_variances(regime: str, sigmas: Any, d: int = 64, L: int = 256, reps
     """Figure 2: mean and std of log Var over all pairs and ``reps`` draws, per mechanism and σ (CRT §5.1).
 
     Real-valued mechanisms have their variance halved (log − log 2), as in the paper.
-    Draw ``rep`` at σ uses numpy's default_rng(seed + 1000·rep + int(100σ)); with seed = 0, L = 512, reps = 2 this
-    is exactly the reference's reproduction (checks section E). Returns {mechanism: (means, stds)} over ``sigmas``.
+    Draw ``rep`` at σ uses numpy's default_rng(spawn_seed(seed, rep, round(100σ))) (``rfviz.engine.spawn_seed``, the
+    one seed rule; the reference's reproduction seeded seed + 1000·rep + int(100σ), so its draws differ, its
+    statistics agree within the checks' tolerances). Returns {mechanism: (means, stds)} over ``sigmas``.
     GeomRF and GeomRF+ dominate the cost (L²·d Bessel evaluations); leave them out of ``mechanisms`` for speed.
     """
     sig = np.atleast_1d(np.asarray(sigmas, dtype=float))
@@ -168,7 +170,8 @@ def fig2_log_variances(regime: str, sigmas: Any, d: int = 64, L: int = 256, reps
     for i, sg in enumerate(sig):
         acc: dict[str, list[np.ndarray]] = {m: [] for m in mechanisms}
         for rep in range(reps):
-            X, Y = fig2_inputs(regime, float(sg), L, d, np.random.default_rng(seed + 1000 * rep + int(sg * 100)))
+            rng = np.random.default_rng(spawn_seed(seed, rep, round(float(sg) * 100)))  # the one seed rule
+            X, Y = fig2_inputs(regime, float(sg), L, d, rng)
             for mech in mechanisms:
                 lv = fig2_pair_log_vars(X, Y, mech)
                 acc[mech].append((lv - LOG2 if mech in FIG2_REAL_VALUED else lv).ravel())

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..compute.sweep_files import RESULT_COLUMNS
 from ..diagnostics import Moments, assess_mse
-from ..engine import BLOCK_TRIALS_PARAM, DEFAULT_BLOCK_TRIALS, monte_carlo
+from ..engine import BLOCK_TRIALS_PARAM, DEFAULT_BLOCK_TRIALS, monte_carlo, spawn_seed
 from ..estimators import Estimator, get_estimator  # the package: get_estimator needs the catalog loaded
 from ..geometry import check_d, check_r, check_theta
 from ..numerics import LOG10
@@ -66,9 +66,8 @@ SWEEP_TRIALS_PARAM = replace(ENGINE_TRIALS_PARAM, help="Monte-Carlo trials per g
 
 
 def task_seed(seed: int, point: int, block: int) -> int:
-    """Seed of task (point, block): a 63-bit integer from SeedSequence([seed, point, block])."""
-    state = np.random.SeedSequence([int(seed), int(point), int(block)]).generate_state(1, np.uint64)[0]
-    return int(state >> np.uint64(1))
+    """Seed of task (point, block): the one seed rule, ``rfviz.engine.spawn_seed(seed, point, block)``."""
+    return spawn_seed(seed, point, block)
 
 
 @dataclass(frozen=True)
