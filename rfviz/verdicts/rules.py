@@ -116,6 +116,9 @@ EXACT_REL_MSE_FLOAT32 = 1e-10
 (a relative MSE, MSE/K², below it is round-off: exact, e.g. positive RFs at θ = π, trig at θ = 0)."""
 FEATURE_GROWTH_TOLERANCE = 1.1
 """Features look bounded if max|φ| over all samples ≤ this × max|φ| over the first 1/16 of them."""
+FEATURE_CONSISTENCY_REL = 1e-6
+"""Features are consistent with ``estimate`` when Σ φ_query(x)·φ_key(y) and K̂(x, y) differ by less than this,
+relative."""
 MIN_INFORMATIVE = 3
 """A verdict of "unbiased" needs at least this many informative points: not exact, light-tailed enough for the
 CLT (kurtosis test) and with a reliable sampled MSE (``lab_reliable``). Fewer: exit 3, inconclusive."""
