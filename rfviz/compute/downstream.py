@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from ..engine import spawn_seed
+from ..engine import spawn_seed, work_seconds
 from ..gram_engine import feature_count, frobenius_sq_closed_form, kernel_matrix
 from ..params import Cost, ParameterError, require_cost
 from .catalog import make_estimator
@@ -39,8 +39,6 @@ REGRESSION_SETTINGS = {"diabetes": (0.3, 1.0), "synthetic": (0.6, 0.05)}
 """Regression set → (input scale, ridge α) of the page's panel: inputs × scale (mean norm near 1), α to the noise."""
 VALUE_DIM = 4
 """Columns of the attention values V drawn from the seed (``attention_values``)."""
-SECONDS_PER_MULTIPLY_ADD = 4e-9
-"""Seconds per multiply-add of the features and the linear algebra (erring slow on a shared 2-core VM)."""
 CLOSED_FORM_SECONDS_PER_PAIR_COORDINATE = 6e-8
 """Seconds of one closed-form relative Gram error per pair and input coordinate (hybrid angular, the slowest of
 the maps compared: 5.9e-8 on 400 × 400 digits pairs at d = 64, one core; trig, positive, GERF 0.8–1.2e-8)."""
@@ -183,7 +181,7 @@ def downstream_cost(n_train: int, n_test: int, d: int, lengths: Sequence[int], m
     pair_coordinates = float(n_train**2 if pairs is None else pairs) * d
     nbytes = 8.0 * (3 * (n_train + n_test) * top + 2 * n_train * n_train)
     nbytes += pair_coordinates * CLOSED_FORM_BYTES_PER_PAIR_COORDINATE
-    seconds = work * SECONDS_PER_MULTIPLY_ADD
+    seconds = work_seconds(work)  # the engine's time model of the features and the linear algebra
     seconds += len(lengths) * methods * pair_coordinates * CLOSED_FORM_SECONDS_PER_PAIR_COORDINATE
     return Cost(nbytes, seconds)
 
