@@ -196,9 +196,11 @@ def sampled_verdict(res: Any, log_mse: float | None, n_pairs: int, floor: float)
 
 
 def _pairs_verdict(res: Any, log_mse: float | None, n_pairs: int, floor: float) -> dict[str, Any]:
-    """``sampled_verdict`` over a stack of pairs: the mean MSE, its standard error √(Σ SE²)/P, reliable only if
+    """``sampled_verdict`` over a stack of pairs: the mean MSE, its standard error bounded by Σ SE/P (the pairs share
+    every draw of the features, so their sampled MSEs are correlated: Var(Σ X_p) ≤ (Σ sd_p)² by Minkowski, whatever
+    the correlation; √(Σ SE²)/P, right only for independent pairs, made |z| several times too large), reliable only if
     every pair is, exact only if every pair's sample and the mean closed form are at round-off."""
-    mse, stderr = float(np.mean(res.mse)), float(np.sqrt(np.sum(res.mse_stderr**2)) / n_pairs)
+    mse, stderr = float(np.mean(res.mse)), float(np.sum(res.mse_stderr) / n_pairs)
     warnings = [str(w) for w in np.ravel(res.warning) if w is not None]
     out: dict[str, Any] = {
         "mse": mse, "stderr": stderr, "log10_mse": math.log10(mse) if mse > 0 else None,
