@@ -26,6 +26,58 @@ from .registries import COUPLINGS, IID
 OmegaSampler = Callable[..., tuple[torch.Tensor, torch.Tensor]]
 
 
+def spawn_seed(seed: int, *keys: int) -> int:
+    """The one seed rule of rfviz: the seed of child ``keys`` of ``seed``, a 63-bit integer drawn from
+    ``numpy.random.SeedSequence([seed, *keys])``. Every derived seed (a block of the engine, a task of a sweep, a
+    repeat of a downstream study, the lab's extra and confirmation samples, a gallery panel) comes from here, so
+    children of one seed, and of different keys, are statistically independent streams, never ``seed * k + r``.
+
+    Parameters
+    ----------
+    seed : int
+        The parent seed (≥ 0).
+    *keys : int
+        The child's path below the parent (≥ 0 each): a block number, (point, block), a repeat, a role.
+
+    Returns
+    -------
+    int
+        A seed in [0, 2^63), for ``torch.Generator.manual_seed`` or ``numpy.random.default_rng``.
+
+    Examples
+    --------
+    >>> spawn_seed(0, 1) == spawn_seed(0, 1) != spawn_seed(0, 2)
+    True
+    >>> 0 <= spawn_seed(2**62, 7, 3) < 2**63
+    True
+    """
+    state = np.random.SeedSequence([int(seed), *(int(k) for k in keys)]).generate_state(1, np.uint64)[0]
+    return int(state >> np.uint64(1))
+
+
+def child_seeds(seed: int, n: int) -> list[int]:
+    """The seeds of children 0 … n − 1 of ``seed`` (``spawn_seed(seed, i)``), e.g. one per repeat.
+
+    Parameters
+    ----------
+    seed : int
+        The parent seed (≥ 0).
+    n : int
+        How many children.
+
+    Returns
+    -------
+    list of int
+        ``[spawn_seed(seed, 0), …, spawn_seed(seed, n − 1)]``.
+
+    Examples
+    --------
+    >>> child_seeds(5, 3)[1] == spawn_seed(5, 1)
+    True
+    """
+    return [spawn_seed(seed, i) for i in range(int(n))]
+
+
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
     """The one device rule of every face: ``device`` validated by ``params.DEVICE_PARAM`` (auto, cpu, cuda or
     cuda:N); ``auto`` → CUDA when torch sees a GPU, else the CPU; CUDA where torch sees none, or a GPU index it does

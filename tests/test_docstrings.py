@@ -29,7 +29,8 @@ CHECKED_FOR_CALLABLES = {"PR01", "RT01"}
 EXAMPLES_NOT_REQUIRED = {"rfviz.estimators.base.register": "a decorator for built-ins; plugins must not use it"}
 DOCTEST_MODULES = ["rfviz.estimators.base", "rfviz.params", "rfviz.registries", "rfviz.references",
                    "rfviz.geometry", "rfviz.compute.catalog", "rfviz.sweeps.runner"]
-SLOW_DOCTEST_MODULES = ["rfviz.engine", "rfviz.lab"]  # their examples run Monte Carlo
+SLOW_DOCTEST_MODULES = ["rfviz.engine", "rfviz.lab.options", "rfviz.lab.stats", "rfviz.lab.features",
+                        "rfviz.lab.report", "rfviz.lab.closed_form", "rfviz.lab.pipeline"]  # they run Monte Carlo
 
 
 def reference_objects() -> list[tuple[str, str]]:

@@ -4,6 +4,7 @@ progress/cancel, the samplers it relies on, and the CUDA path when a GPU is pres
 from __future__ import annotations
 
 import math
+import pathlib
 
 import numpy as np
 import pytest
@@ -371,3 +372,53 @@ def test_options_are_validated_once_and_unknown_names_refused():
     with pytest.raises(TypeError, match="trails"):
         monte_carlo(rfviz.create("trig"), [1.0, 0.0], [0.0, 1.0], trails=100)
     assert MCOptions(trials=500.0).trials == 500 and isinstance(MCOptions(trials=500.0).trials, int)
+
+
+
+def _hand_written_seeds(path: pathlib.Path) -> list[tuple[int, str]]:
+    """(line, enclosing function) of every seed derived by arithmetic in ``path``: ``seed * k + r``, ``seed + 1``,
+    ``SEED + d`` (a name containing "seed" as an operand of + or *)."""
+    import ast
+
+    def seedish(node: ast.AST) -> bool:
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "int" and node.args:
+            return seedish(node.args[0])
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        return "seed" in name.lower()
+
+    found = []
+
+    def visit(node: ast.AST, function: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else function
+            if isinstance(child, ast.BinOp) and isinstance(child.op, ast.Add | ast.Mult) and (
+                    seedish(child.left) or seedish(child.right)):
+                found.append((child.lineno, function))
+            visit(child, inner)
+
+    visit(ast.parse(path.read_text(encoding="utf-8"), str(path)), "")
+    return found
+
+
+def test_every_derived_seed_comes_from_the_one_seed_rule():
+    """No module derives a seed by hand (``seed * 7919 + r``, ``seed + 1``): every child seed is
+    ``rfviz.engine.spawn_seed`` / ``child_seeds`` (numpy's SeedSequence). The one exception reproduces an external
+    program's draws exactly (the gallery catalog's numbers were computed from them)."""
+    allowed = {("rfviz/gallery/crt.py", "reference_seed")}
+    root = pathlib.Path(__file__).resolve().parents[1]
+    found = []
+    for path in sorted([*(root / "rfviz").rglob("*.py"), *(root / "app_pages").rglob("*.py")]):
+        rel = path.relative_to(root).as_posix()
+        lines = path.read_text(encoding="utf-8").splitlines()
+        found += [f"{rel}:{line}: {lines[line - 1].strip()}" for line, function in _hand_written_seeds(path)
+                  if (rel, function) not in allowed]
+    assert not found, "seeds derived by hand (use rfviz.engine.spawn_seed):\n" + "\n".join(found)
+    assert _hand_written_seeds(root / "rfviz" / "gallery" / "crt.py"), "the walk finds the allowed exception"
+
+
+def test_spawn_seed_is_numpys_seed_sequence():
+    from rfviz.engine import child_seeds, spawn_seed
+
+    state = np.random.SeedSequence([3, 1, 2]).generate_state(1, np.uint64)[0]
+    assert spawn_seed(3, 1, 2) == int(state >> np.uint64(1))
+    assert child_seeds(3, 4) == [spawn_seed(3, i) for i in range(4)] and len(set(child_seeds(3, 100))) == 100

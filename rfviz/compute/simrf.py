@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..engine import monte_carlo
+from ..engine import monte_carlo, spawn_seed
 from ..estimators import create
 from ..maths.simrf import sample_pair_sums
 from ..registries import COUPLINGS_WITH_DENSITY, IID, SAMPLED_COUPLINGS
@@ -55,8 +55,8 @@ def draw_norms(d: int, seed: int) -> np.ndarray:
 
 def pair_sum_samples(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, samples: int = 0,
                      seed: int = 0) -> dict[str, np.ndarray]:
-    """``samples`` draws of ‖ω₁ + ω₂‖ per coupling from rfviz's own sampler (seed ``seed + i`` for the i-th
-    coupling), for the histograms of ``rfviz.figures.simrf.density_figure``; empty when ``samples`` is 0 or d is
+    """``samples`` draws of ‖ω₁ + ω₂‖ per coupling from rfviz's own sampler (seed ``spawn_seed(seed, i)`` for the
+    i-th coupling), for the histograms of ``rfviz.figures.simrf.density_figure``; empty when ``samples`` is 0 or d is
     outside [2, HISTOGRAM_MAX_D] (full d×d blocks cost O(d³) each).
 
     Examples
@@ -67,4 +67,5 @@ def pair_sum_samples(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, 
     """
     if not samples or d < 2 or d > HISTOGRAM_MAX_D:
         return {}
-    return {coupling: sample_pair_sums(coupling, d, samples, seed + i) for i, coupling in enumerate(couplings)}
+    return {coupling: sample_pair_sums(coupling, d, samples, spawn_seed(seed, i))
+            for i, coupling in enumerate(couplings)}
