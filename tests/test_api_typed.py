@@ -14,9 +14,9 @@ import pytest
 import rfviz
 import rfviz.api as api
 from rfviz import ParameterError
+from rfviz.api.density_command import DENSITY_PARAMS
+from rfviz.api.psi_command import PSI_PARAMS
 from rfviz.cli import main
-from rfviz.commands.density import DENSITY_PARAMS
-from rfviz.commands.psi import PSI_PARAMS
 from rfviz.estimators import get_estimator
 from rfviz.params import DEVICE_PARAM, SEED_PARAM, memory_budget_scope
 from rfviz.sampling import resolve_device
@@ -215,7 +215,8 @@ README_COMMANDS = [
      lambda: rfviz.mse("positive", coupling="simplex", d=16, m=16, r=0.8, theta=1, trials=600, device="cpu")),
     (["mse", "trig", "r=1", "theta=pi/2", "d=3", "m=4", "embedding=rotation_average", "--trials", "300",
       "--device", "cpu"],
-     lambda: rfviz.mse("trig", r=1, theta="pi/2", d=3, m=4, embedding="rotation_average", trials=300, device="cpu")),
+     lambda: rfviz.mse("trig", r=1, theta=math.pi / 2, d=3, m=4, embedding="rotation_average", trials=300,
+                       device="cpu")),  # text such as "pi/2" is the CLI's to read, not the API's (issue 37)
     (["mse", "trig", "r=1e155", "theta=1", "d=4"], lambda: rfviz.mse("trig", r=1e155, theta=1, d=4)),  # null + note
     (["density", "coupling=simplex", "d=6", "w=1,2,3", "v=1"],
      lambda: rfviz.density("simplex", d=6, w=[1, 2, 3], v=[1])),

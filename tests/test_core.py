@@ -221,11 +221,10 @@ def test_cli_data_set_options_are_the_same_in_every_command_that_reads_a_data_se
     import argparse
     import inspect
 
-    from rfviz.api_features import features_needed
-    from rfviz.api_ranking import rank_estimators
+    from rfviz.api import features_needed, rank_estimators
+    from rfviz.api.gram_command import gram_study
     from rfviz.cli import build_parser
     from rfviz.cli._data import data_options
-    from rfviz.commands.gram import gram_study
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     options = ("--data", "--keys-data", "--data-param", "--queries", "--keys", "--preprocess", "--scale", "--seed")
