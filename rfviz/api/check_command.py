@@ -187,6 +187,7 @@ class CheckResult(Result):
         Returns
         -------
         dict
+            The report's JSON: plain lists, numbers, strings and None.
         """
         return jsonable(self.report.to_json())
 

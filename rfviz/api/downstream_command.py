@@ -28,7 +28,7 @@ REGRESSION_SETS = tuple(study.REGRESSION_SETTINGS)
 DOWNSTREAM_REPEATS_PARAM = Param("repeats", 8, "int", "feature draws per estimator and length (at least two: the "
                                  "standard errors need them)", low=2, high=1_000_000)
 """``repeats`` of ``rfviz downstream`` (default 8, as the Your-data page)."""
-ALPHA_PARAM = Param("alpha", None, "float", "ridge penalty (ridge only)", low=0.0, low_open=True)
+RIDGE_ALPHA_PARAM = Param("alpha", None, "float", "ridge penalty (ridge only)", low=0.0, low_open=True)
 INPUT_SCALE_PARAM = Param("input_scale", None, "float", "ridge inputs × this, kernel e^{-|x-y|²/2} on them (ridge "
                           "only)", low=0.0, low_open=True, high=1e3)
 """Above 1000 every off-diagonal kernel value of the bundled sets underflows: the study has nothing to measure."""
@@ -153,7 +153,7 @@ def _ridge(data: str, names: tuple[str, ...], lengths: tuple[int, ...], repeats:
                              f"{', '.join(REGRESSION_SETS)} (bundled), got {data!r}")
     page_scale, page_alpha = study.REGRESSION_SETTINGS[data]
     input_scale = page_scale if input_scale is None else check(input_scale, INPUT_SCALE_PARAM)
-    alpha = page_alpha if alpha is None else check(alpha, ALPHA_PARAM)
+    alpha = page_alpha if alpha is None else check(alpha, RIDGE_ALPHA_PARAM)
     X_train, y_train, X_test, y_test = study.regression_sets(seed)[data]
     _reachable("ridge", names, lengths, X_train.shape[1])
     result = study.ridge_study(X_train, y_train, X_test, y_test, names=names, lengths=lengths, repeats=repeats,
@@ -168,7 +168,7 @@ DOWNSTREAM_CONSTRAINTS = {
     "names": Instance("names", (str, list, tuple), "a comma-separated text or a list of estimators"),
     "lengths": Instance("lengths", (list, tuple, np.ndarray), "a list of integers"),
     "repeats": DOWNSTREAM_REPEATS_PARAM, "nystroem": Param("nystroem", True, "bool", "add Nystroem"),
-    "seed": SEED_PARAM, "alpha": ALPHA_PARAM, "input_scale": INPUT_SCALE_PARAM,
+    "seed": SEED_PARAM, "alpha": RIDGE_ALPHA_PARAM, "input_scale": INPUT_SCALE_PARAM,
     "keys_data": Instance("keys_data", (str,), "a data set name or a file path"),
     "data_params": Instance("data_params", (Mapping,), "a mapping of clusters parameters"),
     "queries": QUERIES_PARAM, "keys": KEYS_PARAM,

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..compute.ranking import LENGTH_PARAM
 from ..compute.ranking import rank_estimators as rank
 from ..params import CPU_DEVICE_PARAM, SEED_PARAM, Param, ParameterError
 from .datasets import KEYS_PARAM, QUERIES_PARAM, SCALE_PARAM, data_info, load_dataset
@@ -24,8 +25,6 @@ __all__ = ["ConfirmationRow", "RankedRow", "RankingResult", "rank_estimators"]
 
 KERNELS = ("softmax", "gaussian", "dot_product")
 RANKING_KERNEL_PARAM = Param("kernel", "softmax", "choice", "target kernel", choices=KERNELS)
-LENGTH_PARAM = Param("length", 256, "int", "feature-vector length (real numbers per input) of the equal-length "
-                     "ranking", low=1)
 RANKING_M_PARAM = Param("m", None, "int", "m of the equal-m comparison (default length/2)", low=1)
 RANKING_REPEATS_PARAM = Param("repeats", 0, "int", "Monte-Carlo repeats confirming the top three (0: none)", low=0)
 

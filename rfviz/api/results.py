@@ -96,6 +96,31 @@ class Result:
                if f.name != "absent" and f.name not in self.absent and f.metadata.get("json", True)}
         return jsonable(out)
 
+    def __getitem__(self, name: str) -> Any:
+        """``row["name"]`` reads the field ``name`` (as a JSON row was read), e.g. ``res.rows[0]["method"]``.
+
+        Parameters
+        ----------
+        name : str
+            A field name.
+
+        Returns
+        -------
+        object
+            The field's typed value.
+
+        Examples
+        --------
+        >>> @dataclasses.dataclass(frozen=True)
+        ... class Pair(Result):
+        ...     mse: float
+        >>> Pair(0.5)["mse"]
+        0.5
+        """
+        if name == "absent" or name not in {f.name for f in dataclasses.fields(self)}:
+            raise KeyError(name)
+        return getattr(self, name)
+
     @classmethod
     def from_mapping(cls: type[R], values: Mapping[str, Any], /, **extra: Any) -> R:
         """Build the result from a computation's typed values (not from JSON): one value per field, nested rows

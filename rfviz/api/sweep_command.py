@@ -15,11 +15,11 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..params import CLI_D_PARAM, DEVICE_PARAM, R_PARAM, SEED_PARAM, THETA_PARAM, Param, ParameterError, check
+from ..sweeps.tasks import SWEEP_TRIALS_PARAM
 from .results import Result
 from .validation import Instance, api_function
 
-BLOCK_TRIALS_PARAM = Param("block_trials", 4096, "int", "trials per task", low=1)
-SWEEP_TRIALS_PARAM = Param("trials", 100_000, "int", "Monte-Carlo trials per grid point", low=2)
+SWEEP_BLOCK_TRIALS_PARAM = Param("block_trials", 4096, "int", "trials per task", low=1)
 FLAG = {name: Param(name, False, "bool", f"{name} (true or false)") for name in ("resume", "overwrite", "progress")}
 
 
@@ -115,7 +115,7 @@ def _axes(grid: Any) -> list[str]:
 
 SWEEP_CONSTRAINTS = {"name": Instance("estimator", (str,), "the name of a registered estimator"),
                      "out": Instance("out", (str, pathlib.PurePath), "a .csv or .parquet path"),
-                     "trials": SWEEP_TRIALS_PARAM, "seed": SEED_PARAM, "block_trials": BLOCK_TRIALS_PARAM,
+                     "trials": SWEEP_TRIALS_PARAM, "seed": SEED_PARAM, "block_trials": SWEEP_BLOCK_TRIALS_PARAM,
                      "backend": Param("backend", "local", "choice", "where the sweep runs", choices=("local", "ray")),
                      "device": DEVICE_PARAM, **FLAG,
                      "backend_options": Instance("backend_options", (Mapping,), "a mapping of backend options")}
