@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -105,9 +104,10 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _from_torch(exc: BaseException) -> bool:
-    """Whether the exception was raised inside torch (its innermost frame is in the torch package)."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    return bool(frames) and ("/torch/" in frames[-1].filename.replace("\\", "/") or "alloc" in str(exc))
+    """Whether a RuntimeError is torch's: torch raises plain RuntimeErrors from its C++ core (rfviz raises none) or
+    its own subclasses (``torch.OutOfMemoryError``); Python's own subclasses (NotImplementedError, RecursionError,
+    ...) are not."""
+    return type(exc) is RuntimeError or type(exc).__module__.split(".")[0] == "torch"
 
 
 def as_parameter_error(exc: BaseException) -> ParameterError | None:
@@ -138,7 +138,7 @@ def as_parameter_error(exc: BaseException) -> ParameterError | None:
         return ParameterError(f"numeric overflow or loss of precision ({_one_line(exc)}); try less extreme inputs")
     if isinstance(exc, MemoryError):
         return ParameterError(f"not enough memory for this request; {FIT_HINT}")
-    if type(exc) is RuntimeError and _from_torch(exc):
+    if isinstance(exc, RuntimeError) and _from_torch(exc):
         what = "allocation refused" if any(s in str(exc) for s in ("alloc", "out of memory", "not enough memory")) \
             else "the computation failed in torch"
         return ParameterError(f"{what} ({_one_line(exc)[:160]}); {FIT_HINT}")
