@@ -58,7 +58,18 @@ class ListOf:
     scalar_ok: bool = False
 
     def validate(self, value: Any) -> Any:
-        """The values as a float array; ParameterError naming the parameter otherwise."""
+        """The values as a float array; ParameterError naming the parameter otherwise.
+
+        Parameters
+        ----------
+        value : list, tuple or 1-D array of numbers
+            The values (one number when ``scalar_ok``).
+
+        Returns
+        -------
+        numpy.ndarray
+            The values, float64.
+        """
         if self.scalar_ok and not isinstance(value, list | tuple | np.ndarray):
             value = [check(value, self.param)]
         return check_list(value, self.param, MAX_LIST_LENGTH)
@@ -79,7 +90,18 @@ class Instance:
     what: str
 
     def validate(self, value: Any) -> Any:
-        """``value`` itself; ParameterError naming the parameter when it is of another type."""
+        """``value`` itself; ParameterError naming the parameter when it is of another type.
+
+        Parameters
+        ----------
+        value : object
+            The argument.
+
+        Returns
+        -------
+        object
+            ``value``, unchanged.
+        """
         if isinstance(value, bool) and bool not in self.types:
             raise ParameterError(f"{self.name} must be {self.what}, got {value!r}")
         if not isinstance(value, self.types):
@@ -121,6 +143,7 @@ def as_parameter_error(exc: BaseException) -> ParameterError | None:
     Returns
     -------
     ParameterError or None
+        The error to raise instead (``exc`` itself for a ParameterError already worded with keywords).
 
     Examples
     --------
@@ -187,12 +210,12 @@ def api_function(constraints: Mapping[str, Any]) -> Callable[[F], F]:
     >>> @api_function({"m": M_PARAM})
     ... def twice(m: int = 10) -> int:
     ...     return 2 * m
-    >>> twice(m=np.int64(4)), sorted(twice.parameter_constraints)
-    (8, ['m'])
+    >>> twice(m=4), twice(m=np.int64(4)) == 8, sorted(twice.parameter_constraints)
+    (8, True, ['m'])
     >>> twice(m="4")
     Traceback (most recent call last):
     ...
-    rfviz.params.core.ParameterError: m must be an integer in [1, 10000000], got '4' (text; a number is expected)
+    rfviz.params.core.ParameterError: m must be an integer in [1, 1e+07], got '4' (text; a number is expected)
     """
     frozen = MappingProxyType(dict(constraints))
 
