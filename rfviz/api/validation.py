@@ -210,8 +210,8 @@ def api_function(constraints: Mapping[str, Any]) -> Callable[[F], F]:
     >>> @api_function({"m": M_PARAM})
     ... def twice(m: int = 10) -> int:
     ...     return 2 * m
-    >>> twice(m=4), twice(m=np.int64(4)) == 8, sorted(twice.parameter_constraints)
-    (8, True, ['m'])
+    >>> twice(m=4), int(twice(m=np.int64(4))), sorted(twice.parameter_constraints)
+    (8, 8, ['m'])
     >>> twice(m="4")
     Traceback (most recent call last):
     ...
