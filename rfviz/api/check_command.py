@@ -124,8 +124,8 @@ def run_check(target: Any, params: Mapping[str, Any] | None, *, plugins: Sequenc
 
     Examples
     --------
-    >>> run_check("trig", {"m": 4}, r=[0.5], theta=[1.0, 2.0], d=3, trials=2000, compare=[], pairs=["canonical"],
-    ...           check_feature_maps=False).verdict
+    >>> run_check("trig", {"m": 4}, r=[0.5], theta=[0.5, 1.5, 2.5], d=4, trials=4000, compare=[],
+    ...           pairs=["canonical"], check_feature_maps=False).verdict
     'unbiased'
     """
     from ..lab import check as lab_check
@@ -170,7 +170,7 @@ class CheckResult(Result):
     Examples
     --------
     >>> import rfviz
-    >>> res = rfviz.check("trig", {"m": 4}, r=[0.5], theta=[1.0, 2.0], d=3, trials=2000, compare=[],
+    >>> res = rfviz.check("trig", {"m": 4}, r=[0.5], theta=[0.5, 1.5, 2.5], d=4, trials=4000, compare=[],
     ...                   pairs=["canonical"], check_feature_maps=False)
     >>> res.exit_code, res.to_dict()["verdict"] == res.verdict
     (0, True)

@@ -110,17 +110,17 @@ class DensityResult(Result):
         Dimension.
     pair_cosine, mean_wij_sq : float
         cos of the angle between ω_i and ω_j in a block (None for iid), and E[w_ij²].
-    w, density, log10_density, cdf : list of float
-        Where the law is evaluated, p(w), log10 p(w) and P(w_ij ≤ w).
-    v : list of float or None
+    w, density, log10_density, cdf : numpy.ndarray
+        Where the law is evaluated, p(w), log10 p(w) and P(w_ij ≤ w) (the JSON writes non-finite values as null).
+    v : numpy.ndarray or None
         ‖x + y‖ values.
     m : int or None
         Features of the MSE ratios.
     coupled_pairs : int or None
         Pairs of features within one block.
-    log10_conformity : list of float or None
+    log10_conformity : numpy.ndarray or None
         log10 ρ(v).
-    mse_ratio_vs_iid : dict or None
+    mse_ratio_vs_iid : dict of numpy.ndarray or None
         MSE_coupling / MSE_iid per feature map.
 
     Examples
@@ -134,15 +134,15 @@ class DensityResult(Result):
     d: int
     pair_cosine: float | None
     mean_wij_sq: float
-    w: list[float]
-    density: list[float | None]
-    log10_density: list[float | None]
-    cdf: list[float]
-    v: list[float] | None = None
+    w: np.ndarray
+    density: np.ndarray
+    log10_density: np.ndarray
+    cdf: np.ndarray
+    v: np.ndarray | None = None
     m: int | None = None
     coupled_pairs: int | None = None
-    log10_conformity: list[float | None] | None = None
-    mse_ratio_vs_iid: dict[str, list[float | None]] | None = None
+    log10_conformity: np.ndarray | None = None
+    mse_ratio_vs_iid: dict[str, np.ndarray] | None = None
 
     def figure(self) -> Any:
         """The density p(w_ij) as a Plotly figure.
@@ -186,7 +186,7 @@ def density(coupling: str = SIMPLEX, *, d: int | None = None, w: Sequence[float]
     --------
     >>> import rfviz
     >>> res = rfviz.density("orthogonal", d=4, w=[1.0, 2.0], v=[1.0])
-    >>> res.mse_ratio_vs_iid["positive"][0] < 1
+    >>> bool(res.mse_ratio_vs_iid["positive"][0] < 1)
     True
     """
     return DensityResult.from_mapping(density_report(coupling, d=d, w=w, v=v, m=m))

@@ -8,6 +8,8 @@ import math
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from ..maths.optimal import (
     INPUT_KINDS,
     INPUT_PARAMS,
@@ -83,7 +85,7 @@ class PsiResult(Result):
         The feature map and the target kernel.
     inputs : dict
         The input law and its parameters.
-    radial : dict
+    radial : dict of numpy.ndarray
         ``rho`` and the radial densities of Ω and Ψ (``omega_pdf``, ``psi_pdf``, ``log10_q``).
     log10_Z : float or None
         log10 of Ψ's normaliser.
@@ -110,7 +112,7 @@ class PsiResult(Result):
     mechanism: str
     kernel: str
     inputs: dict[str, Any]
-    radial: dict[str, list[float | None]]
+    radial: dict[str, np.ndarray]
     log10_Z: float | None
     v_opt: float | None
     v_plain: float | None
@@ -130,8 +132,6 @@ class PsiResult(Result):
         plotly.graph_objects.Figure
             Two curves, against ``|ω|``.
         """
-        import numpy as np
-
         from ..figures.common import lines
 
         rad = self.radial
