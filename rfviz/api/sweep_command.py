@@ -198,14 +198,14 @@ def sweep(name: str, out: str | pathlib.Path, *, grid: Mapping[str, Any] | Seque
 def _run(spec: Any, out: str, runner: Any, backend: str, device: str, *, resume: bool, overwrite: bool,
          progress: bool, flush: tuple[int, float], on_note: Callable[[str], None] | None) -> SweepResult:
     """Run the validated sweep on the started backend (closed at the end) and describe the run."""
-    from ..sweeps import run_sweep
+    from .. import sweeps
     from ..sweeps.runner import sweep_device
 
     if getattr(runner, "note", None) and on_note is not None:
         on_note(runner.note)
     try:
         spec = dataclasses.replace(spec, device=sweep_device(device, backend, runner))
-        report = run_sweep(spec, out, runner, resume=resume, overwrite=overwrite, progress=progress,
+        report = sweeps.run_sweep(spec, out, runner, resume=resume, overwrite=overwrite, progress=progress,
                            flush_points=flush[0], flush_s=flush[1],
                            on_notes=None if on_note is None else lambda notes: [
                                on_note(f"resume: dropped and recomputed {n}") for n in notes])
