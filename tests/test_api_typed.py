@@ -4,9 +4,11 @@ value with a ParameterError naming the parameter; one device Param, one seed Par
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -14,9 +16,9 @@ import pytest
 import rfviz
 import rfviz.api as api
 from rfviz import ParameterError
+from rfviz.api.density_command import DENSITY_PARAMS
+from rfviz.api.psi_command import PSI_PARAMS
 from rfviz.cli import main
-from rfviz.commands.density import DENSITY_PARAMS
-from rfviz.commands.psi import PSI_PARAMS
 from rfviz.estimators import get_estimator
 from rfviz.params import DEVICE_PARAM, SEED_PARAM, memory_budget_scope
 from rfviz.sampling import resolve_device
@@ -215,7 +217,8 @@ README_COMMANDS = [
      lambda: rfviz.mse("positive", coupling="simplex", d=16, m=16, r=0.8, theta=1, trials=600, device="cpu")),
     (["mse", "trig", "r=1", "theta=pi/2", "d=3", "m=4", "embedding=rotation_average", "--trials", "300",
       "--device", "cpu"],
-     lambda: rfviz.mse("trig", r=1, theta="pi/2", d=3, m=4, embedding="rotation_average", trials=300, device="cpu")),
+     lambda: rfviz.mse("trig", r=1, theta=math.pi / 2, d=3, m=4, embedding="rotation_average", trials=300,
+                       device="cpu")),  # text such as "pi/2" is the CLI's to read, not the API's (issue 37)
     (["mse", "trig", "r=1e155", "theta=1", "d=4"], lambda: rfviz.mse("trig", r=1e155, theta=1, d=4)),  # null + note
     (["density", "coupling=simplex", "d=6", "w=1,2,3", "v=1"],
      lambda: rfviz.density("simplex", d=6, w=[1, 2, 3], v=[1])),
@@ -321,3 +324,169 @@ def test_the_app_seed_widget_holds_the_whole_seed_range():
         else:
             assert value != seed and any("seed must be an integer in [0, 9007199254740991], got 9007199254740992" in e
                                         for e in errors)
+
+
+# ------------------------------------------------------------------------------------------ issue 37: strict types
+STRICT_REFUSED = [
+    # (call, the parameter the message must name): text, lists and out-of-range values where a number is expected
+    (lambda: rfviz.mse("trig", m="10"), "m"),
+    (lambda: rfviz.mse("trig", trials="1e6"), "trials"),
+    (lambda: rfviz.mse("trig", trials=[100]), "trials"),
+    (lambda: rfviz.mse("trig", max_seconds="5"), "max_seconds"),
+    (lambda: rfviz.mse("trig", r="1"), "r"),
+    (lambda: rfviz.mse("trig", theta="pi/2"), "theta"),
+    (lambda: rfviz.mse("trig", d="4"), "d"),
+    (lambda: rfviz.mse("gerf", A="-0.1+0.05j"), "A"),
+    (lambda: rfviz.mse("trig", m=np.array([4, 5])), "m"),
+    (lambda: rfviz.gram("trig", "iris", scale="0.5"), "scale"),
+    (lambda: rfviz.gram("trig", "iris", queries="8"), "queries"),
+    (lambda: rfviz.gram("trig", "iris", m=["16"]), "m"),
+    (lambda: rfviz.gram("trig", "clusters", data_params={"sigma": "1"}), "sigma"),
+    (lambda: rfviz.density(d="6"), "d"),
+    (lambda: rfviz.density(w=["1"]), "w"),
+    (lambda: rfviz.psi(d="16"), "d"),
+    (lambda: rfviz.check("trig", d="4"), "d"),
+    (lambda: rfviz.features_needed("trig", [0.1]), "eps"),
+    (lambda: rfviz.features_needed("trig", "0.1"), "eps"),
+    (lambda: rfviz.features_needed("trig", 0.1, r="1,2"), "r"),
+    (lambda: rfviz.features_needed("trig", 0.1, d=True), "d"),
+    (lambda: rfviz.features_needed("trig", 0.1, data="iris", queries="8"), "queries"),
+    (lambda: rfviz.rank_estimators("iris", seed=-1), "seed"),
+    (lambda: rfviz.rank_estimators("iris", length="64"), "length"),
+    (lambda: rfviz.rank_estimators("iris", kernel="laplace"), "kernel"),
+    (lambda: rfviz.downstream("ridge", "synthetic", input_scale=1e308), "input_scale"),
+    (lambda: rfviz.downstream("ridge", "synthetic", lengths="16,32"), "lengths"),
+    (lambda: rfviz.downstream("ridge", "synthetic", repeats="4"), "repeats"),
+    (lambda: rfviz.downstream("attention", "iris", queries=True), "queries"),
+]
+
+
+@pytest.mark.parametrize("call, name", STRICT_REFUSED, ids=[f"{i}-{n}" for i, (_, n) in enumerate(STRICT_REFUSED)])
+def test_text_and_lists_where_a_number_is_expected_raise_parameter_error(call, name):
+    """Issue 37: no API function parses text for Python callers; every refusal is a ParameterError naming the
+    parameter, and is also a TypeError and a ValueError (``except TypeError`` catches a wrong type)."""
+    with pytest.raises(ParameterError) as info:
+        call()
+    assert isinstance(info.value, TypeError) and isinstance(info.value, ValueError)
+    assert re.search(rf"\b{re.escape(name)}\b", str(info.value)), str(info.value)
+
+
+def test_no_api_message_names_a_command_line_flag(tmp_path):
+    """Every message of the refused calls of this file is worded with keyword names, never ``--flag``s; the CLI
+    shows its flags (``rfviz.cli._flags``)."""
+    calls = [c for c, _ in REFUSED + STRICT_REFUSED]
+    calls += [lambda: rfviz.mse("trig", d=4, m=8, trials=10**7, max_seconds=1e-9, device="cpu"),  # stops at once
+              lambda: rfviz.gram("trig", "iris", queries=64, keys=64, m=[10**6], repeats=10**6),
+              lambda: api.sweep("trig", tmp_path / "s.csv", grid={"theta": [0.5]}, trials=4096, d=4,
+                                backend_options={"max_retries": 2}),
+              lambda: rfviz.check("trig", compare=["no_such_estimator"], trials=400)]
+    flags = []
+    for call in calls:
+        with pytest.raises(ParameterError) as info:
+            call()
+        flags += [f"{info.value}" for _ in re.findall(r"(?<![\w-])--[a-z]", str(info.value))]
+    assert not flags, flags
+
+
+def test_the_cli_names_its_flags_where_the_api_names_keywords(capsys):
+    with pytest.raises(ParameterError, match=r"passed max_seconds=1e-09") as info:
+        rfviz.mse("trig", d=4, m=8, trials=10**7, max_seconds=1e-9, device="cpu")
+    assert "--" not in str(info.value)
+    capsys.readouterr()
+    assert main(["mse", "trig", "d=4", "m=8", "--trials", "10000000", "--max-seconds", "1e-9", "--device", "cpu"]) == 2
+    assert "passed --max-seconds=1e-09" in capsys.readouterr().err
+
+
+def test_numpy_scalars_are_numbers_and_bools_are_not():
+    plain = rfviz.mse("trig", r=1.0, theta=1.0, d=4, m=10, trials=200, seed=3, device="cpu")
+    numpy = rfviz.mse("trig", r=np.float64(1.0), theta=np.float32(1.0).item(), d=np.int64(4), m=np.int32(10),
+                      trials=np.int64(200), seed=np.uint8(3), device="cpu")
+    assert numpy.to_dict() == plain.to_dict() and isinstance(numpy.params["m"], int)
+    for keyword in ("r", "theta", "d", "m", "trials", "seed"):
+        with pytest.raises(ParameterError, match=keyword):
+            rfviz.mse("trig", **{keyword: True})
+
+
+def _minimal_calls(tmp_path) -> dict:
+    """A call of each public API function that passes validation, taking one more keyword."""
+    return {"mse": lambda **kw: rfviz.mse("trig", **kw),
+            "mse_curve": lambda **kw: rfviz.mse_curve("trig", **kw),
+            "density": lambda **kw: rfviz.density(**kw),
+            "psi": lambda **kw: rfviz.psi(**kw),
+            "gram": lambda **kw: rfviz.gram("trig", "iris", **{"queries": 4, "keys": 4, "m": [4], "repeats": 0, **kw}),
+            "check": lambda **kw: rfviz.check("trig", **kw),
+            "sweep": lambda **kw: rfviz.sweep("trig", tmp_path / "s.csv", **{"grid": {"theta": [0.5]}, **kw}),
+            "features_needed": lambda **kw: rfviz.features_needed("trig", **{"eps": 0.1, **kw}),
+            "rank_estimators": lambda **kw: rfviz.rank_estimators("iris", **kw),
+            "downstream": lambda **kw: rfviz.downstream("ridge", "synthetic", **kw)}
+
+
+def test_every_public_function_declares_its_constraints_as_data(tmp_path):
+    """scikit-learn's ``_parameter_constraints`` model: each function's constraints are a mapping on the function
+    (and in PARAMETER_CONSTRAINTS), naming its own arguments; and text for any numeric one is refused, naming it."""
+    from rfviz.api.validation import PARAMETER_CONSTRAINTS, ListOf
+    from rfviz.params import Param
+
+    calls = _minimal_calls(tmp_path)
+    for name, call in calls.items():
+        fn = getattr(rfviz, name)
+        constraints = fn.parameter_constraints
+        assert constraints and PARAMETER_CONSTRAINTS[name] is constraints, name
+        params = inspect.signature(fn).parameters
+        assert set(constraints) <= set(params), name
+        for keyword, constraint in constraints.items():
+            spec = constraint.param if isinstance(constraint, ListOf) else constraint
+            if not isinstance(spec, Param) or spec.kind not in ("int", "float"):
+                continue
+            with pytest.raises(ParameterError) as info:
+                call(**{keyword: "1"})
+            assert keyword in str(info.value) or spec.name in str(info.value), (name, keyword, str(info.value))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_anticipated_failures_become_parameter_errors():
+    """One decorator turns numeric, memory, torch and scikit-learn failures into ParameterError; a bug stays."""
+    import torch
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from rfviz.api.validation import api_function
+
+    failures = [FloatingPointError("overflow encountered"), OverflowError("math range error"),
+                ZeroDivisionError("division by zero"), np.linalg.LinAlgError("Singular matrix"),
+                MemoryError(), InvalidParameterError("The 'alpha' parameter of Ridge must be ...")]
+
+    def raising(exc):
+        @api_function({})
+        def fn():
+            raise exc
+        return fn
+
+    for exc in failures:
+        with pytest.raises(ParameterError):
+            raising(exc)()
+
+    @api_function({})
+    def torch_failure():
+        torch.empty(-1)  # RuntimeError raised inside torch
+
+    with pytest.raises(ParameterError, match="torch"):
+        torch_failure()
+    with pytest.raises(KeyError):
+        raising(KeyError("a bug"))()
+
+
+def test_results_are_typed_and_their_json_is_made_from_them():
+    """Rows are typed (GramRow, MonteCarloSummary, ...); ``to_dict()`` walks the fields: a changed field changes
+    the JSON (the result is not a view of a stored JSON)."""
+    import dataclasses
+
+    res = rfviz.gram("trig", "iris", queries=6, keys=6, m=[4, 8], repeats=0)
+    assert all(isinstance(row, api.GramRow) for row in res.results)
+    changed = dataclasses.replace(res, results=[dataclasses.replace(res.results[0], m=99)])
+    assert changed.to_dict()["results"][0]["m"] == 99 and len(changed.to_dict()["results"]) == 1
+    mc = rfviz.mse("trig", r=1.0, theta=1.0, d=4, m=10, trials=300, device="cpu").mc
+    assert isinstance(mc, api.MonteCarloSummary) and "pairs" not in mc.to_dict()
+    stacked = rfviz.mse("trig", r=1.0, theta=1.0, d=3, m=4, embedding="rotation_average", trials=300, device="cpu")
+    assert stacked.mc.pairs and "bias_z" not in stacked.mc.to_dict()
+    for result in (res, mc, stacked):
+        assert not {f.name for f in dataclasses.fields(result)} - {"absent"} - set(result.to_dict()) - result.absent

@@ -55,8 +55,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz._plugin_worker": "lab/gallery/sweep",  # that child's entry point
     "rfviz.gallery": "lab/gallery/sweep",
     "rfviz.sweeps": "lab/gallery/sweep",  # distributed sweeps: a thin layer over the engine
-    "rfviz.commands": "lab/gallery/sweep",  # the typed core of the commands, which the API and the CLI wrap
-    "rfviz.api": "faces",  # the Python API: one function per command, which the CLI wraps
+    "rfviz.api": "faces",  # the Python API: one typed core and function per command, which the CLI calls
     "rfviz.cli": "faces",
     "rfviz.__main__": "faces",
     "app_pages": "faces",

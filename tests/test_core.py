@@ -221,11 +221,10 @@ def test_cli_data_set_options_are_the_same_in_every_command_that_reads_a_data_se
     import argparse
     import inspect
 
-    from rfviz.api_features import features_needed
-    from rfviz.api_ranking import rank_estimators
+    from rfviz.api import features_needed, rank_estimators
+    from rfviz.api.gram_command import gram_study
     from rfviz.cli import build_parser
     from rfviz.cli._data import data_options
-    from rfviz.commands.gram import gram_study
 
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     options = ("--data", "--keys-data", "--data-param", "--queries", "--keys", "--preprocess", "--scale", "--seed")
@@ -263,3 +262,62 @@ def test_readme_sweep_theta_grid_is_accepted_and_snapped_to_pi():
         parse_grid(["theta=0:3.1418:4"], rfviz.REGISTRY["trig"])  # 2e-4 above π is not rounding
     out = _cli("mse", "trig", "theta=3.1416", "--json")
     assert out.returncode == 0 and json.loads(out.stdout)["inputs"]["theta"] == math.pi
+
+
+# ------------------------------------------------------------------------------------------ issue 37: params split
+def test_params_is_a_package_of_three_modules_re_exporting_every_public_name():
+    """The Param type and validation (core), the shared Params (catalogue), the budgets (budgets): one job each,
+    every public name importable from ``rfviz.params`` as before."""
+    import rfviz.params as params
+    from rfviz.params import budgets, catalogue, core
+
+    assert params.Param is core.Param and params.ParameterError is core.ParameterError
+    assert params.M_PARAM is catalogue.M_PARAM and params.memory_budget_scope is budgets.memory_budget_scope
+    import ast
+    import pathlib
+
+    for module in (core, catalogue, budgets):
+        tree = ast.parse(pathlib.Path(module.__file__).read_text())
+        public = {t.id for node in tree.body if isinstance(node, ast.Assign | ast.AnnAssign)
+                  for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)}
+        public |= {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+        public = {n for n in public if not n.startswith("_")} - {"F"}
+        assert public <= set(params.__all__), (module.__name__, sorted(public - set(params.__all__)))
+    assert all(isinstance(getattr(catalogue, n), core.Param) for n in dir(catalogue) if n.endswith("_PARAM"))
+    assert not any(n.endswith("_PARAM") for n in dir(core))  # the catalogue holds the shared Params
+
+
+def test_validate_is_strict_and_parse_reads_text():
+    """``Param.validate`` takes Python values only (numpy scalars are numbers, bool is not, text is refused with a
+    ParameterError that is also a TypeError); ``Param.parse`` reads the CLI's and URLs' text."""
+    m = Param("m", 10, "int", low=1)
+    assert m.validate(np.int64(16)) == 16 and m.parse("16") == 16 and m.parse("1e3") == 1000
+    for bad in ("16", [16], True, np.bool_(True), None, 16.5):
+        with pytest.raises(ParameterError, match="m must be") as info:
+            m.validate(bad)
+        assert isinstance(info.value, TypeError)
+    a = Param("A", 0j, "complex")
+    assert a.validate(np.complex128(1 + 2j)) == 1 + 2j and a.parse("1+2i") == 1 + 2j
+    with pytest.raises(ParameterError, match="A must be"):
+        a.validate("1+2j")
+    flag = Param("shared", False, "bool")
+    assert flag.validate(np.bool_(True)) is True and flag.parse("yes") is True
+    with pytest.raises(ParameterError, match="shared must be true or false"):
+        flag.validate("true")
+    lst = Param("A_list", (1 + 0j,), "complex_list")
+    assert lst.validate([1, 0.5j]) == (1 + 0j, 0.5j) and lst.parse("1,0.5j") == (1 + 0j, 0.5j)
+    with pytest.raises(ParameterError, match="A_list"):
+        lst.validate("1,0.5j")
+    with pytest.raises(ParameterError, match="r must be"):
+        check(["0.5", 1.0], Param("r", 1.0, low=0.0))  # a list's entries too
+
+
+def test_the_app_and_the_sweeps_read_text_with_parse():
+    """The faces that read text (URL query parameters, sweep grids and manifests) go through ``Param.parse``."""
+    import rfviz
+    from rfviz.sweeps.grid import parse_grid
+
+    grid = parse_grid(["m=8,16", "coupling=iid,orthogonal"], rfviz.REGISTRY["positive"])
+    assert grid.axes[0].values == (8, 16) and grid.axes[1].values == ("iid", "orthogonal")
+    with pytest.raises(ParameterError, match="m must be"):
+        parse_grid(["m=0,8"], rfviz.REGISTRY["positive"])

@@ -20,7 +20,7 @@ from scipy.stats import poisson
 
 import rfviz
 import rfviz.cli
-from rfviz.commands.mse import mse_report
+from rfviz.api.mse_command import mse_report
 from rfviz.engine import monte_carlo
 from rfviz.maths import dp
 from rfviz.params import ParameterError

@@ -107,7 +107,7 @@ def test_cli_json_is_the_api_result(capsys: pytest.CaptureFixture[str]) -> None:
         out = json.loads(capsys.readouterr().out)
         api = rfviz.downstream(task, keywords.pop("data"), **keywords)
         assert out == json.loads(json.dumps(api.to_dict()))
-        assert out["rows"] == api.rows and out["exact"] == api.exact and out["task"] == task
+        assert out["rows"] == [row.to_dict() for row in api.rows] and out["exact"] == api.exact and out["task"] == task
         assert {r["method"] for r in out["rows"]} == {*out["settings"]["names"], "nystroem"}
         assert main(["downstream", "--task", task, *argv]) == 0
         assert "Spearman" in capsys.readouterr().out
@@ -181,10 +181,10 @@ def test_examples_run() -> None:
     """The examples of rfviz.downstream, its module and the compute module (their docstrings) run as written."""
     import doctest
 
-    import rfviz.api_downstream
+    import rfviz.api.downstream_command
     import rfviz.compute.downstream
 
-    for module in (rfviz.api_downstream, rfviz.compute.downstream):
+    for module in (rfviz.api.downstream_command, rfviz.compute.downstream):
         result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
         assert result.attempted >= 3 and result.failed == 0, module.__name__
 

@@ -177,7 +177,7 @@ def _trials(name: str, eps: float) -> int:
     return 4000 if name.startswith("hybrid") else 1500
 
 
-def _sampled_relative_error(name: str, params: dict, setting: dict, res: rfviz.api_features.FeaturesNeededResult
+def _sampled_relative_error(name: str, params: dict, setting: dict, res: rfviz.api.FeaturesNeededResult
                             ) -> tuple[float, float]:
     """Sampled relative error at the answer's m (and n) and its standard error (delta method: se(√v) = se(v)/2√v)."""
     from rfviz.engine import monte_carlo

@@ -223,7 +223,7 @@ def test_cli_sweep_and_refusals(tmp_path, capsys, monkeypatch) -> None:
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("rfviz.cli.sweep.run_sweep", interrupted)  # the name the command calls
+    monkeypatch.setattr("rfviz.sweeps.run_sweep", interrupted)  # what rfviz.sweep (the CLI's core) calls
     assert main([*args, "--resume"]) == 130
     assert "--resume" in capsys.readouterr().err
 

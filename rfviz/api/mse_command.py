@@ -1,18 +1,20 @@
-"""``rfviz mse`` / ``rfviz.mse``: the closed-form MSE of one estimator at one input pair, and optionally its
-Monte-Carlo twin, from typed values (``mse_report``)."""
+"""``rfviz.mse`` (and ``rfviz mse``): the closed-form MSE of one estimator at one input pair, and optionally its
+Monte-Carlo twin, from typed values (``mse_report``), as an :class:`MSEResult`; ``rfviz.mse_curve`` draws it."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import sys
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from ..engine import monte_carlo
 from ..estimators import get_estimator  # the package: get_estimator needs the catalog loaded
-from ..geometry import embed_pair, parse_real, snap_theta
+from ..geometry import embed_pair, snap_theta
 from ..numerics import LOG10
 from ..params import (
     CLI_D_PARAM,
@@ -28,6 +30,8 @@ from ..params import (
     require_fits,
 )
 from ..verdicts import roundoff_floor, sampled_verdict
+from .results import Result, nested
+from .validation import Instance, ListOf, api_function
 
 X_PARAM = Param("x", None, "float", "the first input, a list of finite numbers (with y, instead of r, theta, d)")
 Y_PARAM = Param("y", None, "float", "the second input, as long as x")
@@ -39,12 +43,21 @@ INPUT_KEYS = ("r", "theta", "d", "embedding", "x", "y")
 
 
 def real_input(value: Any, spec: Param) -> float:
-    """r or θ as given: a number, or text such as ``pi/2`` (``geometry.parse_real``); θ just above π (``3.1416``)
-    is read as π; then checked against ``spec``."""
-    if isinstance(value, bool) or not isinstance(value, str | int | float | np.integer | np.floating):
-        raise ParameterError(f"{spec.name} must be {spec.range_text()}, got {str(value)[:40]!r}")
-    number = parse_real(spec.name, value)
+    """r or θ as a number (text such as ``pi/2`` is the CLI's to read: ``geometry.parse_real``); θ just above π
+    (``3.1416``) is read as π; then checked against ``spec``.
+
+    Examples
+    --------
+    >>> real_input(3.1416, THETA_PARAM) == math.pi
+    True
+    """
+    number = check(value, replace_bounds(spec))
     return check(snap_theta(number) if spec.name == "theta" else number, spec)
+
+
+def replace_bounds(spec: Param) -> Param:
+    """``spec`` without its bounds (the type check alone; θ is snapped to π before its range is checked)."""
+    return dataclasses.replace(spec, low=None, high=None)
 
 
 def pair_inputs(*, r: Any = None, theta: Any = None, d: Any = None, embedding: Any = None, x: Any = None,
@@ -106,8 +119,8 @@ class Progress:
             return False
         if self.last >= 0:
             print(file=sys.stderr)
-        raise ParameterError(f"the Monte-Carlo run passed --max-seconds={self.max_seconds:g} at "
-                             f"{100 * self.fraction:.1f}% done; use fewer trials, a larger --max-seconds, or the "
+        raise ParameterError(f"the Monte-Carlo run passed max_seconds={self.max_seconds:g} at "
+                             f"{100 * self.fraction:.1f}% done; use fewer trials, a larger max_seconds, or the "
                              f"resumable sweep command")
 
 
@@ -266,3 +279,192 @@ def mse_curves(names: Any, *, vary: Any = "theta", values: Any = None, r: Any = 
             curves[name] = np.array([cls(**{**own, vary: v}).log10_mse_grid(r, theta, d)
                                      for v in check(axis, specs[name][vary]).tolist()], dtype=float).ravel()
     return axis, curves
+
+
+# ------------------------------------------------------------------------------------------------ the API
+@dataclasses.dataclass(frozen=True)
+class MonteCarloSummary(Result):
+    """The sampled MSE of :func:`mse` with ``trials``: its standard error, reliability and agreement with the closed
+    form (over a stack of pairs, ``pairs`` is their number and ``bias_z``, ``trials_needed``, ``tail_index`` are
+    absent).
+
+    Parameters
+    ----------
+    mse, stderr, log10_mse, mean : float
+        The sampled MSE, its standard error, its log10 and the mean estimate.
+    bias_z : float or None
+        z of the mean against the kernel value.
+    trials, pairs : int
+        Trials run, and pairs averaged (an averaging embedding).
+    device : str
+        Where it ran.
+    reliable : bool
+        Whether the standard error can be trusted (``rfviz.verdicts``).
+    warning : str or None
+        Why not.
+    trials_needed : int or None
+        Trials a reliable standard error would need.
+    tail_index : float or None
+        Hill estimate of the squared error's tail.
+    z_vs_closed_form : float or None
+        z of the sampled against the closed-form MSE.
+    agreement : str or None
+        ``agrees``, ``disagrees``, ``unreliable`` or ``exact``.
+
+    Examples
+    --------
+    >>> import rfviz
+    >>> rfviz.mse("trig", r=1.0, theta=1.0, d=4, m=10, trials=2000, device="cpu").mc.trials
+    2000
+    """
+
+    mse: float
+    stderr: float
+    log10_mse: float | None
+    mean: float
+    bias_z: float | None = None
+    trials: int = 0
+    pairs: int | None = None
+    device: str = "cpu"
+    reliable: bool = False
+    warning: str | None = None
+    trials_needed: int | None = None
+    tail_index: float | None = None
+    z_vs_closed_form: float | None = None
+    agreement: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class MSEResult(Result):
+    """Closed-form MSE of one estimator at one input pair (``mse`` None where it overflows or has no closed form,
+    with a ``note``) and, with trials, its Monte-Carlo twin ``mc``.
+
+    Parameters
+    ----------
+    estimator, kernel : str
+        The estimator and its target kernel.
+    params : dict
+        The estimator's parameters, typed (a complex A stays complex; the JSON writes it as text).
+    inputs : dict
+        r, theta, d (and embedding) or x, y, d.
+    kernel_value, log10_kernel_value : float
+        K(x, y) (None where it overflows) and its log10.
+    mse, log10_mse : float or None
+        The closed-form MSE and its log10.
+    mc : MonteCarloSummary or None
+        The Monte-Carlo twin.
+    note : str or None
+        Why the closed form is missing (absent from the JSON when there is none).
+
+    Examples
+    --------
+    >>> import rfviz
+    >>> res = rfviz.mse("trig", r=1.0, theta=1.0, d=4, m=10)
+    >>> round(res.mse, 6), res.to_dict()["estimator"]
+    (0.133553, 'trig')
+    """
+
+    estimator: str
+    kernel: str
+    params: dict[str, Any]
+    inputs: dict[str, Any]
+    kernel_value: float | None
+    log10_kernel_value: float
+    mse: float | None
+    log10_mse: float | None
+    mc: MonteCarloSummary | None = dataclasses.field(default=None, metadata=nested(MonteCarloSummary))
+    note: str | None = None
+
+
+MSE_CONSTRAINTS = {"name": Instance("estimator", (str,), "the name of a registered estimator"),
+                   "r": R_PARAM, "theta": replace_bounds(THETA_PARAM), "d": CLI_D_PARAM, "x": ListOf(X_PARAM),
+                   "y": ListOf(Y_PARAM), "embedding": Instance("embedding", (str,), "the name of an embedding"),
+                   "trials": CLI_TRIALS_PARAM, "seed": SEED_PARAM, "device": DEVICE_PARAM,
+                   "max_seconds": MAX_SECONDS_PARAM}
+"""The constraints of :func:`mse` (θ's range is checked after θ just above π is read as π)."""
+
+
+@api_function(MSE_CONSTRAINTS)
+def mse(name: str, *, r: float | None = None, theta: float | None = None, d: int | None = None,
+        x: Sequence[float] | np.ndarray | None = None, y: Sequence[float] | np.ndarray | None = None,
+        embedding: str | None = None, trials: int | None = None, seed: int = 0, device: str = "auto",
+        max_seconds: float | None = None, **params: Any) -> MSEResult:
+    """Closed-form MSE of one estimator at one input pair, and optionally its Monte-Carlo twin (``rfviz mse``).
+
+    Parameters
+    ----------
+    name : str
+        A registered estimator (``rfviz.REGISTRY``; catalog in the docs' estimator page).
+    r, theta, d : float, float, int, optional
+        The pair x = r·e1, y = r(cos θ·e1 + sin θ·e2) in R^d (defaults 1, π/2, 2), in the canonical
+        ``embedding`` (or ``flat``, ``rotation_average``). Numbers only (``math.pi / 2``, not ``"pi/2"``).
+    x, y : array_like, optional
+        An explicit pair instead of (r, θ, d).
+    embedding : str, optional
+        How (r, θ) become vectors of R^d: ``canonical`` (the default), ``flat`` or ``rotation_average``.
+    trials : int, optional
+        Monte-Carlo trials (None or 0: closed form only; otherwise an integer in [2, 1e8]).
+    seed : int
+        Seed of the Monte-Carlo run, in [0, 2^53 − 1] (``rfviz.params.SEED_PARAM``).
+    device : str
+        ``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (``rfviz.params.DEVICE_PARAM``).
+    max_seconds : float, optional
+        Stop the Monte-Carlo run (``ParameterError``) when it takes longer.
+    **params
+        The estimator's parameters (e.g. ``m=10``, ``kernel="gaussian"``, ``coupling="simplex"``, ``A=-0.1+0.05j``).
+
+    Returns
+    -------
+    MSEResult
+        ``mse``, ``log10_mse``, ``kernel_value``, ... and ``mc`` (a :class:`MonteCarloSummary`, or None).
+
+    Examples
+    --------
+    >>> import rfviz
+    >>> res = rfviz.mse("positive", r=0.5, theta=1.0, d=8, m=16, trials=2000, seed=1)
+    >>> res.mc.agreement
+    'agrees'
+    """
+    inputs = {"r": r, "theta": theta, "d": d, "x": x, "y": y, "embedding": embedding}
+    report = mse_report(name, params, {k: v for k, v in inputs.items() if v is not None}, trials=trials, seed=seed,
+                        device=device, max_seconds=max_seconds)
+    return MSEResult.from_mapping(report)
+
+
+@api_function({"vary": Instance("vary", (str,), "theta, r or a numeric parameter of every named estimator"),
+               "r": R_PARAM, "theta": replace_bounds(THETA_PARAM), "d": CLI_D_PARAM})
+def mse_curve(names: str | Sequence[str], *, vary: str = "theta", values: Sequence[float] | np.ndarray | None = None,
+              r: float = 1.0, theta: float = math.pi / 2, d: int = 2, **params: Any) -> Any:
+    """log10 of the closed-form MSE of one or more estimators along ``theta``, ``r`` or an estimator parameter.
+
+    Parameters
+    ----------
+    names : str or sequence of str
+        Registered estimators (parameters they lack are not passed to them).
+    vary : str
+        ``theta`` (default, over [0, π]), ``r`` (over [0.05, 2]) or the name of a numeric estimator parameter.
+    values : array_like, optional
+        The values of ``vary`` (a default grid for θ and r).
+    r, theta, d : float, float, int
+        The fixed inputs.
+    **params
+        Estimator parameters shared by the named estimators.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+        One curve per estimator.
+
+    Examples
+    --------
+    >>> import rfviz
+    >>> fig = rfviz.mse_curve(["trig", "positive_antithetic"], m=16)
+    >>> [t.name for t in fig.data]
+    ['trig', 'positive_antithetic']
+    """
+    from ..figures.common import lines
+
+    axis, curves = mse_curves(names, vary=vary, values=values, r=r, theta=theta, d=d, params=params)
+    label = {"theta": "θ (radians)", "r": "r = |x| = |y|"}.get(vary, vary)
+    return lines(axis, curves, xlabel=label, ylabel="log10 MSE", theta_axis=vary == "theta",
+                 title=f"closed-form MSE at d = {d}")
