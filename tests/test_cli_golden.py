@@ -4,13 +4,20 @@ The golden files were written by the code on main (0065e1c) BEFORE the API becam
 typed results (issue 37, parts 1-2), by running exactly the commands below; they are never regenerated from the code
 under test. The commands are the README's "From the command line" ones (``rank-estimators`` and ``downstream`` as
 given; they take a few seconds each), plus small runs of the other JSON commands (density, psi, gram, check).
-No rule changed on purpose: every output must match byte for byte.
+One rule changed on purpose since: the seed rule (issue 37, part 4: every derived seed comes from
+``numpy.random.SeedSequence`` through ``rfviz.sampling.spawn_seed``, no hand-written ``seed * 7919 + r``). It changes
+the sampled numbers of the four commands in ``SEED_RULE_CHANGED`` and nothing else: their pre-change outputs are kept
+in ``golden/before_seed_rule/`` and every field outside the sampled ones (the regular expressions below) must still
+equal them; their current outputs, written once after that change, are the golden files byte for byte. Every other
+output must match its pre-change golden file byte for byte.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -35,6 +42,28 @@ COMMANDS: dict[str, list[str]] = {
 }
 
 
+# command -> the JSON paths whose numbers are sampled, so the seed rule changed them (nothing else may differ)
+SEED_RULE_CHANGED: dict[str, str] = {
+    "mse_trig": r"^/mc/",
+    "downstream_ridge_synthetic": r"^/rows\[\d+\]/(error|stderr)$|^/spearman_kernel_vs_downstream$",
+    "gram_iris": r"^/results\[\d+\]/(attention_l1|attention_l1_stderr|frobenius_sq_mc|stderr|z_vs_closed_form)$",
+    "check_trig": r"^/(bias|closed_form)/(kurtosis|p|z)\b|^/closed_form/(detectable_rel_error|verdict)$"
+                  r"|^/extra_pairs\[\d+\]/(cf_z|z)$|^/summary$",
+}
+
+
+def differing_paths(before: object, after: object, path: str = "") -> list[str]:
+    """The JSON paths (``/key[i]/...``) where two parsed documents differ (a key present in one only counts)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        return [p for k in sorted(set(before) | set(after))
+                for p in ([f"{path}/{k}"] if k not in before or k not in after
+                          else differing_paths(before[k], after[k], f"{path}/{k}"))]
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [p for i, (x, y) in enumerate(zip(before, after, strict=True))
+                for p in differing_paths(x, y, f"{path}[{i}]")]
+    return [] if before == after else [path]
+
+
 def run_cli(argv: list[str]) -> tuple[int, str]:
     """Run ``rfviz ARGV`` in-process; returns (exit code, stdout)."""
     out, err = io.StringIO(), io.StringIO()
@@ -51,7 +80,17 @@ def test_cli_json_matches_golden(name: str) -> None:
     assert stdout == expected, f"rfviz {' '.join(COMMANDS[name])}: the JSON differs from tests/golden/{name}.json"
 
 
-if __name__ == "__main__":  # how the golden files were written (on main, before the change)
+@pytest.mark.parametrize("name", sorted(SEED_RULE_CHANGED))
+def test_the_seed_rule_changed_only_sampled_numbers(name: str) -> None:
+    before = json.loads((GOLDEN / "before_seed_rule" / f"{name}.json").read_text())
+    after = json.loads((GOLDEN / f"{name}.json").read_text())
+    changed = differing_paths(before, after)
+    assert changed, f"{name}: the seed rule changed nothing; its pre-change golden file should be the golden file"
+    unexpected = [p for p in changed if not re.search(SEED_RULE_CHANGED[name], p)]
+    assert not unexpected, f"{name}: fields other than sampled numbers changed: {unexpected}"
+
+
+if __name__ == "__main__":  # how the golden files were written (on main before the change; SEED_RULE_CHANGED after it)
     for key, argv in COMMANDS.items():
         rc, text = run_cli(argv)
         assert rc == 0, (key, rc)
