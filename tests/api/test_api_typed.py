@@ -308,7 +308,7 @@ def test_the_app_seed_widget_holds_the_whole_seed_range():
 
     from app_pages import BY_PATH
 
-    path = str(pathlib.Path(__file__).resolve().parents[1] / "app_pages" / "gerf.py")
+    path = str(pathlib.Path(__file__).resolve().parents[2] / "app_pages" / "gerf.py")
     for seed, ok in ((2**53 - 1, True), (2**53, False)):
         at = AppTest.from_file(path, default_timeout=60)
         at.query_params["seed"] = str(seed)

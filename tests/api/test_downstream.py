@@ -76,7 +76,7 @@ def test_your_data_page_downstream_panel() -> None:
 
     from streamlit.testing.v1 import AppTest
 
-    page = pathlib.Path(__file__).resolve().parents[1] / "app_pages" / "data.py"
+    page = pathlib.Path(__file__).resolve().parents[2] / "app_pages" / "data.py"
     at = AppTest.from_file(str(page), default_timeout=300).run()
     before = len(at.dataframe)
     next(b for b in at.button if b.key == "data.run_downstream").click().run()

@@ -219,7 +219,7 @@ def test_docs_page_examples_run() -> None:
     import doctest
     import pathlib
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "docs" / "how-many-features.md"
+    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "how-many-features.md"
     result = doctest.testfile(str(path), module_relative=False)
     assert result.attempted >= 3 and result.failed == 0
 

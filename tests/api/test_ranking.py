@@ -131,6 +131,6 @@ def test_docs_page_examples_run() -> None:
     import doctest
     import pathlib
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "docs" / "which-estimator.md"
+    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "which-estimator.md"
     result = doctest.testfile(str(path), module_relative=False)
     assert result.attempted >= 2 and result.failed == 0

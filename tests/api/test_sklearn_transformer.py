@@ -135,6 +135,6 @@ def test_docs_how_to_runs() -> None:
     import doctest
     import pathlib
 
-    path = pathlib.Path(__file__).resolve().parents[1] / "docs" / "sklearn-pipeline.md"
+    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "sklearn-pipeline.md"
     result = doctest.testfile(str(path), module_relative=False)
     assert result.attempted > 10 and result.failed == 0

@@ -21,7 +21,7 @@ from rfviz.figures import explorer as fx
 
 pytestmark = pytest.mark.slow  # every page run through Streamlit's AppTest (python -m pytest -m "not slow" skips them)
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 TIMEOUT = 60
 LAB_TIMEOUT = 300
 """The lab page's first run discovers the bundled examples, one plugin process each (each imports torch): a minute

@@ -24,7 +24,7 @@ import time
 import pytest
 from proc_helpers import free_port, wait_for_health
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 FAKE_PACKAGES = 3000
 WINDOW_S = 60.0

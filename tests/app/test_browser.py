@@ -21,7 +21,7 @@ from proc_helpers import free_port, wait_for_health
 
 from app_pages import BY_PATH, LEGACY_PATHS, PAGES
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 SCREENSHOTS = ROOT / "docs" / "_screenshots"  # generated files: the app tour page includes them when present
 CHROMIUM_ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",

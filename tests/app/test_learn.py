@@ -18,7 +18,7 @@ from rfviz.maths.crt import A_star
 from rfviz.maths.simrf import mse_ratio_vs_iid
 from rfviz.params import ParameterError
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 LN10 = math.log(10.0)
 
 

@@ -31,7 +31,7 @@ from rfviz.params import (
     require_fits,
 )
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 LONG_LIST = ",".join(["1"] * 100_000)
 
 

@@ -4,7 +4,7 @@ The ```bash blocks of README.md and docs/**/*.md (generated pages and the build 
 runs line by line (``\\`` continuations joined) in a fresh temporary directory holding a copy of ``examples/``, as in
 a clone, and every line must exit with code 0. ``rfviz …`` and ``python -m rfviz …`` run this checkout's rfviz with
 this interpreter. Lines that set up an environment (``./run …``, ``pip …``) are not run: they would install
-packages; tests/test_packaging.py checks the ``./run`` script itself.
+packages; tests/project/test_packaging.py checks the ``./run`` script itself.
 
 Large work is cut by one rule, so that a block still runs what it shows at a small scale (applied alike to every
 line of a block, so that a ``--resume`` line continues the sweep its block started):
@@ -25,9 +25,9 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SKIPPED_DIRS = {"_build", "_generated", "tutorial"}
-NOT_RUN = {"./run": "sets up .venv and runs the app or the whole suite (tests/test_packaging.py checks ./run)",
+NOT_RUN = {"./run": "sets up .venv and runs the app or the whole suite (tests/project/test_packaging.py checks ./run)",
            "pip": "installs packages"}
 MAX_TRIALS, MAX_REPEATS, MAX_GRID_COUNT = 2000, 5, 3
 

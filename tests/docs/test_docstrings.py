@@ -8,7 +8,7 @@ the members they list), validated with numpydoc's own validator (``numpydoc.vali
 * functions and methods document every parameter (PR01) and what they return (RT01);
 * the user-facing functions (every ``autofunction`` of the reference) have an Examples section (EX01).
 
-The Examples of the modules the reference documents run as doctests (``rfviz.api``'s in tests/test_api.py).
+The Examples of the modules the reference documents run as doctests (``rfviz.api``'s in tests/api/test_api.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 API_PAGE = ROOT / "docs" / "api.md"
 CHECKED_EVERYWHERE = {"GL08", "PR02", "PR07", "RT03"}
 CHECKED_FOR_CALLABLES = {"PR01", "RT01"}

@@ -20,7 +20,7 @@ from rfviz.numerics import log1mexp, log_cosh_m1, log_expm1
 from rfviz.params import Param, ParameterError, check, validated
 from rfviz.plugins import validate_class
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 
 def test_log_helpers_match_direct_formulas_where_safe():

@@ -26,7 +26,7 @@ from rfviz.geometry import canonical_pair
 from rfviz.maths import crt as gerf
 from rfviz.params import ParameterError
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 RTOL = 1e-9
 CPU = torch.device("cpu")
 

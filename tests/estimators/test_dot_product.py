@@ -25,7 +25,7 @@ from rfviz.engine import monte_carlo
 from rfviz.maths import dp
 from rfviz.params import ParameterError
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 CHECKS = ROOT.parent / "shared" / "reference" / "checks" / "dot_product_features_checks.py"
 Z_TOL = 4.0
 

@@ -33,7 +33,7 @@ from rfviz.maths.optimal import (
 from rfviz.params import ParameterError
 
 Z_TOL = 4.0
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
+ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
 
 SPHERE = InputLaw("sphere", 16, r=1.0)
 GAUSS = InputLaw("gaussian", 8, sigma=math.sqrt(0.1))

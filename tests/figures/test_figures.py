@@ -369,7 +369,7 @@ def test_sampled_sketches_never_lie_beyond_the_curves():
 
 def test_maclaurin_default_allocation_shows_a_difference():
     import ast
-    source = (pathlib.Path(__file__).resolve().parents[1] / "app_pages" / "dot_product.py").read_text()
+    source = (pathlib.Path(__file__).resolve().parents[2] / "app_pages" / "dot_product.py").read_text()
     default = next(n.value.body.value for n in ast.walk(ast.parse(source))
                    if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "M_DEFAULT")
     fig = cd.maclaurin_allocation("exponential", default)

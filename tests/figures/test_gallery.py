@@ -40,7 +40,7 @@ from rfviz.maths import hrf as hy
 from rfviz.maths.optimal import InputLaw, OptimalSampling
 from rfviz.numerics import LOG10
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 GALLERY = gallery.load_gallery()
 NAMES = list(GALLERY)
 REQUIRED = {  # the figures every gallery must have

@@ -23,7 +23,7 @@ from rfviz.cli import main as cli_main
 from rfviz.figures import lab as lab_figures
 from rfviz.geometry import canonical_pair
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 BIASED = f"{EXAMPLES / 'shared_omega_hybrid.py'}:SharedOmegaHybrid"
 CORRECT = f"{EXAMPLES / 'tempered_positive.py'}:TemperedPositive"
@@ -333,7 +333,7 @@ def test_loading_by_path_module_env_and_entry_points(tmp_path, monkeypatch):
     by_module = plugins.resolve_estimator("shared_omega_hybrid:SharedOmegaHybrid")
     assert by_module.name == "shared_omega_hybrid" and by_module.__module__ == "shared_omega_hybrid"
     # RFVIZ_PLUGINS: comma- or semicolon-separated specs, loaded only in a plugin process (discover_isolated and
-    # check_isolated, tests/test_plugin_isolation.py): rfviz's own process never resolves them by name.
+    # check_isolated, tests/lab/test_plugin_isolation.py): rfviz's own process never resolves them by name.
     env = {plugins.ENV_VAR: f"{CORRECT}; {tmp_path / 'missing.py'}"}
     assert plugins.env_specs(env) == [CORRECT, str(tmp_path / "missing.py")]
     monkeypatch.setenv(plugins.ENV_VAR, BIASED)

@@ -18,7 +18,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # every test starts Python subprocesses (interpreter + torch import each)
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 SLEEPERS_S = 300
 """How long the hostile plugins' children sleep: the elapsed-time bounds sit well below it and well above what a

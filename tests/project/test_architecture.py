@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("rfviz", "app_pages")
 
 # Layers, lowest first; a module may import its own layer and the layers below it. Longest prefix wins.

@@ -12,7 +12,7 @@ import tomllib
 import pytest
 from packaging.requirements import Requirement
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _pyproject() -> dict:

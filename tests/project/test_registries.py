@@ -21,7 +21,7 @@ from rfviz import registries as R
 from rfviz.params import COUPLING_PARAM, KERNEL_PARAM, ParameterError
 from rfviz.sampling import sample_omegas
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "rfviz"
 COUPLING_NAMES = ("iid", "orthogonal", "simplex", "simplex_plus", "sorf", "fastfood", "qmc_sobol",
                   "qmc_halton")  # spelled here on purpose: the test's own truth

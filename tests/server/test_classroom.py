@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_pages._ui import _run
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_frozen_figure_gives_the_same_dict_as_the_figure_and_makes_it_once():

@@ -28,7 +28,7 @@ from rfviz.params import (
     time_budget_scope,
 )
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 TIMEOUT = 60
 

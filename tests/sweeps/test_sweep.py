@@ -240,7 +240,7 @@ def test_cli_sigint_exits_130_keeps_points_and_resumes(tmp_path) -> None:
     import time
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     out = tmp_path / "run.csv"
     n_points, k = 40, 2
     cmd = [sys.executable, "-m", "rfviz", "sweep", "positive", "d=16", "m=64", "theta=1.0",

@@ -1,7 +1,7 @@
 """The Ray sweep backend as users meet it (issues 20 and 24): adaptive Ray task sizes, a lazily consumed task stream,
 failing points named, Ray-only options validated and refused on the local backend, unreachable addresses answered
 in one line. A private local Ray (2 CPUs, its own temp dir) serves the tests that need one; the multi-node cluster is
-in tests/test_sweep_ray_cluster.py. Tests that start Ray or a child process are in the slow tier."""
+in tests/sweeps/test_sweep_ray_cluster.py. Tests that start Ray or a child process are in the slow tier."""
 
 from __future__ import annotations
 
@@ -178,7 +178,7 @@ def test_sigterm_while_waiting_for_a_silent_address_is_honoured(tmp_path) -> Non
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen(8)
@@ -209,7 +209,7 @@ def test_sigterm_during_a_ray_sweep_stops_it_and_its_private_ray(tmp_path) -> No
     import sys
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     ray_tmp = tempfile.mkdtemp(prefix="rfr")
     env = {**os.environ, "PYTHONPATH": str(root), "RAY_TMPDIR": ray_tmp}
     env.pop("RAY_ADDRESS", None)

@@ -28,7 +28,7 @@ from rfviz.cli import main
 from rfviz.sweeps import SweepSpec, make_backend, parse_grid, run_sweep
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SWEEP = ["sweep", "positive", "d=8", "theta=1.0", "--grid", "r=0.3:0.6:2", "m=4,8", "--trials", "2048", "--seed", "7",
          "--block-trials", "512", "--device", "cpu"]
 
