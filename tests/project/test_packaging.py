@@ -129,3 +129,25 @@ def test_python_m_rfviz_still_works():
     out = subprocess.run([sys.executable, "-m", "rfviz", "--help"], capture_output=True, text=True, timeout=120,
                          cwd=ROOT)
     assert out.returncode == 0 and "mse" in out.stdout
+
+
+def test_licence_and_citation_agree_with_the_package():
+    """LICENSE is the MIT licence, pyproject.toml declares it as a PEP 639 expression (setuptools ≥ 77 reads it), and
+    CITATION.cff (Citation File Format 1.2.0: its required keys, an entity author) carries rfviz.__version__ and the
+    same licence."""
+    import yaml
+
+    import rfviz
+
+    project = _pyproject()
+    assert project["project"]["license"] == "MIT" and project["project"]["license-files"] == ["LICENSE"]
+    (setuptools_req,) = (Requirement(r) for r in project["build-system"]["requires"] if r.startswith("setuptools"))
+    assert setuptools_req.specifier.contains("77") and not setuptools_req.specifier.contains("76.9")
+    licence = (ROOT / "LICENSE").read_text()
+    assert licence.startswith("MIT License\n") and "Copyright (c) 2026 the rfviz developers" in licence
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0"
+    assert all(isinstance(cff[key], str) and cff[key] for key in ("message", "title"))
+    assert cff["authors"] == [{"name": "The rfviz developers"}]
+    assert cff["version"] == rfviz.__version__
+    assert cff["license"] == project["project"]["license"]
