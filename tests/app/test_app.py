@@ -113,9 +113,20 @@ def test_every_page_file_exists_and_every_file_is_a_page():
     missing = [p.url_path for p in PAGES if not p.file.exists()]
     assert not missing, f"pages without a file: {missing}"
     files = {f.stem for f in (ROOT / "app_pages").glob("*.py") if not f.stem.startswith("_")}
+    files.discard("home")  # Home: app.py routes it at "/" (no page frame, not a view)
     assert files == set(ALL_PAGES), f"files in app_pages/ that are not in PAGES: {sorted(files - set(ALL_PAGES))}"
     assert not (ROOT / "pages").exists()
     assert len({p.icon for p in PAGES}) == len(PAGES), "every page has its own icon"
+
+
+def test_every_page_is_in_one_navigation_section():
+    """The navigation groups the views into Learn · Explore · Check · Your data (app.py's router, under Home); every
+    section holds a page, and each page's URL path is its file's stem (links shared before the sections still work)."""
+    from app_pages import SECTIONS
+
+    assert SECTIONS == ("Learn", "Explore", "Check", "Your data")
+    assert {p.section for p in PAGES} == set(SECTIONS), [(p.url_path, p.section) for p in PAGES]
+    assert all(p.file.stem == p.url_path for p in PAGES)
 
 
 def test_every_page_runs_in_the_page_frame():

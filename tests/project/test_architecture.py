@@ -58,6 +58,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.commands": "lab/gallery/sweep",  # the typed core of the commands, which the API and the CLI wrap
     "rfviz.api": "faces",  # the Python API: one function per command, which the CLI wraps
     "rfviz.cli": "faces",
+    "rfviz.server": "faces",  # the app server's parts without maths or streamlit (the Monte-Carlo job pool)
     "rfviz.__main__": "faces",
     "app_pages": "faces",
 }

@@ -17,7 +17,6 @@ from rfviz import ParameterError, create
 from rfviz import data as rd
 from rfviz.compute import dp as cd
 from rfviz.compute import sweep_files as sf
-from rfviz.compute.jobs import Abandoned, JobPool, SharedCache
 from rfviz.engine import prepare
 from rfviz.params import (
     SERVER_TIME_BUDGET,
@@ -27,6 +26,7 @@ from rfviz.params import (
     server_budget_scope,
     time_budget_scope,
 )
+from rfviz.server.jobs import Abandoned, JobPool, SharedCache
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -321,7 +321,7 @@ def test_the_waiting_note_follows_the_job():
     """The page's note says the queue place while the job queues, that it joined another visitor's request, and
     nothing once its own job runs (the queue note is cleared when the job leaves the queue)."""
     from app_pages._ui._run import _waiting_note
-    from rfviz.compute.jobs import Job
+    from rfviz.server.jobs import Job
 
     job = Job()
     job.ahead = 2
