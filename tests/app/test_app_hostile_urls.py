@@ -56,6 +56,7 @@ def test_phone_charts_keep_a_row_for_the_toolbar_above_the_title() -> None:
     assert phone.layout.margin.t >= common.PHONE_MODEBAR_PX + phone.layout.title.pad.t - 14
 
 
+@pytest.mark.integration  # runs the command in a subprocess
 def test_the_suggested_sweep_command_works_when_pasted(tmp_path) -> None:
     command = sf.example_command("results").replace("--trials 20000", "--trials 64") + " --quiet"
     proc = subprocess.run(["bash", "-c", command.replace("python ", f"{sys.executable} ", 1)], cwd=tmp_path,

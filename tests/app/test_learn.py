@@ -137,6 +137,7 @@ def test_monte_carlo_lies_flags_the_heavy_tail():
     assert f["unreliable"] >= 4 and "unreliable" in text
 
 
+@pytest.mark.integration  # a Streamlit AppTest run
 def test_home_story_one_says_what_its_chart_shows():
     from streamlit.testing.v1 import AppTest
 

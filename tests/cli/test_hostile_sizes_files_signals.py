@@ -32,6 +32,7 @@ def _one_line_error(proc: subprocess.CompletedProcess, *words: str) -> None:
 
 
 # ------------------------------------------------------------------------------ item 2: costed sizes
+@pytest.mark.integration  # starts the CLI in a subprocess
 @pytest.mark.parametrize(("param", "words"), [("d=12000", "GiB of memory"), ("points=10000000", "GiB of memory"),
                                               ("d=6000", "lower d or points")])
 def test_gram_clusters_sizes_are_refused_before_the_work(param: str, words: str) -> None:
@@ -72,6 +73,7 @@ def _peak_mib(code: str) -> float:
     return int(proc.stdout.split()[-1]) / 1024
 
 
+@pytest.mark.integration  # starts the CLI in a subprocess
 def test_a_huge_single_line_csv_is_refused_before_converting_it(tmp_path) -> None:
     path = tmp_path / "line.csv"
     path.write_text(",".join(["1.5"] * 12_000_000) + "\n")  # 48 MB, one line: once 2.44 GB on the server
@@ -93,6 +95,7 @@ def test_csv_field_count_is_checked_before_splitting() -> None:
         data.read_array(b"1,2\n\xff\xfe,3\n", filename="bin.csv")
 
 
+@pytest.mark.integration  # starts the CLI in a subprocess
 def test_check_and_psi_at_d_20000_stay_small() -> None:
     code = "from rfviz.cli import main\nimport sys\nassert main(sys.argv[1:]) != 2"  # 1, 3: verdicts
     for args in (["check", "trig", "--d", "20000", "--trials", "200", "--pairs", "canonical,random", "--r", "1",
@@ -105,6 +108,7 @@ def test_check_and_psi_at_d_20000_stay_small() -> None:
         assert peak_mib < 1200, (args, peak_mib)  # was past 3 GiB (a d × d matrix of 3 GiB)
 
 
+@pytest.mark.integration  # starts the CLI in a subprocess
 def test_check_grid_of_a_hundred_million_pairs_is_refused_up_front() -> None:
     r = ",".join(f"{0.1 + i * 1e-4:.4f}" for i in range(10_000))
     started = time.perf_counter()
@@ -113,6 +117,7 @@ def test_check_grid_of_a_hundred_million_pairs_is_refused_up_front() -> None:
 
 
 # ------------------------------------------------------------------------------ item 5: files and signals
+@pytest.mark.integration  # starts the CLI in a subprocess
 def test_an_npz_renamed_npy_is_refused_in_one_line(tmp_path) -> None:
     np.savez(tmp_path / "a.npz", a=np.ones((4, 3)))
     (tmp_path / "a.npy").write_bytes((tmp_path / "a.npz").read_bytes())
@@ -142,6 +147,7 @@ def test_an_empty_memory_budget_is_refused(capsys) -> None:
     assert err.count("\n") == 1 and "--memory-budget must be a size" in err
 
 
+@pytest.mark.integration  # starts the CLI in a subprocess
 def test_version_and_the_usage_line_name_the_invoked_program() -> None:
     from rfviz._version import __version__
 

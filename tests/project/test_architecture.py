@@ -260,6 +260,7 @@ def test_package_inits_load_nothing_above_their_users():
     assert not bad, "package __init__ imports above their users (make them lazy):\n" + "\n".join(bad)
 
 
+@pytest.mark.integration  # imports in a fresh Python subprocess
 @pytest.mark.parametrize("module", ["rfviz.params", "rfviz.numerics", "rfviz.textio", "rfviz.geometry"])
 def test_low_layers_import_neither_torch_nor_the_catalog(module):
     """The issue's own command, in a fresh interpreter: the lowest layer loads without torch or the estimators."""
@@ -269,6 +270,7 @@ def test_low_layers_import_neither_torch_nor_the_catalog(module):
     assert out.stdout.split() == ["False", "False"], out.stdout + out.stderr
 
 
+@pytest.mark.integration  # imports in a fresh Python subprocess
 def test_package_exposes_its_public_names_lazily():
     code = ("import sys, rfviz; assert 'torch' not in sys.modules; assert set(rfviz.__all__) <= set(dir(rfviz)); "
             "from rfviz import REGISTRY, ParameterError, create; assert 'torch' in sys.modules; "

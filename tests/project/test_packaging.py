@@ -111,6 +111,7 @@ def test_exit_process_runs_atexit_flushes_and_waits_for_threads(mode, code):
     assert ("thread done" in out.stdout) == (mode == "thread")
 
 
+@pytest.mark.integration  # runs ./run in a subprocess
 def test_run_script_knows_the_two_commands():
     """./run app and ./run test are the README's set-up; .ci/run calls ./run test."""
     run = ROOT / "run"

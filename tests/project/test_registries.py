@@ -92,6 +92,7 @@ def test_checkers_find_what_they_look_for():
 
 
 # -------------------------------------------------------------------------------------------- registries
+@pytest.mark.integration  # imports in a fresh Python subprocess
 def test_registries_import_neither_torch_nor_numpy():
     code = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('r', sys.argv[1]); "
             "m = importlib.util.module_from_spec(spec); sys.modules['r'] = m; spec.loader.exec_module(m); "

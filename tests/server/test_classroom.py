@@ -6,6 +6,7 @@ from __future__ import annotations
 import pathlib
 
 import plotly.graph_objects as go
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_pages._ui import _run
@@ -21,6 +22,7 @@ def test_frozen_figure_gives_the_same_dict_as_the_figure_and_makes_it_once():
     assert frozen.to_dict() is frozen.to_dict()  # made once, then reused
 
 
+@pytest.mark.integration  # a Streamlit AppTest run
 def test_page_functions_are_wrapped_once_and_see_the_current_run():
     """A rerun reuses the cache wrappers of its page (no new st.cache_data per rerun), and a cached page function
     still computes with the current run's globals (the dot-product page's figure table reads them)."""

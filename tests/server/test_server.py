@@ -139,6 +139,7 @@ def test_data_csv_is_capped_by_rows_and_values():
 
 
 # ---------------------------------------------------------------------------------------------- pool and cache
+@pytest.mark.integration  # threads that sleep
 def test_pool_runs_at_most_its_workers_and_reports_the_queue():
     pool = JobPool(2)
     inside = []
@@ -180,6 +181,7 @@ def test_pool_leaves_the_queue_when_a_waiter_is_cancelled():
         assert pool.running == 1
 
 
+@pytest.mark.integration  # threads that sleep
 def test_shared_cache_computes_identical_concurrent_requests_once():
     cache, pool = SharedCache(8), JobPool(2)
     calls: list[int] = []
@@ -208,6 +210,7 @@ def test_shared_cache_computes_identical_concurrent_requests_once():
     assert len(calls) == 1
 
 
+@pytest.mark.integration  # threads that sleep
 def test_a_job_outlives_the_page_that_left_and_is_stored():
     """A page rerun or stopped while its Monte Carlo runs: the job goes on off the page's thread, a page that asks
     again within the grace period joins it, and the result is stored for everyone."""
@@ -229,6 +232,7 @@ def test_a_job_outlives_the_page_that_left_and_is_stored():
     assert job.fraction == 1.0 and cache.lookup("k") == (True, 7) and cache.computed == 1
 
 
+@pytest.mark.integration  # threads that sleep
 def test_an_abandoned_job_stops_at_its_next_report_and_frees_its_slot():
     cache, pool = SharedCache(8), JobPool(1)
     reports: list[float] = []
@@ -257,6 +261,7 @@ def test_a_job_runs_with_the_callers_budgets():
     assert job.future.result(timeout=10) == 12.5
 
 
+@pytest.mark.integration  # threads that sleep
 def test_shared_cache_does_not_keep_failures_and_bounds_its_size():
     cache, pool = SharedCache(2), JobPool(1)
 

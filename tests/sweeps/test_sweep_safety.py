@@ -283,6 +283,7 @@ def _cli_sweep(out, *extra: str) -> list[str]:
             "--block-trials", "128", "--out", str(out), "--quiet", *extra]
 
 
+@pytest.mark.integration  # a second writer in a subprocess
 def test_a_second_writer_of_the_same_out_is_refused_in_one_line(tmp_path, capsys) -> None:
     out = tmp_path / "a.csv"
     assert main(_cli_sweep(out)) == 0
