@@ -56,7 +56,7 @@ def _unit_tier_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyP
                                     "@pytest.mark.integration (or slow)")
         return refused
 
-    monkeypatch.setattr(subprocess, "Popen", refuse("subprocess.Popen"))
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse("subprocess.Popen"))  # Popen stays a class
     monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse("multiprocessing Process.start"))
     monkeypatch.setattr(time, "sleep", refuse("time.sleep"))
     monkeypatch.setattr(socket.socket, "connect", refuse("socket.connect"))

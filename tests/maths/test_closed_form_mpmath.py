@@ -939,6 +939,7 @@ def test_every_fourth_moment_closed_form_has_an_mpmath_reference():
     assert checked >= 20
 
 
+@pytest.mark.slow  # mpmath at 150 digits for 44 settings × every hostile pair: ~85 s of CPU, most of the unit tier's
 @pytest.mark.parametrize("name,params,ref", FOURTH, ids=[f"{n}-{'-'.join(map(str, p.values()))}" for n, p, _ in FOURTH])
 def test_fourth_central_moment_matches_mpmath_at_hostile_points(name, params, ref):
     """E|K̂ − K|⁴ (``log_fourth_central_moment``) against ``ref`` at every hostile pair, +inf exactly where the

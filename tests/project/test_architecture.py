@@ -16,6 +16,7 @@ with a module ``__getattr__`` (PEP 562), as ``rfviz/__init__.py`` does.
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import subprocess
 import sys
@@ -98,10 +99,16 @@ def _resolve(module: str, path: pathlib.Path, level: int, name: str | None) -> s
     return f"{package}.{name}" if name else package
 
 
+@functools.cache
+def _parse(path: pathlib.Path) -> ast.Module:
+    """The syntax tree of one source file, parsed once for every test of this file (the tests only read it)."""
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
 def imports(module: str) -> set[str]:
     """Full names of everything ``module`` imports (modules where they are modules)."""
     path = MODULES[module]
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = _parse(path)
     out: set[str] = set()
     dynamic = False
     literals: set[str] = set()
@@ -133,7 +140,7 @@ def eager_imports(module: str) -> set[str]:
     ``if``/``try``/``with``), not function or class bodies, not ``if TYPE_CHECKING:`` blocks."""
     path = MODULES[module]
     out: set[str] = set()
-    todo = list(ast.parse(path.read_text(encoding="utf-8"), str(path)).body)
+    todo = list(_parse(path).body)
     while todo:
         node = todo.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -292,7 +299,7 @@ def long_functions(limit: int = MAX_FUNCTION_LINES) -> list[str]:
     for module, path in MODULES.items():
         if not module.startswith("rfviz"):
             continue
-        stack: list[tuple[ast.AST, str]] = [(ast.parse(path.read_text(encoding="utf-8"), str(path)), "")]
+        stack: list[tuple[ast.AST, str]] = [(_parse(path), "")]
         while stack:
             node, prefix = stack.pop()
             for child in ast.iter_child_nodes(node):

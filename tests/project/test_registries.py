@@ -7,6 +7,7 @@ including ones no test imports.
 from __future__ import annotations
 
 import ast
+import functools
 import pathlib
 import subprocess
 import sys
@@ -28,6 +29,7 @@ COUPLING_NAMES = ("iid", "orthogonal", "simplex", "simplex_plus", "sorf", "fastf
 MAX_MODULES_SPELLING_COUPLINGS = 2
 
 
+@functools.cache  # parsed once for every test of this file (the tests only read the trees)
 def _trees() -> dict[str, ast.Module]:
     return {str(p.relative_to(ROOT)): ast.parse(p.read_text(encoding="utf-8"), str(p))
             for p in sorted(PACKAGE.rglob("*.py"))}
