@@ -423,52 +423,26 @@ def test_hybrids_at_theta_zero_and_pi_reduce_to_base_estimators(shared):
 
 
 # ======================================================================================= feature maps
-FEATURE_CASES = [("trig_phase", {}), ("complex_exponential", dict(A=0.7 - 0.9j)),
-                 ("complex_exponential", dict(A=1.4 + 0.2j, antithetic=True, variance="complex")),
-                 ("complex_exponential_diag", dict(A_diag="1+0.5j, 0.8")),
-                 ("complex_exponential_diag", dict(A_diag="0.5j, 2, -1+1j", antithetic=True)),
-                 ("hybrid_angular", dict(n=3)), ("hybrid_angular", dict(n=2, shared=False)),
-                 ("hybrid_gaussian", dict(n=3, sigma=0.7)), ("hybrid_gaussian", dict(n=2, r_norm=1.5, shared=False))]
-
-
-@pytest.mark.parametrize("kernel", ["softmax", "gaussian"])
-@pytest.mark.parametrize(("name", "params"), FEATURE_CASES, ids=[f"{n}-{p}" for n, p in FEATURE_CASES])
-def test_features_inner_product_equals_estimate(name, params, kernel):
-    est = rfviz.create(name, m=5, kernel=kernel, **params)
+# Every estimator's ⟨φ(x), φ(y)⟩ = K̂(x, y) is tests/estimators/test_common.py's; here the HRF specifics.
+def test_angular_hybrid_feature_length_and_gaussian_hybrid_at_equal_norms():
+    """The angular hybrid has 4m(n + 1) features (reference E6); the Gaussian hybrid at r_norm = 0 (|x| = |y|
+    exactly, a zero pair included: ρ = 0 at r = 0, λ̂ := 0) keeps ⟨φ(x), φ(y)⟩ = K̂(x, y)."""
     rng = np.random.default_rng(4)
-    x = 0.6 * rng.normal(size=(6, 3))
-    y = 0.6 * rng.normal(size=(6, 3))
-    if name == "hybrid_gaussian" and est.params["r_norm"] == 0:
-        y *= np.linalg.norm(x, axis=-1, keepdims=True) / np.linalg.norm(y, axis=-1, keepdims=True)
-        x[0] = y[0] = 0.0  # ρ = 0 at r = 0: λ̂ := 0 in both the estimate and the features
-    s = _draw(est, 3, trials=4, seed=5)
+    x, y = 0.6 * rng.normal(size=(6, 3)), 0.6 * rng.normal(size=(6, 3))
+    y *= np.linalg.norm(x, axis=-1, keepdims=True) / np.linalg.norm(y, axis=-1, keepdims=True)
+    x[0] = y[0] = 0.0
     xt, yt = torch.as_tensor(x), torch.as_tensor(y)
-    phi_x, phi_y = est.features(s, xt, "query"), est.features(s, yt, "key")
-    torch.testing.assert_close((phi_x * phi_y).sum(-1), est.estimate(s, xt, yt), rtol=1e-10, atol=1e-12)
-    if name == "hybrid_angular":
-        assert phi_x.shape[-1] == 4 * 5 * (est.params["n"] + 1)  # reference E6: 4m(n + 1)
+    for kernel in ("softmax", "gaussian"):
+        angular = rfviz.create("hybrid_angular", m=5, n=3, kernel=kernel)
+        assert angular.features(_draw(angular, 3, trials=4, seed=5), xt, "query").shape[-1] == 4 * 5 * (3 + 1)
+        est = rfviz.create("hybrid_gaussian", m=5, kernel=kernel)
+        assert est.params["r_norm"] == 0
+        s = _draw(est, 3, trials=4, seed=5)
+        phi_x, phi_y = est.features(s, xt, "query"), est.features(s, yt, "key")
+        torch.testing.assert_close((phi_x * phi_y).sum(-1), est.estimate(s, xt, yt), rtol=1e-10, atol=1e-12)
 
 
 # =================================================================================== invalid inputs
-@pytest.mark.parametrize(("name", "params", "match"), [
-    ("trig_phase", dict(m=0), r"m must be an integer in \[1, "),
-    ("complex_exponential", dict(A=0), r"A must be a complex number with modulus in \[0.001, 1000\]"),
-    ("complex_exponential", dict(A="2000j"), "A must be a complex number with modulus"),
-    ("complex_exponential", dict(variance="pseudo"), "variance must be one of real_part, complex"),
-    ("complex_exponential_diag", dict(A_diag="1, 0, 1j"), "A_diag must be a complex number with modulus"),
-    ("complex_exponential_diag", dict(A_diag="1, x"), "A_diag must be a comma-separated list"),
-    ("complex_exponential_diag", dict(A_diag=""), "A_diag must be a comma-separated list"),
-    ("hybrid_angular", dict(n=0), r"n must be an integer in \[1, inf\)"),
-    ("hybrid_angular", dict(shared="maybe"), "shared must be true or false"),
-    ("hybrid_gaussian", dict(sigma=0.0), r"sigma must be a number in \(0, inf\)"),
-    ("hybrid_gaussian", dict(sigma=-1.0), r"sigma must be a number in \(0, inf\)"),
-    ("hybrid_gaussian", dict(r_norm=-0.5), r"r_norm must be a number in \[0, inf\)"),
-])
-def test_invalid_parameters_raise_named_errors(name, params, match):
-    with pytest.raises(ParameterError, match=match):
-        rfviz.create(name, **params)
-
-
 @pytest.mark.slow
 def test_invalid_inputs_raise_named_errors():
     with pytest.raises(ParameterError, match=r"x and y must have the same length .*\|x\| = 1.2, \|y\| = 0.5"):
