@@ -134,6 +134,7 @@ def test_gram_reliability_from_theory_bounds_the_spread_of_the_summed_error() ->
     assert measured_rse <= 1.2 * theory.rel_stderr_bound  # a bound: never (much) below what is measured
 
 
+@pytest.mark.slow  # Monte Carlo with many repeats: ~2 s of CPU
 def test_issue_gram_heavy_tail_is_unreliable_with_the_repeats_needed_not_a_disagreement(capsys) -> None:
     """Issue 28: positive_antithetic at m = 16 on wine (norms ≈ 1, scale 1) is heavy-tailed: theory says so (per-pair
     fourth moments), with the repeats needed in words, never 'disagrees'; trig stays tested."""
@@ -207,6 +208,7 @@ def test_cli_gram_bad_input(argv: list[str], needle: str, capsys: pytest.Capture
     assert err.count("\n") == 1 and needle in err, err
 
 
+@pytest.mark.slow  # Monte Carlo on a data set: ~4 s of CPU
 def test_your_data_angular_hybrid_on_wine_is_unreliable_by_theory_not_a_disagreement() -> None:
     """Issue 28: the Your-data page's defaults (wine, 60 × 60 points, standardize + scale 0.5, m = 16) at 300
     repeats. The per-repeat Frobenius error of the (correct) angular hybrid is heavily skewed (measured over 6000

@@ -785,6 +785,7 @@ def test_gaussian_hybrid_on_the_sphere_matches_mpmath(lambda_rf):
     assert not bad, f"(point, rfviz, mpmath) = {bad}"
 
 
+@pytest.mark.slow  # mpmath at high precision: ~1.5 s of CPU
 @pytest.mark.parametrize("shared", [False, True])
 def test_angular_hybrid_fourth_moment_matches_mpmath_on_the_sphere(shared):
     est = rfviz.create("hybrid_angular", m=M, n=3, shared=shared)
@@ -839,6 +840,7 @@ def test_exactly_zero_where_the_truth_is_zero():
     assert float(rfviz.create("trig").log_mse(x, y, D)) == -math.inf
 
 
+@pytest.mark.slow  # mpmath at high precision: ~2 s of CPU
 @pytest.mark.parametrize("kernel", ["softmax", "gaussian"])
 @pytest.mark.parametrize("name", ["trig", "trig_phase", "positive", "positive_antithetic"])
 def test_fourth_moment_matches_mpmath_at_hostile_points(name, kernel):

@@ -63,7 +63,8 @@ CLI = ["sweep", "positive", "d=8", "theta=1.0", "--grid", "r=0.3,0.6", "--trials
     (["--max-retries", "2"], "--max-retries applies to --backend ray only"),
     (["--task-seconds", "2", "--gpus-per-task", "1"], "--gpus-per-task, --task-seconds applies to --backend ray"),
     (["--backend", "ray", "--address", "127.0.0.1:9", "--workers", "2"], "drop --workers"),
-    (["--backend", "ray", "--address", "127.0.0.1:9"], "no Ray cluster reachable there"),
+    pytest.param(["--backend", "ray", "--address", "127.0.0.1:9"], "no Ray cluster reachable there",
+                 marks=pytest.mark.integration),  # connects to the address
     (["--backend", "ray", "--address", " "], "address must be HOST:PORT"),
 ])
 def test_sweep_ray_options_refused_in_one_line(capsys, tmp_path, extra, message) -> None:
