@@ -108,12 +108,13 @@ def render(by_path: dict[str, st.Page]) -> None:
     st.header("Learn: lessons for a class")
     st.markdown("Predict, then see the live figure answer: short lessons, one idea each, every step shareable by "
                 "its URL.")
-    learn = st.columns(2)
     from rfviz.lessons import LESSONS
 
-    for i, lesson in enumerate(LESSONS.values()):
-        learn[i % 2].page_link(by_path["learn"], label=f"{i + 1} · {lesson.title}", icon=":material/school:",
-                               query_params={"lesson": lesson.slug, "step": "1"})
+    lessons = list(LESSONS.values())
+    for row in range(0, len(lessons), 2):  # one row of two per pair: a phone stacks them in reading order
+        for column, (i, lesson) in zip(st.columns(2), enumerate(lessons[row:row + 2], start=row), strict=False):
+            column.page_link(by_path["learn"], label=f"{i + 1} · {lesson.title}", icon=":material/school:",
+                             query_params={"lesson": lesson.slug, "step": "1"})
     st.header("All views")
     for column, section in zip(st.columns(len(SECTIONS)), SECTIONS, strict=True):
         column.markdown(f"**{section}**")

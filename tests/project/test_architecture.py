@@ -107,7 +107,11 @@ def _parse(path: pathlib.Path) -> ast.Module:
 
 def imports(module: str) -> set[str]:
     """Full names of everything ``module`` imports (modules where they are modules)."""
-    path = MODULES[module]
+    return set(_imports_of(module, MODULES[module]))
+
+
+@functools.cache  # read once for every test of this file (keyed by the path too: a test may swap MODULES)
+def _imports_of(module: str, path: pathlib.Path) -> frozenset[str]:
     tree = _parse(path)
     out: set[str] = set()
     dynamic = False
@@ -119,7 +123,7 @@ def imports(module: str) -> set[str]:
             dynamic = True
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in MODULES:
             literals.add(node.value)
-    return out | literals if dynamic else out
+    return frozenset(out | literals if dynamic else out)
 
 
 def _names_of(module: str, path: pathlib.Path, node: ast.Import | ast.ImportFrom) -> set[str]:
