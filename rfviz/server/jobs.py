@@ -50,6 +50,11 @@ def default_workers() -> int:
     """Monte-Carlo slots of this server: ``$RFVIZ_MC_WORKERS`` if set, else half the cores (at least 1; each run
     uses several threads of its own).
 
+    Returns
+    -------
+    int
+        The number of jobs that may run at once.
+
     Examples
     --------
     >>> default_workers() >= 1
@@ -96,7 +101,25 @@ class JobPool:
     @contextmanager
     def slot(self, on_wait: Callable[[int], None] | None = None) -> Iterator[None]:
         """Hold one slot for the block; while none is free, call ``on_wait(jobs ahead)`` every ``POLL_SECONDS``.
-        An exception raised by ``on_wait`` (a cancelled page run) leaves the queue cleanly."""
+        An exception raised by ``on_wait`` (a cancelled page run) leaves the queue cleanly.
+
+        Parameters
+        ----------
+        on_wait : callable, optional
+            Called with the number of jobs ahead while this caller queues.
+
+        Yields
+        ------
+        None
+            While the slot is held.
+
+        Examples
+        --------
+        >>> pool = JobPool(workers=1)
+        >>> with pool.slot():
+        ...     pool.running
+        1
+        """
         me = object()
         with self._cond:
             self._queue.append(me)
@@ -196,7 +219,13 @@ class Job(Generic[T]):
 
     @contextmanager
     def watch(self) -> Iterator[Job[T]]:
-        """Mark one page as waiting for this job for the block (the job is not abandoned meanwhile)."""
+        """Mark one page as waiting for this job for the block (the job is not abandoned meanwhile).
+
+        Yields
+        ------
+        Job
+            This job.
+        """
         with self._lock:
             self._watchers += 1
             self._unwatched_since = None
@@ -209,18 +238,36 @@ class Job(Generic[T]):
                     self._unwatched_since = time.monotonic()
 
     def abandoned(self) -> bool:
-        """Whether nobody has watched this job for ``abandon_after`` seconds."""
+        """Whether nobody has watched this job for ``abandon_after`` seconds.
+
+        Returns
+        -------
+        bool
+            True once the job has had no watcher for longer than ``abandon_after``.
+        """
         with self._lock:
             since = self._unwatched_since
         return since is not None and time.monotonic() - since > self.abandon_after
 
     def report(self, fraction: float) -> None:
-        """The computation's progress callback: records ``fraction`` and raises ``Abandoned`` if nobody waits."""
+        """The computation's progress callback: records ``fraction`` and raises ``Abandoned`` if nobody waits.
+
+        Parameters
+        ----------
+        fraction : float
+            The share of the work done, in [0, 1].
+        """
         self.fraction = float(fraction)
         self._stop_if_abandoned()
 
     def queued(self, ahead: int) -> None:
-        """The pool's ``on_wait`` while this job queues: records its place; an abandoned job leaves the queue."""
+        """The pool's ``on_wait`` while this job queues: records its place; an abandoned job leaves the queue.
+
+        Parameters
+        ----------
+        ahead : int
+            Jobs ahead of this one.
+        """
         self.ahead = int(ahead)
         self._stop_if_abandoned()
 
@@ -256,7 +303,25 @@ class SharedCache:
         self._flights: dict[Hashable, Job] = {}
 
     def lookup(self, key: Hashable) -> tuple[bool, Any]:
-        """``(True, value)`` for a stored result, else ``(False, None)``."""
+        """``(True, value)`` for a stored result, else ``(False, None)``.
+
+        Parameters
+        ----------
+        key : hashable
+            The result's parameters.
+
+        Returns
+        -------
+        found : bool
+            Whether a result is stored under ``key``.
+        value : object
+            The result, or None.
+
+        Examples
+        --------
+        >>> SharedCache(max_entries=4).lookup(("trig", 1))
+        (False, None)
+        """
         with self._lock:
             if key in self._done:
                 self._done.move_to_end(key)
@@ -266,7 +331,24 @@ class SharedCache:
     def result_or_job(self, key: Hashable, start: Callable[[], Job[T]]) -> tuple[bool, Any, bool]:
         """``(True, value, False)`` for a stored result; else ``(False, job, started)``: the job computing ``key``,
         the one in flight (``started`` False: this caller joins it) or a new one from ``start()`` (True). The
-        job's result is stored when it finishes, whether or not anybody still waits; a failure is not stored."""
+        job's result is stored when it finishes, whether or not anybody still waits; a failure is not stored.
+
+        Parameters
+        ----------
+        key : hashable
+            The result's parameters.
+        start : callable
+            Starts the job computing ``key`` (called only when none is stored or in flight).
+
+        Returns
+        -------
+        done : bool
+            Whether the value is stored.
+        value_or_job : object
+            The stored value, or the job computing it.
+        started : bool
+            Whether this call started the job.
+        """
         with self._lock:
             if key in self._done:
                 self._done.move_to_end(key)
