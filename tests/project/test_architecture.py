@@ -22,6 +22,7 @@ import subprocess
 import sys
 
 import pytest
+import source_trees
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PACKAGES = ("rfviz", "app_pages")
@@ -99,10 +100,9 @@ def _resolve(module: str, path: pathlib.Path, level: int, name: str | None) -> s
     return f"{package}.{name}" if name else package
 
 
-@functools.cache
 def _parse(path: pathlib.Path) -> ast.Module:
-    """The syntax tree of one source file, parsed once for every test of this file (the tests only read it)."""
-    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+    """The syntax tree of one source file, parsed once per session (``source_trees``; the tests only read it)."""
+    return source_trees.parse(path)
 
 
 def imports(module: str) -> set[str]:

@@ -15,6 +15,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+import source_trees
 import torch
 
 import rfviz
@@ -31,8 +32,7 @@ MAX_MODULES_SPELLING_COUPLINGS = 2
 
 @functools.cache  # parsed once for every test of this file (the tests only read the trees)
 def _trees() -> dict[str, ast.Module]:
-    return {str(p.relative_to(ROOT)): ast.parse(p.read_text(encoding="utf-8"), str(p))
-            for p in sorted(PACKAGE.rglob("*.py"))}
+    return {str(p.relative_to(ROOT)): source_trees.parse(p) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def modules_spelling(names: tuple[str, ...], trees: dict[str, ast.Module]) -> dict[str, int]:
