@@ -379,6 +379,7 @@ def test_rotation_average_cli_matches_monte_carlo():
 
 
 # ----------------------------------------------------------------------------------------- protocol, numerics
+@pytest.mark.slow  # closed forms on 21×13 grids in three embeddings: seconds of CPU
 @pytest.mark.parametrize("name,params", [("poly_sketch", {"p": 30, "q": 0.5}), ("tensor_srht", {"p": 30}),
                                          ("maclaurin", {"p": 30}), ("maclaurin", {"kernel": "gaussian"}),
                                          ("maclaurin", {"method": "random", "p": 12})])

@@ -125,6 +125,7 @@ def test_csv_over_the_cells_cap_is_refused_while_streaming():
         sf.read_results(data, "wide.csv")
 
 
+@pytest.mark.slow  # writes and streams CSVs at the caps: seconds of CPU
 def test_data_csv_is_capped_by_rows_and_values():
     text = "x,y\n" + "1,2\n" * (rd.MAX_ROWS + 1)
     with pytest.raises(ParameterError, match=rf"at most {rd.MAX_ROWS} rows.*stopped at line {rd.MAX_ROWS + 2}"):
