@@ -91,7 +91,7 @@ class RandomFeatures(TransformerMixin, BaseEstimator):
     Notes
     -----
     ``sklearn.utils.estimator_checks.check_estimator`` passes in full for ``positive``, ``positive_antithetic``
-    (orthogonal coupling) and ``gerf`` (tests/api/test_sklearn_transformer.py). Checks that do not apply, and why:
+    (orthogonal coupling) and ``gerf`` (tests/test_sklearn_transformer.py). Checks that do not apply, and why:
 
     * ``check_fit_idempotent`` draws inputs of mean 100. The softmax-family maps whose feature values grow like
       ``e^{|x|²/2}`` (``trig``, the hybrids; for the Gaussian kernel too, since the Gaussian factor ``e^{−|x|²/2}`` is
