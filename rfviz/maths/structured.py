@@ -48,6 +48,16 @@ SORF_BIAS_CONSTANT = 6.0
 def padded_dimension(d: int) -> int:
     """d' = the smallest power of two ≥ d: the dimension of the Hadamard blocks (inputs are padded with zeros).
 
+    Parameters
+    ----------
+    d : int
+        The input dimension.
+
+    Returns
+    -------
+    int
+        The smallest power of two ≥ d.
+
     Examples
     --------
     >>> padded_dimension(5), padded_dimension(64)
@@ -139,6 +149,23 @@ def sample_sorf(trials: int, m: int, d: int, dim: int, generator: RandomSource, 
     Haar rotation per trial (module docstring). Biased: [ORF] Thm 5 bounds |E K̂ − K| by 6z/√d' (trig features,
     Gaussian kernel).
 
+    Parameters
+    ----------
+    trials : int
+        Independent estimators.
+    m : int
+        Projections per estimator.
+    d : int
+        The true dimension of the input space.
+    dim : int
+        The reduced coordinates kept (≤ d).
+    generator : torch.Generator or BlockStreams
+        The only source of random numbers (signs and rotations).
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
+
     Returns
     -------
     (torch.Tensor, torch.Tensor)
@@ -171,6 +198,23 @@ def sample_fastfood(trials: int, m: int, d: int, dim: int, generator: RandomSour
                     dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """Fastfood blocks V = S H G Π H B ([Fastfood] §3), d' = ``padded_dimension(d)``, in reduced coordinates after
     one Haar rotation per trial. Each ω_i is exactly N(0, I) (module docstring): unbiased.
+
+    Parameters
+    ----------
+    trials : int
+        Independent estimators.
+    m : int
+        Projections per estimator.
+    d : int
+        The true dimension of the input space.
+    dim : int
+        The reduced coordinates kept (≤ d).
+    generator : torch.Generator or BlockStreams
+        The only source of random numbers.
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
 
     Returns
     -------
@@ -208,6 +252,18 @@ def sample_fastfood(trials: int, m: int, d: int, dim: int, generator: RandomSour
 def sorf_bias_bound(z: float, d: int) -> float:
     """[ORF] Thm 5's bound on |E K̂ − K| for SORF trig features of the Gaussian kernel: 6 z/√d', z = |x − y|,
     d' = ``padded_dimension(d)`` (the dimension of the Hadamard blocks).
+
+    Parameters
+    ----------
+    z : float
+        |x − y|.
+    d : int
+        The input dimension.
+
+    Returns
+    -------
+    float
+        6 z/√d'.
 
     Examples
     --------
