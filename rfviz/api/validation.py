@@ -154,7 +154,11 @@ def as_parameter_error(exc: BaseException) -> ParameterError | None:
 
     if isinstance(exc, ParameterError):
         text = keyword_words(str(exc))
-        return exc if text == str(exc) else type(exc)(text) if type(exc) is ParameterError else exc
+        if text == str(exc) or type(exc) is not ParameterError:
+            return exc
+        worded = ParameterError(text)
+        worded.cli_text = str(exc)  # type: ignore[attr-defined]  # the same message with the CLI's flags
+        return worded
     if isinstance(exc, InvalidParameterError):
         return ParameterError(f"invalid parameter for scikit-learn ({_one_line(exc)})")
     if isinstance(exc, FloatingPointError | OverflowError | ZeroDivisionError | np.linalg.LinAlgError):

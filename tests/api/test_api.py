@@ -147,7 +147,7 @@ def test_every_public_api_name_is_in_the_reference_with_a_numpydoc_docstring():
     tests/test_docstrings.py checks against numpydoc, examples included), and each has Parameters and Examples."""
     import pathlib
 
-    page = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
+    page = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
     for name in rfviz.api.__all__:
         if name == "PARAMETER_CONSTRAINTS":
             continue

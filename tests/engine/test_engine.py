@@ -405,7 +405,7 @@ def test_every_derived_seed_comes_from_the_one_seed_rule():
     ``rfviz.engine.spawn_seed`` / ``child_seeds`` (numpy's SeedSequence). The one exception reproduces an external
     program's draws exactly (the gallery catalog's numbers were computed from them)."""
     allowed = {("rfviz/gallery/crt.py", "reference_seed")}
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     found = []
     for path in sorted([*(root / "rfviz").rglob("*.py"), *(root / "app_pages").rglob("*.py")]):
         rel = path.relative_to(root).as_posix()

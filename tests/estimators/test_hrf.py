@@ -36,7 +36,7 @@ NEW = ["trig_phase", "complex_exponential", "complex_exponential_diag", "hybrid_
 # Reference §9 / F6 inputs.
 X_CE = np.array([0.5, -0.3, 0.2, 0.4])
 Y_CE = np.array([0.1, 0.4, -0.5, 0.3])
-A_CE = "1+0.5j, 0.8, 1j, 1.2-0.3j"
+A_CE = (1 + 0.5j, 0.8, 1j, 1.2 - 0.3j)
 
 
 def pair(rx: float, ry: float, theta: float, d: int) -> tuple[np.ndarray, np.ndarray]:
@@ -388,7 +388,7 @@ def test_complex_exponential_with_a_equal_one_is_positive(antithetic, name):
 def test_complex_exponential_diag_reduces_to_scalar_and_zero_loss_a_is_exact():
     x, y = pair(0.7, 0.9, 1.1, 3)
     scalar = rfviz.create("complex_exponential", A=0.6 + 0.8j, m=5)
-    diag = rfviz.create("complex_exponential_diag", A_diag="0.6+0.8j, 0.6+0.8j", m=5)  # a_3 = 1 ≠ a: only 2-D x, y
+    diag = rfviz.create("complex_exponential_diag", A_diag=(0.6 + 0.8j, 0.6 + 0.8j), m=5)  # a_3 = 1 ≠ a: only 2-D x, y
     np.testing.assert_allclose(diag.log_mse(x[:2], y[:2]), scalar.log_mse(x[:2], y[:2]), rtol=1e-12)
     # App. H eqs. 85–87: a complex diagonal A with Ax + A⁻¹y = 0 makes the estimator exact (w = 0).
     a = H.complex_diagonal_a(X_CE, Y_CE)

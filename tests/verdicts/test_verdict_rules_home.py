@@ -24,7 +24,7 @@ import ast
 import pathlib
 import re
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOME = ROOT / "rfviz" / "verdicts"
 RULE_NAME = re.compile(r"ALPHA|(^|_)Z($|_)|THRESHOLD|SHARE|TAIL|KURTOSIS|GATE|MIN_REPEATS|MIN_INFORMATIVE|"
                        r"MIN_CLOSED_FORM|RELIABLE|FLOOR|FWER|STDERR|CONFIRM_TRIALS|TIE_|TOLERANCE|EXACT_|"

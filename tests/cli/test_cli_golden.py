@@ -1,4 +1,4 @@
-"""The CLI's ``--json`` output is byte-identical to the golden files under ``tests/golden/``.
+"""The CLI's ``--json`` output is byte-identical to the golden files under ``tests/cli/golden/``.
 
 The golden files were written by the code on main (0065e1c) BEFORE the API became the ``rfviz/api/`` package of
 typed results (issue 37, parts 1-2), by running exactly the commands below; they are never regenerated from the code
@@ -77,7 +77,7 @@ def test_cli_json_matches_golden(name: str) -> None:
     code, stdout = run_cli(COMMANDS[name])
     assert code == 0, f"rfviz {' '.join(COMMANDS[name])} exited with {code}"
     expected = (GOLDEN / f"{name}.json").read_text()
-    assert stdout == expected, f"rfviz {' '.join(COMMANDS[name])}: the JSON differs from tests/golden/{name}.json"
+    assert stdout == expected, f"rfviz {' '.join(COMMANDS[name])}: the JSON differs from tests/cli/golden/{name}.json"
 
 
 @pytest.mark.parametrize("name", sorted(SEED_RULE_CHANGED))
