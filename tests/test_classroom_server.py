@@ -13,6 +13,7 @@ a launcher that does not start in its allowance is killed and the test fails in 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import os
 import pathlib
 import shutil
@@ -467,3 +468,42 @@ def _ignored_signals(pid: int) -> set[int]:
     mask = int(next(line.split()[1] for line in pathlib.Path(f"/proc/{pid}/status").read_text().splitlines()
                     if line.startswith("SigIgn:")), 16)
     return {sig for sig in range(1, 64) if mask >> (sig - 1) & 1}
+
+
+def _listeners(port: int) -> set[str]:
+    """The local addresses with a TCP socket listening on ``port`` (IPv4 and IPv6, from /proc/net)."""
+    found = set()
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        try:
+            lines = pathlib.Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            local, state = line.split()[1], line.split()[3]
+            address, hexport = local.split(":")
+            if state == "0A" and int(hexport, 16) == port and len(address) == width:
+                raw = bytes.fromhex(address)
+                words = b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))  # per-word host byte order
+                found.add(socket.inet_ntop(socket.AF_INET if width == 8 else socket.AF_INET6, words))
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads the listening sockets from /proc/net")
+def test_the_app_alone_listens_on_localhost_only(tmp_path):
+    """``./run app`` is ``streamlit run app.py`` with the repository's .streamlit/config.toml: started without an
+    address it listens on loopback only (the README: only this machine can open it)."""
+    from proc_helpers import stop, wait_for_health
+
+    port = free_port()
+    log = tmp_path / "app.log"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
+    proc = processes.spawn([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                            "--server.port", str(port), "--browser.gatherUsageStats", "false"], cwd=ROOT, env=env,
+                           log=log)
+    try:
+        wait_for_health(f"http://127.0.0.1:{port}", proc, "streamlit run app.py", log=log)
+        listening = _listeners(port)
+        assert listening and all(ipaddress.ip_address(a).is_loopback for a in listening), listening
+    finally:
+        stop(proc)
