@@ -39,7 +39,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser,
 
 def _clone(dest: pathlib.Path) -> None:
     """The repository's tracked files (their working-tree contents) copied to ``dest``."""
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60).stdout
     for name in filter(None, files.decode().split("\0")):
         src = ROOT / name
         if src.is_file():

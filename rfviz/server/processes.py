@@ -202,6 +202,32 @@ def drain(stream: object, limit: int = OUTPUT_TAIL_BYTES, seconds: float = 1.0) 
     return kept.decode("utf-8", "replace")
 
 
+def read_line(stream: object, seconds: float) -> str:
+    """One line from the pipe ``stream``, waiting at most ``seconds``: what arrived by then ("" at the deadline or
+    at end of file), never blocking past it. Reads byte by byte from the descriptor, so what follows the line stays
+    in the pipe for a later ``communicate``; do not mix with the stream's own buffered reads.
+
+    Examples
+    --------
+    >>> proc = subprocess.Popen(["echo", "hello"], stdout=subprocess.PIPE)
+    >>> read_line(proc.stdout, seconds=10)
+    'hello\\n'
+    >>> proc.wait(timeout=10)
+    0
+    """
+    fd = stream.fileno()
+    line, deadline = b"", time.monotonic() + seconds
+    while not line.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            break
+        byte = os.read(fd, 1)
+        if not byte:
+            break
+        line += byte
+    return line.decode("utf-8", "replace")
+
+
 def _output(proc: subprocess.Popen, log: os.PathLike[str] | str | None) -> str:
     return tail(log) if log is not None else drain(proc.stdout)
 
