@@ -107,7 +107,7 @@ def test_an_idle_run_app_does_not_watch_its_own_venv(tmp_path) -> None:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless"])
             try:
                 page = browser.new_page()
-                page.goto(url, wait_until="domcontentloaded")
+                page.goto(url, wait_until="domcontentloaded", timeout=180_000)
                 page.wait_for_selector('[data-testid="stApp"]', timeout=90_000)
                 page.wait_for_timeout(5000)  # the first run ends; its session (and any watcher) stays
                 importer = ("import importlib, sys\n"

@@ -50,15 +50,23 @@ class StartupError(RuntimeError):
 
 
 # ------------------------------------------------------------------ starting
-def _child_setup(parent: int, die_with_parent: bool) -> None:
-    """``preexec_fn``: SIGINT back to its default (a background job starts with it ignored), and, on Linux, SIGKILL
-    when ``parent`` ends (checked once more after the request: a parent that died before it was made)."""
+def _prctl() -> Callable[..., int] | None:
+    """libc's ``prctl``, looked up in the parent (a child between fork and exec must not load libraries)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+def _child_setup(parent: int, prctl: Callable[..., int] | None) -> None:
+    """``preexec_fn``: SIGINT back to its default (a background job starts with it ignored), and, with ``prctl``,
+    SIGKILL when ``parent`` ends (checked once more after the request: a parent that died before it was made)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    if not die_with_parent or not sys.platform.startswith("linux"):
+    if prctl is None:
         return
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
 
@@ -90,7 +98,7 @@ def spawn(argv: Sequence[str], *, log: os.PathLike[str] | str | None = None, cwd
     >>> proc.wait(timeout=10)
     0
     """
-    setup = functools.partial(_child_setup, os.getpid(), die_with_parent)
+    setup = functools.partial(_child_setup, os.getpid(), _prctl() if die_with_parent else None)
     out = open(log, "ab") if log is not None else subprocess.DEVNULL
     try:
         return subprocess.Popen(list(argv), cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out,
