@@ -247,6 +247,7 @@ def remove_stale_folders(parent: pathlib.Path | None = None) -> list[pathlib.Pat
 def make_folder() -> pathlib.Path:
     """The launcher's private directory (0700), with its pid and start time written in it."""
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=FOLDER_PREFIX))
+    (tmp / LAUNCHER_FILE).touch(mode=0o600)
     (tmp / LAUNCHER_FILE).write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
     return tmp
 
@@ -278,6 +279,7 @@ def start_servers(count: int, tmp: pathlib.Path, extra: Sequence[str], reaper: p
     servers = []
     for _ in range(count):
         port = free_port()
+        (tmp / f"server-{port}.log").touch(mode=0o600)  # the launcher's own: the folder may be 0711 (see start_nginx)
         proc = processes.spawn([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
                                 "--server.headless", "true", "--server.address", "127.0.0.1", "--server.port",
                                 str(port), "--browser.gatherUsageStats", "false", *extra],
@@ -315,6 +317,8 @@ def start_nginx(nginx: str, tmp: pathlib.Path, ports: Sequence[int], address: st
         for path in (work, *work.iterdir()):
             os.chown(path, user[2], user[3])
         os.chmod(tmp, 0o711)  # the worker may pass through, not list
+    for name in ("nginx.conf", "nginx-error.log"):  # read and opened by the master (the launcher's user) only
+        (tmp / name).touch(mode=0o600)
     (tmp / "nginx.conf").write_text(nginx_conf(tmp, ports, address, port, user))
     return processes.spawn([nginx, "-p", str(tmp), "-e", str(tmp / "nginx-error.log"), "-c",
                             str(tmp / "nginx.conf")], log=tmp / "nginx-error.log")
@@ -339,7 +343,8 @@ def serve(args: argparse.Namespace, nginx: str, tmp: pathlib.Path, reaper: proce
         processes.wait_for_health(_local_url(args.address, args.port), front, what="nginx", seconds=30,
                                   log=logs[front][1], also=procs)
         url, who = share(args.address, args.port)
-        print(f"rfviz classroom: {url} (who can open it: {who}; {args.processes} app processes behind nginx; "
+        plural = "es" if args.processes > 1 else ""
+        print(f"rfviz classroom: {url} (who can open it: {who}; {args.processes} app process{plural} behind nginx; "
               f"Ctrl-C stops them)", flush=True)
         while True:
             ended = next((p for p in procs if p.poll() is not None), None)
