@@ -54,6 +54,7 @@ def _start(tmp_path: pathlib.Path, processes_: int, port: int | None = None,
     argv = [sys.executable, str(ROOT / "classroom.py"), "--processes", str(processes_), "--port", str(port),
             "--address", "127.0.0.1"]
     proc = processes.spawn(["sh", "-c", f'{shell} "$@"', "sh", *argv], cwd=ROOT, env=env, log=log)
+    _LAUNCHED.append(proc)
     try:
         line = processes.wait_for_text(log, "rfviz classroom:", proc, what="classroom.py",
                                        seconds=start_allowance(START_BASE_S))
@@ -61,6 +62,19 @@ def _start(tmp_path: pathlib.Path, processes_: int, port: int | None = None,
         pytest.fail(str(exc), pytrace=False)
     assert line.startswith(f"rfviz classroom: http://127.0.0.1:{port} (who can open it: this machine only"), line
     return proc, f"http://127.0.0.1:{port}", log
+
+
+_LAUNCHED: list[subprocess.Popen] = []
+"""Every launcher a test started: one still running when its test ends (a failed assertion) is stopped then."""
+
+
+@pytest.fixture(autouse=True)
+def _stop_what_the_test_started():
+    """After each test, SIGTERM (then SIGKILL) the launchers it started and left running; the module's room, started
+    before this fixture, is left to its own fixture."""
+    before = len(_LAUNCHED)
+    yield
+    processes.stop_groups([p for p in _LAUNCHED[before:] if p.poll() is None], seconds=30)
 
 
 def _ended(proc: subprocess.Popen, seconds: float = 60) -> int:
@@ -387,6 +401,7 @@ def test_ctrl_c_while_starting_stops_every_process_and_leaves_no_files(tmp_path)
     env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
     proc = processes.spawn([sys.executable, str(ROOT / "classroom.py"), "--processes", "2", "--port",
                             str(free_port()), "--address", "127.0.0.1"], cwd=ROOT, env=env, log=tmp_path / "out.log")
+    _LAUNCHED.append(proc)
     deadline = time.monotonic() + start_allowance(60)
     while len(_descendants(proc.pid)) < 3 and time.monotonic() < deadline:  # the watchdog and both app processes
         time.sleep(0.05)
