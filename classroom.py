@@ -196,7 +196,7 @@ def lan_address() -> str:
 def share(address: str, port: int) -> tuple[str, str]:
     """(the URL to print, who can open it) for nginx listening on ``address``:``port``."""
     try:
-        ip = ipaddress.ip_address(address)
+        ip = ipaddress.ip_address("127.0.0.1" if address.lower() == "localhost" else address)
     except ValueError:  # a host name
         return f"http://{address}:{port}", f"machines that resolve and reach {address}"
     if ip.is_unspecified:

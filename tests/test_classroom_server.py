@@ -219,6 +219,7 @@ def test_the_printed_address_is_one_a_student_can_open_and_says_who_can():
     with socket.socket() as s:  # in any case one this machine has (or its name, when it has no route)
         s.bind((socket.gethostbyname(host), 0))
     assert classroom.share("::1", 8501)[0] == "http://[::1]:8501"
+    assert classroom.share("localhost", 8501) == ("http://localhost:8501", classroom.share("127.0.0.1", 8501)[1])
 
 
 def test_without_a_route_the_printed_address_is_the_host_name(monkeypatch):
