@@ -41,7 +41,17 @@ MAX_LOAD_FACTOR = 8.0
 class StartupError(RuntimeError):
     """A process did not become ready in time or exited first.
 
-    ``str(error)`` is one line; ``output`` holds the end of the process's output (read after it was killed).
+    Parameters
+    ----------
+    message : str
+        One line: what did not start, and why.
+    output : str
+        The end of the process's output, read after it was killed.
+
+    Examples
+    --------
+    >>> str(StartupError("server exited with code 1", "Traceback ..."))
+    'server exited with code 1'
     """
 
     def __init__(self, message: str, output: str = "") -> None:
@@ -146,6 +156,13 @@ def stop_groups(procs: Iterable[subprocess.Popen], seconds: float = 20.0) -> Non
 def kill_groups(procs: Iterable[subprocess.Popen], seconds: float = 10.0) -> None:
     """SIGKILL each process's group and reap the process, waiting at most ``seconds`` in all.
 
+    Parameters
+    ----------
+    procs : iterable of subprocess.Popen
+        Processes started in groups of their own.
+    seconds : float
+        The most this waits for them to be reaped.
+
     Examples
     --------
     >>> proc = spawn(["sleep", "60"])
@@ -165,6 +182,18 @@ def kill_groups(procs: Iterable[subprocess.Popen], seconds: float = 10.0) -> Non
 def tail(path: os.PathLike[str] | str | None, limit: int = OUTPUT_TAIL_BYTES) -> str:
     """The last ``limit`` bytes of the file ``path`` as text ("" when there is none).
 
+    Parameters
+    ----------
+    path : path or None
+        A log file.
+    limit : int
+        Bytes kept from its end.
+
+    Returns
+    -------
+    str
+        The end of the file, decoded as UTF-8 (bad bytes replaced).
+
     Examples
     --------
     >>> tail(None)
@@ -183,6 +212,20 @@ def tail(path: os.PathLike[str] | str | None, limit: int = OUTPUT_TAIL_BYTES) ->
 def drain(stream: object, limit: int = OUTPUT_TAIL_BYTES, seconds: float = 1.0) -> str:
     """What can be read from the pipe ``stream`` without blocking, within ``seconds``, keeping its last ``limit``
     bytes: for a process already killed (a writer still alive elsewhere cannot hold the reader).
+
+    Parameters
+    ----------
+    stream : file object or None
+        The read end of a pipe.
+    limit : int
+        Bytes kept from the end.
+    seconds : float
+        The most this reads for.
+
+    Returns
+    -------
+    str
+        The end of what was read, decoded as UTF-8 (bad bytes replaced).
 
     Examples
     --------
@@ -214,6 +257,18 @@ def read_line(stream: object, seconds: float) -> str:
     """One line from the pipe ``stream``, waiting at most ``seconds``: what arrived by then ("" at the deadline or
     at end of file), never blocking past it. Reads byte by byte from the descriptor, so what follows the line stays
     in the pipe for a later ``communicate``; do not mix with the stream's own buffered reads.
+
+    Parameters
+    ----------
+    stream : file object
+        The read end of a pipe.
+    seconds : float
+        The most this waits.
+
+    Returns
+    -------
+    str
+        The line with its newline, or what arrived before the deadline or the end of file.
 
     Examples
     --------
@@ -251,6 +306,16 @@ def load_factor(sample_s: float = 0.2) -> float:
     and a short calibration (wall time over CPU time of a busy loop of ``sample_s`` seconds, which sees a load that
     started seconds ago). At least 1, at most ``MAX_LOAD_FACTOR``.
 
+    Parameters
+    ----------
+    sample_s : float
+        Length of the calibration loop.
+
+    Returns
+    -------
+    float
+        The slowdown factor, in [1, ``MAX_LOAD_FACTOR``].
+
     Examples
     --------
     >>> 1.0 <= load_factor(0.01) <= MAX_LOAD_FACTOR
@@ -281,6 +346,7 @@ def start_allowance(base_s: float, cap_s: float | None = None) -> float:
     Returns
     -------
     float
+        The allowance in seconds.
 
     Examples
     --------
@@ -352,6 +418,18 @@ def _load_text() -> str:
 def healthy(url: str, timeout: float = 2.0) -> bool:
     """Whether ``url`` + ``/_stcore/health`` answers HTTP 200 within ``timeout`` seconds.
 
+    Parameters
+    ----------
+    url : str
+        The server's base URL.
+    timeout : float
+        Seconds the probe may take.
+
+    Returns
+    -------
+    bool
+        True on HTTP 200.
+
     Examples
     --------
     >>> healthy("http://127.0.0.1:9", timeout=0.5)
@@ -405,6 +483,28 @@ def wait_for_text(path: os.PathLike[str] | str, prefix: str, proc: subprocess.Po
     """Return the first line of the file ``path`` (``proc``'s output) starting with ``prefix``, bounded as
     :func:`wait_until`.
 
+    Parameters
+    ----------
+    path : path
+        The file ``proc`` writes its output to.
+    prefix : str
+        How the line starts.
+    proc : subprocess.Popen
+        The process (killed if the line does not come).
+    what : str
+        Its name in the message.
+    seconds : float
+        The deadline.
+
+    Returns
+    -------
+    str
+        The line.
+
+    Raises
+    ------
+    StartupError
+
     Examples
     --------
     >>> import tempfile
@@ -457,12 +557,39 @@ class Reaper:
             os.close(read)
 
     def watch(self, proc: subprocess.Popen) -> None:
-        """Have the watchdog kill ``proc``'s process group if this process ends without :meth:`release`."""
+        """Have the watchdog kill ``proc``'s process group if this process ends without :meth:`release`.
+
+        Parameters
+        ----------
+        proc : subprocess.Popen
+            A process started in a group of its own (its pid is the group's id).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> reaper, proc = Reaper(tempfile.mkdtemp()), spawn(["sleep", "60"])
+        >>> reaper.watch(proc)
+        >>> kill_groups([proc])
+        >>> reaper.release(seconds=10)
+        """
         os.write(self._write, f"{proc.pid}\n".encode())
 
     def release(self, seconds: float = 5.0) -> None:
-        """Everything is stopped and reaped: the watchdog only removes the folder, then exits (waited for at most
-        ``seconds``)."""
+        """Everything is stopped and reaped: the watchdog only removes the folder, then exits.
+
+        Parameters
+        ----------
+        seconds : float
+            The most this waits for the watchdog to exit.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> reaper = Reaper(tempfile.mkdtemp())
+        >>> reaper.release(seconds=10)
+        >>> reaper.proc.returncode
+        0
+        """
         with contextlib.suppress(OSError):
             os.write(self._write, b"clear\n")
             os.close(self._write)
