@@ -167,7 +167,8 @@ def test_rfviz_never_imports_streamlit():
 
     code = ("import sys, rfviz, rfviz.figures, rfviz.gallery, rfviz.lab; "
             "print('streamlit' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True,
+                         timeout=120)
     assert out.stdout.strip() == "False"
 
 

@@ -22,7 +22,9 @@ import sysconfig
 import time
 
 import pytest
-from proc_helpers import free_port, wait_for_health
+from proc_helpers import free_port, stop, wait_for_health
+
+from rfviz.server.processes import spawn
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
@@ -37,7 +39,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.browser,
 
 def _clone(dest: pathlib.Path) -> None:
     """The repository's tracked files (their working-tree contents) copied to ``dest``."""
-    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True, timeout=60).stdout
     for name in filter(None, files.decode().split("\0")):
         src = ROOT / name
         if src.is_file():
@@ -95,17 +97,17 @@ def test_an_idle_run_app_does_not_watch_its_own_venv(tmp_path) -> None:
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    server = subprocess.Popen(["./run", "app", "--server.headless", "true", "--server.port", str(port),
-                               "--server.address", "127.0.0.1"], cwd=clone, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT)
+    log = tmp_path / "run-app.log"
+    server = spawn(["./run", "app", "--server.headless", "true", "--server.port", str(port), "--server.address",
+                    "127.0.0.1"], cwd=clone, env=env, log=log)  # its own process group, dies with the test
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for_health(url, server, "./run app", seconds=120)
+        wait_for_health(url, server, "./run app", log=log)  # the allowance grows with the load
         with sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless"])
             try:
                 page = browser.new_page()
-                page.goto(url, wait_until="domcontentloaded")
+                page.goto(url, wait_until="domcontentloaded", timeout=180_000)
                 page.wait_for_selector('[data-testid="stApp"]', timeout=90_000)
                 page.wait_for_timeout(5000)  # the first run ends; its session (and any watcher) stays
                 importer = ("import importlib, sys\n"
@@ -128,9 +130,4 @@ def test_an_idle_run_app_does_not_watch_its_own_venv(tmp_path) -> None:
             finally:
                 browser.close()
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
+        stop(server)

@@ -11,13 +11,12 @@ from __future__ import annotations
 import os
 import pathlib
 import re
-import subprocess
 import sys
 import urllib.parse
 import urllib.request
 
 import pytest
-from proc_helpers import free_port, wait_for_health
+from proc_helpers import free_port, stop, wait_for_health
 
 from app_pages import BY_PATH, LEGACY_PATHS, PAGES
 
@@ -35,26 +34,21 @@ pytestmark = [
 
 
 @pytest.fixture(scope="module")
-def server():
+def server(tmp_path_factory):
+    from rfviz.server.processes import spawn
+
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )
+    log = tmp_path_factory.mktemp("server") / "streamlit.log"
+    proc = spawn([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+                  "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+                  "--server.fileWatcherType", "none"], cwd=ROOT, env=env, log=log)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_for_health(url, proc, "streamlit")
+        wait_for_health(url, proc, "streamlit", log=log)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
 
 
 @pytest.fixture(scope="module")

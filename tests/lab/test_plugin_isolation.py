@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+from rfviz.server.processes import read_line
+
 pytestmark = pytest.mark.slow  # every test starts Python subprocesses (interpreter + torch import each)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -95,7 +97,7 @@ def test_the_group_wait_returns_once_only_zombies_are_left():
 
     proc = subprocess.Popen(["sh", "-c", f"sleep {SLEEPERS_S} & a=$!; sleep {SLEEPERS_S} & echo $a $!; wait"],
                             stdout=subprocess.PIPE, start_new_session=True, text=True)
-    members = [int(p) for p in proc.stdout.readline().split()]
+    members = [int(p) for p in read_line(proc.stdout, seconds=60).split()]  # bounded: never a hang
     proc.stdout.close()
     assert all(_alive(p) for p in members)
     assert not _await_group_end(proc.pid, timeout_s=0.2)  # nothing killed yet: the bounded wait gives up

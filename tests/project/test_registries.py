@@ -100,7 +100,7 @@ def test_registries_import_neither_torch_nor_numpy():
             "m = importlib.util.module_from_spec(spec); sys.modules['r'] = m; spec.loader.exec_module(m); "
             "print('torch' in sys.modules, 'numpy' in sys.modules, len(m.COUPLINGS))")
     out = subprocess.run([sys.executable, "-c", code, str(PACKAGE / "registries.py")], capture_output=True,
-                         text=True, check=True).stdout.split()
+                         text=True, check=True, timeout=120).stdout.split()
     assert out == ["False", "False", str(len(COUPLING_NAMES))]
 
 

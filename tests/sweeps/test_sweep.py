@@ -258,7 +258,7 @@ def test_cli_sigint_exits_130_keeps_points_and_resumes(tmp_path) -> None:
                 if len(stored) >= k:
                     break
             time.sleep(0.02)
-        assert proc.poll() is None, f"the sweep ended before it could be interrupted: {proc.communicate()}"
+        assert proc.poll() is None, f"the sweep ended before it could be interrupted: {proc.communicate(timeout=60)}"
         proc.send_signal(signal.SIGINT)
         _, stderr = proc.communicate(timeout=60)
     finally:

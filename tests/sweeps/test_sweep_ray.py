@@ -13,10 +13,12 @@ import time
 
 import numpy as np
 import pytest
+from proc_helpers import start_allowance
 from sweep_helpers import rows, small_spec
 
 from rfviz import ParameterError, get_estimator
 from rfviz.cli import main
+from rfviz.server.processes import read_line
 from rfviz.sweeps import SweepSpec, make_backend, parse_grid, run_sweep
 from rfviz.sweeps.ray_backend import FAIL_POINT_ENV, BatchSizer, RayBackend, SweepTaskError, batch_size, probe_address
 
@@ -220,7 +222,7 @@ def test_sigterm_during_a_ray_sweep_stops_it_and_its_private_ray(tmp_path) -> No
     try:
         lines = []
         while not (lines and lines[-1].startswith("ray: ")) and len(lines) < 20:  # Ray's own log lines first
-            lines.append(proc.stderr.readline())
+            lines.append(read_line(proc.stderr, seconds=start_allowance(120)) or "(nothing within the allowance)")
         assert lines[-1].startswith("ray: started a private local Ray"), lines  # Ray up, its workers started
         time.sleep(2)
         t0 = time.perf_counter()

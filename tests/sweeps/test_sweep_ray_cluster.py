@@ -57,7 +57,7 @@ def _kill_everything_under(root: Path, procs: list[subprocess.Popen]) -> None:
             os.killpg(p.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        p.wait()
+        p.wait(timeout=30)
     for pid in os.listdir("/proc"):  # stragglers: only processes whose command line names our private temp dir
         if pid.isdigit() and int(pid) != os.getpid():
             try:

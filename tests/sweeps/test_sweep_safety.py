@@ -318,9 +318,65 @@ def test_the_lock_is_reentrant_and_refuses_what_is_not_a_regular_file(tmp_path) 
 
 def test_a_stale_lock_file_of_a_killed_sweep_is_reused(tmp_path) -> None:
     out = tmp_path / "a.csv"
-    store_mod.lock_path(out).write_text("999999\n")  # left by a SIGKILLed run: no process holds it
+    lock = store_mod.lock_path(out)
+    lock.write_text("rfviz sweep lock pid=999999\n")  # left by a SIGKILLed run: no process holds it
     assert main(_cli_sweep(out)) == 0
-    assert not store_mod.lock_path(out).exists()
+    assert not lock.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv", "a.csv.manifest.json"]
+
+
+def test_the_lock_file_says_whose_it_is(tmp_path) -> None:
+    out = tmp_path / "a.csv"
+    with store_mod.sweep_lock(out) as lock:
+        assert lock.read_text() == f"rfviz sweep lock pid={os.getpid()}\n"
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["a.csv.lock"]  # no temporary file left beside it
+
+
+def _refused_in_one_line(out, capsys) -> str:
+    assert main(_cli_sweep(out)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+@pytest.mark.parametrize("text", ["my notes about a.csv\n", "", "12345\n", "rfviz sweep lock pid=\n"])
+def test_a_users_own_lock_named_file_is_left_untouched(tmp_path, capsys, text) -> None:
+    """``a.csv.lock`` the user already had (notes, an empty file, a bare number): refused in one line, exit 2; its
+    contents, inode and modification time are as they were, and it is still there after the refusal."""
+    out = tmp_path / "a.csv"
+    lock = store_mod.lock_path(out)
+    lock.write_text(text)
+    before = os.stat(lock)
+    err = _refused_in_one_line(out, capsys)
+    assert "a.csv.lock exists and was not made by rfviz" in err and "remove or rename it" in err
+    after = os.stat(lock)
+    assert lock.read_text() == text
+    assert (after.st_ino, after.st_size, after.st_mtime_ns) == (before.st_ino, before.st_size, before.st_mtime_ns)
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["a.csv.lock"]
+
+
+def test_a_hard_linked_lock_never_changes_its_target(tmp_path, capsys) -> None:
+    """``a.csv.lock`` a hard link to another file — even one that looks like a stale rfviz lock — is refused: the
+    target's contents stay (the old lock truncated it and wrote a pid into it) and it is not removed."""
+    out = tmp_path / "a.csv"
+    target = tmp_path / "precious.txt"
+    target.write_text("rfviz sweep lock pid=999999\n")
+    os.link(target, store_mod.lock_path(out))
+    err = _refused_in_one_line(out, capsys)
+    assert "has other hard links" in err
+    assert target.read_text() == "rfviz sweep lock pid=999999\n" and os.stat(target).st_nlink == 2
+    assert store_mod.lock_path(out).exists()
+
+
+def test_a_symlinked_lock_is_refused_and_its_target_untouched(tmp_path, capsys) -> None:
+    out = tmp_path / "a.csv"
+    target = tmp_path / "precious.txt"
+    target.write_text("rfviz sweep lock pid=999999\n")
+    store_mod.lock_path(out).symlink_to(target)
+    err = _refused_in_one_line(out, capsys)
+    assert "a.csv.lock (is a symbolic link)" in err
+    assert target.read_text() == "rfviz sweep lock pid=999999\n"
+    assert store_mod.lock_path(out).is_symlink()
 
 
 def test_resume_skips_an_over_long_torn_line_without_holding_it(tmp_path, monkeypatch, capsys) -> None:
