@@ -165,9 +165,12 @@ class Trig(_ProjectionEstimator):
         c = projections(samples["w"], x - y).cos_().mean(-1)
         return c * torch.exp(0.5 * (sq_norm(x) + sq_norm(y)) - log_scale)
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
+        """e^{|u|²/2 + log_scale}[sin ω·u, cos ω·u]/√m: for the Gaussian kernel the factor is e^0 = 1 exactly (bounded
+        features, translation-invariant products: sin a sin b + cos a cos b = cos(a − b))."""
         p = projections(samples["w"], u)
-        scale = torch.exp(0.5 * sq_norm(u))[None, :, None] / math.sqrt(self.params["m"])
+        scale = torch.exp(0.5 * sq_norm(u) + log_scale)[None, :, None] / math.sqrt(self.params["m"])
         return torch.cat([torch.sin(p), torch.cos(p)], -1) * scale
 
 
@@ -199,8 +202,10 @@ class Positive(_ProjectionEstimator):
                           log_scale: torch.Tensor) -> torch.Tensor:
         return mean_exp_shifted(samples["w"], x + y, 0.5 * (sq_norm(x) + sq_norm(y)) + log_scale)
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
-        p = projections(samples["w"], u) - 0.5 * sq_norm(u)[None, :, None]
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
+        """e^{ω·u − |u|²/2 + log_scale}/√m, one exponential per feature (Gaussian: e^{ω·u − |u|²})."""
+        p = projections(samples["w"], u) + (log_scale - 0.5 * sq_norm(u))[None, :, None]
         return torch.exp(p) / math.sqrt(self.params["m"])
 
 
@@ -232,9 +237,11 @@ class PositiveAntithetic(_ProjectionEstimator):
                           log_scale: torch.Tensor) -> torch.Tensor:
         return mean_cosh_shifted(samples["w"], x + y, 0.5 * (sq_norm(x) + sq_norm(y)) + log_scale)
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
+        """e^{±ω·u − |u|²/2 + log_scale}/√(2m), one exponential per feature."""
         p = projections(samples["w"], u)
-        h = -0.5 * sq_norm(u)[None, :, None]
+        h = (log_scale - 0.5 * sq_norm(u))[None, :, None]
         return torch.exp(torch.cat([p + h, -p + h], -1)) / math.sqrt(2 * self.params["m"])
 
 
@@ -283,8 +290,10 @@ class TrigPhase(SoftmaxFamilyEstimator):
         prod = torch.cos(projections(samples["w"], x) + b) * torch.cos(projections(samples["w"], y) + b)
         return 2.0 * prod.mean(-1) * torch.exp(0.5 * (sq_norm(x) + sq_norm(y)) - log_scale)
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
-        scale = torch.exp(0.5 * sq_norm(u))[None, :, None] * math.sqrt(2.0 / self.params["m"])
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
+        """√(2/m)·e^{|u|²/2 + log_scale}cos(ω·u + b): for the Gaussian kernel RBFSampler's bounded map."""
+        scale = torch.exp(0.5 * sq_norm(u) + log_scale)[None, :, None] * math.sqrt(2.0 / self.params["m"])
         return torch.cos(projections(samples["w"], u) + samples["b"][:, None, :]) * scale
 
 
@@ -379,9 +388,13 @@ class ComplexExponential(SoftmaxFamilyEstimator):
         val = torch.exp(top[..., 0]) * torch.exp(expo - top).mean(-1)
         return val.real if self.params["variance"] == "real_part" else val
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
+        """e^{ω·Mu − (Mu)²/2 + log_scale}/√m (log_scale inside the exponent: with A = iI and the Gaussian kernel the
+        modulus is exactly 1)."""
         diag = self._diag_tensor(u.shape[-1], u)
         expo = self._exponents(samples, u, diag if side == "query" else 1.0 / diag)
+        expo = expo + log_scale.to(expo.dtype)[None, :, None]
         phi = torch.exp(expo) / math.sqrt(expo.shape[-1])
         if self.params["variance"] == "complex":
             return phi
@@ -487,10 +500,11 @@ class _BipolarHybrid(SoftmaxFamilyEstimator):
         trig = self._trig._estimate_softmax({"w": samples["w_trig"]}, x, y, log_scale)
         return lam * pos + (1.0 - lam) * trig
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
         a, q = self._lambda_features(samples, u)  # a: (P,), q: (trials, P, k)
-        phi_pos = self._pos._features_softmax({"w": samples["w_pos"]}, u, side)
-        phi_trig = self._trig._features_softmax({"w": samples["w_trig"]}, u, side)
+        phi_pos = self._pos._features_scaled({"w": samples["w_pos"]}, u, side, log_scale)
+        phi_trig = self._trig._features_scaled({"w": samples["w_trig"]}, u, side, log_scale)
         trials, points = q.shape[:2]
 
         def kron(v: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
