@@ -413,6 +413,16 @@ class SoftmaxFamilyEstimator(Estimator):
                           log_scale: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    projection_features: ClassVar[bool] = False
+    """True when the map is a function of the projections ω·u and |u|² alone (``features_from_projections``): the
+    scikit-learn transformer then forms ω·u itself (sparse inputs, fast structured transforms)."""
+
+    def features_from_projections(self, samples: Samples, p: torch.Tensor, sq: torch.Tensor, side: str,
+                                  log_scale: torch.Tensor) -> torch.Tensor:
+        """φ from p = ω·u (trials, P, m) and sq = |u|² (P,), as ``_features_scaled`` (classes with
+        ``projection_features``); ``p`` may be overwritten."""
+        raise NotImplementedError(f"{self.name} is not a function of the projections alone")
+
     def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
         """The softmax-kernel feature map (trials, P, features). The old protocol hook: a class that gives only this
         still works (``_features_scaled`` multiplies its output by e^{log_scale}); built-ins give
