@@ -117,9 +117,10 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     Notes
     -----
     ``sklearn.utils.estimator_checks.check_estimator`` passes in full, with the default Gaussian kernel, for
-    ``trig``, ``trig_phase``, ``positive``, ``positive_antithetic`` (couplings iid, orthogonal, simplex, sorf,
-    fastfood, qmc_sobol, qmc_halton), ``complex_exponential`` and ``gerf`` (tests/test_sklearn_checks.py); simplex
-    couplings refuse one input feature with the message scikit-learn expects. Sparse CSR/CSC inputs are accepted
+    ``trig``, ``positive``, ``positive_antithetic`` (each with the couplings iid, orthogonal, simplex,
+    simplex_plus, sorf, fastfood, qmc_sobol, qmc_halton), ``trig_phase``, ``complex_exponential`` and ``gerf``
+    (tests/test_sklearn_checks.py); simplex couplings refuse one input feature with the message scikit-learn
+    expects. Sparse CSR/CSC inputs are accepted
     (projected without densifying for the dense maps), float32 inputs give float32 features (computed in float64).
     The support table, with what does not work and why, is in docs/sklearn-pipeline.md.
 
