@@ -24,6 +24,9 @@ import torch
 FWHT_BLOCK_LOG2 = 5
 """log2 of the largest Kronecker factor ``fwht`` multiplies by (32 × 32): small enough that the transform stays
 O(n log n), large enough that each pass is an efficient matrix product."""
+FWHT_DENSE_MAX = 128
+"""Up to this length ``fwht`` multiplies by the whole n × n matrix at once (2n flops per entry, one BLAS call): faster
+than several passes of tiny products there."""
 
 
 def is_power_of_two(n: int) -> bool:
@@ -107,6 +110,8 @@ def fwht(x: torch.Tensor) -> torch.Tensor:
     if n == 1:
         return x.clone()
     y = x.reshape(rows, n)
+    if n <= FWHT_DENSE_MAX:  # one small matrix product beats several passes
+        return (y @ hadamard_matrix(n, x.dtype, x.device)).reshape(*lead, n)
     for log2 in reversed(_split(n.bit_length() - 1)):
         s = 1 << log2
         h = hadamard_matrix(s, x.dtype, x.device)
@@ -115,4 +120,4 @@ def fwht(x: torch.Tensor) -> torch.Tensor:
     return y.reshape(*lead, n)
 
 
-__all__ = ["FWHT_BLOCK_LOG2", "fwht", "hadamard_matrix", "is_power_of_two"]
+__all__ = ["FWHT_BLOCK_LOG2", "FWHT_DENSE_MAX", "fwht", "hadamard_matrix", "is_power_of_two"]

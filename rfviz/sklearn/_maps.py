@@ -20,7 +20,7 @@ from ..maths.structured import apply_fastfood, apply_sorf, draw_fastfood, draw_s
 from ..params import Cost, require_cost
 from ..registries import FASTFOOD, IID, ORTHOGONAL, SIMPLEX, SIMPLEX_PLUS, SORF
 
-CHUNK_BYTES = 32 * 2**20
+CHUNK_BYTES = 64 * 2**20
 """Largest working array (bytes) ``transform`` builds for one chunk of rows (projections, temporaries)."""
 FLOPS_PER_SECOND = 1e9
 """One core's rough speed, for the time estimate of a ``Cost``."""
@@ -176,13 +176,13 @@ def draw(est: Estimator, d: int, seed: int) -> tuple[str, dict[str, torch.Tensor
 def rows_per_chunk(columns: int, m: int, d: int) -> int:
     """Rows of one transform chunk so that its working arrays (u, projections, features) stay under
     ``CHUNK_BYTES``."""
-    per_row = 8 * (padded_dimension(d) * 2 + 3 * max(columns, m))
+    per_row = 8 * (padded_dimension(d) + columns + m)
     return max(1, CHUNK_BYTES // per_row)
 
 
 def require_transform_fits(name: str, n: int, columns: int, m: int, d: int, itemsize: int) -> None:
     """Refuse (``ParameterError``) a transform whose output (n × columns) and chunk exceed the budget in force."""
-    nbytes = float(n) * columns * itemsize + min(CHUNK_BYTES, 8.0 * n * (2 * d + 3 * max(columns, m)))
+    nbytes = float(n) * columns * itemsize + min(CHUNK_BYTES, 8.0 * n * (padded_dimension(d) + columns + m))
     seconds = 2.0 * n * m * d / FLOPS_PER_SECOND
     require_cost(f"RandomFeatures.transform of {n} rows into {columns} {name} features", Cost(nbytes, seconds),
                  "transform fewer rows at a time, or lower n_components")

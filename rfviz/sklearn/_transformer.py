@@ -251,8 +251,12 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             raise ParameterError(f"side must be one of {', '.join(SIDES)}, got {side!r}")
         n, cols = X.shape[0], self.n_output_features_
         _maps.require_transform_fits(self.estimator, n, cols, self.m_, X.shape[1], X.dtype.itemsize)
-        out = np.empty((n, cols), dtype=X.dtype)
         step = _maps.rows_per_chunk(cols, self.m_, X.shape[1])
+        if n <= step and X.dtype == np.float64:  # one chunk: its features are the output, no copy
+            phi = self.fitted_map_.features(X, side).numpy()
+            self._check_range(phi, 0)
+            return phi
+        out = np.empty((n, cols), dtype=X.dtype)
         for start in range(0, n, step):
             phi = self.fitted_map_.features(X[start:start + step], side).numpy()
             self._check_range(phi, start)
@@ -261,9 +265,14 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
 
     def _check_range(self, phi: np.ndarray, start: int) -> None:
         """Refuse features that left float64 (inf/NaN, or a row of a Gaussian map that underflowed to all zeros,
-        whose K̂(x, x) would be 0 for K(x, x) = 1), saying what to do."""
-        finite = np.isfinite(phi).all(axis=1)
-        empty = ~phi.any(axis=1) if self.fitted_map_.gaussian else np.zeros_like(finite)
+        whose K̂(x, x) would be 0 for K(x, x) = 1), saying what to do. One pass: the row sums carry inf/NaN, and
+        only a row summing to 0 is looked at for all zeros."""
+        sums = phi.sum(axis=1)
+        finite = np.isfinite(sums)
+        empty = np.zeros_like(finite)
+        if self.fitted_map_.gaussian:
+            zero = np.flatnonzero(sums == 0)
+            empty[zero] = ~phi[zero].any(axis=1)
         bad = np.flatnonzero(~finite | empty)
         if not bad.size:
             return
