@@ -1,7 +1,8 @@
 """rfviz.sklearn.RandomFeatures against scikit-learn's RBFSampler and Nystroem. Not a test: prints a Markdown table.
 
 For each input dimension d and output width n_components: the time of ``transform`` on ``--rows`` rows (minimum over
-``--repeats`` calls, after one warm-up) and the fitted state's size (the pickled transformer, bytes), for
+``--repeats`` calls after one warm-up, the methods' calls interleaved) and the fitted state's size (the pickled
+transformer, bytes), for
 
   * rfviz ``trig`` (sin/cos pairs, m = n_components/2) with the couplings iid, orthogonal (dense ω), sorf and
     fastfood (fast Walsh–Hadamard transforms, O(m) state);
@@ -35,13 +36,17 @@ from rfviz.sklearn import RandomFeatures
 GAMMA = 0.5
 
 
-def _best(fn: Callable[[], Any], repeats: int) -> float:
-    fn()  # warm-up
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
+def _interleaved_best(fns: dict[str, Callable[[], Any]], repeats: int) -> dict[str, float]:
+    """name → the minimum time of ``repeats`` calls, the calls interleaved (one round calls every function once), so
+    that a burst of load from other jobs hits every method alike; one warm-up call each first."""
+    for fn in fns.values():
         fn()
-        best = min(best, time.perf_counter() - t0)
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
     return best
 
 
@@ -63,13 +68,10 @@ def measure(d: int, nc: int, rows: int, repeats: int, nystroem_max: int) -> dict
     X = rng.normal(size=(rows, d)) / np.sqrt(d)
     fit_rows = max(rows, min(nc, nystroem_max))
     X_fit = rng.normal(size=(fit_rows, d)) / np.sqrt(d)
-    results: dict[str, tuple[float, int]] = {}
-    for name, make in _makers(nc, nystroem_max).items():
-        model = make().fit(X_fit if name == "Nystroem" else X)
-        seconds = _best(lambda model=model: model.transform(X), repeats)
-        results[name] = (seconds, len(pickle.dumps(model)))
-        del model
-    return results
+    models = {name: make().fit(X_fit if name == "Nystroem" else X) for name, make in _makers(nc, nystroem_max).items()}
+    seconds = _interleaved_best({name: (lambda model=model: model.transform(X)) for name, model in models.items()},
+                                repeats)
+    return {name: (seconds[name], len(pickle.dumps(model))) for name, model in models.items()}
 
 
 def _row(d: int, nc: int, res: dict[str, tuple[float, int]]) -> str:
