@@ -101,6 +101,10 @@ def test_positive_features_far_from_the_training_data_are_refused_with_the_remed
     with pytest.raises(ParameterError, match=r"underflow.*standardise the data.*trig map") as info:
         rf.transform(X + 100.0)
     assert "Gaussian kernel" not in str(info.value)
+    trig = RandomFeatures("trig_phase", n_components=32, random_state=0).fit(X)
+    with pytest.raises(ParameterError, match="projections") as info:
+        trig.transform(X * 1e300)
+    assert "use a trig map" not in str(info.value)
     soft = RandomFeatures("trig", n_components=32, kernel="softmax", random_state=0).fit(X)
     with pytest.raises(ParameterError, match=r"overflow.*kernel=.gaussian."):
         soft.transform(X * 40.0)

@@ -142,6 +142,7 @@ def test_docs_how_to_runs() -> None:
                                               ({"coupling": "iid", "estimator": "trig", "params": {"coupling": "iid"}},
                                                "coupling is given twice"),
                                               ({"m": 8, "n_components": 16}, "not both"),
+                                              ({"n_components": 16, "params": {"m": 3}}, "not both"),
                                               ({"gamma": 1.0, "scale": 0.5}, "give one")])
 def test_ambiguous_or_boolean_hyper_parameters_are_refused(kwargs: dict, word: str) -> None:
     with pytest.raises(ParameterError, match=word):

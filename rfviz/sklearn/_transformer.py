@@ -29,6 +29,8 @@ from ._params import (
 )
 
 ACCEPTED_SPARSE = ("csr", "csc")
+BOUNDED_MAPS = ("trig", "trig_phase", "complex_exponential")
+"""Maps whose Gaussian-kernel features are bounded (|φ_i| ≤ √(2/m)): only non-finite projections can break them."""
 
 
 def _check_dimension(est: Any, d: int) -> None:
@@ -182,6 +184,9 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         cls = REGISTRY[self.estimator]
         has_m = "m" in {p.name for p in cls.spec}
         _check_dimension(cls(**dict(values, m=values.get("m", 1)) if has_m else values), d)
+        if has_m and "m" in values and self.n_components is not None:
+            raise ParameterError(f"give n_components (output columns) or m (projections), not both; got "
+                                 f"n_components={self.n_components!r} and params['m']={values['m']!r}")
         if has_m and "m" not in values:
             n = DEFAULT_N_COMPONENTS if self.n_components is None else int(plain(self.n_components))
             try:
@@ -278,7 +283,9 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
             return
         row = start + int(bad[0])
         how = ("overflow" if not finite[bad[0]] else "underflow to 0")
-        if self.fitted_map_.gaussian:
+        if self.estimator in BOUNDED_MAPS and self.fitted_map_.gaussian:
+            fix = "the projections ω·x themselves leave float64: standardise the data (StandardScaler) or lower gamma"
+        elif self.fitted_map_.gaussian:
             fix = ("standardise the data (StandardScaler), lower gamma, or use a trig map (trig, trig_phase), whose "
                    "Gaussian features are bounded")
         else:
