@@ -272,7 +272,8 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
         """Refuse features that left float64 (inf/NaN, or a row of a Gaussian map that underflowed to all zeros,
         whose K̂(x, x) would be 0 for K(x, x) = 1), saying what to do. One pass: the row sums carry inf/NaN, and
         only a row summing to 0 is looked at for all zeros."""
-        sums = phi.sum(axis=1)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf − inf is what is being looked for
+            sums = phi.sum(axis=1)
         finite = np.isfinite(sums)
         empty = np.zeros_like(finite)
         if self.fitted_map_.gaussian:
