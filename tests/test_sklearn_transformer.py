@@ -177,6 +177,7 @@ def test_gamma_n_components_and_their_fitted_values() -> None:
     ({"estimator": "positive", "m": 100000}, np.full((1, 20000), 1e-3), "m = 100000 at d = 20000"),
     ({"estimator": "positive", "coupling": "orthogonal", "m": 64}, np.full((1, 20000), 1e-3), "coupling orthogonal"),
     ({"estimator": "trig", "coupling": "simplex", "m": 64}, np.full((1, 20000), 1e-3), "coupling simplex"),
+    ({"estimator": "trig", "coupling": "qmc_halton", "m": 1024}, np.full((1, 2048), 1e-3), "coupling qmc_halton"),
 ])
 def test_fit_is_costed_before_it_draws(kwargs: dict, X: np.ndarray, word: str) -> None:
     """Issue 38: the draw (m × d numbers, the couplings' d × d frames) is refused up front under the budget."""
