@@ -171,6 +171,12 @@ def test_gamma_n_components_and_their_fitted_values() -> None:
     assert RandomFeatures("hybrid_angular", n_components=120, params={"n": 2}).fit(X).m_ == 10  # 4m(n + 1)
     assert RandomFeatures("trig", n_components=7).fit(X).n_output_features_ == 8  # rounded up to 2m
     assert RandomFeatures().fit(X).gamma_ == 1.0  # RBFSampler's default
+    from scipy.sparse import csr_matrix
+    from sklearn.kernel_approximation import RBFSampler
+
+    for data in (X, csr_matrix(np.where(X > 1.0, X, 0.0))):
+        theirs = RBFSampler(gamma="scale").fit(data)._gamma
+        assert RandomFeatures(gamma="scale").fit(data).gamma_ == pytest.approx(theirs, rel=1e-12)
 
 
 @pytest.mark.parametrize(("kwargs", "X", "word"), [
