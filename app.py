@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages import LEGACY_PATHS, PAGES
+from app_pages import HERE, LEGACY_PATHS, PAGES
 from app_pages import _ui as ui
 from rfviz.figures.common import use_rfviz_template
 
@@ -140,7 +140,9 @@ def pages() -> tuple[dict[str, st.Page], list[st.Page]]:
         views = {p.url_path: st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES}
         start = st.Page(home, title="Home", icon=":material/home:", default=True, url_path="start")  # served at "/"
         old = [redirect(views[new], path) for path, new in LEGACY_PATHS.items()]
-        routed = [start, *views.values(), *old, redirect(start, "home")]  # "/home" (a natural guess) → "/"
+        teach = st.Page(HERE / "teach.py", title="Teacher",
+                        icon=":material/co_present:", url_path="teach", visibility="hidden")  # /teach?key=K only
+        routed = [start, *views.values(), teach, *old, redirect(start, "home")]  # "/home" (a natural guess) → "/"
         st.session_state["_rfviz_pages"] = views, routed
     return st.session_state["_rfviz_pages"]
 
