@@ -8,6 +8,11 @@ all reach the server that holds their session. nginx does all the proxying; this
 configuration, starts and watches the processes, and stops them all (Ctrl-C or SIGTERM) leaving nothing behind: the
 configuration, logs and nginx's temporary files live in one private temporary directory, removed at exit.
 
+The room's processes share one store (rfviz.server.room: the students' anonymous predictions and the step the
+teacher opened), a SQLite file in the private temporary directory (``RFVIZ_CLASSROOM_DB``), and the teacher's key
+(``RFVIZ_TEACHER_KEY``, fresh for each room): the launcher prints the students' link and the teacher's
+``…/teach?key=K``.
+
 Each server keeps its own caches (a value computed on one is computed again on another) and its own Monte-Carlo
 pool: ``RFVIZ_MC_WORKERS`` is set to share out half the cores, as one server's pool uses, with at least one worker
 per process (so on 2 cores with 2 processes, one each: both cores can run Monte Carlo at once).
@@ -144,10 +149,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_servers(count: int, tmp: pathlib.Path, extra: Sequence[str]) -> list[tuple[int, subprocess.Popen]]:
-    """``count`` Streamlit servers of app.py on loopback ports, each logging to ``tmp``/server-<port>.log."""
+def start_servers(count: int, tmp: pathlib.Path, extra: Sequence[str],
+                  room: dict[str, str] | None = None) -> list[tuple[int, subprocess.Popen]]:
+    """``count`` Streamlit servers of app.py on loopback ports, each logging to ``tmp``/server-<port>.log, with the
+    room's environment (``room_environment``) added to theirs."""
     workers = str(max(1, (os.cpu_count() or 2) // 2 // count))
-    env = {"RFVIZ_MC_WORKERS": workers, **os.environ, "PYTHONPATH": os.pathsep.join(
+    env = {"RFVIZ_MC_WORKERS": workers, **os.environ, **(room or {}), "PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     servers = []
     for _ in range(count):
@@ -176,6 +183,16 @@ def wait_healthy(url: str, procs: Sequence[subprocess.Popen], seconds: float = S
         except OSError:
             time.sleep(0.3)
     raise RuntimeError(f"{url}: not answering after {seconds:.0f} s")
+
+
+def room_environment(tmp: pathlib.Path) -> dict[str, str]:
+    """The room's store, created in the private folder ``tmp`` (removed with the room), and a fresh teacher's key:
+    the environment every app process of the room gets (``RFVIZ_CLASSROOM_DB``, ``RFVIZ_TEACHER_KEY``)."""
+    from rfviz.server.room import ENV_DB, ENV_KEY, Room, new_key
+
+    path = tmp / "room.sqlite3"
+    Room(path)  # the file and its tables, private to this user, before any app process opens it
+    return {ENV_DB: str(path), ENV_KEY: new_key()}
 
 
 def nginx_conf(tmp: pathlib.Path, ports: Sequence[int], address: str, port: int) -> str:
@@ -232,7 +249,8 @@ def _tail(path: pathlib.Path, lines: int = 15) -> str:
 def serve(args: argparse.Namespace, nginx: str, tmp: pathlib.Path) -> int:
     """Start everything, print the address, watch until a signal (130 for Ctrl-C, 0 for SIGTERM) or a process
     stopping on its own (1, with its log's end)."""
-    servers = start_servers(args.processes, tmp, args.streamlit)
+    room = room_environment(tmp)
+    servers = start_servers(args.processes, tmp, args.streamlit, room)
     procs = [p for _, p in servers]
     logs = {p: (f"app server on port {port}", tmp / f"server-{port}.log") for port, p in servers}
     try:
@@ -245,6 +263,8 @@ def serve(args: argparse.Namespace, nginx: str, tmp: pathlib.Path) -> int:
         wait_healthy(f"http://{host}:{args.port}", [front], seconds=30)
         print(f"rfviz classroom: http://{host}:{args.port} ({args.processes} app processes behind nginx; "
               f"Ctrl-C stops them)", flush=True)
+        print(f"  students: http://{host}:{args.port}/learn\n  teacher:  http://{host}:{args.port}/teach?key="
+              f"{room['RFVIZ_TEACHER_KEY']}  (keep this link to yourself)", flush=True)
         while True:
             ended = next((p for p in procs if p.poll() is not None), None)
             if ended is not None:

@@ -38,12 +38,14 @@ def room() -> Room | None:
 
 
 def _pick_step(r: Room) -> tuple[str, int]:
-    """The lesson and step the teacher watches: chosen in the sidebar, starting where the class is."""
+    """The lesson and step the teacher watches: chosen in the sidebar, starting at the link's ``lesson`` and
+    ``step`` when it names one (``/teach?key=K&lesson=hybrids&step=1``), else where the class is."""
     slugs = list(LESSONS)
-    now = r.state()
     if "teach.lesson" not in st.session_state:
-        st.session_state["teach.lesson"] = now.lesson if now.lesson in LESSONS else slugs[0]
-        st.session_state["teach.step"] = now.step or 1
+        asked, now = st.query_params.get("lesson"), r.state()
+        lesson, step = (asked, st.query_params.get("step", "1")) if asked in LESSONS else (now.lesson, now.step)
+        st.session_state["teach.lesson"] = lesson if lesson in LESSONS else slugs[0]
+        st.session_state["teach.step"] = int(step) if str(step).isdigit() and len(str(step)) <= 2 else 1
     slug = st.sidebar.selectbox("Lesson", slugs, key="teach.lesson",
                                 format_func=lambda s: f"{slugs.index(s) + 1} · {LESSONS[s].title} ({s})")
     count = len(LESSONS[slug].steps)

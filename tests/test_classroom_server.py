@@ -27,7 +27,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
-from bench_classroom import _connect, _descendants, _fresh_value, _round  # noqa: E402
+from bench_classroom import LESSON, _connect, _descendants, _fresh_value, _round, teacher_key, watch_count  # noqa: E402
 
 import classroom  # noqa: E402
 
@@ -45,7 +45,14 @@ def _start(tmp_path: pathlib.Path, processes: int) -> tuple[subprocess.Popen, st
                             stderr=subprocess.PIPE, text=True)
     line = proc.stdout.readline()
     assert line.startswith(f"rfviz classroom: http://127.0.0.1:{port} "), (line, proc.stderr.read())
+    links = [proc.stdout.readline(), proc.stdout.readline()]
+    assert links[0].strip() == f"students: http://127.0.0.1:{port}/learn", links
+    KEYS[f"http://127.0.0.1:{port}"] = teacher_key(links)
     return proc, f"http://127.0.0.1:{port}"
+
+
+KEYS: dict[str, str] = {}
+"""The teacher's key of each classroom started here, by its address (read from the printed teacher's link)."""
 
 
 def _get(url: str, cookie: str | None = None) -> tuple[str, str]:
@@ -226,3 +233,47 @@ def test_an_app_process_that_dies_stops_the_classroom_with_its_log(tmp_path):
     while list(tmp_path.iterdir()) and time.time() < deadline:
         time.sleep(0.2)
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------------------------ the teacher's page
+def _pinned(room: str) -> dict[str, str]:
+    """A cookie pinning a browser to each of the room's two app processes, by process address."""
+    cookies: dict[str, str] = {}
+    for i in range(200):
+        backend, _ = _get(room, f"teach-{i}")
+        cookies.setdefault(backend, f"{classroom.COOKIE}=teach-{i}")
+        if len(cookies) == 2:
+            return cookies
+    raise AssertionError("200 browsers all reached one app process")
+
+
+@pytest.mark.slow
+@needs_nginx
+def test_answers_on_either_process_reach_the_teacher_on_either_within_3_s(room):
+    """Scripted students on both app processes answer on /learn; a teacher's page open on each process counts every
+    answer within 3 s (its fragment reruns every second, as the page's timer does); with no key or a wrong one, a
+    teacher's page on either process shows no count; the key reaches no student."""
+    key, (first, second) = KEYS[room], _pinned(room).values()
+    slug, step, _ = LESSON
+    query = f"lesson={slug}&step={step}"
+
+    async def run() -> None:
+        teachers = [await _connect(room, "teach", f"key={key}&{query}", cookie=c) for c in (first, second)]
+        before = [int(t.metrics["answered"]) for t in teachers]
+        students = [await _connect(room, "learn", cookie=(first, second)[i % 2], keep=True) for i in range(6)]
+        answered = time.perf_counter()
+        try:
+            seen = await asyncio.gather(*(watch_count(t, b + len(students), 3.0)  # each raises after 3 s
+                                          for t, b in zip(teachers, before, strict=True)))
+            assert max(seen) - answered <= 3.0
+            for cookie in (first, second):
+                for wrong in ("", "key=", f"key={key[:-1]}", f"key={key}x"):
+                    stranger = await _connect(room, "teach", f"{wrong}&{query}".lstrip("&"), cookie=cookie)
+                    assert stranger.metrics == {} and not stranger.fragments, wrong
+                    await stranger.ws.close()
+            for s in students:
+                assert not any(key.encode() in raw for raw in s.received)
+        finally:
+            await asyncio.gather(*(s.ws.close() for s in [*teachers, *students]))
+
+    asyncio.run(asyncio.wait_for(run(), 240))
