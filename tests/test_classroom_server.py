@@ -277,3 +277,31 @@ def test_answers_on_either_process_reach_the_teacher_on_either_within_3_s(room):
             await asyncio.gather(*(s.ws.close() for s in [*teachers, *students]))
 
     asyncio.run(asyncio.wait_for(run(), 240))
+
+
+# ------------------------------------------------------------------ ./run's first install
+def test_a_first_install_says_what_it_does_in_a_few_lines_and_how_to_run_the_cli(tmp_path):
+    """./run with an environment whose pip prints 98 lines of warnings (a stand-in python: pip's run is faked, the
+    rest is this interpreter): the terminal gets a few lines saying what happens and how to use the CLI, pip's
+    output goes to the log, and ``./run rfviz`` runs the command line."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "activate").write_text(f'export PATH="{venv}/bin:$PATH"\n')
+    fake = venv / "bin" / "python"
+    fake.write_text("#!/usr/bin/env bash\n"
+                    'if [ "$1 $2" = "-m pip" ]; then\n'
+                    '  for i in $(seq 98); do echo "WARNING: noise $i"; done; exit 0\nfi\n'
+                    f'exec {sys.executable} "$@"\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "RFVIZ_VENV": str(venv), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(["bash", str(ROOT / "run"), "rfviz", "--help"], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    said = out.stderr.strip().splitlines()
+    assert 2 <= len(said) <= 4 and "noise" not in out.stderr, said
+    assert str(venv / "pip-install.log") in said[0] and "./run rfviz" in said[-1] and "activate" in said[-1]
+    assert (venv / "pip-install.log").read_text().count("WARNING: noise") == 2 * 98
+    assert "usage" in out.stdout.lower() and "mse" in out.stdout  # the CLI's own help
+    again = subprocess.run(["bash", str(ROOT / "run"), "rfviz", "--help"], capture_output=True, text=True, env=env,
+                           timeout=300)
+    assert again.returncode == 0 and again.stderr == ""  # installed: nothing to say the second time
