@@ -265,3 +265,16 @@ def test_shared_url_opens_the_step_and_bad_urls_fall_back():
     bad.run()
     assert not bad.exception
     assert any(re.search("URL parameter (lesson|step)", e.value) for e in bad.error)
+
+
+def test_the_guides_example_address_is_the_step_it_names():
+    """docs/guide/learn.md's example `?lesson=<slug>&step=<n>` "is lesson L, step n": that lesson has that step, and
+    every slug the guide lists is a lesson, in teaching order."""
+    text = (ROOT / "docs" / "guide" / "learn.md").read_text()
+    found = re.search(r"`\?lesson=([a-z0-9-]+)&step=(\d+)` is lesson (\d+),\s+step (\d+)", text)
+    assert found, "the guide gives no example address"
+    slug, step, number, step_again = found.groups()
+    assert list(LESSONS).index(slug) + 1 == int(number) and step == step_again
+    assert int(step) <= len(LESSONS[slug].steps)
+    listed = re.search(r"in order: (`[^.]+`)", text).group(1)
+    assert re.findall(r"`([a-z0-9-]+)`", listed) == list(LESSONS)
