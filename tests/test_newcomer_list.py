@@ -4,6 +4,7 @@ page's text true to its chart, and the guide naming only buttons the pages have.
 
 from __future__ import annotations
 
+import itertools
 import pathlib
 import re
 
@@ -95,3 +96,19 @@ def test_the_guide_names_only_buttons_the_pages_have():
             continue
         page = (ROOT / "app_pages" / f"{guide.stem}.py").read_text()
         assert re.search(r'st\.button\(\s*"Run Monte Carlo"', page), f"{guide.name} names a button its page lacks"
+
+
+def test_side_by_side_3d_scenes_are_stacked_on_a_phone_each_under_its_own_title():
+    """The Gallery's three 3-D surfaces: side by side their titles ran into one line on a phone."""
+    from rfviz.figures.common import compact_layout
+    from rfviz.gallery import build_figure
+
+    fig, _ = build_figure("hrf-fig1-mse-surfaces")
+    before = {a.text: a.x for a in fig.layout.annotations}
+    phone = compact_layout(fig)
+    scenes = sorted((phone.layout[k] for k in phone.layout if k.startswith("scene")), key=lambda s: -s.domain.y[1])
+    assert len(scenes) == 3 and all(tuple(s.domain.x) == (0.0, 1.0) for s in scenes)
+    assert all(a.domain.y[0] > b.domain.y[1] for a, b in itertools.pairwise(scenes))  # one per row
+    tops = {a.text: a.y for a in phone.layout.annotations}
+    order = sorted(before, key=before.get)  # left to right on a desktop: top to bottom on a phone
+    assert [pytest.approx(tops[t]) for t in order] == [s.domain.y[1] for s in scenes]
