@@ -396,7 +396,10 @@ def compact_layout(fig: go.Figure, panel_height: int = 260) -> go.Figure:
     panels = _panels_in_a_row(out)
     n = len(panels)
     top = PHONE_MODEBAR_PX + 30 + 18 * len(lines_)  # Plotly's toolbar row, then the wrapped chart title
-    bottom = 60 if not out.layout.showlegend and not any(t.showlegend for t in out.data) else 130
+    shown = [t for t in out.data if t.showlegend is not False]  # plotly's default: a legend from two traces on
+    legend = out.layout.showlegend or (out.layout.showlegend is None and (len(shown) >= 2 or any(
+        t.showlegend for t in shown)))
+    bottom = 130 if legend else 60
     if n:
         gap_px = 95  # under a panel: its tick labels and x-axis title, then the next panel's title
         plot_px = panel_height * n + gap_px * (n - 1)
