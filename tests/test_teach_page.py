@@ -143,6 +143,7 @@ def test_a_wrong_lesson_slug_is_answered_in_a_sentence_naming_the_lessons(monkey
 def test_the_teachers_page_is_hidden_from_the_navigation():
     source = (ROOT / "app.py").read_text()
     assert 'url_path="teach", visibility="hidden"' in source
-    from app_pages import PAGES
+    from app_pages import HIDDEN_PAGES, PAGES
 
     assert "teach" not in {p.url_path for p in PAGES}  # not among the views Home and the navigation list
+    assert "teach" in HIDDEN_PAGES
