@@ -13,8 +13,7 @@ from rfviz.lessons import LESSONS, get_lesson
 from rfviz.params import Param
 from rfviz.server.room import ENV_DB, Room, new_session_id
 
-FOLLOW_SECONDS = 2.0
-"""In a classroom, how often a student's page asks the room store whether the teacher moved the class or revealed."""
+FOLLOW_SECONDS = 2.0  # in a class, how often a student's page asks the room store whether the teacher moved or revealed
 
 
 @st.cache_resource(show_spinner=False)
@@ -22,8 +21,7 @@ def _room(path: str) -> Room:
     return Room(path)
 
 
-ROOM = _room(os.environ[ENV_DB]) if os.environ.get(ENV_DB) else None
-"""The classroom's store (rfviz.server.room), None when the app runs without one."""
+ROOM = _room(os.environ[ENV_DB]) if os.environ.get(ENV_DB) else None  # the class's store; None without a room
 
 
 def follow_the_class(state: ui.PageState) -> tuple[str, int, bool] | None:

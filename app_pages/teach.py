@@ -19,8 +19,8 @@ from rfviz.figures.learn import predictions_figure
 from rfviz.lessons import LESSONS
 from rfviz.server.room import ENV_DB, ENV_KEY, Room, key_matches
 
-REFRESH_SECONDS = 1.0
-"""How often the open teacher's page redraws the counts (the fragment's ``run_every``)."""
+REFRESH_SECONDS = 1.0  # how often the open teacher's page redraws the counts (the fragment's run_every)
+# (no bare strings at this level: Streamlit's "magic" would write them on the page)
 NEEDS_KEY = ("This page is the teacher's: it needs the teacher's link (…/teach?key=…) that `./run classroom` or "
              "`./run app` printed when it started.")
 

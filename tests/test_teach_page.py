@@ -53,6 +53,7 @@ def test_without_the_key_nothing_of_the_class(room, given):
     at = _teach(given)
     assert not at.exception
     assert not at.get("metric") and not at.get("plotly_chart") and not at.button and not at.sidebar.selectbox
+    assert not at.markdown  # nothing but the title and the one sentence
     assert [i.value for i in at.info] == [
         "This page is the teacher's: it needs the teacher's link (…/teach?key=…) that `./run classroom` or "
         "`./run app` printed when it started."]
@@ -114,6 +115,7 @@ def test_a_students_prediction_is_counted_once(room):
     at.radio[0].set_value(step.choices[0]).run()  # a change of mind replaces the answer
     assert r.counts("trig-vs-positive", 1, len(step.choices)) == [1, 0, 0]
     assert key not in _text(at) and key not in json.dumps(dict(at.query_params))  # the key reaches no student
+    assert not any("room store" in m.value or "How often" in m.value for m in at.markdown)  # no stray strings
 
 
 def test_students_follow_the_teacher_and_see_the_reveal(room):
