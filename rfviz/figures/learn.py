@@ -68,8 +68,10 @@ def predictions_figure(choices: Sequence[str], counts: Sequence[int], answer: in
     text = [f"{c} ({100 * c / total:.0f} %)" for c in counts]
     wrapped = ["<br>".join(textwrap.wrap(c, 28)) for c in choices]
     fig = go.Figure(go.Bar(x=list(counts), y=wrapped, orientation="h", marker={"color": colours}, text=text,
-                           textposition="auto", hovertemplate="%{y}: %{x}<extra></extra>"),
-                    layout={"title": {"text": title}, "xaxis": {"title": {"text": "students"}, "rangemode": "tozero",
+                           textposition="outside", textangle=0, cliponaxis=False,
+                           hovertemplate="%{y}: %{x}<extra></extra>"),  # counts beside the bars: never turned
+                    layout={"title": {"text": title}, "xaxis": {"title": {"text": "students"},
+                                                                  "range": [0, 1.4 * max(1, *counts)],
                                                                   "dtick": max(1, total // 5)},
                             "yaxis": {"autorange": "reversed", "automargin": True},
                             "height": 120 + 60 * len(choices), "margin": {"l": 10, "r": 10, "t": 50, "b": 40}})
