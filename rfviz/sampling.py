@@ -284,7 +284,7 @@ def sample_iid_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -
     Examples
     --------
     >>> sample_iid_bytes(10, 4, 3, 2)
-    2560.0
+    2880.0
     """
     return float(trials) * m * (itemsize * (2 * dim + 3) + 8.0 * 2)
 
