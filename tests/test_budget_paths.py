@@ -134,7 +134,7 @@ def test_a_structured_draw_at_a_large_d_is_refused_before_it_runs(coupling):
     gen = torch.Generator().manual_seed(0)
     with _deadline(5):
         with pytest.raises(ParameterError, match="of memory"):
-            rfviz.sampling.sample_omegas(coupling, 128, 64, 20000, 2, gen, torch.device("cpu"), torch.float64)
+            rfviz.sampling.sample_omegas(coupling, 128, 64, 16384, 2, gen, torch.device("cpu"), torch.float64)
 
 
 def test_the_samplers_stated_memory_covers_what_they_use():
