@@ -161,8 +161,10 @@ def read_array(source: str | Path | bytes, name: str = "data", filename: str | N
     else:
         path = Path(source)
         if not path.is_file():
+            why = ("is a directory" if path.is_dir() else "is not a regular file (a device, pipe or socket)"
+                   if path.exists() else "does not exist (no file)")
             raise ParameterError(f"{name} must be digits, wine, iris, breast_cancer, clusters or a path to a .csv "
-                                 f"or .npy file; no file {str(path)!r}")
+                                 f"or .npy file; {str(path)[:200]!r} {why}")
         if path.stat().st_size > MAX_FILE_BYTES:
             raise ParameterError(f"{name} file must be at most {MAX_FILE_BYTES // 2**20} MiB, got "
                                  f"{path.stat().st_size / 2**20:.1f} MiB")

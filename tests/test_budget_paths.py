@@ -332,3 +332,14 @@ def test_rank_estimators_in_python_refuses_cuda_without_a_gpu():
     q = np.ones((4, 3)) * 0.1
     with pytest.raises(ParameterError, match="CUDA"):
         rank_estimators(q, q, "gaussian", length=16, names=["trig"], repeats=2, device="cuda")
+
+
+@pytest.mark.parametrize("kind", ["directory", "device"])
+def test_a_data_path_that_is_not_a_file_says_what_it_is(tmp_path, capsys, kind):
+    path = tmp_path / "data.npy"
+    if kind == "directory":
+        path.mkdir()
+    else:
+        path.symlink_to("/dev/zero")  # a link to an endless device: never read
+    _refused(capsys, ["gram", "--data", str(path), "trig"],
+             "is a directory" if kind == "directory" else "not a regular file", seconds=10)
