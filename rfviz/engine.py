@@ -253,10 +253,11 @@ class _Plan:
 
 def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_bytes: int, budget: int,
           chunk_bytes: int, draw_bytes: float = 0.0) -> _Plan:
-    """Chunk sizes with fixed + samples + drawing + unit work ≤ budget (drawing a block costs the larger of its
-    samples again and ``draw_bytes``, the samplers' own working memory for one block: ``sampling.sampler_bytes``),
-    units no larger than ``chunk_bytes`` (speed). ParameterError when one trial of one pair does not fit."""
-    held = sample_bytes + max(sample_bytes, math.ceil(draw_bytes))  # a block's samples while it is drawn
+    """Chunk sizes with fixed + samples + drawing + unit work ≤ budget (a block's samples and the draw of the next
+    are counted as twice the samples, or as ``draw_bytes`` — the samplers' own peak for one block, output included:
+    ``sampling.sampler_bytes`` — where that is larger), units no larger than ``chunk_bytes`` (speed).
+    ParameterError when one trial of one pair does not fit."""
+    held = max(2 * sample_bytes, math.ceil(draw_bytes))  # a block's samples while the next is drawn
     per_pair_fixed = (2 * dim + 2) * itemsize + _ACCUMULATOR_BYTES_PER_PAIR + block * _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR
     unit_cost = per_pair * itemsize  # bytes of work per (trial, pair)
     minimum = held + per_pair_fixed + unit_cost

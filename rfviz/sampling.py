@@ -279,26 +279,27 @@ def frame_bytes(rows: int, d: int, dim: int, itemsize: int = 8) -> float:
 
 
 def sample_iid_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
-    """Peak bytes of ``sample_iid``: the coordinates, their squares, the χ² draw (float64) and the norms.
+    """Peak bytes of ``sample_iid``: the coordinates, their squares, the χ² draw (float64) and the norms (measured
+    39 bytes per ω at dim = 2 with ru_maxrss, 128 trials × 60 000 features; counted 48).
 
     Examples
     --------
     >>> sample_iid_bytes(10, 4, 3, 2)
-    2880.0
+    1920.0
     """
-    return float(trials) * m * (itemsize * (2 * dim + 3) + 8.0 * 2)
+    return float(trials) * m * (itemsize * (2 * dim + 1) + 8.0)
 
 
 def sample_orthogonal_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
     """Peak bytes of ``sample_orthogonal``: the frames of every block (``frame_bytes``), the χ² lengths and the
-    scaled directions.
+    scaled directions (measured 49 bytes per ω at dim = 2, d = 8, 128 trials × 60 000 features; counted 56).
 
     Examples
     --------
     >>> sample_orthogonal_bytes(1, 4, 1000, 2) > frame_bytes(1, 1000, 2)
     True
     """
-    return frame_bytes(trials * -(-m // d), d, dim, itemsize) + float(trials) * m * (itemsize * (2 * dim + 3) + 16.0)
+    return frame_bytes(trials * -(-m // d), d, dim, itemsize) + float(trials) * m * (itemsize * (dim + 1) + 16.0)
 
 
 def sampler_bytes(coupling: str, trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:

@@ -144,7 +144,7 @@ def sample_simplex_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 
     """
     rows = trials * -(-m // d)
     return frame_bytes(rows, d, dim, itemsize) + 2.0 * itemsize * rows * d * dim + float(trials) * m * (
-        itemsize * (2 * dim + 3) + 16.0)
+        itemsize * (dim + 1) + 16.0)
 
 
 def sample_simplex_plus_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
