@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ..engine import spawn_seed, work_seconds
-from ..gram_engine import feature_count, frobenius_sq_closed_form, kernel_matrix
+from ..gram_engine import GRAM_MAX_SECONDS, feature_count, frobenius_sq_closed_form, kernel_matrix
 from ..params import Cost, ParameterError, require_cost
 from .catalog import make_estimator
 
@@ -45,6 +45,13 @@ the maps compared: 5.9e-8 on 400 × 400 digits pairs at d = 64, one core; trig, 
 CLOSED_FORM_BYTES_PER_PAIR_COORDINATE = 32.0
 """Peak bytes of that closed form per pair and coordinate (measured: about 20 for hybrid angular, 9 for the
 others, as growth of the peak resident memory on 400 × 400 digits pairs)."""
+SECONDS_PER_REPEAT = 0.01
+"""Fixed seconds of one (method, length, repeat) beside its multiply-adds: a feature draw, a scikit-learn fit and its
+prediction (measured 2026-11-28 on the shared 2-core VM: 5.4 ms per ridge repeat on the synthetic set, 6 ms per
+attention repeat on iris at length 16, 18 ms per Nyström repeat; erring slow)."""
+MAX_SECONDS = GRAM_MAX_SECONDS
+"""Longest downstream study run without a time budget in force (the CLI's and the API's default): the same limit as
+``rfviz gram``'s Monte Carlo (``rfviz.gram_engine.GRAM_MAX_SECONDS``, ten minutes)."""
 
 
 @dataclass(frozen=True)
@@ -182,8 +189,31 @@ def downstream_cost(n_train: int, n_test: int, d: int, lengths: Sequence[int], m
     nbytes = 8.0 * (3 * (n_train + n_test) * top + 2 * n_train * n_train)
     nbytes += pair_coordinates * CLOSED_FORM_BYTES_PER_PAIR_COORDINATE
     seconds = work_seconds(work)  # the engine's time model of the features and the linear algebra
+    seconds += len(lengths) * methods * repeats * SECONDS_PER_REPEAT
     seconds += len(lengths) * methods * pair_coordinates * CLOSED_FORM_SECONDS_PER_PAIR_COORDINATE
     return Cost(nbytes, seconds)
+
+
+def require_downstream_cost(what: str, cost: Cost) -> None:
+    """Refuse up front (ParameterError, one line) a study over the memory or time budget in force, or, where no time
+    budget is in force, over ``MAX_SECONDS`` (as ``rfviz gram`` refuses a Monte Carlo over its work budget).
+
+    Parameters
+    ----------
+    what : str
+        The study, for the message.
+    cost : Cost
+        From :func:`downstream_cost`.
+
+    Examples
+    --------
+    >>> require_downstream_cost("a small study", downstream_cost(300, 100, 10, [64], 2, 10))
+    """
+    hint = "use fewer repeats, lengths, estimators or points"
+    require_cost(what, cost, hint)
+    if not cost.seconds <= MAX_SECONDS:
+        raise ParameterError(f"{what} would take about {cost.seconds:.3g} s on one core, more than the limit of "
+                             f"{MAX_SECONDS:.0f} s; {hint}")
 
 
 def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, *,
@@ -233,9 +263,8 @@ def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_
 
     if repeats < 2:
         raise ParameterError(f"repeats must be an integer in [2, inf), got {repeats}")
-    require_cost(f"the ridge study ({repeats} repeats)", downstream_cost(
-        len(X_train), len(X_test), X_train.shape[1], lengths, len(names) + int(nystroem), repeats),
-        "use fewer repeats, lengths or points")
+    require_downstream_cost(f"the ridge study ({repeats} repeats)", downstream_cost(
+        len(X_train), len(X_test), X_train.shape[1], lengths, len(names) + int(nystroem), repeats))
     Xs, Xt = X_train * scale, X_test * scale
     mean = float(np.mean(y_train))
 
@@ -304,9 +333,8 @@ def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Seque
     """
     from sklearn.kernel_approximation import Nystroem
 
-    require_cost(f"the attention study ({repeats} repeats)", downstream_cost(
-        len(Q) + len(K), 0, Q.shape[1], lengths, len(names) + int(nystroem), repeats, pairs=len(Q) * len(K)),
-        "use fewer repeats, lengths or points")
+    require_downstream_cost(f"the attention study ({repeats} repeats)", downstream_cost(
+        len(Q) + len(K), 0, Q.shape[1], lengths, len(names) + int(nystroem), repeats, pairs=len(Q) * len(K)))
     probe = make_estimator("positive", {"m": 1}, "softmax")
     kmat = kernel_matrix(probe, Q, K)
     out = (kmat / kmat.sum(1, keepdims=True)) @ V

@@ -38,8 +38,9 @@ from ..gram_engine import (
     with_family_agreement,
 )
 from ..maths import crt
-from ..params import Cost, Param, ParameterError, check, require_cost
+from ..params import CPU_DEVICE_PARAM, Cost, Param, ParameterError, check, require_cost
 from ..registries import COUPLED_CLOSED_FORMS, COUPLINGS, IID
+from ..sampling import resolve_device
 from .catalog import estimators_for_kernel, make_estimator
 from .features import HYBRID_N, SECONDS_PER_EVALUATION
 
@@ -319,7 +320,8 @@ def rank_estimators(queries: np.ndarray, keys: np.ndarray, kernel: str = "softma
     seed : int
         Seed of the Monte Carlo.
     device : str
-        ``cpu`` or ``cuda``.
+        ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (``params.CPU_DEVICE_PARAM``; CUDA where torch sees none is
+        refused before any work).
     report : callable, optional
         ``report(fraction)``: the progress, in two stages (``RANK_STAGES``): ranking by closed forms (all of it
         without ``repeats``, else the first half), then the Monte-Carlo confirmation.
@@ -342,6 +344,9 @@ def rank_estimators(queries: np.ndarray, keys: np.ndarray, kernel: str = "softma
     m = int(m if m is not None else max(1, length // 2))
     applicable = [n for n in estimators_for_kernel(kernel) if get_estimator(n).has_closed_form]
     names = list(names) if names is not None else applicable
+    if len(set(names)) != len(names):
+        raise ParameterError(f"names lists an estimator twice: {', '.join(names)}")
+    device = str(resolve_device(check(device, CPU_DEVICE_PARAM)))
     for name in names:
         get_estimator(name)  # an unknown name: ParameterError listing the registered ones
         if name not in applicable:
