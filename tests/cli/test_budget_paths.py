@@ -25,7 +25,7 @@ from rfviz import ParameterError
 from rfviz.cli import main
 from rfviz.plugins import PluginError
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 MIB = 2**20
 
 
