@@ -472,6 +472,22 @@ def random_frame(trials: int, d: int, dim: int, generator: RandomSource, device:
 def frame_bytes(rows: int, d: int, dim: int, itemsize: int = 8) -> float:
     """Peak bytes of ``random_frame(rows, d, dim)``: its output and one chunk's orthogonalisation temporaries.
 
+    Parameters
+    ----------
+    rows : int
+        Frames drawn.
+    d : int
+        Input dimension.
+    dim : int
+        Orthonormal columns per frame.
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes.
+
     Examples
     --------
     >>> frame_bytes(1, 1000, 2) >= 8 * 2 * 1000
@@ -485,6 +501,24 @@ def sample_iid_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -
     """Peak bytes of ``sample_iid``: the coordinates, their squares, the χ² draw (float64) and the norms (measured
     39 bytes per ω at dim = 2 with ru_maxrss, 128 trials × 60 000 features; counted 48).
 
+    Parameters
+    ----------
+    trials : int
+        Independent draws (the engine's trials of one block).
+    m : int
+        Features per draw.
+    d : int
+        Input dimension.
+    dim : int
+        Columns drawn per feature (2 for a pair's two projections).
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes of the draw.
+
     Examples
     --------
     >>> sample_iid_bytes(10, 4, 3, 2)
@@ -496,6 +530,24 @@ def sample_iid_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -
 def sample_orthogonal_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
     """Peak bytes of ``sample_orthogonal``: the frames of every block (``frame_bytes``), the χ² lengths and the
     scaled directions (measured 49 bytes per ω at dim = 2, d = 8, 128 trials × 60 000 features; counted 56).
+
+    Parameters
+    ----------
+    trials : int
+        Independent draws (the engine's trials of one block).
+    m : int
+        Features per draw.
+    d : int
+        Input dimension.
+    dim : int
+        Columns drawn per feature (2 for a pair's two projections).
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes of the draw.
 
     Examples
     --------
@@ -538,6 +590,11 @@ def sampler_calls() -> Iterator[list[tuple[str, int, int, int, int, int]]]:
     """Record the (coupling, trials, m, d, dim, itemsize) of every ``sample_omegas`` call in a block, so that a
     caller who probed one trial can cost the same draws at any number of trials (``sampler_bytes``): the engine's
     memory plan counts the samplers' working memory this way.
+
+    Yields
+    ------
+    list of tuple
+        The calls recorded so far, appended to while the block runs.
 
     Examples
     --------

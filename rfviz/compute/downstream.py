@@ -241,6 +241,8 @@ def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_
     nystroem : bool
         Include scikit-learn's Nystroem at each length (at most every training point: one row per distinct
         count).
+    report : callable, optional
+        ``report(fraction)`` with the share of the study done, after each method and length.
 
     Returns
     -------
@@ -316,6 +318,8 @@ def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Seque
     names : sequence of str
         Estimators of the softmax kernel (asymmetric maps use their query and key sides).
     lengths, repeats, seed, nystroem : as in :func:`ridge_study`.
+    report : callable, optional
+        ``report(fraction)`` with the share of the study done, as in :func:`ridge_study`.
 
     Returns
     -------

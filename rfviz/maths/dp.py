@@ -190,6 +190,16 @@ def rotation_frames_bytes(d: int) -> float:
     """Peak bytes of building the ``rotation_average`` frames in R^d: ROTATIONS Gaussian (d, 2) blocks, their QR and
     the (u, v) kept (about five copies of ROTATIONS·2·d numbers).
 
+    Parameters
+    ----------
+    d : int
+        Input dimension.
+
+    Returns
+    -------
+    float
+        Peak bytes.
+
     Examples
     --------
     >>> rotation_frames_bytes(1000) == 5 * 8 * 256 * 2 * 1000

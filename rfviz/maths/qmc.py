@@ -124,6 +124,24 @@ def _qmc_bytes(kind: str, trials: int, m: int, d: int, dim: int, itemsize: int) 
 def sample_qmc_sobol_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
     """Peak bytes of ``sample_qmc_sobol`` before it runs (``rfviz.sampling.sampler_bytes``).
 
+    Parameters
+    ----------
+    trials : int
+        Independent draws (the engine's trials of one block).
+    m : int
+        Features per draw.
+    d : int
+        Input dimension.
+    dim : int
+        Columns drawn per feature (2 for a pair's two projections).
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes of the draw.
+
     Examples
     --------
     >>> sample_qmc_sobol_bytes(1, 64, 20000, 2) > 8 * 64 * 20000
@@ -134,6 +152,24 @@ def sample_qmc_sobol_bytes(trials: int, m: int, d: int, dim: int, itemsize: int 
 
 def sample_qmc_halton_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
     """Peak bytes of ``sample_qmc_halton`` before it runs (``rfviz.sampling.sampler_bytes``).
+
+    Parameters
+    ----------
+    trials : int
+        Independent draws (the engine's trials of one block).
+    m : int
+        Features per draw.
+    d : int
+        Input dimension.
+    dim : int
+        Columns drawn per feature (2 for a pair's two projections).
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes of the draw.
 
     Examples
     --------

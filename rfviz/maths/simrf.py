@@ -137,6 +137,24 @@ def sample_simplex_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 
     """Peak bytes of ``sample_simplex``: the blocks' frames, their simplex product and its reshaped copy, the χ²
     lengths and the output.
 
+    Parameters
+    ----------
+    trials : int
+        Independent draws (the engine's trials of one block).
+    m : int
+        Features per draw.
+    d : int
+        Input dimension.
+    dim : int
+        Columns drawn per feature (2 for a pair's two projections).
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes of the draw.
+
     Examples
     --------
     >>> sample_simplex_bytes(1, 4, 1000, 2) > 3 * 8 * 2 * 1000
@@ -150,6 +168,24 @@ def sample_simplex_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 
 def sample_simplex_plus_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
     """Peak bytes of ``sample_simplex_plus``: the frames, every block's d norms, its directions (d × dim), one chunk
     of S' (``SIMPLEX_PLUS_CHUNK``, four d × d copies live in a pass) and the output.
+
+    Parameters
+    ----------
+    trials : int
+        Independent draws (the engine's trials of one block).
+    m : int
+        Features per draw.
+    d : int
+        Input dimension.
+    dim : int
+        Columns drawn per feature (2 for a pair's two projections).
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes of the draw.
 
     Examples
     --------

@@ -168,6 +168,24 @@ fragments (measured with ru_maxrss, SORF at d = 16384, 128 trials: 300-444 MB fo
 def sample_sorf_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
     """Peak bytes of ``sample_sorf`` before it runs (``rfviz.sampling.sampler_bytes``).
 
+    Parameters
+    ----------
+    trials : int
+        Independent draws (the engine's trials of one block).
+    m : int
+        Features per draw.
+    d : int
+        Input dimension.
+    dim : int
+        Columns drawn per feature (2 for a pair's two projections).
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes of the draw.
+
     Examples
     --------
     >>> sample_sorf_bytes(1, 8, 8, 2) > 0
@@ -178,6 +196,24 @@ def sample_sorf_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) 
 
 def sample_fastfood_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
     """Peak bytes of ``sample_fastfood`` before it runs (``rfviz.sampling.sampler_bytes``).
+
+    Parameters
+    ----------
+    trials : int
+        Independent draws (the engine's trials of one block).
+    m : int
+        Features per draw.
+    d : int
+        Input dimension.
+    dim : int
+        Columns drawn per feature (2 for a pair's two projections).
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes of the draw.
 
     Examples
     --------

@@ -70,8 +70,19 @@ INSERT OR IGNORE INTO class VALUES (1, NULL, NULL, 0, 0, 0);
 
 @dataclass(frozen=True)
 class ClassState:
-    """Where the teacher has put the class: ``lesson`` and ``step`` (None before the teacher opened one),
-    ``revealed`` (the answer shown to everyone) and ``version`` (raised by every change)."""
+    """Where the teacher has put the class.
+
+    Parameters
+    ----------
+    lesson : str or None
+        The lesson's slug (None before the teacher opened one).
+    step : int or None
+        The step (from 1; None before the teacher opened one).
+    revealed : bool
+        Whether the step's answer is shown to everyone.
+    version : int
+        Raised by every change (students' pages follow it).
+    """
 
     lesson: str | None
     step: int | None
@@ -137,6 +148,21 @@ def key_matches(given: object, expected: str | None) -> bool:
 
 def check_lesson(lesson: object) -> str:
     """``lesson`` if it is a lesson slug (lower-case letters, digits and dashes, at most 64 characters).
+
+    Parameters
+    ----------
+    lesson : object
+        What the URL or the page gave as the lesson.
+
+    Returns
+    -------
+    str
+        The slug.
+
+    Raises
+    ------
+    ParameterError
+        When it is not a slug.
 
     Examples
     --------
@@ -248,6 +274,20 @@ class Room:
     def counts(self, lesson: str, step: int, choices: int) -> list[int]:
         """How many sessions predicted each of the step's ``choices`` (a list of that length).
 
+        Parameters
+        ----------
+        lesson : str
+            The lesson's slug.
+        step : int
+            The step (from 1).
+        choices : int
+            How many choices the step's question has.
+
+        Returns
+        -------
+        list of int
+            Sessions per choice.
+
         Examples
         --------
         >>> import pathlib, tempfile
@@ -267,6 +307,11 @@ class Room:
     def state(self) -> ClassState:
         """Where the teacher has put the class.
 
+        Returns
+        -------
+        ClassState
+            The class's lesson, step, reveal and version.
+
         Examples
         --------
         >>> import pathlib, tempfile
@@ -279,6 +324,18 @@ class Room:
 
     def open_step(self, lesson: str, step: int) -> ClassState:
         """Move the class to ``lesson`` step ``step``, its answer hidden; return the new state.
+
+        Parameters
+        ----------
+        lesson : str
+            The lesson's slug.
+        step : int
+            The step (from 1).
+
+        Returns
+        -------
+        ClassState
+            The new state.
 
         Examples
         --------
@@ -294,6 +351,18 @@ class Room:
 
     def reveal(self, lesson: str, step: int) -> ClassState:
         """Reveal ``lesson`` step ``step``'s answer to everyone (the class is moved there if it was elsewhere).
+
+        Parameters
+        ----------
+        lesson : str
+            The lesson's slug.
+        step : int
+            The step (from 1).
+
+        Returns
+        -------
+        ClassState
+            The new state.
 
         Examples
         --------

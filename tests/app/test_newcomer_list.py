@@ -54,6 +54,7 @@ def test_the_page_studies_run_in_named_stages():
         assert f'ui.stages("{what}"' in source
 
 
+@pytest.mark.integration
 def test_the_sweeps_page_shows_no_server_path(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 

@@ -12,6 +12,8 @@ from streamlit.testing.v1 import AppTest
 from rfviz.lessons import LESSONS
 from rfviz.server.room import ENV_DB, ENV_KEY, Room, new_key, new_session_id
 
+pytestmark = pytest.mark.integration  # subprocesses, AppTest runs or sockets: not the unit tier
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TEACH = str(ROOT / "app_pages" / "teach.py")
 LEARN = str(ROOT / "app_pages" / "learn.py")

@@ -91,6 +91,7 @@ def _peak(argv: list[str], timeout: float = 120.0) -> tuple[int, int, str]:
     return info["rc"], info["grew"], proc.stderr
 
 
+@pytest.mark.integration
 # ------------------------------------------------------------------------------------ features-needed
 @pytest.mark.parametrize("argv", [
     ["positive", "eps=0.1", "d=15000", "coupling=orthogonal"],
@@ -137,6 +138,7 @@ def test_a_structured_draw_at_a_large_d_is_refused_before_it_runs(coupling):
             rfviz.sampling.sample_omegas(coupling, 128, 64, 16384, 2, gen, torch.device("cpu"), torch.float64)
 
 
+@pytest.mark.integration
 def test_the_samplers_stated_memory_covers_what_they_use():
     """Measured in a child process: each sampler's peak resident growth is within its stated working memory."""
     code = textwrap.dedent("""
@@ -195,6 +197,7 @@ DEEP_TREE = """
 """
 
 
+@pytest.mark.integration
 def test_a_plugins_3000_deep_tree_is_removed_without_recursion_error(tmp_path, capsys):
     marker = tmp_path / "folder.txt"
     plugin = tmp_path / "deep.py"
@@ -234,6 +237,7 @@ FORGED_REPORT = """
 """
 
 
+@pytest.mark.integration
 def test_a_forged_report_whose_arrays_do_not_fit_its_grid_is_refused(tmp_path, capsys):
     from rfviz.lab import LabReport
     from rfviz.plugin_process import answer_json

@@ -36,6 +36,8 @@ from bench_classroom import LESSON, _connect, _descendants, _fresh_value, _round
 import classroom  # noqa: E402
 from rfviz.server import processes  # noqa: E402
 
+pytestmark = pytest.mark.integration  # subprocesses, AppTest runs or sockets: not the unit tier
+
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
 CHROMIUM = "/usr/bin/chromium"
 needs_nginx = pytest.mark.skipif(NGINX is None, reason="nginx is not installed (apt-get install nginx-light)")

@@ -85,6 +85,7 @@ def test_the_class_state_follows_the_teacher(room):
     assert Room(room.path).state() == moved  # another connection (another process's view) sees the same
 
 
+@pytest.mark.integration
 def test_two_processes_write_at_once(tmp_path):
     path = str(tmp_path / "room.sqlite3")
     Room(path)
