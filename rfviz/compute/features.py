@@ -33,6 +33,7 @@ from ..estimators import Estimator, get_estimator
 from ..geometry import check_d, embed_pair
 from ..gram_engine import feature_count
 from ..params import Cost, Param, ParameterError, check, require_cost
+from . import smallest_m
 from .catalog import make_estimator
 
 EPS_PARAM = Param("eps", 0.1, "float", "target relative error √MSE/|K| (0.1 = 10 %)", low=0.0, high=1e6,
@@ -353,8 +354,14 @@ def _solve_one(problem: _Problem, n: int | None, high: int) -> dict[str, Any]:
         return {"m": None, "reason": reason, "method": "exact" if exact else "search", "log_c": log_c}
     if log_c == -math.inf:
         return {"m": 1, "reason": None, "method": "exact", "log_c": log_c}
-    m, reason = _invert(problem, n, log_c, high) if exact else _search(problem, n, high)
-    return {"m": m, "reason": reason, "method": "exact" if exact else "search", "log_c": log_c if exact else None}
+    if exact:
+        m, reason = _invert(problem, n, log_c, high)
+        return {"m": m, "reason": reason, "method": "exact", "log_c": log_c}
+    found = smallest_m.solve_blocks(problem, n, high)  # block couplings: not monotone in m, searched exactly
+    if found is None:
+        m, reason = _search(problem, n, high)
+        found = smallest_m.solve_search(problem, n, m) if m is not None else smallest_m.Smallest(None, "search", reason)
+    return {"m": found.m, "reason": found.reason, "method": found.method, "log_c": None}
 
 
 def _feature_length(problem: _Problem, m: int, n: int | None) -> int | None:
