@@ -1,0 +1,207 @@
+"""The decision core: one answer to "which estimator, how many features, for my task" (rfviz.compute.decision),
+its data defaults, its time budget and the verdicts it relies on (rfviz.verdicts_decision).
+
+Small data subsets and few repeats keep each test under ~30 s on the 2-core machine."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from rfviz import ParameterError, data
+from rfviz.compute import decision
+from rfviz.compute.catalog import make_estimator
+from rfviz.compute.decision import Answer, Question, TaskData, decide
+from rfviz.compute.downstream import attention_errors, attention_values
+from rfviz.diagnostics import Reliability
+from rfviz.gram_engine import frobenius_sq_closed_form, gram_error, kernel_matrix
+from rfviz.verdicts_decision import (
+    NO_TRIAL_COUNT,
+    UNKNOWN_HEAVY_TAIL,
+    crown_order,
+    known_log_mse,
+    points_trial_advice,
+    ratio_map,
+    trial_advice,
+)
+
+
+def _wine(n: int = 24, steps: tuple[str, ...] | None = None, scale: float | None = None) -> TaskData:
+    d = data.DATA_DEFAULTS
+    ds = data.load("wine", queries=n, keys=n, steps=d.steps_for("wine") if steps is None else steps,
+                   scale=d.scale if scale is None else scale, seed=0)
+    return TaskData.from_dataset(ds)
+
+
+# ------------------------------------------------------------------------------------------ questions
+def test_question_refuses_bad_input_naming_the_parameter():
+    td = _wine(8)
+    with pytest.raises(ParameterError, match="task"):
+        Question(td, task="regression")
+    with pytest.raises(ParameterError, match="eps"):
+        Question(td, eps=0.0)
+    with pytest.raises(ParameterError, match="budget"):
+        Question(td, budget="flops")
+    with pytest.raises(ParameterError, match="kernel must be softmax"):
+        Question(td, task="attention", kernel="gaussian")
+    with pytest.raises(ParameterError, match="regression targets"):
+        Question(td, task="ridge")
+    ridge = TaskData(td.queries, td.keys, td.description, np.zeros(8), np.zeros(8))
+    with pytest.raises(ParameterError, match="does not apply"):
+        decide(Question(ridge, task="ridge", names=("hybrid_angular",)))
+
+
+def test_answer_json_has_the_fixed_fields_and_states_the_data():
+    a = decide(Question(_wine(12), task="gram", amount=32, names=("trig", "positive"), repeats=10))
+    out = a.to_dict()
+    assert {"task", "ranking", "usable", "needed_length", "data"} <= set(out)
+    assert {"estimator", "params", "length", "error", "stderr", "reliable"} <= set(out["ranking"][0])
+    assert out["data"]["preprocess"] == ["standardize", "scale"] and out["data"]["scale"] == 0.5
+    json.dumps(out)  # plain JSON
+
+
+# ------------------------------------------------------------------------------------------ the task's own error
+def test_gram_error_is_the_relative_frobenius_error_of_the_tuned_estimator():
+    """Recomputed independently from the per-pair closed forms summed (rfviz.gram_engine), not from the core."""
+    td = _wine(12)
+    a = decide(Question(td, task="gram", amount=48, names=("trig", "positive", "positive_antithetic"), repeats=10))
+    for row in a.ranking:
+        est = make_estimator(row.estimator, {**row.params, "m": row.m}, "softmax")
+        k = kernel_matrix(est, td.queries, td.keys)
+        want = math.sqrt(frobenius_sq_closed_form(est, td.queries, td.keys) / float(np.sum(k**2)))
+        assert row.error == pytest.approx(want, rel=1e-9)
+        assert row.length <= 48
+    errors = [r.error for r in a.ranking if r.reliable is not False]
+    assert errors == sorted(errors)
+
+
+def test_attention_leader_has_the_lowest_output_error_within_standard_errors():
+    """The crowned first estimator's attention output error, re-sampled with other seeds by the downstream module,
+    is within three standard errors of the lowest among every reliable row."""
+    td = _wine(24)
+    names = ("trig", "positive", "positive_antithetic", "gerf")
+    a = decide(Question(td, task="attention", amount=64, names=names, repeats=12, seed=0), search_needed=False)
+    assert a.crowned and a.first.reliable
+    values = attention_values(len(td.keys), 5)
+    fresh = {}
+    for row in a.ranking:
+        if row.reliable:
+            est = make_estimator(row.estimator, {**row.params, "m": row.m}, "softmax")
+            e = attention_errors(est, td.queries, td.keys, values, 40, seed=11)
+            fresh[row.estimator] = (float(e.mean()), float(e.std(ddof=1) / math.sqrt(e.size)))
+    best = min(fresh.values())
+    lead = fresh[a.first.estimator]
+    assert lead[0] <= best[0] + 3 * math.hypot(lead[1], best[1])
+
+
+def test_ridge_task_ranks_symmetric_maps_by_the_rmse_gap():
+    ds, y_tr, y_te = data.regression_data("diabetes", train=40, test=20, seed=0)
+    a = decide(Question(TaskData.from_dataset(ds, y_tr, y_te), task="ridge", amount=64,
+                        names=("trig", "positive"), repeats=10), search_needed=False)
+    assert a.kernel == "gaussian" and a.data["preprocess"] == ["standardize", "scale"]
+    assert all(r.error is not None and r.error >= 0 and r.stderr > 0 for r in a.ranking)
+
+
+# ------------------------------------------------------------------------------------------ usable / needed length
+def test_not_usable_gives_a_needed_length_that_then_meets_eps():
+    """ε = 3 % on a short length is out of reach; at needed_length the first estimator meets ε by Monte Carlo
+    (an independent Gram sample with its own verdict), and half of it (on the search's grid) does not by the core."""
+    td = _wine(12)
+    names = ("trig", "positive_antithetic")
+    q = Question(td, task="gram", amount=16, eps=0.03, names=names, repeats=10)
+    a = decide(q)
+    assert not a.usable and a.needed_length is not None and a.needed_length > 16
+    row = a.needed
+    est = make_estimator(row.estimator, {**row.params, "m": row.m}, "softmax")
+    g = gram_error(est, td.queries, td.keys, 400, 7, "cpu", row.estimator)
+    sampled = math.sqrt(g.frobenius_sq_mc / g.kernel_frobenius_sq)
+    assert g.reliable and sampled <= 0.03 * 1.1
+    assert row.length <= a.needed_length
+
+
+def test_unreliable_leader_is_not_crowned(monkeypatch):
+    """Every sample called unreliable: the first line is said to be unreliable, not crowned, and not usable."""
+    monkeypatch.setattr(decision, "assess_repeats", lambda v: Reliability(False, "heavy tail (test)"))
+    a = decide(Question(_wine(12), task="attention", amount=32, names=("trig", "positive"), repeats=10),
+               search_needed=False)
+    assert not a.crowned and not a.usable and "unreliable" in a.headline()
+
+
+# ------------------------------------------------------------------------------------------ defaults, time budget
+def test_one_set_of_data_defaults():
+    d = data.DATA_DEFAULTS
+    assert d.steps_for("wine") == ("standardize", "scale") and d.steps_for("clusters") == ()
+    ds = data.load("wine", queries=d.queries, keys=d.keys, steps=d.steps_for("wine"), scale=d.scale)
+    norms = np.linalg.norm(np.vstack([ds.queries, ds.keys]), axis=1)
+    assert norms.mean() == pytest.approx(d.scale)
+
+
+class _FakeTimer:
+    """Feature-map time proportional to the feature length (trig 2m, positive m): a time budget is a length."""
+
+    def largest_m(self, name, params, X, seconds):
+        per_m = 2e-6 if name == "trig" else 1e-6
+        return int(seconds / per_m)
+
+
+def test_time_budget_gives_each_estimator_the_m_its_time_allows():
+    a = decide(Question(_wine(12), task="gram", budget="seconds", amount=6.4e-5, names=("trig", "positive"),
+                        repeats=10), timer=_FakeTimer(), search_needed=False)
+    ms = {r.estimator: r.m for r in a.ranking}
+    assert ms == {"trig": 32, "positive": 64}
+    with pytest.raises(ParameterError, match="timer"):
+        decide(Question(_wine(8), task="gram", budget="seconds", amount=1e-3, names=("trig",)))
+
+
+def test_device_timer_cache_is_per_device_atomic_and_parses_numbers_only(tmp_path, monkeypatch):
+    from rfviz import timing
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    path = timing.cache_path()
+    assert path == tmp_path / "rfviz" / "feature_times.json"
+    X = np.random.default_rng(0).normal(size=(16, 4)) * 0.3
+    t = timing.DeviceTimer()
+    s = t.seconds("trig", {"kernel": "gaussian"}, X, 16)
+    cached = json.loads(path.read_text())
+    assert list(cached) == [timing.device_key()] and s in cached[timing.device_key()].values()
+    path.write_text(json.dumps({timing.device_key(): {"a": "rm -rf /", "b": float("nan"), "c": -1, "d": 0.5},
+                                "x": [1, 2]}).replace("NaN", "1e999"))
+    assert timing.read_cache(path) == {timing.device_key(): {"d": 0.5}}
+    path.write_text("{not json")
+    assert timing.read_cache(path) == {}
+    t = timing.DeviceTimer()
+    budget = 2 * t.seconds("trig", {"kernel": "gaussian"}, X, 64)
+    m = t.largest_m("trig", {"kernel": "gaussian"}, X, budget)
+    assert m is not None and m >= 8 and t.seconds("trig", {"kernel": "gaussian"}, X, m) <= budget
+
+
+# ------------------------------------------------------------------------------------------ verdicts of a decision
+def test_ratio_map_counts_only_known_cells():
+    """A heavy-tailed sample (unreliable) and an untested closed form give unknown cells, never a win or a loss."""
+    cand, src = known_log_mse(np.log([1.0, 1.0, 1.0]), np.array([True, False, False]), np.log([50.0, 0.02, 3.0]),
+                              np.array([True, False, True]))
+    assert src.tolist() == ["closed form", UNKNOWN_HEAVY_TAIL, "sampled"]
+    other, _ = known_log_mse(None, None, np.log([1.0, 1.0, 30.0]), np.array([True, True, False]))
+    r = ratio_map(cand, other)
+    assert (r.wins, r.losses, r.ties, r.unknown) == (0, 0, 1, 2)
+    assert r.cell_text().tolist()[1:] == [UNKNOWN_HEAVY_TAIL, UNKNOWN_HEAVY_TAIL]
+
+
+def test_trial_advice_never_gives_a_count_that_cannot_work():
+    assert trial_advice(457761.0, False, False, 2000) == trial_advice(1e3, False, False, 2000)
+    assert trial_advice(457761.0, None, True, 2000).count is None
+    assert trial_advice(457761.0, None, True, 2000).text == NO_TRIAL_COUNT
+    assert trial_advice(3e12, True, False, 2000).count is None
+    assert trial_advice(4000.0, True, False, 2000).count == 4000
+    heavy = np.array([True, True, False, False])
+    assert points_trial_advice(np.array([1e4, 2e4, 3e4, 4e4]), None, heavy, 3, 2000).count is None
+    assert points_trial_advice(np.array([1e4, 2e4, 3e4, 4e4]), np.array([False] * 4), ~heavy, 3, 2000).count is None
+    assert points_trial_advice(np.array([1e4, 2e4, 3e4, 4e4]), np.array([True] * 4), heavy, 3, 2000).count == 30000
+
+
+def test_crown_order_puts_unreliable_rows_after_the_others():
+    assert crown_order([0.01, 0.02, 0.03], [False, True, None]) == [1, 2, 0]
+    assert isinstance(Answer("gram", "softmax", 0.1, {}, (), False, None, {}, False).headline(), str)
