@@ -613,3 +613,33 @@ def needed_length(q: Question, rows: Sequence[Row] = (), timer: FeatureTimer | N
         else:
             lo = mid
     return hi, best
+
+
+def smallest_length(q: Question, timer: FeatureTimer | None = None) -> tuple[int | None, Answer]:
+    """The smallest feature length at which the core's answer to ``q`` meets ε (``features-needed --task``): the
+    answer at ``LENGTH_STEP`` numbers per input, then :func:`needed_length` from there (the question's budget is
+    ignored).
+
+    Parameters
+    ----------
+    q : Question
+    timer : FeatureTimer, optional
+
+    Returns
+    -------
+    (int or None, Answer)
+        The length (None: none up to ``MAX_NEEDED_LENGTH``) and the answer at ``LENGTH_STEP``, whose
+        ``needed_length``/``needed`` carry the search's result.
+
+    Examples
+    --------
+    >>> from rfviz import data
+    >>> td = TaskData.from_dataset(data.load("iris", queries=6, keys=6, steps=("standardize", "scale"), scale=0.5))
+    >>> length, answer = smallest_length(Question(td, task="gram", eps=0.2, names=("trig",), repeats=10))
+    >>> length is not None and length % LENGTH_STEP == 0
+    True
+    """
+    answer = decide(dataclasses.replace(q, budget="length", amount=LENGTH_STEP), timer)
+    if answer.usable:
+        return LENGTH_STEP, dataclasses.replace(answer, needed_length=LENGTH_STEP, needed=answer.first)
+    return answer.needed_length, answer
