@@ -85,3 +85,17 @@ def test_search_path_is_exhaustive_below_small_answers():
         assert got.method == "search" and got.m == _brute("tensor_srht", {}, target, eps, got.m)
     problem = _Problem("tensor_srht", {}, target, 2 * math.log(0.3))
     assert solve_search(problem, None, 10_000).exhaustive is False  # above EXHAUSTIVE_BELOW: said, not hidden
+
+
+@pytest.mark.parametrize("coupling", ["orthogonal", "simplex"])
+@pytest.mark.parametrize("over,r,theta", [("point", 2.0, 2.5), ("worst", [0.7, 2.0], [1.1, 2.5]),
+                                          ("mean", [0.7, 2.0], [1.1, 2.5])])
+def test_positive_and_mixed_block_covariances_are_smallest(coupling, over, r, theta):
+    """B > 0 (trig at r = 2, θ = 2.5: the coupling hurts; the bisection path) and regions mixing B > 0 and B < 0
+    pairs (the bracket scan): the brute-force first m."""
+    params = {"coupling": coupling}
+    target = grid_target(r, theta, 4, over)
+    for m0 in (9, 22):
+        eps = math.exp(0.5 * log_relative_sq(rfviz.create("trig", m=m0, **params), target)[0]) * (1 + 1e-7)
+        got = features_needed("trig", eps, target, params)
+        assert got.m == _brute("trig", params, target, eps, got.m), (over, m0, got.m)

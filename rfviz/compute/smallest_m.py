@@ -14,10 +14,12 @@ the *true* smallest m, by one of two paths, and says which (``method``):
 
         c_lo/m ≤ MSE(m) ≤ c_hi/m,     c_lo = min(A, A + (d − 1)B),  c_hi = max(A, A + (d − 1)B),
 
-    so the answer lies in [⌈C_lo/ε²⌉, ⌈C_hi/ε²⌉] (for the worst pair, the maxima over the pairs), and every m of
-    that bracket is evaluated (vectorised from A and B; the answer and the near-ties re-evaluated with the closed
-    form itself). The error is *not* monotone in m here: it rises just after each full block when B > 0 relative to
-    the block's share (e.g. trig, orthogonal, d = 6: √MSE/K = 0.0599 at m = 30, 0.0610 at m = 31).
+    so the answer lies in [⌈C_lo/ε²⌉, ⌈C_hi/ε²⌉] (for the worst pair, the maxima over the pairs), searched from A
+    and B: every B ≤ 0, the first block whose end meets ε (d values); every B ≥ 0, bisection; mixed signs, every
+    m of the bracket (the answer and the near-ties re-evaluated with the closed form itself). Where the coupling
+    helps (B < 0) the error is *not* monotone in m: it rises just after each full block (e.g. trig, orthogonal,
+    d = 6: √MSE/K = 0.0599 at m = 30, 0.0610 at m = 31); where every B ≥ 0 it falls with m (proof in
+    docs/how-many-features.md) and bisection is exact.
 ``search`` (everything else without the C/m law: TensorSRHT, Maclaurin's optimized allocation)
     doubling then bisection, then every m below the bisection's answer evaluated when it is at most
     ``EXHAUSTIVE_BELOW`` (``exhaustive`` says whether it was): the smallest m meeting ε whatever the shape; above
@@ -162,6 +164,40 @@ def _scan(a: np.ndarray, b: np.ndarray, d: int, over: str, limit: float, lo: int
     return None
 
 
+def _law(a: np.ndarray, b: np.ndarray, d: int, over: str, m: int) -> float:
+    """The block law's target value at one m."""
+    blocks, rem = divmod(int(m), d)
+    return float(_combined(((m * a + (blocks * d * (d - 1) + rem * (rem - 1)) * b) / (m * float(m)))[:, None],
+                           over)[0])
+
+
+def _bracket(a: np.ndarray, b: np.ndarray, d: int, over: str, limit: float, high: int) -> tuple[int, int]:
+    """Where the smallest m lies: [⌈C_lo/ε²⌉, ⌈C_hi/ε²⌉] from c_lo/m ≤ MSE ≤ c_hi/m; where every B ≤ 0 also
+    MSE(m) ≥ C_full/m with equality at full blocks (C_full = A + (d − 1)B), so the answer lies in the first block
+    whose end meets ε."""
+    edge = np.minimum(a, a + (d - 1) * b), np.maximum(a, a + (d - 1) * b)
+    c_lo, c_hi = (float(_combined(e[:, None], over)[0]) for e in edge)
+    lo, hi = max(1, math.floor(c_lo / limit)), min(high, math.ceil(c_hi / limit) + 1)
+    if np.all(b <= 0):
+        k = max(1, math.ceil(c_lo / (limit * d)))
+        lo, hi = max(lo, (k - 1) * d + 1), min(hi, k * d + d)
+    return lo, max(lo, hi)
+
+
+def _bisect(a: np.ndarray, b: np.ndarray, d: int, over: str, limit: float, lo: int, hi: int) -> int | None:
+    """The first m in [lo, hi] meeting the limit where the law falls with m (every B ≥ 0; B ≤ A always, a
+    covariance being at most the variance: then m²f(m) = mA + P(m)B gives f(m + 1) ≤ f(m), see the docs)."""
+    if _law(a, b, d, over, hi) > limit:
+        return None
+    while hi > lo:
+        mid = (lo + hi) // 2
+        if _law(a, b, d, over, mid) <= limit:
+            hi = mid
+        else:
+            lo = mid + 1
+    return hi
+
+
 def _meets(problem: Problem, m: int, n: int | None) -> bool:
     return problem.log_rel(m, n)[0] <= problem.log_eps_sq
 
@@ -205,16 +241,18 @@ def solve_blocks(problem: Problem, n: int | None, high: int) -> Smallest | None:
     a, b, shift = law
     d, over = int(problem.target.d), problem.target.over
     limit = math.exp(problem.log_eps_sq - shift) if problem.log_eps_sq - shift < 700 else math.inf
-    edge = np.minimum(a, a + (d - 1) * b), np.maximum(a, a + (d - 1) * b)
-    c_lo, c_hi = (float(_combined(e[:, None], over)[0]) for e in edge)
+    c_hi = float(_combined(np.maximum(a, a + (d - 1) * b)[:, None], over)[0])
     if limit == 0 or c_hi / limit > 10 * high:
         return Smallest(None, "blocks", f"ε is not reached at the largest m ({high})")
-    lo, hi = max(1, math.floor(c_lo / limit)), min(high, math.ceil(c_hi / limit) + 1)
-    require_cost(f"the block scan of m in [{lo}, {hi}] over {a.size} pairs",
-                 Cost(8.0 * SCAN_CHUNK * 4, SCAN_SECONDS_PER_VALUE * a.size * (hi - lo + 1)), "use fewer pairs")
-    m = _scan(a, b, d, over, limit, lo, hi)
+    lo, hi = _bracket(a, b, d, over, limit, high)
+    monotone = bool(np.all(b >= 0))
+    if not monotone:
+        require_cost(f"the block scan of m in [{lo}, {hi}] over {a.size} pairs",
+                     Cost(8.0 * SCAN_CHUNK * 4, SCAN_SECONDS_PER_VALUE * a.size * (hi - lo + 1)), "use fewer pairs")
+    find = _bisect if monotone else _scan
+    m = find(a, b, d, over, limit, lo, hi)
     while m is not None and not _meets(problem, m, n):  # round-off at the boundary: the closed form decides
-        m = _scan(a, b, d, over, limit, m + 1, hi) if m < hi else None
+        m = find(a, b, d, over, limit, m + 1, hi) if m < hi else None
     if m is None:
         return Smallest(None, "blocks", f"ε is not reached at the largest m ({high})", (lo, hi))
     earlier = [k for k in _near_ties(a, b, d, over, limit, lo, m) if _meets(problem, k, n)]
