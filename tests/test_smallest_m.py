@@ -99,3 +99,15 @@ def test_positive_and_mixed_block_covariances_are_smallest(coupling, over, r, th
         eps = math.exp(0.5 * log_relative_sq(rfviz.create("trig", m=m0, **params), target)[0]) * (1 + 1e-7)
         got = features_needed("trig", eps, target, params)
         assert got.m == _brute("trig", params, target, eps, got.m), (over, m0, got.m)
+
+
+def test_features_map_cells_are_the_exact_answer_at_their_point():
+    """The explorer's map for block couplings: each cell equals features_needed at that exact (r, θ)."""
+    from rfviz.compute.features import features_needed_map
+
+    r, theta = np.array([0.8, 1.4, 2.0]), np.array([0.4, 1.2, 2.5])
+    cells = 10 ** features_needed_map("trig", {"coupling": "orthogonal"}, 6, r, theta, 0.0604444)
+    for i, rr in enumerate(r):
+        for j, tt in enumerate(theta):
+            point = rfviz.features_needed("trig", 0.0604444, r=float(rr), theta=float(tt), d=6, coupling="orthogonal")
+            assert (None if np.isnan(cells[i, j]) else round(cells[i, j])) == point.m

@@ -511,7 +511,8 @@ def features_needed_map(name: str, params: Mapping[str, Any], d: int, r: np.ndar
                         eps: float, embedding: str = "canonical", kernel: str | None = None) -> np.ndarray:
     """log₁₀ of the m needed at every (r, θ) of a grid (NaN where unreachable), each cell a point target.
 
-    Where MSE = C/m (checked as in :func:`features_needed`) every cell is exact, m = ⌈C/ε²⌉; elsewhere the cells
+    Where MSE = C/m (checked as in :func:`features_needed`) every cell is exact, m = ⌈C/ε²⌉; under the block law of
+    the orthogonal and simplex couplings every cell is exact too (``smallest_m.block_cells``); elsewhere the cells
     hold the first m of a geometric ladder (``LADDER_RATIO``) meeting ε, evaluated on the whole grid at once: an
     upper bound at most 9 % above the exact answer.
 
@@ -560,6 +561,8 @@ def features_needed_map(name: str, params: Mapping[str, Any], d: int, r: np.ndar
         with np.errstate(invalid="ignore", over="ignore"):
             m = np.where(np.isneginf(log_rel), 1.0,
                          np.maximum(1.0, np.ceil(np.exp(log_rel - problem.log_eps_sq) * (1 - 1e-12))))
+    elif (cells := smallest_m.block_cells(problem, own.get("n"), high)) is not None:  # block couplings: exact
+        m = cells
     else:
         m = np.full(target.pairs, np.nan)
         for rung in _ladder(high):

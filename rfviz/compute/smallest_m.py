@@ -293,3 +293,63 @@ def solve_search(problem: Problem, n: int | None, found: int | None) -> Smallest
         except ParameterError:
             continue
     return Smallest(found, "search", None, (1, found), True)
+
+
+def block_cells(problem: Problem, n: int | None, high: int) -> np.ndarray | None:
+    """The smallest m meeting ε at *each* pair of the target on its own (a map's cells), exact under the block law
+    (``block_law``): where B < 0 the first block whose end meets ε is searched (d values), where B ≥ 0 the error
+    falls with m and a vectorised bisection finds it. None where the law does not hold.
+
+    Parameters
+    ----------
+    problem : Problem
+        Its target's pairs are the cells (``over`` ``worst``: each pair's MSE/K²).
+    n : int or None
+        A hybrid's λ features.
+    high : int
+        The largest m the estimator accepts.
+
+    Returns
+    -------
+    np.ndarray or None
+        One m per pair (NaN where none up to ``high`` meets ε).
+
+    Examples
+    --------
+    >>> from rfviz.compute.features import _Problem, grid_target
+    >>> t = grid_target([0.8, 2.0], [1.2, 2.5], 6, "worst")
+    >>> int(block_cells(_Problem("trig", {"coupling": "orthogonal"}, t, 2 * math.log(0.0604444)), None, 10**7)[0])
+    30
+    """
+    law = block_law(problem, n, high)
+    if law is None:
+        return None
+    a, b, shift = law
+    d = int(problem.target.d)
+    limit = math.exp(problem.log_eps_sq - shift) if problem.log_eps_sq - shift < 700 else math.inf
+    if limit == 0:
+        return np.full(a.size, np.nan)
+
+    def law_at(m: np.ndarray, a_: np.ndarray, b_: np.ndarray) -> np.ndarray:
+        blocks, rem = np.divmod(m, d)
+        return (m * a_ + (blocks * d * (d - 1) + rem * (rem - 1)) * b_) / (m * m.astype(float))
+
+    out = np.full(a.size, np.nan)
+    cap = float(10 * high)
+    neg = b < 0
+    if np.any(neg):  # the first block whose end meets ε, then its d members in order
+        c = a[neg] + (d - 1) * b[neg]
+        k = np.maximum(1.0, np.ceil(np.minimum(c / (limit * d), cap)))
+        ms = ((k - 1) * d)[:, None] + np.arange(1, d + 1)[None, :]
+        ok = law_at(ms, a[neg][:, None], b[neg][:, None]) <= limit
+        out[neg] = np.where(ok.any(axis=1), ms[np.arange(ms.shape[0]), ok.argmax(axis=1)], np.nan)
+    pos = ~neg
+    if np.any(pos):  # the error falls with m: bisection, every cell at once
+        lo = np.maximum(1.0, np.floor(np.minimum(a[pos] / limit, cap)))
+        hi = np.maximum(lo, np.ceil(np.minimum((a[pos] + (d - 1) * b[pos]) / limit, cap)) + 1)
+        while np.any(hi > lo):
+            mid = np.floor((lo + hi) / 2)
+            good = law_at(mid, a[pos], b[pos]) <= limit
+            hi, lo = np.where(good, mid, hi), np.where(good, lo, mid + 1)
+        out[pos] = hi
+    return np.where(out <= high, out, np.nan)
