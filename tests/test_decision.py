@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 import math
+import pathlib
 
 import numpy as np
 import pytest
 
+import rfviz
 from rfviz import ParameterError, data
 from rfviz.compute import decision
 from rfviz.compute.catalog import make_estimator
@@ -240,3 +242,35 @@ def test_smallest_length_meets_eps_where_half_of_it_does_not_for_the_leader():
     half = decide(Question(td, task="gram", eps=0.05, names=("trig", "positive"), repeats=10, amount=length // 2),
                   search_needed=False)
     assert not half.usable
+
+
+# ------------------------------------------------------------------------------------------ the ε view (item 6)
+def test_features_map_hover_shows_m_at_the_cells_exact_point():
+    from rfviz.compute.features import features_needed_map
+    from rfviz.figures.features import features_needed_figure
+
+    r, theta = np.array([0.8, 1.4]), np.array([0.4, 1.2])
+    log_m = features_needed_map("trig", {"coupling": "orthogonal"}, 6, r, theta, 0.0604444)
+    fig = features_needed_figure(r, theta, {"trig": log_m}, 0.0604444)
+    main = next(t for t in fig.data if t.name == "trig")
+    assert "m needed = %{customdata:,.0f}" in main.hovertemplate
+    for i, rr in enumerate(r):
+        for j, tt in enumerate(theta):
+            cli = rfviz.features_needed("trig", 0.0604444, r=float(rr), theta=float(tt), d=6, coupling="orthogonal")
+            assert main.customdata[i][j] == cli.m
+
+
+@pytest.mark.slow
+def test_features_view_hides_what_it_does_not_use_and_slices_m_of_eps():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(pathlib.Path(__file__).resolve().parents[1] / "app_pages" / "mse_explorer.py"),
+                           default_timeout=120)
+    at.query_params.update({"view": "features", "kernel": "softmax", "est": "trig", "trig.coupling": "orthogonal",
+                            "d": "6", "eps": "0.0604444", "r": "0.8", "theta": "1.2", "res": "10"})
+    at.run()
+    assert not at.exception, at.exception
+    keys = {w.key for w in at.number_input} | {w.key for w in at.selectbox} | {w.key for w in at.toggle}
+    assert "mse_explorer.trig.m" not in keys and "mse_explorer.quantity" not in keys and "mse_explorer.mc" not in keys
+    text = " ".join(c.value for c in at.caption)
+    assert "m = 30" in text  # the exact answer at (0.8, 1.2), as the CLI gives it
