@@ -228,8 +228,13 @@ class Answer:
         """The first line of the ranking (None: no estimator applies)."""
         return self.ranking[0] if self.ranking else None
 
-    def headline(self) -> str:
+    def headline(self, titles: Mapping[str, str] | None = None) -> str:
         """The answer in one line: the first row, its error ± standard error in the task's units, and the verdict.
+
+        Parameters
+        ----------
+        titles : mapping, optional
+            Estimator name → the title shown (default: the name).
 
         Returns
         -------
@@ -239,7 +244,8 @@ class Answer:
         if first is None or first.error is None:
             return f"no estimator applies to task {self.task} here"
         unc = f" ± {first.stderr:.2g}" if first.stderr else " (closed form)"
-        what = f"{first.estimator} at length {first.length}: {ERROR_MEASURES[self.task]} {first.error:.3g}{unc}"
+        name = (titles or {}).get(first.estimator, first.estimator)
+        what = f"{name} at length {first.length}: {ERROR_MEASURES[self.task]} {first.error:.3g}{unc}"
         if not self.crowned:
             return f"no reliable leader: {what}, but its Monte Carlo is unreliable"
         if self.usable:
@@ -643,3 +649,39 @@ def smallest_length(q: Question, timer: FeatureTimer | None = None) -> tuple[int
     if answer.usable:
         return LENGTH_STEP, dataclasses.replace(answer, needed_length=LENGTH_STEP, needed=answer.first)
     return answer.needed_length, answer
+
+
+def answer_table(answer: Answer, titles: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """The ranking as table rows for a page: the verdict right beside each row's error (visible on a phone without
+    scrolling), then the length, m, the Monte-Carlo check of a closed-form task and the tuned parameters.
+
+    Parameters
+    ----------
+    answer : Answer
+    titles : mapping, optional
+        Estimator name → the title shown.
+
+    Returns
+    -------
+    list of dict
+
+    Examples
+    --------
+    >>> row = Row("trig", {"coupling": "iid"}, 16, 32, 0.1, 0.0, True, "closed form")
+    >>> a = Answer("gram", "softmax", 0.2, {}, (row,), True, None, {}, True)
+    >>> list(answer_table(a)[0])[:5]
+    ['rank', 'estimator', 'error', '± stderr', 'reliable']
+    """
+    out = []
+    for i, r in enumerate(answer.ranking, 1):
+        mc = r.monte_carlo or {}
+        row = {"rank": i, "estimator": (titles or {}).get(r.estimator, r.estimator), "error": r.error,
+               "± stderr": r.stderr, "reliable": {True: "yes", False: "NO", None: "not sampled"}[r.reliable],
+               "length": r.length, "m": r.m}
+        if answer.task in ("kernel", "gram"):
+            row.update({"Monte Carlo": mc.get("error"), "MC ± stderr": mc.get("stderr"),
+                        "MC agreement": mc.get("agreement")})
+        row.update({"parameters": ", ".join(f"{k}={v}" for k, v in r.params.items() if k != "kernel") or "—",
+                    "warning": r.warning or ""})
+        out.append(row)
+    return out
