@@ -85,8 +85,7 @@ with ui.page(
         preprocessing), training and test points as many as the page's queries and keys."""
         if task != "ridge":
             return decision.TaskData.from_dataset(ds)
-        reg, y_train, y_test = rd.regression_data(source, train=points, test=points, steps=steps, scale=scale)
-        return decision.TaskData.from_dataset(reg, y_train, y_test)
+        return decision.load_task_data(source, "ridge", queries=points, keys=points, preprocess=steps, scale=scale)
 
 
     with ui.guard():

@@ -274,3 +274,20 @@ def test_features_view_hides_what_it_does_not_use_and_slices_m_of_eps():
     assert "mse_explorer.trig.m" not in keys and "mse_explorer.quantity" not in keys and "mse_explorer.mc" not in keys
     text = " ".join(c.value for c in at.caption)
     assert "m = 30" in text  # the exact answer at (0.8, 1.2), as the CLI gives it
+
+
+@pytest.mark.slow
+def test_app_defaults_and_the_core_defaults_give_identical_numbers():
+    """The Your-data page at its defaults (wine, task gram, length 128) and the decision core fed by
+    load_task_data's defaults (what the CLI and the API call) give the same first line, to the last digit."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(pathlib.Path(__file__).resolve().parents[1] / "app_pages" / "data.py"),
+                           default_timeout=300)
+    at.query_params.update({"source": "wine"})
+    at.run()
+    assert not at.exception, at.exception
+    page = at.dataframe[1].value.iloc[0]
+    core = decide(Question(decision.load_task_data("wine", "gram"), task="gram", amount=128))
+    assert page["error"] == core.first.error and page["length"] == core.first.length
+    assert page["estimator"] == rfviz.compute.catalog.title_of(core.first.estimator)

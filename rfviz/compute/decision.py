@@ -685,3 +685,52 @@ def answer_table(answer: Answer, titles: Mapping[str, str] | None = None) -> lis
                     "warning": r.warning or ""})
         out.append(row)
     return out
+
+
+def load_task_data(source: str, task: str = "gram", *, queries: int | None = None, keys: int | None = None,
+                   preprocess: Sequence[str] | str | None = None, scale: float | None = None, seed: int = 0,
+                   keys_data: str | None = None, data_params: Mapping[str, Any] | None = None) -> TaskData:
+    """A task's data from a source name, every unset option from the one set of data defaults
+    (``rfviz.data.DATA_DEFAULTS``), so that the app, the CLI and the API load the same numbers.
+
+    Parameters
+    ----------
+    source : str
+        A bundled set, ``clusters`` or a .csv/.npy path (ridge: one of ``rfviz.data.REGRESSION_SOURCES``).
+    task : str
+        One of ``TASKS`` (ridge loads inputs and targets, training and test points as queries and keys).
+    queries, keys : int, optional
+        Points drawn (default ``DATA_DEFAULTS.queries``/``keys``).
+    preprocess : sequence of str or str, optional
+        Steps in order (``"center,scale"``, ``"none"``; default ``DATA_DEFAULTS.steps_for(source)``).
+    scale : float, optional
+        Mean norm after the scale step (default ``DATA_DEFAULTS.scale``).
+    seed : int
+        Seed of the draw.
+    keys_data, data_params : as ``rfviz.data.load``.
+
+    Returns
+    -------
+    TaskData
+
+    Examples
+    --------
+    >>> td = load_task_data("wine", "attention", queries=8, keys=8)
+    >>> td.description["preprocess"], td.description["scale"]
+    (['standardize', 'scale'], 0.5)
+    """
+    from .. import data as datasets
+
+    d = datasets.DATA_DEFAULTS
+    task = check(task, TASK_PARAM)
+    steps = (d.steps_for(source) if preprocess is None else
+             datasets.parse_preprocess(preprocess) if isinstance(preprocess, str) else tuple(preprocess))
+    n_q, n_k = d.queries if queries is None else queries, d.keys if keys is None else keys
+    scale = d.scale if scale is None else scale
+    if task == "ridge":
+        ds, y_train, y_test = datasets.regression_data(source, train=n_q, test=n_k, steps=steps, scale=scale,
+                                                       seed=seed)
+        return TaskData.from_dataset(ds, y_train, y_test)
+    ds = datasets.load(source, keys_data, queries=n_q, keys=n_k, steps=steps, scale=scale, seed=seed,
+                       options={k: str(v) for k, v in (data_params or {}).items()})
+    return TaskData.from_dataset(ds)
