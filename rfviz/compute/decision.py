@@ -41,6 +41,7 @@ from ..data import DataSet
 from ..estimators import Estimator, get_estimator
 from ..gram_engine import RELIABLE_MIN_REPEATS, assess_repeats, feature_count, gram_error
 from ..params import M_PARAM, Param, ParameterError, check
+from ..registries import COUPLINGS, FASTFOOD, SORF
 from ..verdicts import TARGET_REL_STDERR
 from ..verdicts_decision import crown_order, crowned
 from . import downstream
@@ -85,6 +86,9 @@ fewer candidates, so that each longer length costs what the budget's answer did.
 MAX_REPEATS = 400
 """Most draws a row is given when its first sample is too short for the verdict (±10 %): one retry with the repeats
 its relative standard error asks for (the Gram error: the repeats its fourth moments guarantee), at most this."""
+STRUCTURED = (SORF, FASTFOOD)
+"""Couplings without a closed form that the sampled tasks add to each estimator that has a coupling (O(d log d)
+per block: what a time budget is for)."""
 SECONDS_TUNING_LENGTH = 256
 """Length at which parameters are tuned for a time budget (each estimator's m then comes from its measured time)."""
 
@@ -350,16 +354,33 @@ def _candidates(q: Question, names: Sequence[str], timer: FeatureTimer | None) -
         length, m = min(int(LENGTH_PARAM.high), 2 * int(q.amount)), int(q.amount)
     else:
         length, m = SECONDS_TUNING_LENGTH, None
+    if q.budget == "seconds" and timer is None:
+        raise ParameterError("budget=seconds needs a feature timer (rfviz.timing.DeviceTimer)")
     ranking = rank_estimators(x, y, q.kernel, length=length, m=m, names=names)
     out = []
     for r in ranking.rows:
-        chosen = r.m_equal_length if q.budget == "length" else m
-        if q.budget == "seconds":
-            if timer is None:
-                raise ParameterError("budget=seconds needs a feature timer (rfviz.timing.DeviceTimer)")
-            chosen = timer.largest_m(r.estimator, {**r.params, "kernel": q.kernel}, q.data.queries, float(q.amount))
-        out.append(_Candidate(r.estimator, dict(r.params), chosen, r.note if chosen is None else ""))
+        for params in (_variants(q, r.estimator, dict(r.params)) if not r.note else [dict(r.params)]):
+            chosen = r.m_equal_length if q.budget == "length" else m
+            if q.budget == "seconds" and timer is not None:
+                chosen = timer.largest_m(r.estimator, {**params, "kernel": q.kernel}, q.data.queries,
+                                         float(q.amount))
+            out.append(_Candidate(r.estimator, params, chosen, r.note if chosen is None else ""))
     return out
+
+
+def _variants(q: Question, name: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tuned parameters, and for the sampled tasks (attention, ridge) the same with the structured couplings
+    (``STRUCTURED``: no closed form, so the tuning cannot pick them; a sampled task judges them like the others)."""
+    out = [params]
+    if q.task in ("attention", "ridge") and "coupling" in {p.name for p in get_estimator(name).spec}:
+        d = q.data.queries.shape[1]
+        out += [{**params, "coupling": c} for c in STRUCTURED if COUPLINGS[c].min_d <= d and params.get("coupling")
+                != c]
+    return out
+
+
+def _key(name: str, params: Mapping[str, Any]) -> tuple[str, Any]:
+    return name, params.get("coupling")
 
 
 # ------------------------------------------------------------------------------------------------ task errors
@@ -514,19 +535,20 @@ def _firm_leader(q: Question, rows: list[Row], candidates: Sequence[_Candidate])
     """Attention and ridge: a leader whose sample was too short for the verdict is drawn again with the repeats its
     relative standard error asks for (``MAX_REPEATS`` at most), then the rows are re-ordered; at most ``CONFIRMED``
     times (each row once)."""
-    by_name = {c.name: c for c in candidates}
-    retried: set[str] = set()
+    by_key = {_key(c.name, c.params): c for c in candidates}
+    retried: set[tuple[str, Any]] = set()
     for _ in range(CONFIRMED):
         first = rows[0] if rows else None
-        if first is None or first.reliable is not False or first.error is None or first.estimator in retried:
+        key = _key(first.estimator, first.params) if first is not None else None
+        if first is None or first.reliable is not False or first.error is None or key in retried or key not in by_key:
             return rows
-        retried.add(first.estimator)
+        retried.add(key)
         n = first.repeats or q.repeats
         wanted = math.ceil(1.25 * n * (first.stderr / first.error / TARGET_REL_STDERR) ** 2) if first.error else n
         more = int(min(MAX_REPEATS, max(wanted, RELIABLE_MIN_REPEATS)))
         if more <= n:
             return rows
-        rows = _ordered([_row(q, by_name[first.estimator], more), *rows[1:]])
+        rows = _ordered([_row(q, by_key[key], more), *rows[1:]])
     return rows
 
 
