@@ -24,6 +24,7 @@ from rfviz.params import D_PARAM, LAB_TRIALS_PARAM, SEED_PARAM
 from rfviz.plugin_process import check_isolated, discover_isolated
 from rfviz.plugins import ENV_VAR, entry_point_specs, env_specs, plugin_timeout_scope
 from rfviz.textio import jsonable
+from rfviz.verdicts import closed_form_word
 
 with ui.page(
     "estimator_lab",
@@ -148,8 +149,7 @@ with ui.page(
             st.warning(w, icon=":material/warning:")
         cols = st.columns(3)
         cf = report.closed_form_agrees
-        cf_text = ("agrees" if cf else "DISAGREES") if cf is not None else (
-            "not tested enough" if report.closed_form_z is not None else "none given")
+        cf_text = closed_form_word(cf, report.closed_form_z is not None)  # the verdict module's words
         cols[0].metric("Closed form vs Monte Carlo", cf_text,
                        help=f"{report.closed_form_text()}. Only non-exact points test a formula (at exact points "
                             "closed form and sample are both 0).")

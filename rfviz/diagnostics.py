@@ -10,7 +10,9 @@ its standard error is itself unreliable. This module decides ``reliable`` and a 
   when only block sums are known), with the number of parts.
 
 The verdicts built on these (exact at round-off, theory-decided reliability, z, p, Holm, agreement) live in
-``rfviz.verdicts``. Pure numpy/maths; no torch, no engine. Thresholds are keyword arguments with documented defaults.
+``rfviz.verdicts``. Pure numpy/maths; no torch, no engine. Thresholds are keyword arguments whose defaults are the
+verdict module's rules (``rfviz.verdicts.rules``: top share ×8 capped at 1/2, tail index 2 with Hill's z 1.645, top-k
+share 1/2); this module only computes.
 """
 
 from __future__ import annotations
@@ -20,14 +22,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .verdicts import TARGET_REL_STDERR, roundoff_floor
+from .verdicts.rules import (
+    HILL_Z,
+    MAX_PART_SHARE,
+    MAX_TOP_SHARE,
+    MIN_PARTS,
+    MIN_TAIL_INDEX,
+    MIN_TAIL_TRIALS,
+    TARGET_REL_STDERR,
+    TOP_SHARE_FACTOR,
+    TOP_SHARE_MIN_RATIO,
+    roundoff_floor,
+)
 
 MAX_REL_STDERR = TARGET_REL_STDERR
 """Default: the MSE's standard error must be at most 10% of the MSE (``rfviz.verdicts.TARGET_REL_STDERR``)."""
-TOP_SHARE_FACTOR = 8.0
-"""Default: the largest of ``parts`` parts may carry at most min(1/2, 8/parts) of the total squared error."""
-MIN_PARTS = 4
-"""Below this many parts the top-share test says nothing (one part always carries everything)."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +104,7 @@ def assess_mse(squared_errors: Moments, *, top_share: float | None = None, parts
     if not rel <= max_rel_stderr:
         reasons.append(f"relative standard error {rel:.0%} > {max_rel_stderr:.0%}")
     if top_share is not None and parts >= MIN_PARTS:
-        limit = min(0.5, top_share_factor / parts)
+        limit = min(MAX_PART_SHARE, top_share_factor / parts)
         if top_share > limit:
             reasons.append(f"largest of {parts} parts carries {top_share:.0%} of the squared error (> {limit:.0%})")
     if not reasons:
@@ -108,17 +117,6 @@ def assess_mse(squared_errors: Moments, *, top_share: float | None = None, parts
 TOP_K = 32
 """Largest per-trial squared errors the engine keeps per pair (merged exactly across blocks: the top k of a union
 is the top k of the parts' top k's)."""
-MIN_TAIL_INDEX = 2.0
-"""Hill tail index of the squared errors below which their variance looks infinite (P(E > t) ~ t^-α with α < 2
-⇔ E[|K̂ − K|⁴] = ∞): the sampled MSE's standard error is then meaningless, however small it looks. The test uses
-the one-sided 95 % upper bound α̂·(1 + 1.645/√k) (Hill's asymptotic sd is α/√k): with k = 32 a point is flagged
-when α̂ < 1.55, so that light-ish tails (α̂ ≈ 2-3 for lognormal-like positive features at small r) are not."""
-HILL_Z = 1.645
-MAX_TOP_SHARE = 0.5
-"""The largest ``TOP_K`` trials may carry at most this share of the total squared error. For light tails (e.g.
-χ²-like squared errors) the top 32 of 2000 trials carry ≈ 8 %; a lognormal-like heavy tail pushes it past 50 %."""
-
-
 def hill_tail_index(top: np.ndarray) -> np.ndarray:
     """Hill's estimator α̂ = k / Σ_{i≤k} log(X₍ᵢ₎ / X₍ₖ₊₁₎) from the k + 1 largest values of a sample, sorted in
     decreasing order along the last axis (Hill 1975). P(X > t) ~ t^-α: small α̂ = heavy tail. NaN where the
@@ -173,7 +171,7 @@ def assess_trials(count: int, mean: np.ndarray, m2: np.ndarray, top: np.ndarray,
         rel = np.where(mean > 0, np.sqrt(np.maximum(var, 0.0) / max(count, 1)) / np.where(mean > 0, mean, 1.0),
                        np.where(m2 > 0, np.inf, 0.0))
         share = np.where(mean > 0, top.sum(axis=-1) / (mean * count), 0.0)
-    tail = hill_tail_index(top) if count >= 64 else np.full(len(mean), np.nan)
+    tail = hill_tail_index(top) if count >= MIN_TAIL_TRIALS else np.full(len(mean), np.nan)
     exact = mean <= exact_below
     infinite4 = (np.zeros(len(mean), bool) if fourth_moment_finite is None
                  else np.asarray(fourth_moment_finite, dtype=object) == False)  # noqa: E712 (None stays unknown)
@@ -193,7 +191,7 @@ def assess_trials(count: int, mean: np.ndarray, m2: np.ndarray, top: np.ndarray,
             if tail[i] * (1.0 + HILL_Z / math.sqrt(k)) < min_tail_index:
                 reasons.append(f"tail index of the squared errors {tail[i]:.2f}, clearly < {min_tail_index:g} "
                                "(their variance looks infinite)")
-            if count >= 16 * k and share[i] > max_top_share:
+            if count >= TOP_SHARE_MIN_RATIO * k and share[i] > max_top_share:
                 reasons.append(f"the largest {k} of {count} trials carry {share[i]:.0%} of the squared error")
             if not rel[i] <= max_rel_stderr:
                 reasons.append(f"relative standard error {rel[i]:.0%} > {max_rel_stderr:.0%}")

@@ -53,6 +53,8 @@ from .params import (
     require_time,
 )
 from .sampling import BlockStreams, resolve_device
+from .sampling import child_seeds as child_seeds  # the one seed rule, re-exported: rfviz.engine.child_seeds
+from .sampling import spawn_seed as spawn_seed
 from .verdicts import (
     iid_witness,
     log_mse_stderr_theory,
@@ -215,7 +217,8 @@ _PER_PAIR_FIELDS = ("log_scale", "target", "mean_ratio", "ratio_sd", "rel_mse", 
 
 
 def _seed_for_block(seed: int, block: int) -> int:
-    return (int(seed) * 1_000_003 + 7919 * block + 12345) % (2**63 - 1)
+    """Block ``block``'s seed: the one seed rule (``spawn_seed(seed, block)``)."""
+    return spawn_seed(seed, block)
 
 
 def _default_dtype(device: torch.device) -> torch.dtype:
@@ -226,8 +229,27 @@ def _samples_nbytes(samples: Samples) -> int:
     return int(sum(t.numel() * t.element_size() for t in samples.values() if isinstance(t, torch.Tensor)))
 
 
-def _slice_trials(samples: Samples, start: int, stop: int, n: int) -> Samples:
-    """Trials [start, stop) of a block: every tensor with a leading ``trials`` axis is sliced (protocol)."""
+def slice_trials(samples: Samples, start: int, stop: int, n: int) -> Samples:
+    """Trials [start, stop) of a block of ``n`` trials: every tensor with a leading ``trials`` axis is sliced (the
+    estimator protocol); the engine and its Gram part estimate a block in such units.
+
+    Parameters
+    ----------
+    samples : Samples
+        One block's samples.
+    start, stop, n : int
+        The trial range and the block's trial count.
+
+    Returns
+    -------
+    Samples
+        The sliced samples (the same object where the range is the whole block).
+
+    Examples
+    --------
+    >>> slice_trials({"w": torch.zeros(4, 2)}, 1, 3, 4)["w"].shape
+    torch.Size([2, 2])
+    """
     if start == 0 and stop == n:
         return samples
     return {k: (v[start:stop] if isinstance(v, torch.Tensor) and v.dim() > 0 and v.shape[0] == n else v)
@@ -443,6 +465,28 @@ SECONDS_PER_ELEMENT = 2e-9
 """Time per element of the estimate's intermediate tensors (one core, float64; ~1 ns measured, kept pessimistic)."""
 
 
+def work_seconds(elements: float) -> float:
+    """The engine's time model (seconds, one core) of work touching ``elements`` tensor elements (or multiply-adds):
+    what ``monte_carlo_seconds`` and the Gram part (``rfviz.gram_engine.gram_cost``) both charge.
+
+    Parameters
+    ----------
+    elements : float
+        Elements touched (multiply-adds of a matrix product count one each).
+
+    Returns
+    -------
+    float
+        Estimated seconds.
+
+    Examples
+    --------
+    >>> work_seconds(5e8)
+    1.0
+    """
+    return float(elements) * SECONDS_PER_ELEMENT
+
+
 def monte_carlo_seconds(pairs: int, dim: int, trials: int, per_pair: int) -> float:
     """Time estimate (seconds, one core) of a Monte-Carlo run before it starts: per (trial, pair) the estimate
     touches ``per_pair`` elements (``Estimator.work_per_pair``) and projects ``dim`` coordinates onto each feature
@@ -463,7 +507,7 @@ def monte_carlo_seconds(pairs: int, dim: int, trials: int, per_pair: int) -> flo
     >>> monte_carlo_seconds(1, 2, 1000, 100) < 0.01
     True
     """
-    return float(pairs) * float(trials) * float(per_pair) * (1.0 + dim / 4.0) * SECONDS_PER_ELEMENT
+    return work_seconds(float(pairs) * float(trials) * float(per_pair) * (1.0 + dim / 4.0))
 
 
 def prepare(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCOptions | None = None,
@@ -567,7 +611,7 @@ def run_blocks(run: PreparedRun, progress: Callable[[float], None] | None = None
             ratios: torch.Tensor | None = None
             for t0 in range(0, nb, plan.unit_trials):
                 t1 = min(nb, t0 + plan.unit_trials)
-                sub = _slice_trials(samples, t0, t1, nb)
+                sub = slice_trials(samples, t0, t1, nb)
                 for p0 in range(0, p_count, plan.unit_pairs):
                     if cancel is not None and cancel():
                         raise Cancelled("Monte-Carlo run cancelled")

@@ -23,9 +23,12 @@ import numpy as np
 import torch
 
 from .diagnostics import Moments, Reliability, assess_mse
-from .params import Cost, ParameterError, check_int, require_fits
+from .engine import DEFAULT_BLOCK_TRIALS, DEFAULT_CHUNK_BYTES, slice_trials, spawn_seed, work_seconds
+from .params import Cost, ParameterError, check_int, require_fits, require_time
 from .verdicts import (
     DISAGREES,
+    GRAM_MIN_REPEATS,
+    GRAM_RELIABLE_BLOCKS,
     GramTheory,
     agreement,
     exact_at_roundoff,
@@ -39,19 +42,13 @@ from .verdicts import (
     z_against_closed_form,
 )
 
-FEATURE_BUDGET = 2**24
-"""Most numbers one block of features (repeats × points × features) may hold."""
-WORK_BUDGET = 1.5e11
-"""Most multiply-adds one Monte-Carlo Gram study may ask for (repeats × (N·M·F + (N + M)·F·d) summed over the
-estimators and m, F features per repeat): about ten minutes at WORK_RATE."""
-WORK_RATE = 2.5e8
-"""Multiply-adds per second assumed for the time estimate. Measured: 3.6e8 (positive) and 5.7e8 (trig) per second
-for digits, 64 × 64 points, m = 128, 2000 repeats, float64, on a shared 2-core machine; the estimate errs slow."""
-RELIABLE_MIN_REPEATS = 10
-"""Fewer repeats than this are never reliable (the diagnostic's top-share test needs parts to compare)."""
-RELIABLE_BLOCKS = 20
-"""Repeats are pooled into this many blocks for the top-share test (a single repeat of a light-tailed error can
-carry ~log(n)/n of the sum, so per-repeat shares would flag honest samples)."""
+GRAM_BLOCK_REPEATS = DEFAULT_BLOCK_TRIALS
+"""Repeats per independently seeded block (the engine's determinism contract: block b draws its features from its
+own generator seeded with ``spawn_seed(seed, b)``, so the numbers depend on the seed alone, not on the memory
+budget or how the block is cut into units)."""
+GRAM_MAX_SECONDS = 600.0
+"""Longest Monte-Carlo Gram study one command may ask for, by the engine's time model (``engine.work_seconds``);
+longer: refused with a message (run it as a sweep). About ten minutes on one core."""
 LOG_OVERFLOW = 700.0
 
 
@@ -195,44 +192,64 @@ def frobenius_sq_closed_form(est: GramEstimator, queries: np.ndarray, keys: np.n
     return math.inf if log_value > 709.0 else math.exp(log_value)
 
 
+def _per_repeat(est: GramEstimator, queries: np.ndarray, keys: np.ndarray) -> int:
+    """Numbers one repeat holds: the features of every query and key, and the N × M estimates."""
+    n, m_ = queries.shape[0], keys.shape[0]
+    return max(1, int(feature_count(est, queries[:1])) * (n + m_) + n * m_)
+
+
+def _unit_repeats(per_repeat: int, block: int) -> int:
+    """Repeats estimated together: a unit of at most the engine's ``DEFAULT_CHUNK_BYTES`` of float64 (at least one
+    repeat; the memory check of ``gram_cost`` refuses a repeat over the budget)."""
+    return max(1, min(block, DEFAULT_CHUNK_BYTES // (8 * per_repeat)))
+
+
 def _estimate_blocks(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int, seed: int,
                      device: torch.device):
-    """Yield K̂ for blocks of repeats, shape (r, N, M) (complex for complex feature maps)."""
+    """Yield K̂ for units of repeats, shape (r, N, M) (complex for complex feature maps): blocks of
+    ``GRAM_BLOCK_REPEATS`` repeats, each drawn from its own generator seeded with ``spawn_seed(seed, b)`` (the
+    engine's rule), estimated in units of ``_unit_repeats`` (the engine's chunk size; the numbers do not depend
+    on it)."""
     q = torch.as_tensor(queries, dtype=torch.float64, device=device)
     k = torch.as_tensor(keys, dtype=torch.float64, device=device)
-    gen = torch.Generator(device=device).manual_seed(int(seed))
     d = q.shape[1]
-    probe = est.features(est.sample(1, d, generator=torch.Generator(device=device).manual_seed(0), device=device),
-                         q[:1], "query")
-    per_repeat = max(1, probe.shape[-1] * (q.shape[0] + k.shape[0]) + q.shape[0] * k.shape[0])
-    block = max(1, min(repeats, FEATURE_BUDGET // per_repeat))
-    done = 0
-    while done < repeats:
-        r = min(block, repeats - done)
-        samples = est.sample(r, d, generator=gen, device=device)
-        phi_q = est.features(samples, q, "query")
-        phi_k = est.features(samples, k, "key")
-        yield torch.matmul(phi_q, phi_k.transpose(-1, -2))
-        done += r
+    block = min(GRAM_BLOCK_REPEATS, repeats)
+    unit = _unit_repeats(_per_repeat(est, queries, keys), block)
+    for b, start in enumerate(range(0, repeats, block)):
+        n_block = min(block, repeats - start)
+        gen = torch.Generator(device=device).manual_seed(spawn_seed(seed, b))
+        samples = est.sample(n_block, d, generator=gen, device=device)
+        for t0 in range(0, n_block, unit):
+            part = slice_trials(samples, t0, min(n_block, t0 + unit), n_block)
+            phi_q = est.features(part, q, "query")
+            phi_k = est.features(part, k, "key")
+            yield torch.matmul(phi_q, phi_k.transpose(-1, -2))
 
 
 def gram_cost(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats: int) -> tuple[float, float]:
-    """(bytes, multiply-adds) that ``monte_carlo_gram`` needs for ``repeats``, from one feature probe (one row).
+    """(bytes, seconds) that ``monte_carlo_gram`` needs for ``repeats``, by the engine's cost model: memory from the
+    unit of repeats estimated together (``_unit_repeats``: the engine's ``DEFAULT_CHUNK_BYTES``), time from the
+    engine's ``work_seconds`` of the multiply-adds (every input's features, d per feature, and the N × M products).
 
     Parameters
     ----------
-    est, queries, keys, repeats : as for ``monte_carlo_gram``.
+    est : GramEstimator
+        The estimator.
+    queries, keys : np.ndarray
+        (N, d) and (M, d) inputs.
+    repeats : int
+        Monte-Carlo repeats.
 
     Returns
     -------
     (float, float)
-        Peak bytes (one block of features and K̂, three working copies, plus two numbers per repeat kept) and the
-        multiply-adds of all repeats (features and the N × M products).
+        Peak bytes (one unit of features and K̂, three working copies, one block's samples, plus two numbers per
+        repeat kept) and seconds on one core.
 
     Examples
     --------
     >>> from rfviz import create
-    >>> q = np.zeros((4, 3)); gram_cost(create("trig", m=8), q, q, 100)[1] > 0  # doctest: +SKIP
+    >>> q = np.zeros((4, 3)); gram_cost(create("trig", m=8), q, q, 100)[1] > 0
     True
     """
     if repeats == 0:
@@ -242,10 +259,11 @@ def gram_cost(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeats
         f = feature_count(est, queries[:1])
     except NotImplementedError:
         return 0.0, 0.0  # no feature map: gram_error reports "no Monte Carlo"
-    per_repeat = max(1, f * (n + m_) + n * m_)
-    block = max(1, min(repeats, FEATURE_BUDGET // per_repeat))
-    nbytes = 8.0 * (3 * block * per_repeat + 3 * n * m_) + 16.0 * repeats
-    return nbytes, float(repeats) * (n * m_ * f + (n + m_) * f * d)
+    per_repeat = max(1, int(f) * (n + m_) + n * m_)
+    unit = _unit_repeats(per_repeat, min(GRAM_BLOCK_REPEATS, repeats))
+    sample_bytes = 8.0 * min(GRAM_BLOCK_REPEATS, repeats) * f * (d + 1)
+    nbytes = 8.0 * (3 * unit * per_repeat + 3 * n * m_) + sample_bytes + 16.0 * repeats
+    return nbytes, work_seconds(float(repeats) * (n * m_ * f + (n + m_) * f * d))
 
 
 PROBE_M = 8
@@ -299,7 +317,7 @@ def feature_count(est: GramEstimator, row: np.ndarray) -> float:
 def gram_study_cost(estimators: Sequence[GramEstimator], queries: np.ndarray, keys: np.ndarray,
                     repeats: int) -> Cost:
     """The ``Cost`` of ``repeats`` Gram Monte-Carlo repeats of each estimator (``gram_cost``), for the budgets of
-    ``rfviz.params.require_cost``: the largest estimator's memory and every estimator's time at ``WORK_RATE``.
+    ``rfviz.params.require_cost``: the largest estimator's memory and every estimator's time (the engine's model).
 
     Parameters
     ----------
@@ -318,17 +336,30 @@ def gram_study_cost(estimators: Sequence[GramEstimator], queries: np.ndarray, ke
     True
     """
     costs = [gram_cost(est, queries, keys, repeats) for est in estimators]
-    return Cost(nbytes=max((c[0] for c in costs), default=0.0), seconds=sum(c[1] for c in costs) / WORK_RATE)
+    return Cost(nbytes=max((c[0] for c in costs), default=0.0), seconds=sum(c[1] for c in costs))
 
 
-def require_gram_budget(nbytes: float, work: float, repeats: int) -> None:
-    """Refuse (ParameterError, one line saying what to change) a Gram study over the memory budget or WORK_BUDGET."""
+def require_gram_budget(nbytes: float, seconds: float, repeats: int) -> None:
+    """Refuse (ParameterError, one line saying what to change) a Gram study over the memory budget, the time budget
+    in force, or ``GRAM_MAX_SECONDS``.
+
+    Parameters
+    ----------
+    nbytes, seconds : float
+        The study's cost (``gram_cost``: the largest estimator's bytes, every estimator's seconds summed).
+    repeats : int
+        The repeats asked for (named in the message).
+
+    Examples
+    --------
+    >>> require_gram_budget(1e3, 1.0, 100)
+    """
     hint = f"lower --repeats (now {repeats}), --m, --queries/--keys or the number of estimators"
     require_fits(f"gram with --repeats {repeats}", nbytes, hint)
-    if work > WORK_BUDGET:
-        raise ParameterError(f"gram with --repeats {repeats} needs about {work:.3g} multiply-adds (≈ "
-                             f"{work / WORK_RATE:.3g} s at {WORK_RATE:.2g}/s), more than the budget of "
-                             f"{WORK_BUDGET:.2g} (≈ {WORK_BUDGET / WORK_RATE:.0f} s); {hint}, or run it as a sweep")
+    require_time(f"gram with --repeats {repeats}", seconds, hint)
+    if seconds > GRAM_MAX_SECONDS:
+        raise ParameterError(f"gram with --repeats {repeats} needs about {seconds:.3g} s by the engine's time model, "
+                             f"more than the limit of {GRAM_MAX_SECONDS:.0f} s; {hint}, or run it as a sweep")
 
 
 def _mean_stderr(values: np.ndarray) -> tuple[float, float]:
@@ -367,15 +398,15 @@ def monte_carlo_gram(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, 
 def assess_repeats(values: np.ndarray) -> Reliability:
     """Reliability of a Monte-Carlo mean of per-repeat errors, decided from the repeats alone with the shared
     heavy-tail diagnostic (``rfviz.diagnostics.assess_mse``: relative standard error, and the share of the sum
-    carried by the largest of ``RELIABLE_BLOCKS`` contiguous blocks of repeats, as the sweep's blocks do), plus at
-    least ``RELIABLE_MIN_REPEATS`` repeats. Never uses a closed form."""
+    carried by the largest of ``GRAM_RELIABLE_BLOCKS`` contiguous blocks of repeats, as the sweep's blocks do), plus at
+    least ``GRAM_MIN_REPEATS`` repeats. Never uses a closed form."""
     v = np.asarray(values, dtype=float).ravel()
-    if v.size < RELIABLE_MIN_REPEATS:
-        return Reliability(False, f"only {v.size} repeats (< {RELIABLE_MIN_REPEATS})")
+    if v.size < GRAM_MIN_REPEATS:
+        return Reliability(False, f"only {v.size} repeats (< {GRAM_MIN_REPEATS})")
     n = int(v.size)
     mean = float(np.mean(v))
     moments = Moments(n, mean, float(np.sum((v - mean) ** 2)))
-    sums = np.array([float(np.sum(b)) for b in np.array_split(v, min(n, RELIABLE_BLOCKS))])
+    sums = np.array([float(np.sum(b)) for b in np.array_split(v, min(n, GRAM_RELIABLE_BLOCKS))])
     total = float(np.sum(sums))
     share = float(np.max(sums)) / total if total > 0 else 0.0
     return assess_mse(moments, top_share=share, parts=int(sums.size))

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ..engine import spawn_seed, work_seconds
 from ..gram_engine import feature_count, frobenius_sq_closed_form, kernel_matrix
 from ..params import Cost, ParameterError, require_cost
 from .catalog import make_estimator
@@ -38,8 +39,6 @@ REGRESSION_SETTINGS = {"diabetes": (0.3, 1.0), "synthetic": (0.6, 0.05)}
 """Regression set → (input scale, ridge α) of the page's panel: inputs × scale (mean norm near 1), α to the noise."""
 VALUE_DIM = 4
 """Columns of the attention values V drawn from the seed (``attention_values``)."""
-SECONDS_PER_MULTIPLY_ADD = 4e-9
-"""Seconds per multiply-add of the features and the linear algebra (erring slow on a shared 2-core VM)."""
 CLOSED_FORM_SECONDS_PER_PAIR_COORDINATE = 6e-8
 """Seconds of one closed-form relative Gram error per pair and input coordinate (hybrid angular, the slowest of
 the maps compared: 5.9e-8 on 400 × 400 digits pairs at d = 64, one core; trig, positive, GERF 0.8–1.2e-8)."""
@@ -78,6 +77,17 @@ class Study:
     def to_json(self) -> dict[str, Any]:
         return {"task": self.task, "exact": self.exact, "spearman_kernel_vs_downstream": self.spearman,
                 "rows": [r.to_json() for r in self.rows]}
+
+
+FEATURES_KEY, NYSTROEM_KEY = 0, 1
+"""The children of a study's seed (the one seed rule, ``rfviz.engine.spawn_seed``): repeat r draws its random
+features with ``spawn_seed(seed, FEATURES_KEY, r)`` and its Nyström landmarks with ``spawn_seed(seed, NYSTROEM_KEY,
+r)``."""
+
+
+def _nystroem_state(seed: int, repeat: int) -> int:
+    """scikit-learn's ``random_state`` (< 2³²) of repeat ``repeat``'s Nyström landmarks."""
+    return spawn_seed(seed, NYSTROEM_KEY, repeat) % 2**32
 
 
 def _features(est: Any, X: np.ndarray, seed: int, side: str = "query", samples: Any = None) -> tuple[np.ndarray, Any]:
@@ -171,7 +181,7 @@ def downstream_cost(n_train: int, n_test: int, d: int, lengths: Sequence[int], m
     pair_coordinates = float(n_train**2 if pairs is None else pairs) * d
     nbytes = 8.0 * (3 * (n_train + n_test) * top + 2 * n_train * n_train)
     nbytes += pair_coordinates * CLOSED_FORM_BYTES_PER_PAIR_COORDINATE
-    seconds = work * SECONDS_PER_MULTIPLY_ADD
+    seconds = work_seconds(work)  # the engine's time model of the features and the linear algebra
     seconds += len(lengths) * methods * pair_coordinates * CLOSED_FORM_SECONDS_PER_PAIR_COORDINATE
     return Cost(nbytes, seconds)
 
@@ -241,7 +251,7 @@ def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_
             est = make_estimator(name, {"m": m}, "gaussian")
             errs = []
             for r in range(repeats):
-                phi, samples = _features(est, Xs, seed * 7919 + r)
+                phi, samples = _features(est, Xs, spawn_seed(seed, FEATURES_KEY, r))
                 phi_t, _ = _features(est, Xt, 0, samples=samples)
                 model = Ridge(alpha=alpha, fit_intercept=False).fit(phi, y_train - mean)
                 errs.append(rmse(model.predict(phi_t)))
@@ -251,7 +261,8 @@ def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_
             for components in dict.fromkeys(min(length, len(Xs)) for length in lengths):  # at most every point
                 errs = []
                 for r in range(repeats):
-                    ny = Nystroem(kernel="rbf", gamma=0.5, n_components=components, random_state=seed + r)
+                    ny = Nystroem(kernel="rbf", gamma=0.5, n_components=components,
+                                  random_state=_nystroem_state(seed, r))
                     phi = ny.fit_transform(Xs)
                     model = Ridge(alpha=alpha, fit_intercept=False).fit(phi, y_train - mean)
                     errs.append(rmse(model.predict(ny.transform(Xt))))
@@ -310,7 +321,7 @@ def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Seque
             est = make_estimator(name, {"m": m}, "softmax")
             errs = []
             for r in range(repeats):
-                pq, samples = _features(est, Q, seed * 7919 + r, "query")
+                pq, samples = _features(est, Q, spawn_seed(seed, FEATURES_KEY, r), "query")
                 pk, _ = _features(est, K, 0, "key", samples)
                 errs.append(err(pq @ pk.T))
             k_err = math.sqrt(frobenius_sq_closed_form(est, Q, K) / float(np.sum(kmat**2)))
@@ -321,7 +332,7 @@ def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Seque
             errs = []
             for r in range(repeats):
                 ny = Nystroem(kernel=lambda a, b: float(np.exp(a @ b)), n_components=components,
-                              random_state=seed + r).fit(both)
+                              random_state=_nystroem_state(seed, r)).fit(both)
                 errs.append(err(ny.transform(Q) @ ny.transform(K).T))
             rows.append(Row("nystroem", int(components), None, *_mean_se(errs), None))
     rf = [r for r in rows if r.method != "nystroem"]

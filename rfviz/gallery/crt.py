@@ -150,13 +150,42 @@ def fig2_pair_log_vars(X: np.ndarray, Y: np.ndarray, mechanism: str) -> np.ndarr
     return -W + log_expm1(log_r)
 
 
+def reference_seed(seed: int, rep: int, sigma: float) -> int:
+    """The seed of draw ``rep`` at σ in the CRT reference reproduction, seed + 1000·rep + int(100σ): an external
+    program's formula, kept so that the gallery's catalog numbers (computed by that program) are reproduced exactly.
+    The one exception to rfviz's seed rule (``rfviz.engine.spawn_seed``): every seed rfviz derives itself comes from
+    there.
+
+    Parameters
+    ----------
+    seed : int
+        The figure's seed.
+    rep : int
+        The draw.
+    sigma : float
+        The σ of the draw.
+
+    Returns
+    -------
+    int
+        numpy's seed of that draw.
+
+    Examples
+    --------
+    >>> reference_seed(0, 1, 0.5)
+    1050
+    """
+    return seed + 1000 * rep + int(sigma * 100)
+
+
 def fig2_log_variances(regime: str, sigmas: Any, d: int = 64, L: int = 256, reps: int = 1, seed: int = 0,
                        mechanisms: tuple[str, ...] = FIG2_MECHANISMS) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Figure 2: mean and std of log Var over all pairs and ``reps`` draws, per mechanism and σ (CRT §5.1).
 
     Real-valued mechanisms have their variance halved (log − log 2), as in the paper.
-    Draw ``rep`` at σ uses numpy's default_rng(seed + 1000·rep + int(100σ)); with seed = 0, L = 512, reps = 2 this
-    is exactly the reference's reproduction (checks section E). Returns {mechanism: (means, stds)} over ``sigmas``.
+    Draw ``rep`` at σ uses numpy's default_rng(``reference_seed(seed, rep, σ)``): the reference reproduction's own
+    seeding, so that with seed = 0, L = 512, reps = 2 this is exactly the reference's reproduction (checks
+    section E). Returns {mechanism: (means, stds)} over ``sigmas``.
     GeomRF and GeomRF+ dominate the cost (L²·d Bessel evaluations); leave them out of ``mechanisms`` for speed.
     """
     sig = np.atleast_1d(np.asarray(sigmas, dtype=float))
@@ -168,7 +197,7 @@ def fig2_log_variances(regime: str, sigmas: Any, d: int = 64, L: int = 256, reps
     for i, sg in enumerate(sig):
         acc: dict[str, list[np.ndarray]] = {m: [] for m in mechanisms}
         for rep in range(reps):
-            X, Y = fig2_inputs(regime, float(sg), L, d, np.random.default_rng(seed + 1000 * rep + int(sg * 100)))
+            X, Y = fig2_inputs(regime, float(sg), L, d, np.random.default_rng(reference_seed(seed, rep, float(sg))))
             for mech in mechanisms:
                 lv = fig2_pair_log_vars(X, Y, mech)
                 acc[mech].append((lv - LOG2 if mech in FIG2_REAL_VALUED else lv).ravel())

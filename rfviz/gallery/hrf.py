@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import torch
 from plotly.subplots import make_subplots
 
+from ..engine import spawn_seed
 from ..estimators import create
 from ..figures.common import THETA_TICKS, color, layout
 from ..geometry import canonical_pair
@@ -161,7 +162,7 @@ def quantile_band_columns(r: float, trials: int = HRF2_TRIALS, seed: int = HRF2_
     cols: Columns = {"r": np.full(theta.shape, r), "theta": theta, "softmax_kernel": sm}
     for i, (label, (name, params, log_eps)) in enumerate(HRF2_ESTIMATORS.items()):
         k = HRF2_KEYS[label]
-        est = sampled_estimates(name, params, r, theta, HRF2_D, trials, seed + 7919 * i)
+        est = sampled_estimates(name, params, r, theta, HRF2_D, trials, spawn_seed(seed, i))
         sq = (est / sm - 1.0) ** 2
         cols[f"{k}_q05"] = np.quantile(est, 0.05, axis=0)
         cols[f"{k}_q95"] = np.quantile(est, 0.95, axis=0)

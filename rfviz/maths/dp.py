@@ -38,6 +38,7 @@ from scipy.special import gammainc, gammaln, logsumexp
 
 from ..geometry import EMBEDDINGS, canonical_pair, check_d, check_r, check_theta
 from ..params import Cost, ParameterError, require_cost
+from ..sampling import spawn_seed
 
 BASES = ("rademacher", "gaussian", "plus_minus_i", "unit_circle")
 UNIT_MODULUS_BASES = ("rademacher", "plus_minus_i", "unit_circle")
@@ -45,6 +46,9 @@ VARIANCES = ("complex", "real_part")
 ROTATIONS = 256
 """Number of fixed Haar-random orientations in the ``rotation_average`` embedding."""
 ROTATION_SEED = 20240611
+ROTATIONS_KEY, UNIT_VECTORS_KEY = 0, 1
+"""Children of ``ROTATION_SEED`` (the one seed rule, ``rfviz.sampling.spawn_seed(ROTATION_SEED, key, d)``): the
+fixed orientations of ``rotation_average`` and the reference unit vectors, per dimension d."""
 
 
 # ----------------------------------------------------------------------------- parameters of the weights
@@ -185,7 +189,7 @@ def flat_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int) -> tuple
 @lru_cache(maxsize=32)
 def _rotation_frames(d: int) -> tuple[np.ndarray, np.ndarray]:
     """ROTATIONS fixed Haar-random orthonormal pairs (u, v) in R^d, each of shape (ROTATIONS, d)."""
-    rng = np.random.default_rng(ROTATION_SEED + d)
+    rng = np.random.default_rng(spawn_seed(ROTATION_SEED, ROTATIONS_KEY, d))
     g = rng.standard_normal((ROTATIONS, d, 2))
     q, rr = np.linalg.qr(g)
     q = q * np.sign(np.diagonal(rr, axis1=-2, axis2=-1))[:, None, :]
@@ -643,7 +647,7 @@ def optimize_maclaurin(st: DotStats, *, kernel: str, total: int, p_min: int = 1,
 
 def reference_unit_vectors(d: int, count: int = 64) -> tuple[np.ndarray, np.ndarray]:
     """Fixed pairs of independent uniform unit vectors in R^d, arrays (count, d) (seeded, reproducible)."""
-    rng = np.random.default_rng(ROTATION_SEED + 7 * d)
+    rng = np.random.default_rng(spawn_seed(ROTATION_SEED, UNIT_VECTORS_KEY, d))
     x = rng.standard_normal((count, d))
     y = rng.standard_normal((count, d))
     return x / np.linalg.norm(x, axis=1, keepdims=True), y / np.linalg.norm(y, axis=1, keepdims=True)

@@ -28,6 +28,7 @@ from ..geometry import canonical_pair, check_d
 from ..numerics import LOG2, exp_or_inf, gauss_legendre, log_diff_exp, log_expm1
 from ..params import ParameterError, require_fits
 from ..registries import SOFTMAX_KERNELS
+from ..verdicts.rules import HEAVY_TAIL_KURTOSIS  # [OS]'s "MC will lie" regime: a verdict rule
 
 MECHANISMS = ("positive", "trig")
 INPUT_KINDS = ("sphere", "gaussian", "pair", "two_spheres")
@@ -36,9 +37,6 @@ KERNELS = SOFTMAX_KERNELS
 INPUT_PARAMS: dict[str, tuple[str, ...]] = {"sphere": ("d", "r"), "gaussian": ("d", "sigma"),
                                             "pair": ("d", "r", "r2", "theta"), "two_spheres": ("d", "r", "r2")}
 
-#: A Monte-Carlo variance estimate from N samples has relative standard error ≈ sqrt(κ/N), κ = E Y⁴/(E Y²)².
-#: Above this κ, even 10⁶ samples leave > 10% error: the reference's "MC will lie" regime (§6.5), flagged.
-HEAVY_TAIL_KURTOSIS = 1e4
 
 _SERIES_TERMS = 200
 _FOURIER_TERMS = 4000  # terms of the |cos|·|cos| Fourier series (truncation error < 1e-11)

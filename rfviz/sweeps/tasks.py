@@ -25,7 +25,7 @@ import numpy as np
 
 from ..compute.sweep_files import RESULT_COLUMNS
 from ..diagnostics import Moments, assess_mse
-from ..engine import BLOCK_TRIALS_PARAM, DEFAULT_BLOCK_TRIALS, monte_carlo
+from ..engine import BLOCK_TRIALS_PARAM, DEFAULT_BLOCK_TRIALS, monte_carlo, spawn_seed
 from ..estimators import Estimator, get_estimator  # the package: get_estimator needs the catalog loaded
 from ..geometry import check_d, check_r, check_theta
 from ..numerics import LOG10
@@ -40,6 +40,7 @@ from ..verdicts import (
     log_witness_stderr,
     precision_loss,
     roundoff_floor,
+    sweep_point_reliability,
     theory_reliability,
     vetoed,
     witness_reliability,
@@ -60,16 +61,13 @@ MAX_TASK_TRIALS = ENGINE_MAX_TRIALS
 LOG_MAX = 709.0  # exp overflows float64 above this
 TASK_CHUNK = 4096
 """Most (point, block) pairs per array handed to ``backend.run`` (``iter_tasks``)."""
-MAX_RELIABLE_Z = 1e6
-"""A Monte-Carlo MSE further than this many standard errors from the closed form is never reliable."""
 SWEEP_TRIALS_PARAM = replace(ENGINE_TRIALS_PARAM, help="Monte-Carlo trials per grid point", high=MAX_TRIALS)
 """A sweep's trials per point (split into tasks, so beyond one engine run's cap)."""
 
 
 def task_seed(seed: int, point: int, block: int) -> int:
-    """Seed of task (point, block): a 63-bit integer from SeedSequence([seed, point, block])."""
-    state = np.random.SeedSequence([int(seed), int(point), int(block)]).generate_state(1, np.uint64)[0]
-    return int(state >> np.uint64(1))
+    """Seed of task (point, block): the one seed rule, ``rfviz.engine.spawn_seed(seed, point, block)``."""
+    return spawn_seed(seed, point, block)
 
 
 @dataclass(frozen=True)
@@ -161,10 +159,23 @@ def _num(name: str, v: Any) -> float:
     return f
 
 
+def read_params(cls: type[Estimator], params: dict[str, Any]) -> dict[str, Any]:
+    """A sweep's estimator parameters as typed values: the manifest's text (``true``, ``1+0.5j``, ``16``) is read
+    by the estimator's Params (``Param.parse``); typed values pass as they are.
+
+    Examples
+    --------
+    >>> read_params(get_estimator("trig"), {"m": "16", "coupling": "orthogonal"})
+    {'m': 16, 'coupling': 'orthogonal'}
+    """
+    specs = {p.name: p for p in cls.spec}
+    return {k: specs[k].parse(v) if isinstance(v, str) and k in specs else v for k, v in params.items()}
+
+
 def setup_values(estimator: str, values: dict[str, Any]) -> tuple[Estimator, np.ndarray, np.ndarray, int]:
     """(estimator, x, y, d) of one set of parameter and input values (ParameterError when invalid)."""
-    params = {k: v for k, v in values.items() if k not in INPUTS}
-    est = get_estimator(estimator)(**params)
+    cls = get_estimator(estimator)
+    est = cls(**read_params(cls, {k: v for k, v in values.items() if k not in INPUTS}))
     r = float(check_r(_num("r", values.get("r", INPUTS["r"]))))
     theta = float(check_theta(_num("theta", values.get("theta", INPUTS["theta"]))))
     d = check_d(_num("d", values.get("d", INPUTS["d"])))
@@ -214,7 +225,7 @@ def validate_points(spec: SweepSpec) -> None:
     est = None
     for combo in itertools.product(*(a.values for a in param_axes)):
         try:
-            e = cls(**fixed_params, **dict(zip(names, combo, strict=True)))
+            e = cls(**read_params(cls, {**fixed_params, **dict(zip(names, combo, strict=True))}))
         except ParameterError as exc:
             raise _at(names, combo, exc) from None
         est = est or e
@@ -472,11 +483,7 @@ def _reliability(verdict: tuple[bool, str | None] | None, stderr: float | None, 
     reasons = list(notes)
     if verdict is not None and verdict[1]:
         reasons.append(verdict[1])
-    if stderr == 0.0 and not exact:
-        reasons.append("standard error 0: the estimates do not vary (exact, or every estimate underflowed)")
-    if z is not None and not abs(z) <= MAX_RELIABLE_Z:
-        reasons.append(f"|z| > {MAX_RELIABLE_Z:.0e} against the closed form (underflowed estimates or a tail the "
-                       f"trials never reached)")
+    reasons += sweep_point_reliability(stderr, z, exact)  # rfviz.verdicts: SE 0 or |z| > MAX_RELIABLE_Z
     reliable = verdict is not None and verdict[0] and not reasons
     return reliable, "; ".join(reasons) or None
 
