@@ -67,7 +67,7 @@ def device_key() -> str:
     """
     import torch
 
-    model = platform.processor() or platform.machine()
+    model = platform.machine()  # (platform.processor() would start a subprocess: uname -p)
     try:
         with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
             for line in f:

@@ -17,7 +17,7 @@ ridge    |RMSE_rf − RMSE_exact|/RMSE_exact, Gaussian kernel ridge (``downstrea
 
 Every sampled error goes through the verdict rules (``rfviz.gram_engine.gram_error`` for the Gram matrix,
 ``rfviz.gram_engine.assess_repeats`` for per-draw task errors); the order and the crown follow
-``rfviz.verdicts_decision`` (an unreliable leader is said to be so and is not crowned). ``usable`` is true when the
+``rfviz.verdicts.decision`` (an unreliable leader is said to be so and is not crowned). ``usable`` is true when the
 crowned leader meets ε; otherwise ``needed_length`` is the smallest feature length at which this same core's answer
 is usable (doubling from the budget, then bisection on multiples of ``LENGTH_STEP``), None above
 ``MAX_NEEDED_LENGTH``.
@@ -38,12 +38,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..data import DataSet
+from ..engine import spawn_seed
 from ..estimators import Estimator, get_estimator
-from ..gram_engine import RELIABLE_MIN_REPEATS, assess_repeats, feature_count, gram_error
+from ..gram_engine import assess_repeats, feature_count, gram_error
 from ..params import M_PARAM, Param, ParameterError, check
 from ..registries import COUPLINGS, FASTFOOD, SORF
-from ..verdicts import TARGET_REL_STDERR
-from ..verdicts_decision import crown_order, crowned
+from ..verdicts import GRAM_MIN_REPEATS, TARGET_REL_STDERR, crown_order, crowned
 from . import downstream
 from .catalog import estimators_for_kernel, make_estimator
 from .features import EPS_PARAM, Target, data_target, log_relative_sq
@@ -433,7 +433,7 @@ def _retry_repeats(values: np.ndarray) -> int:
     if verdict.reliable or not math.isfinite(mean) or mean <= 0:
         return int(values.size)
     wanted = math.ceil(1.25 * values.size * (se / mean / TARGET_REL_STDERR) ** 2)
-    return int(min(MAX_REPEATS, max(wanted, RELIABLE_MIN_REPEATS)))
+    return int(min(MAX_REPEATS, max(wanted, GRAM_MIN_REPEATS)))
 
 
 def _enough(draws: Callable[[int], np.ndarray], repeats: int) -> np.ndarray:
@@ -473,7 +473,7 @@ def _kernel_mc(q: Question, est: Estimator, repeats: int) -> np.ndarray:
     k = kernel_matrix(est, x, y)
     values = []
     for r in range(repeats):
-        pq, samples = downstream._features(est, x, q.seed * 7919 + r, "query")
+        pq, samples = downstream._features(est, x, spawn_seed(q.seed, downstream.FEATURES_KEY, r), "query")
         pk, _ = downstream._features(est, y, 0, "key", samples)
         with np.errstate(all="ignore"):
             values.append(float(np.mean(((pq @ pk.T) - k) ** 2 / k**2)))
@@ -545,7 +545,7 @@ def _firm_leader(q: Question, rows: list[Row], candidates: Sequence[_Candidate])
         retried.add(key)
         n = first.repeats or q.repeats
         wanted = math.ceil(1.25 * n * (first.stderr / first.error / TARGET_REL_STDERR) ** 2) if first.error else n
-        more = int(min(MAX_REPEATS, max(wanted, RELIABLE_MIN_REPEATS)))
+        more = int(min(MAX_REPEATS, max(wanted, GRAM_MIN_REPEATS)))
         if more <= n:
             return rows
         rows = _ordered([_row(q, by_key[key], more), *rows[1:]])

@@ -439,8 +439,8 @@ def page_studies(queries: np.ndarray, keys: np.ndarray, repeats: int = 8, seed: 
 # ------------------------------------------------------------------------- one estimator's task errors per draw
 def attention_errors(est: Any, Q: np.ndarray, K: np.ndarray, V: np.ndarray, repeats: int, seed: int = 0
                      ) -> np.ndarray:
-    """‖ÂV − AV‖_F/‖AV‖_F of one (tuned) estimator for each of ``repeats`` feature draws (the seeds of
-    :func:`attention_study`, asymmetric maps with their query and key sides).
+    """‖ÂV − AV‖_F/‖AV‖_F of one (tuned) estimator for each of ``repeats`` feature draws (draw r seeded by
+    ``spawn_seed(seed, FEATURES_KEY, r)`` as in :func:`attention_study`; asymmetric maps with their two sides).
 
     Parameters
     ----------
@@ -474,7 +474,7 @@ def attention_errors(est: Any, Q: np.ndarray, K: np.ndarray, V: np.ndarray, repe
     norm = float(np.linalg.norm(out))
     errs = []
     for r in range(repeats):
-        pq, samples = _features(est, Q, seed * 7919 + r, "query")
+        pq, samples = _features(est, Q, spawn_seed(seed, FEATURES_KEY, r), "query")
         pk, _ = _features(est, K, 0, "key", samples)
         khat = pq @ pk.T
         with np.errstate(all="ignore"):
@@ -529,7 +529,7 @@ def ridge_gaps(est: Any, X_train: np.ndarray, y_train: np.ndarray, X_test: np.nd
     exact = rmse(KernelRidge(alpha=alpha, kernel="rbf", gamma=0.5).fit(X_train, y_train - mean).predict(X_test))
     gaps = []
     for r in range(repeats):
-        phi, samples = _features(est, X_train, seed * 7919 + r)
+        phi, samples = _features(est, X_train, spawn_seed(seed, FEATURES_KEY, r))
         phi_t, _ = _features(est, X_test, 0, samples=samples)
         with np.errstate(all="ignore"):
             ok = np.all(np.isfinite(phi)) and np.all(np.isfinite(phi_t))

@@ -41,7 +41,6 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz._version": "numerics/params",
     "rfviz.diagnostics": "numerics/params",  # pure statistics of sampled errors (tail diagnostics)
     "rfviz.verdicts": "numerics/params",  # every verdict: round-off, reliable, z, p, Holm, agreement, words
-    "rfviz.verdicts_decision": "numerics/params",  # a decision's verdicts: known MSE, trial advice, crowning
     "rfviz.data": "numerics/params",  # data sets and preprocessing (numpy, scikit-learn)
     "rfviz.maths": "maths",
     "rfviz.sampling": "maths",

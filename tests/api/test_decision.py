@@ -1,5 +1,5 @@
 """The decision core: one answer to "which estimator, how many features, for my task" (rfviz.compute.decision),
-its data defaults, its time budget and the verdicts it relies on (rfviz.verdicts_decision).
+its data defaults, its time budget and the verdicts it relies on (rfviz.verdicts.decision).
 
 Small data subsets and few repeats keep each test under ~30 s on the 2-core machine."""
 
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import math
-import pathlib
 
 import numpy as np
 import pytest
@@ -16,19 +15,10 @@ import rfviz
 from rfviz import ParameterError, data
 from rfviz.compute import decision
 from rfviz.compute.catalog import make_estimator
-from rfviz.compute.decision import Answer, Question, TaskData, decide
+from rfviz.compute.decision import Question, TaskData, decide
 from rfviz.compute.downstream import attention_errors, attention_values
 from rfviz.diagnostics import Reliability
 from rfviz.gram_engine import frobenius_sq_closed_form, gram_error, kernel_matrix
-from rfviz.verdicts_decision import (
-    NO_TRIAL_COUNT,
-    UNKNOWN_HEAVY_TAIL,
-    crown_order,
-    known_log_mse,
-    points_trial_advice,
-    ratio_map,
-    trial_advice,
-)
 
 
 def _wine(n: int = 24, steps: tuple[str, ...] | None = None, scale: float | None = None) -> TaskData:
@@ -180,35 +170,6 @@ def test_device_timer_cache_is_per_device_atomic_and_parses_numbers_only(tmp_pat
     assert m is not None and t.seconds("trig", {"kernel": "gaussian"}, X, m) <= budget  # measured, cached
 
 
-# ------------------------------------------------------------------------------------------ verdicts of a decision
-def test_ratio_map_counts_only_known_cells():
-    """A heavy-tailed sample (unreliable) and an untested closed form give unknown cells, never a win or a loss."""
-    cand, src = known_log_mse(np.log([1.0, 1.0, 1.0]), np.array([True, False, False]), np.log([50.0, 0.02, 3.0]),
-                              np.array([True, False, True]))
-    assert src.tolist() == ["closed form", UNKNOWN_HEAVY_TAIL, "sampled"]
-    other, _ = known_log_mse(None, None, np.log([1.0, 1.0, 30.0]), np.array([True, True, False]))
-    r = ratio_map(cand, other)
-    assert (r.wins, r.losses, r.ties, r.unknown) == (0, 0, 1, 2)
-    assert r.cell_text().tolist()[1:] == [UNKNOWN_HEAVY_TAIL, UNKNOWN_HEAVY_TAIL]
-
-
-def test_trial_advice_never_gives_a_count_that_cannot_work():
-    assert trial_advice(457761.0, False, False, 2000) == trial_advice(1e3, False, False, 2000)
-    assert trial_advice(457761.0, None, True, 2000).count is None
-    assert trial_advice(457761.0, None, True, 2000).text == NO_TRIAL_COUNT
-    assert trial_advice(3e12, True, False, 2000).count is None
-    assert trial_advice(4000.0, True, False, 2000).count == 4000
-    heavy = np.array([True, True, False, False])
-    assert points_trial_advice(np.array([1e4, 2e4, 3e4, 4e4]), None, heavy, 3, 2000).count is None
-    assert points_trial_advice(np.array([1e4, 2e4, 3e4, 4e4]), np.array([False] * 4), ~heavy, 3, 2000).count is None
-    assert points_trial_advice(np.array([1e4, 2e4, 3e4, 4e4]), np.array([True] * 4), heavy, 3, 2000).count == 30000
-
-
-def test_crown_order_puts_unreliable_rows_after_the_others():
-    assert crown_order([0.01, 0.02, 0.03], [False, True, None]) == [1, 2, 0]
-    assert isinstance(Answer("gram", "softmax", 0.1, {}, (), False, None, {}, False).headline(), str)
-
-
 def _resampled(row, td: TaskData, seed: int, draws: int = 40) -> tuple[float, float]:
     est = make_estimator(row.estimator, {**row.params, "m": row.m}, "softmax")
     e = attention_errors(est, td.queries, td.keys, attention_values(len(td.keys), seed), draws, seed=seed)
@@ -258,36 +219,3 @@ def test_features_map_hover_shows_m_at_the_cells_exact_point():
         for j, tt in enumerate(theta):
             cli = rfviz.features_needed("trig", 0.0604444, r=float(rr), theta=float(tt), d=6, coupling="orthogonal")
             assert main.customdata[i][j] == cli.m
-
-
-@pytest.mark.slow
-def test_features_view_hides_what_it_does_not_use_and_slices_m_of_eps():
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(pathlib.Path(__file__).resolve().parents[1] / "app_pages" / "mse_explorer.py"),
-                           default_timeout=120)
-    at.query_params.update({"view": "features", "kernel": "softmax", "est": "trig", "trig.coupling": "orthogonal",
-                            "d": "6", "eps": "0.0604444", "r": "0.8", "theta": "1.2", "res": "10"})
-    at.run()
-    assert not at.exception, at.exception
-    keys = {w.key for w in at.number_input} | {w.key for w in at.selectbox} | {w.key for w in at.toggle}
-    assert "mse_explorer.trig.m" not in keys and "mse_explorer.quantity" not in keys and "mse_explorer.mc" not in keys
-    text = " ".join(c.value for c in at.caption)
-    assert "m = 30" in text  # the exact answer at (0.8, 1.2), as the CLI gives it
-
-
-@pytest.mark.slow
-def test_app_defaults_and_the_core_defaults_give_identical_numbers():
-    """The Your-data page at its defaults (wine, task gram, length 128) and the decision core fed by
-    load_task_data's defaults (what the CLI and the API call) give the same first line, to the last digit."""
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(pathlib.Path(__file__).resolve().parents[1] / "app_pages" / "data.py"),
-                           default_timeout=300)
-    at.query_params.update({"source": "wine"})
-    at.run()
-    assert not at.exception, at.exception
-    page = at.dataframe[1].value.iloc[0]
-    core = decide(Question(decision.load_task_data("wine", "gram"), task="gram", amount=128))
-    assert page["error"] == core.first.error and page["length"] == core.first.length
-    assert page["estimator"] == rfviz.compute.catalog.title_of(core.first.estimator)

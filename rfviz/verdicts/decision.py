@@ -1,6 +1,5 @@
 """The verdicts of a decision: which sampled numbers may be compared, who may be crowned, and when a trial count
-may be advised. Pure numpy; imports nothing of rfviz but the bottom layer (``rfviz.verdicts``). To move into the
-``rfviz.verdicts`` package.
+may be advised. Pure numpy; its thresholds live in ``rfviz.verdicts.rules``.
 
 The rules, one each
 -------------------
@@ -13,7 +12,7 @@ trial-count advice
     A count is advised only where a finite count can work: from the fourth moment where it is known (finite), from
     the sample where its tail looks light; where the fourth moment is infinite or the sample's tail looks heavier
     than a finite variance allows, the words ``NO_TRIAL_COUNT`` instead, and no count above
-    ``rfviz.verdicts.PRACTICAL_TRIALS`` is printed as one (``trial_advice``, ``points_trial_advice``).
+    ``rfviz.verdicts.rules.PRACTICAL_TRIALS`` is printed as one (``trial_advice``, ``points_trial_advice``).
 crowning (the decision core's ranking)
     Rows are ordered by their error with the unreliable ones after every reliable (or not sampled) one
     (``crown_order``); the first row is crowned only if its error was confirmed reliable (``crowned``): an
@@ -28,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .verdicts import PRACTICAL_TRIALS
+from .rules import PRACTICAL_TRIALS, TIE_LOG10
 
 UNKNOWN_HEAVY_TAIL = "unknown (heavy tail)"
 """What a ratio-map cell says where neither a tested, agreeing closed form nor a reliable sample gives its MSE."""
@@ -36,8 +35,6 @@ NO_TRIAL_COUNT = "no trial count will make this sample reliable"
 """The advice where no finite trial count can work (infinite fourth moment, or a tail heavier than that)."""
 CLOSED_FORM, SAMPLED = "closed form", "sampled"
 """Where a known MSE came from."""
-TIE_LOG10 = 0.05
-"""|log10 ratio| at or below this is a tie (about ±12 %), as in the lab."""
 
 
 def known_log_mse(closed_log_mse: np.ndarray | None, closed_agreed: np.ndarray | bool | None,
