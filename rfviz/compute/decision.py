@@ -532,23 +532,26 @@ def _confirmed(q: Question, rows: list[Row]) -> list[Row]:
 
 # ------------------------------------------------------------------------------------------------ the answer
 def _firm_leader(q: Question, rows: list[Row], candidates: Sequence[_Candidate]) -> list[Row]:
-    """Attention and ridge: a leader whose sample was too short for the verdict is drawn again with the repeats its
-    relative standard error asks for (``MAX_REPEATS`` at most), then the rows are re-ordered; at most ``CONFIRMED``
-    times (each row once)."""
+    """Attention and ridge: a row whose sample was too short for the verdict and whose error is below the crowned
+    leader's (or any, where none is crowned) is drawn again with the repeats its relative standard error asks for
+    (``MAX_REPEATS`` at most), then the rows are re-ordered; at most ``CONFIRMED`` rows, each once."""
     by_key = {_key(c.name, c.params): c for c in candidates}
     retried: set[tuple[str, Any]] = set()
     for _ in range(CONFIRMED):
-        first = rows[0] if rows else None
-        key = _key(first.estimator, first.params) if first is not None else None
-        if first is None or first.reliable is not False or first.error is None or key in retried or key not in by_key:
+        leader = rows[0] if rows and rows[0].reliable else None
+        waiting = [r for r in rows if r.reliable is False and r.error is not None and r.stderr is not None
+                   and (leader is None or r.error < leader.error) and _key(r.estimator, r.params) in by_key
+                   and _key(r.estimator, r.params) not in retried]
+        if not waiting:
             return rows
+        row = min(waiting, key=lambda r: r.error)
+        key = _key(row.estimator, row.params)
         retried.add(key)
-        n = first.repeats or q.repeats
-        wanted = math.ceil(1.25 * n * (first.stderr / first.error / TARGET_REL_STDERR) ** 2) if first.error else n
+        n = row.repeats or q.repeats
+        wanted = math.ceil(1.25 * n * (row.stderr / row.error / TARGET_REL_STDERR) ** 2) if row.error else n
         more = int(min(MAX_REPEATS, max(wanted, GRAM_MIN_REPEATS)))
-        if more <= n:
-            return rows
-        rows = _ordered([_row(q, by_key[key], more), *rows[1:]])
+        if more > n:
+            rows = _ordered([_row(q, by_key[key], more) if r is row else r for r in rows])
     return rows
 
 
@@ -754,5 +757,5 @@ def load_task_data(source: str, task: str = "gram", *, queries: int | None = Non
                                                        seed=seed)
         return TaskData.from_dataset(ds, y_train, y_test)
     ds = datasets.load(source, keys_data, queries=n_q, keys=n_k, steps=steps, scale=scale, seed=seed,
-                       options={k: str(v) for k, v in (data_params or {}).items()})
+                       options=dict(data_params or {}))
     return TaskData.from_dataset(ds)

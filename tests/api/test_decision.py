@@ -219,3 +219,21 @@ def test_features_map_hover_shows_m_at_the_cells_exact_point():
         for j, tt in enumerate(theta):
             cli = rfviz.features_needed("trig", 0.0604444, r=float(rr), theta=float(tt), d=6, coupling="orthogonal")
             assert main.customdata[i][j] == cli.m
+
+
+def test_cli_and_api_give_the_same_first_line():
+    """``rfviz rank-estimators --task`` (in-process, --json) and ``rfviz.rank_estimators(task=...)``: one answer."""
+    import contextlib
+    import io
+
+    from rfviz.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["rank-estimators", "--data", "iris", "--task", "gram", "--length", "32", "--queries", "10",
+                     "--keys", "10", "--names", "trig,positive", "--repeats", "10", "--json"])
+    cli = json.loads(out.getvalue())
+    api = rfviz.rank_estimators("iris", task="gram", length=32, queries=10, keys=10, names=["trig", "positive"],
+                                repeats=10).to_dict()
+    assert code == 0 and cli["ranking"][0] == api["ranking"][0] and cli["usable"] == api["usable"]
+    assert cli["data"]["preprocess"] == ["standardize", "scale"] and cli["data"]["scale"] == 0.5

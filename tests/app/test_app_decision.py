@@ -44,3 +44,19 @@ def test_app_defaults_and_the_core_defaults_give_identical_numbers():
     core = decide(Question(decision.load_task_data("wine", "gram"), task="gram", amount=128))
     assert page["error"] == core.first.error and page["length"] == core.first.length
     assert page["estimator"] == rfviz.compute.catalog.title_of(core.first.estimator)
+
+
+@pytest.mark.slow
+def test_page_cli_and_api_give_the_same_first_line_for_attention():
+    """The Your-data page (task attention, length 128 on wine, its defaults) and rfviz.rank_estimators with its
+    defaults (what the CLI calls): the same first estimator, length and error."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app_pages" / "data.py"), default_timeout=600)
+    at.query_params.update({"source": "wine", "task": "attention", "length": "128"})
+    at.run()
+    assert not at.exception, at.exception
+    page = at.dataframe[1].value.iloc[0]
+    api = rfviz.rank_estimators("wine", task="attention", length=128)
+    assert page["error"] == api.ranking[0].error and page["length"] == api.ranking[0].length
+    assert page["estimator"] == rfviz.compute.catalog.title_of(api.ranking[0].estimator)
