@@ -237,3 +237,11 @@ def test_cli_and_api_give_the_same_first_line():
                                 repeats=10).to_dict()
     assert code == 0 and cli["ranking"][0] == api["ranking"][0] and cli["usable"] == api["usable"]
     assert cli["data"]["preprocess"] == ["standardize", "scale"] and cli["data"]["scale"] == 0.5
+
+
+def test_features_needed_for_a_task_is_the_cores_smallest_length():
+    res = rfviz.features_needed("trig", 0.1, task="gram", data="iris", queries=10, keys=10)
+    assert res.task == "gram" and res.needed_length is not None and res.needed_length % decision.LENGTH_STEP == 0
+    assert res.needed["error"] <= 0.1 and res.needed["estimator"] == "trig"
+    with pytest.raises(ParameterError, match="data"):
+        rfviz.features_needed("trig", 0.1, task="gram")
