@@ -245,3 +245,10 @@ def test_features_needed_for_a_task_is_the_cores_smallest_length():
     assert res.needed["error"] <= 0.1 and res.needed["estimator"] == "trig"
     with pytest.raises(ParameterError, match="data"):
         rfviz.features_needed("trig", 0.1, task="gram")
+
+
+def test_downstream_attention_reads_the_same_answer():
+    res = rfviz.downstream("attention", "iris", names=["trig"], lengths=[32], repeats=3, nystroem=False, queries=10,
+                           keys=10)
+    direct = rfviz.rank_estimators("iris", task="attention", length=32, queries=10, keys=10).to_dict()
+    assert res.answer["ranking"][0] == direct["ranking"][0] and res.answer["headline"] == direct["headline"]
