@@ -658,7 +658,19 @@ class DataDefaults:
     ``standardize`` first because tabular sets mix units (wine's proline is in the hundreds, most columns below
     10): centring alone leaves one column to set every norm and angle. Scale 0.5 keeps e^{x·y} and e^{|x|²} of
     the softmax-family maps moderate (their variance grows like e^{2|x|²}). Synthetic clusters come as drawn
-    (``synthetic_preprocess``: their norms are part of the experiment, HRF App. H.3)."""
+    (``synthetic_preprocess``: their norms are part of the experiment, HRF App. H.3).
+
+    Parameters
+    ----------
+    preprocess : tuple of str
+        Steps in order.
+    scale : float
+        Mean norm after ``scale``.
+    queries, keys : int
+        Points drawn.
+    synthetic_preprocess : tuple of str
+        The steps of the synthetic clusters.
+    """
 
     preprocess: tuple[str, ...] = ("standardize", "scale")
     scale: float = 0.5

@@ -181,6 +181,8 @@ class DecisionRow(Result):
         Feature draws of a sampled task.
     monte_carlo : dict or None
         A closed-form task's sampled check (error, stderr, reliable, agreement).
+    absent : frozenset of str
+        Fields the JSON leaves out (``rfviz.api.results.Result``).
 
     Examples
     --------
@@ -235,6 +237,8 @@ class DecisionResult(Result):
         The first line at ``needed_length``.
     note : str
         A remark.
+    absent : frozenset of str
+        Fields the JSON leaves out (``rfviz.api.results.Result``).
 
     Examples
     --------

@@ -63,8 +63,8 @@ SECONDS_PARAM = Param("seconds", 0.01, "float", "feature-map time of the data on
 DECISION_REPEATS_PARAM = Param("repeats", 16, "int", "feature draws per estimator for the Monte Carlo of the task "
                                "error (fewer than 10 are never called reliable)", low=2, high=10_000,
                                ui_low=10, ui_high=200, label="repeats")
-RIDGE_ALPHA_PARAM = Param("alpha", 1.0, "float", "ridge penalty α of the ridge task (random-feature and exact models)",
-                    low=0.0, high=1e6, low_open=True, label="ridge α")
+DECISION_ALPHA_PARAM = Param("alpha", 1.0, "float", "ridge penalty α of the ridge task (random-feature and exact "
+                             "models)", low=0.0, high=1e6, low_open=True, label="ridge α")
 TASK_KERNEL = {"attention": "softmax", "ridge": "gaussian"}
 """The kernel a task fixes (kernel and gram take the question's)."""
 ERROR_MEASURES = {
@@ -94,16 +94,50 @@ SECONDS_TUNING_LENGTH = 256
 
 
 class FeatureTimer(Protocol):
-    """Measured feature-map time: the largest m of an estimator whose map of ``X`` takes at most ``seconds``."""
+    """Measured feature-map time: the largest m of an estimator whose map of ``X`` takes at most ``seconds``
+    (``rfviz.timing.DeviceTimer`` is one).
 
-    def largest_m(self, name: str, params: Mapping[str, Any], X: np.ndarray, seconds: float) -> int | None: ...
+    Parameters
+    ----------
+    *args, **kwargs
+        None: a structural type (any object with ``largest_m``).
+    """
+
+    def largest_m(self, name: str, params: Mapping[str, Any], X: np.ndarray, seconds: float) -> int | None:
+        """The largest m whose feature map of ``X`` takes at most ``seconds`` (None: not even m = 1).
+
+        Parameters
+        ----------
+        name : str
+            The estimator.
+        params : mapping
+            Its parameters (kernel, coupling included).
+        X : np.ndarray
+            The data mapped.
+        seconds : float
+            The budget.
+
+        Returns
+        -------
+        int or None
+        """
 
 
 @dataclass(frozen=True)
 class TaskData:
-    """The data a task runs on, as applied. ``queries``/``keys`` are the two sides (ridge: training and test
-    inputs, with ``y_train``/``y_test``); ``values`` the attention values V (None: drawn from the seed);
-    ``description`` states the source, ``preprocess`` and ``scale``."""
+    """The data a task runs on, as applied.
+
+    Parameters
+    ----------
+    queries, keys : np.ndarray
+        The two sides (ridge: training and test inputs).
+    description : dict
+        The source, ``preprocess`` and ``scale`` as applied.
+    y_train, y_test : np.ndarray, optional
+        The ridge task's targets.
+    values : np.ndarray, optional
+        The attention values V (None: drawn from the seed).
+    """
 
     queries: np.ndarray
     keys: np.ndarray
@@ -143,7 +177,33 @@ class TaskData:
 
 @dataclass(frozen=True)
 class Question:
-    """A question to the decision core (validated on construction)."""
+    """A question to the decision core (validated on construction).
+
+    Parameters
+    ----------
+    data : TaskData
+        The data as applied.
+    task : str
+        ``kernel``, ``gram``, ``attention`` or ``ridge``.
+    kernel : str
+        The target kernel (attention: softmax; ridge: gaussian).
+    budget : str
+        ``length``, ``m`` or ``seconds``.
+    amount : float
+        The budget's amount.
+    eps : float
+        The target error.
+    names : tuple of str, optional
+        The estimators ranked (default: every applicable one).
+    repeats : int
+        Feature draws of the Monte Carlo.
+    seed : int
+        Seed of the draws.
+    device : str
+        Where the Gram Monte Carlo runs.
+    alpha : float
+        The ridge task's penalty.
+    """
 
     data: TaskData
     task: str = "gram"
@@ -169,7 +229,7 @@ class Question:
         object.__setattr__(self, "amount", check(self.amount, amount))
         object.__setattr__(self, "eps", check(self.eps, EPS_PARAM))
         object.__setattr__(self, "repeats", check(self.repeats, DECISION_REPEATS_PARAM))
-        object.__setattr__(self, "alpha", check(self.alpha, RIDGE_ALPHA_PARAM))
+        object.__setattr__(self, "alpha", check(self.alpha, DECISION_ALPHA_PARAM))
         if task == "ridge" and (self.data.y_train is None or self.data.y_test is None):
             raise ParameterError("task=ridge needs regression targets (data with y_train and y_test: "
                                  "rfviz.data.regression_data)")
@@ -179,9 +239,31 @@ class Question:
 
 @dataclass(frozen=True)
 class Row:
-    """One estimator's line: tuned ``params`` at ``m`` (``length`` real numbers per input), the task ``error``
-    with its ``stderr`` (0 for a closed form), ``reliable`` (the Monte-Carlo verdict; None: not sampled),
-    ``source`` and a ``warning``/``note``; ``monte_carlo`` holds a closed-form task's sampled check."""
+    """One estimator's line of a ranking.
+
+    Parameters
+    ----------
+    estimator : str
+        The estimator.
+    params : dict
+        Its tuned parameters.
+    m : int or None
+        Random projections.
+    length : int or None
+        Real numbers per input.
+    error, stderr : float or None
+        The task's error and its standard error (0 for a closed form).
+    reliable : bool or None
+        The Monte-Carlo verdict (None: not sampled).
+    source : str
+        ``closed form``, ``monte carlo`` or ``none``.
+    warning : str, optional
+        Why a sample is unreliable, or why there is no error.
+    monte_carlo : dict, optional
+        A closed-form task's sampled check.
+    repeats : int, optional
+        Feature draws of a sampled task.
+    """
 
     estimator: str
     params: dict[str, Any]
@@ -213,7 +295,31 @@ class Row:
 
 @dataclass(frozen=True)
 class Answer:
-    """The ranking (best first; the first crowned only if reliable), whether it meets ε, and the length that would."""
+    """The ranking (best first; the first crowned only if reliable), whether it meets ε, and the length that would.
+
+    Parameters
+    ----------
+    task, kernel : str
+        The task and its kernel.
+    eps : float
+        The target error.
+    budget : dict
+        ``kind`` and ``amount``.
+    ranking : tuple of Row
+        Best first.
+    usable : bool
+        Whether the crowned leader meets ε.
+    needed_length : int or None
+        The smallest length at which the answer is usable (where it is not).
+    data : dict
+        The data as applied.
+    crowned : bool
+        Whether the first row's Monte Carlo is reliable.
+    note : str
+        A remark.
+    needed : Row, optional
+        The first row at ``needed_length``.
+    """
 
     task: str
     kernel: str

@@ -58,20 +58,65 @@ SCAN_CHUNK = 2_000_000
 
 
 class Problem(Protocol):
-    """What the solvers need of a problem (``rfviz.compute.features._Problem`` is one)."""
+    """What the solvers need of a problem (``rfviz.compute.features._Problem`` is one).
+
+    Parameters
+    ----------
+    *args, **kwargs
+        None: a structural type (``target``, ``log_eps_sq``, ``build``, ``log_rel``).
+    """
 
     target: Any
     log_eps_sq: float
 
-    def build(self, m: int, n: int | None = None) -> Any: ...
+    def build(self, m: int, n: int | None = None) -> Any:
+        """The estimator at m (and a hybrid's n).
 
-    def log_rel(self, m: int, n: int | None = None) -> tuple[float, int | None]: ...
+        Parameters
+        ----------
+        m : int
+            Random projections.
+        n : int, optional
+            A hybrid's λ features.
+
+        Returns
+        -------
+        Estimator
+        """
+
+    def log_rel(self, m: int, n: int | None = None) -> tuple[float, int | None]:
+        """log of the target's squared relative error at m, and the worst pair's index.
+
+        Parameters
+        ----------
+        m : int
+            Random projections.
+        n : int, optional
+            A hybrid's λ features.
+
+        Returns
+        -------
+        (float, int or None)
+        """
 
 
 @dataclass(frozen=True)
 class Smallest:
-    """The smallest m meeting ε (None with ``reason``), the ``method`` that found it and the m range evaluated
-    one by one (``scanned``; None where none was) and whether every m below the answer was evaluated."""
+    """The smallest m meeting ε.
+
+    Parameters
+    ----------
+    m : int or None
+        The answer (None: none).
+    method : str
+        ``blocks`` or ``search``.
+    reason : str, optional
+        Why there is none.
+    scanned : (int, int), optional
+        The m range evaluated one by one.
+    exhaustive : bool
+        Whether every m below the answer was evaluated.
+    """
 
     m: int | None
     method: str

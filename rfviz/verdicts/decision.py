@@ -79,7 +79,17 @@ def known_log_mse(closed_log_mse: np.ndarray | None, closed_agreed: np.ndarray |
 
 @dataclass(frozen=True)
 class RatioMap:
-    """log10(MSE_candidate / MSE_other) per point (NaN where either is unknown) and the counts over known cells."""
+    """log10(MSE_candidate / MSE_other) per point (NaN where either is unknown) and the counts over known cells.
+
+    Parameters
+    ----------
+    log10_ratio : np.ndarray
+        Per point.
+    wins, losses, ties : int
+        Over the known cells.
+    unknown : int
+        Cells where either MSE is unknown.
+    """
 
     log10_ratio: np.ndarray
     wins: int
@@ -136,7 +146,15 @@ def ratio_map(candidate_log_mse: np.ndarray, other_log_mse: np.ndarray) -> Ratio
 
 @dataclass(frozen=True)
 class TrialAdvice:
-    """A trial count that can work (``count``) or None, and the words to show."""
+    """A trial count that can work, or the words to show instead.
+
+    Parameters
+    ----------
+    count : int or None
+        The count (None: none can work, or none is needed).
+    text : str
+        The words.
+    """
 
     count: int | None
     text: str

@@ -48,7 +48,7 @@ def test_m_meets_eps_and_m_minus_one_misses(name: str, params: dict, setting: di
 def _data_pairs() -> tuple[np.ndarray, np.ndarray]:
     from rfviz import data
 
-    ds = data.load("iris", queries=8, keys=8, steps=data.parse_preprocess("center,scale"), scale=0.4, seed=0)
+    ds = data.load("iris", queries=8, keys=8, steps=data.DATA_DEFAULTS.preprocess, scale=0.4, seed=0)
     return ds.queries, ds.keys
 
 
