@@ -9,8 +9,9 @@ import streamlit as st
 
 from app_pages import _ui as ui
 from rfviz import data as rd
-from rfviz.compute import catalog, downstream, ranking
+from rfviz.compute import catalog, decision, downstream
 from rfviz.compute import data as cdata
+from rfviz.compute.features import EPS_PARAM
 from rfviz.compute.ranking import LENGTH_PARAM
 from rfviz.figures import data as fdata
 from rfviz.figures.common import traces_csv
@@ -32,9 +33,11 @@ with ui.page(
     side = st.sidebar
 
     UPLOAD = "upload a file"
-    POINTS_PARAM = Param("points", 60, "int", "queries (and as many keys) drawn from the data", low=1,
+    DEFAULTS = rd.DATA_DEFAULTS  # the one set of data defaults (the CLI and the API use the same)
+    POINTS_PARAM = Param("points", DEFAULTS.queries, "int", "queries (and as many keys) drawn from the data", low=1,
                          high=rd.MAX_POINTS, label="queries = keys")
-    SCALE_PARAM = Param("scale", 0.5, "float", "mean norm after the scale step", low=0.0, low_open=True, label="scale")
+    SCALE_PARAM = Param("scale", DEFAULTS.scale, "float", "mean norm after the scale step", low=0.0, low_open=True,
+                        label="scale")
     REPEATS_PARAM = Param("repeats", 100, "int", "Monte-Carlo repeats of the Gram error (one feature draw each)",
                           low=2, high=5000, label="repeats")
     M_VALUES = (4, 8, 16, 32, 64, 128, 256)
@@ -50,12 +53,16 @@ with ui.page(
     cluster_d = (state.number("clusters: d", "cluster_d", 16, int, container=side, spec=rd.CLUSTER_D_PARAM)
                  if source == "clusters" else None)
     points = state.param(POINTS_PARAM, container=side)
-    steps = state.multiselect("Preprocessing (in order)", "steps", list(rd.PREPROCESS_STEPS), ["standardize", "scale"],
-                              container=side,
+    steps = state.multiselect("Preprocessing (in order)", "steps", list(rd.PREPROCESS_STEPS),
+                              list(DEFAULTS.steps_for(source)), container=side,
                               help="center, standardize, sphere (unit norm), attention (×d^-1/4), scale")
     scale = state.param(SCALE_PARAM, container=side)
     kernel, names, _ = ui.kernel_and_estimators(state, side, help="up to four; each is a row of the table and a curve")
     m = state.param(M_PARAM, 16, container=side, label="m (features)")
+    task = state.selectbox("Task (what the features are for)", "task", list(decision.TASKS), "gram", container=side,
+                           format_func=lambda t: f"{t}: {decision.ERROR_MEASURES[t]}", help=decision.TASK_PARAM.help)
+    length = state.param(LENGTH_PARAM, 128, container=side)
+    eps = state.param(EPS_PARAM, container=side, step=0.01, format="%.4g")
     state.show_url_errors()
 
 
@@ -70,6 +77,15 @@ with ui.page(
             return rd.from_points(array, filename or "upload", queries=n, keys=n, steps=steps, scale=scale)
         options = {"d": cluster_d, "points": max(points, 50)} if source == "clusters" else None
         return rd.load(source, queries=points, keys=points, steps=steps, scale=scale, options=options)
+
+
+    def _task_data(source: str, task: str, ds: rd.DataSet, points: int, steps: tuple[str, ...],
+                   scale: float) -> decision.TaskData:
+        """The answer's data: the page's queries and keys, or for ridge the set's inputs and targets (same
+        preprocessing), training and test points as many as the page's queries and keys."""
+        if task != "ridge":
+            return decision.TaskData.from_dataset(ds)
+        return decision.load_task_data(source, "ridge", queries=points, keys=points, preprocess=steps, scale=scale)
 
 
     with ui.guard():
@@ -89,7 +105,18 @@ with ui.page(
                     f"used (queries and keys overlap). Lower 'queries = keys' to draw fewer.")
         m_values = sorted({*M_VALUES, m})
         avg = ui.memo("data.avg", view_key, lambda report: cdata.pair_averages(ds, names, {"m": m}, m_values, kernel))
-        st.markdown(f"**Answer:** {ui.plain(cdata.verdict(ds, avg, m, titles=catalog.titles(names)))}.")
+        length, eps = ui.valid(LENGTH_PARAM, length), ui.valid(EPS_PARAM, eps)
+        answer_key = ("data.answer", *load_key, task, kernel, length, eps)
+        answer = ui.memo("data.answer", answer_key, lambda report: decision.decide(decision.Question(
+            _task_data(source, task, ds, points, tuple(steps), scale), task=task, kernel=kernel, amount=length,
+            eps=eps)))
+        answer_titles = catalog.titles([r.estimator for r in answer.ranking])
+        st.markdown(f"**Answer ({ui.plain(task)}, length {length}):** {ui.plain(answer.headline(answer_titles))}.")
+        st.caption(f"The ranking's first line below, for the task picked (rfviz.compute.decision; the CLI's "
+                   f"`rank-estimators --task {task}` and `rfviz.rank_estimators(..., task=...)` give the same). "
+                   f"Data as applied: preprocess {answer.data.get('preprocess')}, scale {answer.data.get('scale')}. "
+                   f"At equal m (the map below): {ui.plain(cdata.verdict(ds, avg, m, titles=catalog.titles(names)))}"
+                   ".")
         dm = ui.memo("data.map", view_key, lambda report: cdata.data_map(ds, names, {"m": m}, kernel))
         fig_map = fdata.data_map_figure(dm.r_axis, dm.theta_axis, dm.values, dm.density, dm.title,
                                         titles=catalog.titles(names))
@@ -122,23 +149,14 @@ with ui.page(
                          None, key="data-gram")
 
         # ------------------------------------------------------------------ which estimator, tuned, for this data
-        st.subheader("Which estimator, tuned, for this data")
-        length = state.param(LENGTH_PARAM)
-        length = ui.valid(LENGTH_PARAM, length)
-        rank_key = (*load_key, kernel, length)
-        with ui.stages("Ranking", ranking.RANK_STAGES[:1]) as progress:
-            ranked = ui.memo("data.rank", rank_key, lambda report: ranking.rank_estimators(
-                ds.queries, ds.keys, kernel, length, report=report), progress)
-        rank_mc_key = ("data.rank_mc", *rank_key, repeats)
-        if st.button(f"Confirm the top three by Monte Carlo ({repeats:,} repeats)", key="data.run_rank_mc"):
-            with ui.stages("Confirming", ranking.RANK_STAGES) as progress:
-                st.session_state[rank_mc_key] = ui.memo("data.rank_mc", rank_mc_key, lambda report: (
-                    ranking.rank_estimators(ds.queries, ds.keys, kernel, length,
-                                            repeats=ui.valid(REPEATS_PARAM, repeats), report=report)), progress)
-        ranked = st.session_state.get(rank_mc_key, ranked)
-        table = ranking.ranking_table(ranked, catalog.titles([r.estimator for r in ranked.rows]))
+        st.subheader(f"Which estimator, tuned, for this data: {task}")
+        table = decision.answer_table(answer, answer_titles)
         st.dataframe(table, hide_index=True)
-        st.caption(ranking.RANKING_NOTE)
+        st.caption(f"Every applicable estimator tuned on the data and ranked by the task's own error "
+                   f"({decision.ERROR_MEASURES[task]}) at feature length {length}; 'reliable' is the Monte-Carlo "
+                   "verdict beside each row (an unreliable row goes below the others and is never crowned). "
+                   + ("" if answer.usable or answer.needed_length is None else
+                      f"Not usable at ε = {eps:g}: length {answer.needed_length} would be."))
         ui.downloads("rfviz-data-ranking", lambda: columns_to_csv({k: [r.get(k) for r in table] for k in table[0]}),
                      None, key="data-ranking")
 

@@ -14,7 +14,7 @@ from rfviz.estimators import REGISTRY
 from rfviz.figures import explorer as fx
 from rfviz.figures import features as ffx
 from rfviz.geometry import EMBEDDINGS
-from rfviz.params import D_PARAM, R_MAX_PARAM, SEED_PARAM, TRIALS_PARAM
+from rfviz.params import D_PARAM, R_MAX_PARAM, R_PARAM, SEED_PARAM, THETA_PARAM, TRIALS_PARAM
 from rfviz.verdicts import outcome_text
 
 with ui.page(
@@ -40,11 +40,15 @@ with ui.page(
     side = st.sidebar
     kernel, names, available = ui.kernel_and_estimators(state, side,
                                                         help="up to four; each gets its own panel and parameters")
-    which = state.selectbox("Quantity", "quantity", list(ex.QUANTITIES), "log10_mse", container=side,
-                            format_func=lambda k: ex.QUANTITIES.get(k, k),
-                            help="all in log₁₀: MSEs span hundreds of orders of magnitude")
+    view = state.view(container=side)  # a slug of PAGES' mse_explorer views: heatmap, surface, features
+    features_view = view == "features"  # the m(ε) map: no MSE quantity, no m widgets, no MSE slice, no MSE overlay
+    which = "log10_mse"
+    if not features_view:
+        which = state.selectbox("Quantity", "quantity", list(ex.QUANTITIES), "log10_mse", container=side,
+                                format_func=lambda k: ex.QUANTITIES.get(k, k),
+                                help="all in log₁₀: MSEs span hundreds of orders of magnitude")
     pair = None
-    if which == "ratio":
+    if which == "ratio" and not features_view:
         c1, c2 = side.columns(2)
         options = names or available
         a = state.selectbox("A", "ratio_a", options, options[0], container=c1, format_func=ex.title_of)
@@ -59,7 +63,6 @@ with ui.page(
                                     container=side, help="coordinate-dependent estimators need a placement of x, y")
     r_max = state.param(R_MAX_PARAM, container=side, step=0.25)
     resolution = state.slider("Grid resolution", "res", 10, 120, 60, container=side)
-    view = state.view(container=side)  # a slug of PAGES' mse_explorer views: heatmap, surface, features
     eps = cf.EPS_PARAM.default
     if view == "features":
         eps = state.param(cf.EPS_PARAM, container=side, step=0.01, format="%.4g")
@@ -71,15 +74,21 @@ with ui.page(
                                   format_func=lambda k: "all (transparent)" if k == ALL3D else ex.title_of(k),
                                   help="one estimator at a time, or all of them semi-transparent", **one_off)
     zrange = ui.colour_range(state, container=side, unit="log₁₀")
-    slice_axis = state.radio("Slice at fixed", "slice", ["θ", "r"], "θ", container=side)
-    if slice_axis == "θ":
-        slice_at = state.slider("θ of the slice (rad)", "slice_theta", 0.0, float(np.pi), 2.0,
-                                step=0.01, container=side)
+    slice_axis, slice_at, point = "θ", 2.0, (1.0, 1.0)
+    if features_view:  # the slice is m(ε) at one exact pair
+        point = (state.param(R_PARAM, default=1.0, container=side, label="r of the m(ε) slice", step=0.05),
+                 state.param(THETA_PARAM, default=1.0, container=side, label="θ of the m(ε) slice (rad)", step=0.05))
     else:
-        r_hi = float(r_max) if np.isfinite(r_max) and r_max > 0 else 1.0
-        if st.session_state.get(state.key("slice_r"), 0.0) > r_hi:
-            st.session_state[state.key("slice_r")] = r_hi
-        slice_at = state.slider("r of the slice", "slice_r", 0.0, r_hi, min(1.0, r_hi), step=0.01, container=side)
+        slice_axis = state.radio("Slice at fixed", "slice", ["θ", "r"], "θ", container=side)
+        if slice_axis == "θ":
+            slice_at = state.slider("θ of the slice (rad)", "slice_theta", 0.0, float(np.pi), 2.0,
+                                    step=0.01, container=side)
+        else:
+            r_hi = float(r_max) if np.isfinite(r_max) and r_max > 0 else 1.0
+            if st.session_state.get(state.key("slice_r"), 0.0) > r_hi:
+                st.session_state[state.key("slice_r")] = r_hi
+            slice_at = state.slider("r of the slice", "slice_r", 0.0, r_hi, min(1.0, r_hi), step=0.01,
+                                    container=side)
 
     state.show_url_errors()
 
@@ -93,7 +102,8 @@ with ui.page(
             cls = REGISTRY[name]
             with col.expander(f"**{cls.title}**", expanded=True):
                 st.caption(f"{cls.description} *{cls.reference}*")
-                params[name] = ui.estimator_params(state, cls.spec, prefix=f"{name}.", skip=("kernel",))
+                params[name] = ui.estimator_params(state, cls.spec, prefix=f"{name}.",
+                                                   skip=("kernel", "m") if features_view else ("kernel",))
                 st.caption(catalog.known_caption(name, params[name], kernel))
 
 
@@ -136,6 +146,34 @@ with ui.page(
         return fig, lambda: fx.grid_csv(r_fm, theta_fm, maps, "log10_m_needed")
 
 
+    def _needed_slice(r_pt: float, theta_pt: float) -> None:
+        """The features view's slice: m needed against ε at exactly (r, θ), and the answer at the page's ε."""
+        with ui.guard():
+            r_pt, theta_pt = ui.valid(R_PARAM, r_pt), ui.valid(THETA_PARAM, theta_pt)
+            eps_ok = ui.valid(cf.EPS_PARAM, eps)
+            curves, lines = {}, []
+            for name in names:
+                with ui.guard(f"{name}: "):
+                    values_eps, ms, at = _needed_eps(name, params[name], kernel, int(d), float(r_pt),
+                                                     float(theta_pt), float(eps_ok), embedding)
+                    curves[name] = ms
+                    lines.append(f"**{ex.title_of(name)}**: m = {at.m:,}" if at.m is not None else
+                                 f"**{ex.title_of(name)}**: {at.reason}")
+            if curves:
+                sfig = ffx.needed_vs_eps_figure(values_eps, curves, float(eps_ok), float(r_pt), float(theta_pt),
+                                                titles=catalog.titles(curves))
+                ui.plot(sfig, key="mse-needed-slice")
+                st.caption(f"At exactly r = {r_pt:g}, θ = {theta_pt:g} and ε = {eps_ok:g} (the CLI's "
+                           f"`features-needed ... r={r_pt:g} theta={theta_pt:g} d={int(d)}`): " + "; ".join(lines))
+                cols_csv = {"eps": values_eps, **curves}
+                ui.downloads("rfviz-m-needed-vs-eps", lambda: fx.columns_to_csv(cols_csv), sfig, key="needed-slice")
+
+
+    @ui.cached
+    def _needed_eps(name: str, p: dict, kernel: str, d: int, r: float, theta: float, eps: float, embedding: str):
+        return ex.needed_vs_eps(name, p, kernel, d, r, theta, eps, embedding)
+
+
     def _stop_sampling() -> None:
         st.session_state[state.key("mc")] = False
 
@@ -161,16 +199,18 @@ with ui.page(
             values = ex.quantity(surfs, which, pair)
 
         # ------------------------------------------------------------------ Monte Carlo (on demand)
-        mc_box = st.container(border=True)
-        mc_cols = mc_box.columns([2, 1, 1, 1, 1])
-        mc_on = state.mc_switch("Monte Carlo overlay", "mc", container=mc_cols[0],
-                                help="sample the estimators with rfviz.engine.monte_carlo on a coarse grid and the "
-                                     "slice")
-        trials = state.param(TRIALS_PARAM, container=mc_cols[1], disabled=not mc_on)
-        mc_res = state.slider("MC grid", "mc_res", 3, 16, 7, container=mc_cols[2], disabled=not mc_on)
-        seed = state.param(SEED_PARAM, container=mc_cols[3], disabled=not mc_on)
-        mc_cols[4].button("Stop", on_click=_stop_sampling, icon=":material/stop_circle:", disabled=not mc_on,
-                          help="cancel the running Monte-Carlo computation")
+        mc_box = st.container(border=not features_view)
+        mc_on, trials, mc_res, seed = False, TRIALS_PARAM.default, 7, SEED_PARAM.default
+        if not features_view:  # the features view draws closed forms only: no MSE overlay to sample
+            mc_cols = mc_box.columns([2, 1, 1, 1, 1])
+            mc_on = state.mc_switch("Monte Carlo overlay", "mc", container=mc_cols[0],
+                                    help="sample the estimators with rfviz.engine.monte_carlo on a coarse grid and "
+                                         "the slice")
+            trials = state.param(TRIALS_PARAM, container=mc_cols[1], disabled=not mc_on)
+            mc_res = state.slider("MC grid", "mc_res", 3, 16, 7, container=mc_cols[2], disabled=not mc_on)
+            seed = state.param(SEED_PARAM, container=mc_cols[3], disabled=not mc_on)
+            mc_cols[4].button("Stop", on_click=_stop_sampling, icon=":material/stop_circle:", disabled=not mc_on,
+                              help="cancel the running Monte-Carlo computation")
         sampled_grid: dict[str, ex.Sampled] = {}
         sampled_slice: dict[str, ex.Sampled] = {}
         r_mc = theta_mc = r_sl = theta_sl = None
@@ -255,11 +295,13 @@ with ui.page(
                       "one window shared by all panels (1st–99th percentile of their values)")
             if view == "features":
                 st.caption("Each cell: the smallest number of features m whose relative error √MSE/|K| at that "
-                           "(r, θ) is at most ε (rfviz.features_needed; the CLI's features-needed). Exact where the "
-                           "MSE is c/m (iid features, hybrids at their n): m = ⌈c/ε²⌉; elsewhere (coupled blocks, "
-                           "sketches) the first m of a 9 % ladder meeting ε. Blank: unreachable below the largest m. "
-                           "Feature vectors are longer than m for trig and antithetic features (2m) and hybrids "
-                           "(4m(n + 1)). The panels' own m is not used here: m is what the map finds.")
+                           "cell's (r, θ) is at most ε (rfviz.features_needed; the CLI's features-needed); hover shows "
+                           "m and the cell's exact r, θ. Exact where the MSE is c/m (iid features, hybrids at their "
+                           "n): m = ⌈c/ε²⌉, and for the orthogonal and simplex couplings (the block law, searched "
+                           "within and across blocks); elsewhere (sketches) the first m of a 9 % ladder meeting ε. "
+                           "Blank: unreachable below the largest m. Feature vectors are longer than m for trig and "
+                           "antithetic features (2m) and hybrids (4m(n + 1)). For a point between cells, set r and θ "
+                           "of the m(ε) slice in the sidebar.")
             elif view == "heatmap":
                 st.caption(f"Magenta: the estimator is exact there (MSE = 0). Colours: {window}; values beyond it take "
                            "the end colours, marked ≤ / ≥ on the colour bar.")
@@ -276,23 +318,26 @@ with ui.page(
                 csv = lambda: fx.grid_csv(r_axis, theta_axis, values, which, sampled_csv)  # noqa: E731
             ui.downloads("rfviz-mse-surface", csv, fig, key="main")
 
-            # slice
-            if slice_axis == "θ":
-                coord = np.linspace(float(r_max) / 200, float(r_max), 200)
-                sl_surfs = _surfaces(coord, np.array([slice_at]))
+            # slice: m(ε) at one exact pair in the features view, the quantity along r or θ elsewhere
+            if features_view:
+                _needed_slice(*point)
             else:
-                coord = np.linspace(0.0, np.pi, 200)
-                sl_surfs = _surfaces(np.array([slice_at]), coord)
-            with ui.guard():
-                sl_values = {k: v.ravel() for k, v in ex.quantity(sl_surfs, which, pair).items()}
-                pts = {}
-                if sampled_slice:
-                    sl_mc = _surfaces(r_sl, theta_sl)
-                    for k, (v, se) in ex.sampled_quantity(sl_mc, sampled_slice, which, pair).items():
-                        rel = sampled_slice[k].reliable_mask.ravel() if k in sampled_slice else None
-                        pts[k] = ((r_sl if slice_axis == "θ" else theta_sl), v.ravel(), se.ravel(), rel)
-                sfig = fx.slice_figure("theta" if slice_axis == "θ" else "r", coord, sl_values, which, slice_at, pts,
-                                       titles=catalog.titles(sl_values))
-                ui.plot(sfig, key="mse-slice")
-                cols_csv = {"coordinate": coord, **sl_values}
-                ui.downloads("rfviz-mse-slice", lambda: fx.columns_to_csv(cols_csv), sfig, key="slice")
+                if slice_axis == "θ":
+                    coord = np.linspace(float(r_max) / 200, float(r_max), 200)
+                    sl_surfs = _surfaces(coord, np.array([slice_at]))
+                else:
+                    coord = np.linspace(0.0, np.pi, 200)
+                    sl_surfs = _surfaces(np.array([slice_at]), coord)
+                with ui.guard():
+                    sl_values = {k: v.ravel() for k, v in ex.quantity(sl_surfs, which, pair).items()}
+                    pts = {}
+                    if sampled_slice:
+                        sl_mc = _surfaces(r_sl, theta_sl)
+                        for k, (v, se) in ex.sampled_quantity(sl_mc, sampled_slice, which, pair).items():
+                            rel = sampled_slice[k].reliable_mask.ravel() if k in sampled_slice else None
+                            pts[k] = ((r_sl if slice_axis == "θ" else theta_sl), v.ravel(), se.ravel(), rel)
+                    sfig = fx.slice_figure("theta" if slice_axis == "θ" else "r", coord, sl_values, which, slice_at,
+                                           pts, titles=catalog.titles(sl_values))
+                    ui.plot(sfig, key="mse-slice")
+                    cols_csv = {"coordinate": coord, **sl_values}
+                    ui.downloads("rfviz-mse-slice", lambda: fx.columns_to_csv(cols_csv), sfig, key="slice")

@@ -678,3 +678,112 @@ def load(source: str, keys_source: str | None = None, *, queries: int = 64, keys
     if "scale" in steps:
         info["scale"] = scale
     return DataSet(q, k, Path(source).name if source not in BUNDLED and source != "clusters" else source, info)
+
+
+# ------------------------------------------------------------------------------------- one set of defaults
+@dataclass(frozen=True)
+class DataDefaults:
+    """The data defaults every face uses (the app's Your-data page, the CLI's data options, the Python API, the
+    decision core): preprocessing steps in order, the mean norm after ``scale``, the queries and keys drawn.
+
+    ``standardize`` first because tabular sets mix units (wine's proline is in the hundreds, most columns below
+    10): centring alone leaves one column to set every norm and angle. Scale 0.5 keeps e^{x·y} and e^{|x|²} of
+    the softmax-family maps moderate (their variance grows like e^{2|x|²}). Synthetic clusters come as drawn
+    (``synthetic_preprocess``: their norms are part of the experiment, HRF App. H.3).
+
+    Parameters
+    ----------
+    preprocess : tuple of str
+        Steps in order.
+    scale : float
+        Mean norm after ``scale``.
+    queries, keys : int
+        Points drawn.
+    synthetic_preprocess : tuple of str
+        The steps of the synthetic clusters.
+    """
+
+    preprocess: tuple[str, ...] = ("standardize", "scale")
+    scale: float = 0.5
+    queries: int = 64
+    keys: int = 64
+    synthetic_preprocess: tuple[str, ...] = ()
+
+    def steps_for(self, source: str) -> tuple[str, ...]:
+        """The default preprocessing of ``source`` (``synthetic_preprocess`` for ``clusters``).
+
+        Parameters
+        ----------
+        source : str
+            A bundled name, ``clusters`` or a path.
+
+        Returns
+        -------
+        tuple of str
+
+        Examples
+        --------
+        >>> DATA_DEFAULTS.steps_for("wine"), DATA_DEFAULTS.steps_for("clusters")
+        (('standardize', 'scale'), ())
+        """
+        return self.synthetic_preprocess if source in SYNTHETIC else self.preprocess
+
+
+DATA_DEFAULTS = DataDefaults()
+"""The one declaration of the data defaults (``DataDefaults``)."""
+
+REGRESSION_SOURCES = (*BUNDLED, "diabetes")
+"""Data sets with regression targets for the ridge task: scikit-learn's bundled sets (their ``target``: a class
+label for the classification sets) and its bundled diabetes regression set."""
+
+
+def regression_data(source: str, *, train: int = DATA_DEFAULTS.queries, test: int = DATA_DEFAULTS.keys,
+                    steps: tuple[str, ...] | list[str] | None = None, scale: float = DATA_DEFAULTS.scale,
+                    seed: int = 0) -> tuple[DataSet, np.ndarray, np.ndarray]:
+    """Inputs and targets of a bundled set, split into disjoint training and test points and preprocessed with one
+    transform (``preprocess``, as for queries and keys): the ridge task's data.
+
+    Parameters
+    ----------
+    source : str
+        One of ``REGRESSION_SOURCES``.
+    train, test : int
+        Training and test points (drawn without replacement, disjoint).
+    steps : sequence of str, optional
+        Preprocessing (default ``DATA_DEFAULTS.preprocess``).
+    scale : float
+        Mean norm after the scale step.
+    seed : int
+        Seed of the split.
+
+    Returns
+    -------
+    (DataSet, np.ndarray, np.ndarray)
+        ``queries`` = training inputs, ``keys`` = test inputs; the training and test targets.
+
+    Examples
+    --------
+    >>> ds, y_train, y_test = regression_data("diabetes", train=30, test=10)
+    >>> ds.queries.shape, y_test.shape, ds.info["preprocess"]
+    ((30, 10), (10,), ['standardize', 'scale'])
+    """
+    if source not in REGRESSION_SOURCES:
+        raise ParameterError(f"data must be one of {', '.join(REGRESSION_SOURCES)} for the ridge task (a data set "
+                             f"with targets), got {source!r}")
+    n_tr, n_te = check_int("train", train, 2), check_int("test", test, 1)
+    import sklearn.datasets
+
+    loader = "load_diabetes" if source == "diabetes" else BUNDLED[source][0]
+    bunch = getattr(sklearn.datasets, loader)()
+    x, y = np.asarray(bunch.data, dtype=float), np.asarray(bunch.target, dtype=float)
+    if n_tr + n_te > x.shape[0]:
+        raise ParameterError(f"train + test must be at most {x.shape[0]} (the points of {source}), got {n_tr + n_te}")
+    perm = np.random.default_rng(seed).permutation(x.shape[0])
+    tr, te = perm[:n_tr], perm[n_tr:n_tr + n_te]
+    steps = tuple(DATA_DEFAULTS.preprocess if steps is None else steps)
+    q, k = preprocess(x[tr], x[te], steps, scale)
+    info: dict[str, Any] = {"source": f"scikit-learn's {source} (training = queries, test = keys)",
+                            "preprocess": list(steps)}
+    if "scale" in steps:
+        info["scale"] = scale
+    return DataSet(q, k, source, info), y[tr], y[te]

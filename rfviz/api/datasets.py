@@ -9,10 +9,11 @@ from typing import Any
 from .. import data as datasets
 from ..params import SEED_PARAM, Param, ParameterError, check
 
-SCALE_PARAM = Param("scale", 1.0, "float", "mean norm after the scale step", low=0.0, low_open=True)
+SCALE_PARAM = Param("scale", datasets.DATA_DEFAULTS.scale, "float", "mean norm after the scale step", low=0.0,
+                    low_open=True)
 """The mean norm of the data after the ``scale`` preprocessing step."""
-QUERIES_PARAM = Param("queries", 64, "int", "number of queries drawn", low=1)
-KEYS_PARAM = Param("keys", 64, "int", "number of keys drawn", low=1)
+QUERIES_PARAM = Param("queries", datasets.DATA_DEFAULTS.queries, "int", "number of queries drawn", low=1)
+KEYS_PARAM = Param("keys", datasets.DATA_DEFAULTS.keys, "int", "number of keys drawn", low=1)
 CLUSTER_PARAMS: dict[str, Param] = {key: Param(key, 0, "int" if typ is int else "float")
                                     for key, typ in datasets.CLUSTER_KEYS.items()}
 """The ``clusters`` data set's parameters (``data_params``), one Param each (the CLI parses ``--data-param``
@@ -49,7 +50,8 @@ def cluster_options(options: Any) -> dict[str, Any]:
 
 
 def preprocess_steps(preprocess: Any, data: str) -> tuple[str, ...]:
-    """The preprocessing steps named by ``preprocess`` (default ``center,scale``; none for ``clusters``).
+    """The preprocessing steps named by ``preprocess`` (default ``rfviz.data.DATA_DEFAULTS``: standardize then
+    scale; none for ``clusters``).
 
     Parameters
     ----------
@@ -65,18 +67,19 @@ def preprocess_steps(preprocess: Any, data: str) -> tuple[str, ...]:
     Examples
     --------
     >>> preprocess_steps(None, "iris")
-    ('center', 'scale')
+    ('standardize', 'scale')
     """
     if preprocess is None:
-        preprocess = "none" if data == "clusters" else "center,scale"
+        return datasets.DATA_DEFAULTS.steps_for(data)
     if not isinstance(preprocess, str) or "" in [t.strip() for t in preprocess.split(",")]:
         raise ParameterError(f"preprocess must name steps ({', '.join(datasets.PREPROCESS_STEPS)}) or none, got "
                              f"{str(preprocess)[:80]!r}")
     return datasets.parse_preprocess(preprocess)
 
 
-def load_dataset(data: Any, *, keys_data: Any = None, data_params: Any = None, queries: Any = 64, keys: Any = 64,
-                 preprocess: Any = None, scale: Any = 1.0, seed: Any = 0) -> Any:
+def load_dataset(data: Any, *, keys_data: Any = None, data_params: Any = None,
+                 queries: Any = datasets.DATA_DEFAULTS.queries, keys: Any = datasets.DATA_DEFAULTS.keys,
+                 preprocess: Any = None, scale: Any = datasets.DATA_DEFAULTS.scale, seed: Any = 0) -> Any:
     """Validate the data-set arguments (typed values) and load the data set.
 
     Parameters
@@ -90,7 +93,8 @@ def load_dataset(data: Any, *, keys_data: Any = None, data_params: Any = None, q
     queries, keys : int
         Points drawn on each side.
     preprocess : str, optional
-        Comma-separated steps (default ``center,scale``; none for ``clusters``).
+        Comma-separated steps (default ``standardize,scale``, ``rfviz.data.DATA_DEFAULTS``; none for
+        ``clusters``).
     scale : float
         Mean norm after the ``scale`` step.
     seed : int

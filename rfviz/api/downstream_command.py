@@ -16,8 +16,10 @@ from typing import Any
 import numpy as np
 
 from ..compute import downstream as study
+from ..data import DATA_DEFAULTS
 from ..params import MAX_LIST_LENGTH, SEED_PARAM, Param, ParameterError, check, check_int
 from .datasets import KEYS_PARAM, QUERIES_PARAM, SCALE_PARAM, data_info, load_dataset
+from .rank_estimators_command import rank_estimators
 from .results import Result, nested
 from .validation import Instance, api_function
 
@@ -93,6 +95,10 @@ class DownstreamResult(Result):
         Spearman's ρ between kernel error and downstream error over the random-feature rows (None under 3 rows).
     rows : list of DownstreamRow
         Per method and feature length.
+    answer : dict or None
+        Attention: the decision core's answer on the same data at the longest length (``rank_estimators(...,
+        task="attention")``: every estimator tuned, ranked by the attention output error, the first line crowned
+        only if reliable); absent for ridge.
 
     Examples
     --------
@@ -108,6 +114,7 @@ class DownstreamResult(Result):
     exact: float
     spearman_kernel_vs_downstream: float | None
     rows: list[DownstreamRow] = dataclasses.field(metadata=nested(DownstreamRow, many=True))
+    answer: dict[str, Any] | None = None
 
 
 def _names(task: str, names: Sequence[str] | str | None) -> tuple[str, ...]:
@@ -253,9 +260,12 @@ def downstream(task: str, data: str, *, names: Sequence[str] | str | None = None
         extra = [k for k, v in (("alpha", alpha), ("input_scale", input_scale)) if v is not None]
         if extra:
             raise ParameterError(f"{', '.join(extra)}: the ridge task's options, not attention's")
-        ds = load_dataset(data, keys_data=keys_data, queries=64 if queries is None else queries,
-                          keys=64 if keys is None else keys, preprocess=preprocess,
-                          scale=1.0 if scale is None else scale, seed=seed, data_params=data_params)
+        defaults = DATA_DEFAULTS
+        queries = defaults.queries if queries is None else queries
+        keys = defaults.keys if keys is None else keys
+        scale = defaults.scale if scale is None else scale
+        ds = load_dataset(data, keys_data=keys_data, queries=queries, keys=keys, preprocess=preprocess,
+                          scale=scale, seed=seed, data_params=data_params)
         _reachable("attention", names_t, lengths_t, ds.d)
         info = data_info(ds)
         settings = {"value_columns": study.VALUE_DIM}
@@ -263,6 +273,10 @@ def downstream(task: str, data: str, *, names: Sequence[str] | str | None = None
                                        names=names_t, lengths=lengths_t, repeats=repeats, seed=seed,
                                        nystroem=nystroem)
     body = result.to_json()
+    if task == "attention":  # the decision core's answer for this task on the same data, at the longest length
+        body["answer"] = rank_estimators(data, task="attention", length=max(lengths_t), keys_data=keys_data,
+                                         data_params=data_params, queries=queries, keys=keys, preprocess=preprocess,
+                                         scale=scale, seed=seed).to_dict()
     return DownstreamResult.from_mapping({"task": task, "measure": body.pop("task"), "data": info,
                                           "settings": {"names": list(names_t), "lengths": list(lengths_t),
                                                        "repeats": repeats, "nystroem": nystroem, "seed": seed,

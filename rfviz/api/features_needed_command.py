@@ -17,12 +17,24 @@ from typing import Any
 
 import numpy as np
 
+from ..compute import decision
+from ..compute.decision import TASK_PARAM
 from ..compute.features import EPS_PARAM, OVER_PARAM, data_target, grid_target
 from ..compute.features import features_needed as solve
+from ..data import DATA_DEFAULTS
 from ..estimators import get_estimator
 from ..geometry import snap_theta
 from ..params import CLI_D_PARAM, R_PARAM, SEED_PARAM, THETA_PARAM, ParameterError, check
-from .datasets import KEYS_PARAM, QUERIES_PARAM, SCALE_PARAM, data_info, load_dataset
+from .datasets import (
+    KEYS_PARAM,
+    QUERIES_PARAM,
+    SCALE_PARAM,
+    cluster_options,
+    data_info,
+    load_dataset,
+    preprocess_steps,
+)
+from .rank_estimators_command import DecisionResult
 from .results import Result
 from .validation import Instance, ListOf, api_function
 
@@ -98,7 +110,7 @@ FEATURES_NEEDED_CONSTRAINTS = {
     "data_params": Instance("data_params", (Mapping,), "a mapping of clusters parameters"),
     "queries": QUERIES_PARAM, "keys": KEYS_PARAM,
     "preprocess": Instance("preprocess", (str,), "comma-separated preprocessing steps or none"),
-    "scale": SCALE_PARAM, "seed": SEED_PARAM}
+    "scale": SCALE_PARAM, "seed": SEED_PARAM, "task": TASK_PARAM}
 """The constraints of :func:`features_needed` (the estimator's parameters are checked by its own Params)."""
 
 
@@ -113,8 +125,8 @@ def features_needed(estimator: str, eps: float, *, r: float | Sequence[float] | 
                     theta: float | Sequence[float] | None = None, d: int | None = None,
                     over: str | None = None, embedding: str = "canonical", data: str | None = None,
                     keys_data: str | None = None, data_params: Mapping[str, Any] | None = None, queries: int = 64,
-                    keys: int = 64, preprocess: str | None = None, scale: float = 1.0, seed: int = 0,
-                    **params: Any) -> FeaturesNeededResult:
+                    keys: int = 64, preprocess: str | None = None, scale: float = DATA_DEFAULTS.scale, seed: int = 0,
+                    task: str | None = None, **params: Any) -> FeaturesNeededResult | DecisionResult:
     """The smallest number of features m whose relative error ``√MSE/|K|`` is at most ``eps``
     (``rfviz features-needed``).
 
@@ -139,6 +151,9 @@ def features_needed(estimator: str, eps: float, *, r: float | Sequence[float] | 
         .csv/.npy path.
     keys_data, data_params, queries, keys, preprocess, scale, seed : optional
         The data set's options, as in :func:`rfviz.gram`.
+    task : str, optional
+        ``kernel``, ``gram``, ``attention`` or ``ridge`` (with ``data``): the smallest feature length at which
+        ``estimator`` meets ε on that task, by the decision core (a ``DecisionResult``: ``needed_length``).
     **params
         The estimator's other parameters (``n`` fixes a hybrid's λ features; otherwise they are chosen with m).
 
@@ -159,6 +174,9 @@ def features_needed(estimator: str, eps: float, *, r: float | Sequence[float] | 
     if "m" in params:
         raise ParameterError("m is what features_needed finds; do not give m")
     cls = get_estimator(estimator)
+    if task is not None:
+        return _for_task(estimator, eps, task, data, params, keys_data=keys_data, data_params=data_params,
+                         queries=queries, keys=keys, preprocess=preprocess, scale=scale, seed=seed)
     if data is not None:
         if r is not None or theta is not None or d is not None:
             raise ParameterError("give either data or r, theta and d, not both")
@@ -180,3 +198,19 @@ def features_needed(estimator: str, eps: float, *, r: float | Sequence[float] | 
                   **({"embedding": embedding} if embedding != "canonical" else {})}
     answer = solve(estimator, eps, target, params)
     return FeaturesNeededResult.from_mapping({**answer.to_json(), "inputs": inputs})
+
+
+def _for_task(estimator: str, eps: float, task: str, data: str | None, params: Mapping[str, Any], *,
+              keys_data: str | None, data_params: Mapping[str, Any] | None, queries: int, keys: int,
+              preprocess: str | None, scale: float, seed: int) -> DecisionResult:
+    """``features_needed(..., task=...)``: the smallest feature length at which ``estimator`` meets ε on the task,
+    by the decision core (``rfviz.compute.decision.smallest_length``): its answer, ``needed_length`` the length."""
+    if data is None:
+        raise ParameterError("task needs a data set: give data")
+    kernel = str(params.get("kernel", "softmax"))
+    td = decision.load_task_data(data, task, queries=queries, keys=keys, preprocess=preprocess_steps(preprocess, data),
+                                 scale=scale, seed=seed, keys_data=keys_data,
+                                 data_params=cluster_options(data_params or {}))
+    _, answer = decision.smallest_length(decision.Question(td, task=task, kernel=kernel, eps=eps, names=(estimator,),
+                                                           seed=seed))
+    return DecisionResult.from_mapping(answer.to_dict())

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..clustered import NAME as CLUSTERED
 from ..clustered import ClusteredCE
+from ..data import DATA_DEFAULTS
 from ..estimators import REGISTRY, get_estimator  # the package: the catalog loaded
 from ..gram_engine import gram_cost, gram_error, require_gram_budget, with_family_agreement
 from ..params import CPU_DEVICE_PARAM, M_PARAM, SEED_PARAM, Param, ParameterError, check, check_list
@@ -80,7 +81,8 @@ def gram_report(names: list[str], params: dict[str, Any], data: Any, ms: list[in
 
 
 def gram_study(names: Any, data: Any, *, keys_data: Any = None, data_params: Any = None, queries: Any = 64,
-               keys: Any = 64, preprocess: Any = None, scale: Any = 1.0, m: Any = (8, 32, 128), repeats: Any = 100,
+               keys: Any = 64, preprocess: Any = None, scale: Any = DATA_DEFAULTS.scale, m: Any = (8, 32, 128),
+               repeats: Any = 100,
                seed: Any = 0, device: Any = "cpu", params: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Every argument of ``rfviz gram`` validated (typed values), the data set loaded, and its report.
 
@@ -217,7 +219,7 @@ GRAM_CONSTRAINTS = {"data": Instance("data", (str,), "a data set name or a file 
 @api_function(GRAM_CONSTRAINTS)
 def gram(names: str | Sequence[str], data: str, *, keys_data: str | None = None,
          data_params: Mapping[str, Any] | None = None, queries: int = 64, keys: int = 64,
-         preprocess: str | None = None, scale: float = 1.0, m: int | Sequence[int] = (8, 32, 128),
+         preprocess: str | None = None, scale: float = DATA_DEFAULTS.scale, m: int | Sequence[int] = (8, 32, 128),
          repeats: int = 100, seed: int = 0, device: str = "cpu", params: Mapping[str, Any] | None = None,
          **more: Any) -> GramResult:
     """Expected and sampled Gram-matrix error E‖K̂ − K‖²_F of estimators on a data set (``rfviz gram``).

@@ -14,14 +14,25 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..compute import decision
+from ..compute.features import EPS_PARAM
 from ..compute.ranking import LENGTH_PARAM
 from ..compute.ranking import rank_estimators as rank
+from ..data import DATA_DEFAULTS
 from ..params import CPU_DEVICE_PARAM, SEED_PARAM, Param, ParameterError
-from .datasets import KEYS_PARAM, QUERIES_PARAM, SCALE_PARAM, data_info, load_dataset
+from .datasets import (
+    KEYS_PARAM,
+    QUERIES_PARAM,
+    SCALE_PARAM,
+    cluster_options,
+    data_info,
+    load_dataset,
+    preprocess_steps,
+)
 from .results import Result, nested
 from .validation import Instance, api_function
 
-__all__ = ["ConfirmationRow", "RankedRow", "RankingResult", "rank_estimators"]
+__all__ = ["ConfirmationRow", "DecisionResult", "DecisionRow", "RankedRow", "RankingResult", "rank_estimators"]
 
 KERNELS = ("softmax", "gaussian", "dot_product")
 RANKING_KERNEL_PARAM = Param("kernel", "softmax", "choice", "target kernel", choices=KERNELS)
@@ -144,6 +155,114 @@ class RankingResult(Result):
     monte_carlo: list[ConfirmationRow] = dataclasses.field(metadata=nested(ConfirmationRow, many=True))
 
 
+@dataclasses.dataclass(frozen=True)
+class DecisionRow(Result):
+    """One line of a task's ranking (``rfviz.compute.decision.Row``).
+
+    Parameters
+    ----------
+    estimator : str
+        The estimator.
+    params : dict
+        Its tuned parameters.
+    length : int or None
+        Real numbers per input.
+    error, stderr : float or None
+        The task's error and its standard error (0 for a closed form).
+    reliable : bool or None
+        The Monte-Carlo verdict (None: not sampled).
+    m : int or None
+        Random projections.
+    source : str
+        ``closed form`` or ``monte carlo``.
+    warning : str or None
+        Why a sample is unreliable, or why there is no error.
+    repeats : int or None
+        Feature draws of a sampled task.
+    monte_carlo : dict or None
+        A closed-form task's sampled check (error, stderr, reliable, agreement).
+    absent : frozenset of str
+        Fields the JSON leaves out (``rfviz.api.results.Result``).
+
+    Examples
+    --------
+    >>> DecisionRow.from_mapping({"estimator": "trig", "params": {}, "length": 32, "error": 0.1, "stderr": 0.0,
+    ...     "reliable": True, "m": 16, "source": "closed form", "warning": None, "repeats": None}).length
+    32
+    """
+
+    estimator: str
+    params: dict[str, Any]
+    length: int | None
+    error: float | None
+    stderr: float | None
+    reliable: bool | None
+    m: int | None
+    source: str
+    warning: str | None
+    repeats: int | None
+    monte_carlo: dict[str, Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class DecisionResult(Result):
+    """The decision core's answer for a task (``rfviz.compute.decision.Answer``): the JSON of
+    ``rfviz rank-estimators --task``.
+
+    Parameters
+    ----------
+    task : str
+        kernel, gram, attention or ridge.
+    ranking : list of DecisionRow
+        Best first (an unreliable row after the others).
+    usable : bool
+        Whether the crowned leader meets ε.
+    needed_length : int or None
+        The smallest feature length at which the answer is usable (where it is not).
+    data : dict
+        The data as applied (``preprocess``, ``scale``).
+    kernel : str
+        The target kernel.
+    eps : float
+        The target error.
+    budget : dict
+        ``kind`` (length, m, seconds) and ``amount``.
+    error_measure : str
+        The task's error in words.
+    crowned : bool
+        Whether the first line's Monte Carlo is reliable.
+    headline : str
+        The first line in words, with its uncertainty.
+    needed : dict or None
+        The first line at ``needed_length``.
+    note : str
+        A remark.
+    absent : frozenset of str
+        Fields the JSON leaves out (``rfviz.api.results.Result``).
+
+    Examples
+    --------
+    >>> import rfviz
+    >>> res = rfviz.rank_estimators("iris", task="gram", length=32, queries=8, keys=8, names=["trig"])
+    >>> res.task, res.ranking[0].estimator
+    ('gram', 'trig')
+    """
+
+    task: str
+    ranking: list[DecisionRow] = dataclasses.field(metadata=nested(DecisionRow, many=True))
+    usable: bool
+    needed_length: int | None
+    data: dict[str, Any]
+    kernel: str
+    eps: float
+    budget: dict[str, Any]
+    error_measure: str
+    crowned: bool
+    headline: str
+    needed: dict[str, Any] | None
+    note: str
+
+
 RANK_ESTIMATORS_CONSTRAINTS = {
     "data": Instance("data", (str,), "a data set name or a file path"), "kernel": RANKING_KERNEL_PARAM,
     "length": LENGTH_PARAM, "m": RANKING_M_PARAM, "repeats": RANKING_REPEATS_PARAM,
@@ -152,7 +271,8 @@ RANK_ESTIMATORS_CONSTRAINTS = {
     "data_params": Instance("data_params", (Mapping,), "a mapping of clusters parameters"),
     "queries": QUERIES_PARAM, "keys": KEYS_PARAM,
     "preprocess": Instance("preprocess", (str,), "comma-separated preprocessing steps or none"),
-    "scale": SCALE_PARAM, "seed": SEED_PARAM, "device": CPU_DEVICE_PARAM}
+    "scale": SCALE_PARAM, "seed": SEED_PARAM, "device": CPU_DEVICE_PARAM, "task": decision.TASK_PARAM,
+    "seconds": decision.SECONDS_PARAM, "eps": EPS_PARAM}
 """The constraints of :func:`rank_estimators`."""
 
 
@@ -160,8 +280,9 @@ RANK_ESTIMATORS_CONSTRAINTS = {
 def rank_estimators(data: str, *, kernel: str = "softmax", length: int = 256, m: int | None = None,
                     names: Sequence[str] | str | None = None, repeats: int = 0, keys_data: str | None = None,
                     data_params: Mapping[str, Any] | None = None, queries: int = 64, keys: int = 64,
-                    preprocess: str | None = None, scale: float = 1.0, seed: int = 0,
-                    device: str = "cpu") -> RankingResult:
+                    preprocess: str | None = None, scale: float = DATA_DEFAULTS.scale, seed: int = 0,
+                    device: str = "cpu", task: str | None = None, seconds: float | None = None,
+                    eps: float = EPS_PARAM.default) -> RankingResult | DecisionResult:
     """Rank every applicable estimator on a data set, each with its parameters tuned on the data by minimising the
     closed-form relative Gram error, at equal feature-vector length and at equal m (``rfviz rank-estimators``).
 
@@ -183,11 +304,21 @@ def rank_estimators(data: str, *, kernel: str = "softmax", length: int = 256, m:
         The data set's options, as in :func:`rfviz.gram` (``seed`` also seeds the Monte Carlo).
     device : str
         ``cpu`` or ``cuda`` for the Monte Carlo.
+    task : str, optional
+        ``kernel``, ``gram``, ``attention`` or ``ridge``: rank by that task's own error instead
+        (``rfviz.compute.decision``; returns a ``DecisionResult``). The budget is ``length``, or ``m`` where given,
+        or ``seconds`` of measured feature-map time on this device where given; ``repeats`` (0: the core's default)
+        are the feature draws of its Monte Carlo.
+    seconds : float, optional
+        The time budget of a task's ranking.
+    eps : float
+        The target error of a task's ranking (``usable``, ``needed_length``).
 
     Returns
     -------
-    RankingResult
-        ``ranking`` (best first) and ``monte_carlo``; ``to_dict()`` is the command's JSON.
+    RankingResult or DecisionResult
+        ``ranking`` (best first) and ``monte_carlo``; with ``task``, the decision's answer. ``to_dict()`` is the
+        command's JSON.
 
     Examples
     --------
@@ -202,7 +333,31 @@ def rank_estimators(data: str, *, kernel: str = "softmax", length: int = 256, m:
         names = [n.strip() for n in names.split(",")]
     elif names is not None and not all(isinstance(n, str) for n in names):
         raise ParameterError(f"names must be estimator names, got {str(names)[:40]!r}")
+    if task is not None:
+        return _decide(data, task, kernel, length, m, seconds, eps, names, repeats, keys_data, data_params, queries,
+                       keys, preprocess, scale, seed, device)
+    if seconds is not None:
+        raise ParameterError("seconds is a budget of a task's ranking: give task= too")
     ds = load_dataset(data, keys_data=keys_data, data_params=data_params, queries=queries, keys=keys,
                       preprocess=preprocess, scale=scale, seed=seed)
     result = rank(ds.queries, ds.keys, kernel, length, m, names, repeats, seed, device)
     return RankingResult.from_mapping({"data": data_info(ds), **result.to_json()})
+
+
+def _decide(data: str, task: str, kernel: str, length: int, m: int | None, seconds: float | None, eps: float,
+            names: Sequence[str] | None, repeats: int, keys_data: str | None, data_params: Mapping[str, Any] | None,
+            queries: int, keys: int, preprocess: str | None, scale: float, seed: int, device: str) -> DecisionResult:
+    """``rank_estimators(..., task=...)``: the decision core's answer on the data set (loaded with the one set of
+    data defaults), the budget from ``seconds``, else ``m``, else ``length``."""
+    from ..timing import DeviceTimer
+
+    td = decision.load_task_data(data, task, queries=queries, keys=keys, preprocess=preprocess_steps(preprocess, data),
+                                 scale=scale, seed=seed, keys_data=keys_data,
+                                 data_params=cluster_options(data_params or {}))
+    budget, amount = (("seconds", seconds) if seconds is not None else ("m", m) if m is not None else
+                      ("length", length))
+    question = decision.Question(td, task=task, kernel=kernel, budget=budget, amount=amount, eps=eps,
+                                 names=None if names is None else tuple(names),
+                                 repeats=repeats or decision.DECISION_REPEATS_PARAM.default, seed=seed, device=device)
+    answer = decision.decide(question, DeviceTimer() if budget == "seconds" else None)
+    return DecisionResult.from_mapping(answer.to_dict())

@@ -45,12 +45,14 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool, seed_
                        help="a second .csv/.npy file holding the keys (then --data holds the queries)")
     group.add_argument("--data-param", action="append", default=[], metavar="KEY=VALUE",
                        help="clusters parameters: " + ", ".join(datasets.CLUSTER_KEYS))
-    group.add_argument("--queries", type=int, default=64, help="number of queries drawn (default 64)")
-    group.add_argument("--keys", type=int, default=64, help="number of keys drawn (default 64)")
+    d = datasets.DATA_DEFAULTS  # the one set of data defaults (the app and the API use the same)
+    group.add_argument("--queries", type=int, default=d.queries, help=f"number of queries drawn (default {d.queries})")
+    group.add_argument("--keys", type=int, default=d.keys, help=f"number of keys drawn (default {d.keys})")
     group.add_argument("--preprocess", default=None,
                        help="comma-separated steps in order: " + ", ".join(datasets.PREPROCESS_STEPS) +
-                            " or none (default center,scale; none for clusters)")
-    group.add_argument("--scale", type=float, default=1.0, help="mean norm after the scale step (default 1)")
+                            f" or none (default {','.join(d.preprocess)}; none for clusters)")
+    group.add_argument("--scale", type=float, default=d.scale,
+                       help=f"mean norm after the scale step (default {d.scale:g})")
     group.add_argument("--seed", type=int, default=0, help=seed_help)
 
 

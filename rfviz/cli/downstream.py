@@ -59,6 +59,8 @@ def _text(report: dict[str, Any]) -> str:
              f"{s['repeats']} draws",
              f"exact model: {_cell(report['exact'], 0)}; Spearman ρ(kernel error, downstream error) = "
              f"{_cell(report['spearman_kernel_vs_downstream'], 0)}",
+             *([f"answer (every estimator tuned, ranked by this task's error): {report['answer']['headline']}"]
+               if report.get("answer") else []),
              f"{'method':<22}{'m':>6}{'length':>8}{'error':>11}{'± stderr':>11}{'kernel rel. error':>19}"]
     for r in report["rows"]:
         lines.append(f"{r['method']:<22}{_cell(r['m'], 6)}{_cell(r['length'], 8)}{_cell(r['error'], 11)}"

@@ -11,6 +11,7 @@ import argparse
 from typing import Any
 
 from ..api.features_needed_command import EPS_PARAM, features_needed
+from ..compute.decision import TASKS
 from ..estimators import get_estimator  # the package: the catalog loaded
 from ..geometry import parse_real
 from ..params import CLI_D_PARAM, MAX_LIST_LENGTH, ParameterError
@@ -30,6 +31,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="key=value: eps (target relative error, e.g. 0.1), r and theta (one value each, or "
                         "comma-separated lists for a region), d, over (point, worst, mean, gram), embedding, and "
                         "estimator parameters (n fixes a hybrid's λ features; m is what is found)")
+    p.add_argument("--task", default=None, choices=TASKS,
+                   help="with --data: the smallest feature length at which the estimator meets eps on this task "
+                        "(kernel, gram, attention output, ridge RMSE gap), by the decision core")
     p.add_argument("--json", action="store_true", help="print JSON")
     add_data_arguments(p, required=False, seed_help="seed of the data draw",
                        data_help="a data set instead of r, theta, d (the target is then the Gram matrix's relative "
@@ -73,6 +77,10 @@ def run(args: argparse.Namespace) -> int:
         data = {"data": args.data, **data_options(args)}
     eps = inputs.pop("eps")
     params = parse_values(get_estimator(args.name).spec, values)
+    if args.task is not None:
+        if not data:
+            raise UsageError("--task needs --data")
+        data["task"] = args.task
     result = features_needed(args.name, eps, **inputs, **data, **params)
     emit(result.to_dict(), args.json)
     return 0

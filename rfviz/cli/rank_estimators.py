@@ -8,6 +8,8 @@ import argparse
 from typing import Any
 
 from ..api.rank_estimators_command import KERNELS, rank_estimators
+from ..compute.decision import TASKS
+from ..compute.features import EPS_PARAM
 from ._data import add_data_arguments, data_options
 from ._output import emit
 
@@ -24,8 +26,30 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--names", default=None, help="comma-separated estimators (default: all of the kernel)")
     p.add_argument("--repeats", type=int, default=0, help="Monte-Carlo repeats confirming the top three (0: none)")
     p.add_argument("--device", default="cpu", help="cpu or cuda (Monte Carlo)")
+    p.add_argument("--task", default=None, choices=TASKS,
+                   help="rank by this task's own error (kernel, gram, attention output, ridge RMSE gap) with the "
+                        "Monte-Carlo verdict; the budget is --length, or --m, or --seconds of measured feature-map "
+                        "time (default: the closed-form Gram ranking)")
+    p.add_argument("--seconds", type=float, default=None, help="time budget of a --task ranking (seconds of "
+                                                               "feature-map time on this device, measured, cached)")
+    p.add_argument("--eps", type=float, default=EPS_PARAM.default,
+                   help=f"target error of a --task ranking (default {EPS_PARAM.default:g}): usable, needed_length")
     p.add_argument("--json", action="store_true", help="print JSON")
     add_data_arguments(p, required=True, seed_help="seed of the data draw and the Monte Carlo")
+
+
+def _decision_text(report: dict[str, Any]) -> str:
+    """A task's answer: its headline, then one line per row (error ± stderr, verdict beside it)."""
+    info = report["data"]
+    lines = [f"data {info['name']}: {info['queries']} queries × {info['keys']} keys, d = {info['d']}, preprocess "
+             f"{','.join(info.get('preprocess') or []) or 'none'}, scale {info.get('scale')}; task {report['task']}: "
+             f"{report['error_measure']}", report["headline"],
+             f"{'rank':<5}{'estimator':<26}{'length':>7}{'error':>11}{'± stderr':>10}  reliable  parameters"]
+    for i, r in enumerate(report["ranking"], 1):
+        params = ", ".join(f"{k}={v}" for k, v in r["params"].items() if k != "kernel")
+        lines.append(f"{i:<5}{r['estimator']:<26}{_cell(r['length'], 7)}{_cell(r['error'], 11)}"
+                     f"{_cell(r['stderr'], 10)}  {r['reliable']!s:<8}  {params or '-'}")
+    return "\n".join(lines)
 
 
 def _cell(v: Any, width: int) -> str:
@@ -54,6 +78,7 @@ def _text(report: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     report = rank_estimators(args.data, kernel=args.kernel, length=args.length, m=args.m, names=args.names,
-                             repeats=args.repeats, **data_options(args), device=args.device)
-    emit(report.to_dict(), args.json, text=_text)
+                             repeats=args.repeats, **data_options(args), device=args.device, task=args.task,
+                             seconds=args.seconds, eps=args.eps)
+    emit(report.to_dict(), args.json, text=_decision_text if args.task else _text)
     return 0

@@ -533,3 +533,106 @@ def page_studies(queries: np.ndarray, keys: np.ndarray, repeats: int = 8, seed: 
                                                      lengths=PAGE_LENGTHS, repeats=repeats, seed=seed,
                                                      report=stage(len(PAGE_STAGES) - 1))
     return out
+
+
+# ------------------------------------------------------------------------- one estimator's task errors per draw
+def attention_errors(est: Any, Q: np.ndarray, K: np.ndarray, V: np.ndarray, repeats: int, seed: int = 0
+                     ) -> np.ndarray:
+    """‖ÂV − AV‖_F/‖AV‖_F of one (tuned) estimator for each of ``repeats`` feature draws (draw r seeded by
+    ``spawn_seed(seed, FEATURES_KEY, r)`` as in :func:`attention_study`; asymmetric maps with their two sides).
+
+    Parameters
+    ----------
+    est : Estimator
+        An estimator of the softmax kernel with a feature map.
+    Q, K, V : np.ndarray
+        Queries (N, d), keys (M, d), values (M, v).
+    repeats : int
+        Feature draws.
+    seed : int
+        Seed of the draws.
+
+    Returns
+    -------
+    np.ndarray
+        One relative output error per draw (inf where a draw's Â overflows or a row sums to 0).
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> Q, K, V = rng.normal(size=(8, 3)) * 0.3, rng.normal(size=(8, 3)) * 0.3, rng.normal(size=(8, 2))
+    >>> errs = attention_errors(make_estimator("positive", {"m": 64}, "softmax"), Q, K, V, 3)
+    >>> errs.shape, bool(np.all(errs < 1))
+    ((3,), True)
+    """
+    require_cost(f"the attention error ({repeats} draws)", downstream_cost(
+        len(Q) + len(K), 0, Q.shape[1], [2 * int(est.params.get("m", 1))], 1, repeats, pairs=len(Q) * len(K)),
+        "use fewer repeats or points")
+    kmat = kernel_matrix(make_estimator("positive", {"m": 1}, "softmax"), Q, K)
+    out = (kmat / kmat.sum(1, keepdims=True)) @ V
+    norm = float(np.linalg.norm(out))
+    errs = []
+    for r in range(repeats):
+        pq, samples = _features(est, Q, spawn_seed(seed, FEATURES_KEY, r), "query")
+        pk, _ = _features(est, K, 0, "key", samples)
+        khat = pq @ pk.T
+        with np.errstate(all="ignore"):
+            value = float(np.linalg.norm((khat / khat.sum(1, keepdims=True)) @ V - out)) / norm
+        errs.append(value if math.isfinite(value) else math.inf)
+    return np.asarray(errs)
+
+
+def ridge_gaps(est: Any, X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
+               repeats: int, alpha: float = 1.0, seed: int = 0) -> tuple[np.ndarray, float]:
+    """|RMSE_rf − RMSE_exact|/RMSE_exact per feature draw: ridge on one (symmetric, tuned) Gaussian-kernel map
+    against exact kernel ridge (scikit-learn's ``KernelRidge``, same α, targets centred on the training mean), as
+    :func:`ridge_study` fits them (inputs as given: scale applied by the caller's preprocessing).
+
+    Parameters
+    ----------
+    est : Estimator
+        A symmetric feature map of the Gaussian kernel e^{−|x−y|²/2}.
+    X_train, y_train, X_test, y_test : np.ndarray
+        The regression data.
+    repeats : int
+        Feature draws.
+    alpha : float
+        Ridge penalty of both models.
+    seed : int
+        Seed of the draws.
+
+    Returns
+    -------
+    (np.ndarray, float)
+        The relative test-RMSE gap per draw, and the exact model's test RMSE.
+
+    Examples
+    --------
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(60, 3)) * 0.4; y = np.sin(X[:, 0])
+    >>> gaps, exact = ridge_gaps(make_estimator("trig", {"m": 64}, "gaussian"), X[:40], y[:40], X[40:], y[40:], 3)
+    >>> gaps.shape, exact > 0
+    ((3,), True)
+    """
+    from sklearn.kernel_ridge import KernelRidge
+    from sklearn.linear_model import Ridge
+
+    require_cost(f"the ridge gap ({repeats} draws)", downstream_cost(
+        len(X_train), len(X_test), X_train.shape[1], [2 * int(est.params.get("m", 1))], 1, repeats),
+        "use fewer repeats or points")
+    mean = float(np.mean(y_train))
+
+    def rmse(pred: np.ndarray) -> float:
+        return float(np.sqrt(np.mean((pred + mean - y_test) ** 2)))
+
+    exact = rmse(KernelRidge(alpha=alpha, kernel="rbf", gamma=0.5).fit(X_train, y_train - mean).predict(X_test))
+    gaps = []
+    for r in range(repeats):
+        phi, samples = _features(est, X_train, spawn_seed(seed, FEATURES_KEY, r))
+        phi_t, _ = _features(est, X_test, 0, samples=samples)
+        with np.errstate(all="ignore"):
+            ok = np.all(np.isfinite(phi)) and np.all(np.isfinite(phi_t))
+            value = (abs(rmse(Ridge(alpha=alpha, fit_intercept=False).fit(phi, y_train - mean).predict(phi_t))
+                         - exact) / exact) if ok else math.inf
+        gaps.append(value)
+    return np.asarray(gaps), exact

@@ -241,3 +241,48 @@ def param_sweep(name: str, params: Mapping[str, Any], kernel: str, d: int, r: fl
         out.append(float(analytic_surface(name, p, kernel, dd, np.array([r]), np.array([theta]),
                                           embedding).log10_mse[0, 0]))
     return np.asarray(out)
+
+
+EPS_SLICE_POINTS = 13
+"""ε values of the features view's m(ε) slice (log-spaced over two decades around the page's ε)."""
+
+
+def needed_vs_eps(name: str, params: Mapping[str, Any], kernel: str, d: int, r: float, theta: float, eps: float,
+                  embedding: str = "canonical") -> tuple[np.ndarray, np.ndarray, Any]:
+    """The smallest m meeting ε at one exact pair (r, θ), for ε from eps/10 to 10·eps (log-spaced), and the full
+    answer at ``eps`` itself (``rfviz.compute.features.features_needed``: the CLI's ``features-needed`` there).
+
+    Parameters
+    ----------
+    name, params, kernel : the estimator (its m is ignored: m is what is found).
+    d : int
+        Input dimension.
+    r, theta : float
+        The pair x = r·e1, y = r(cos θ·e1 + sin θ·e2), exactly.
+    eps : float
+        The page's target relative error.
+    embedding : str
+        Placement of the pair in R^d.
+
+    Returns
+    -------
+    (np.ndarray, np.ndarray, FeaturesNeeded)
+        ε values, m at each (NaN where unreachable) and the answer at ``eps``.
+
+    Examples
+    --------
+    >>> e, m, at = needed_vs_eps("trig", {}, "softmax", 4, 1.0, 1.0, 0.1)
+    >>> at.m, bool(np.all(np.diff(m) <= 0))
+    (46, True)
+    """
+    from ..estimators import get_estimator
+    from ..params import check
+    from .features import EPS_PARAM, features_needed, grid_target
+
+    eps = check(eps, EPS_PARAM)
+    own = {k: v for k, v in make_estimator(name, params, kernel).params.items() if k != "m"}
+    target = grid_target(float(r), float(theta), d, "point", embedding, get_estimator(name).isotropic)
+    values = np.geomspace(eps / 10, eps * 10, EPS_SLICE_POINTS)
+    ms = np.array([np.nan if (res := features_needed(name, float(e), target, own)).m is None else float(res.m)
+                   for e in values])
+    return values, ms, features_needed(name, eps, target, own)

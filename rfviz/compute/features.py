@@ -35,6 +35,7 @@ from ..geometry import check_d, embed_pair
 from ..gram_engine import PROBE_M
 from ..maths.dp import AVERAGED_EMBEDDINGS, ROTATIONS, rotation_frames_bytes
 from ..params import Cost, Param, ParameterError, check, require_cost, require_fits
+from . import smallest_m
 from .catalog import make_estimator
 
 EPS_PARAM = Param("eps", 0.1, "float", "target relative error √MSE/|K| (0.1 = 10 %)", low=0.0, high=1e6,
@@ -396,8 +397,14 @@ def _solve_one(problem: _Problem, n: int | None, high: int) -> dict[str, Any]:
         return {"m": None, "reason": reason, "method": "exact" if exact else "search", "log_c": log_c}
     if log_c == -math.inf:
         return {"m": 1, "reason": None, "method": "exact", "log_c": log_c}
-    m, reason = _invert(problem, n, log_c, high) if exact else _search(problem, n, high)
-    return {"m": m, "reason": reason, "method": "exact" if exact else "search", "log_c": log_c if exact else None}
+    if exact:
+        m, reason = _invert(problem, n, log_c, high)
+        return {"m": m, "reason": reason, "method": "exact", "log_c": log_c}
+    found = smallest_m.solve_blocks(problem, n, high)  # block couplings: not monotone in m, searched exactly
+    if found is None:
+        m, reason = _search(problem, n, high)
+        found = smallest_m.solve_search(problem, n, m) if m is not None else smallest_m.Smallest(None, "search", reason)
+    return {"m": found.m, "reason": found.reason, "method": found.method, "log_c": None}
 
 
 PROBE_D = 64
@@ -578,7 +585,8 @@ def features_needed_map(name: str, params: Mapping[str, Any], d: int, r: np.ndar
                         eps: float, embedding: str = "canonical", kernel: str | None = None) -> np.ndarray:
     """log₁₀ of the m needed at every (r, θ) of a grid (NaN where unreachable), each cell a point target.
 
-    Where MSE = C/m (checked as in :func:`features_needed`) every cell is exact, m = ⌈C/ε²⌉; elsewhere the cells
+    Where MSE = C/m (checked as in :func:`features_needed`) every cell is exact, m = ⌈C/ε²⌉; under the block law of
+    the orthogonal and simplex couplings every cell is exact too (``smallest_m.block_cells``); elsewhere the cells
     hold the first m of a geometric ladder (``LADDER_RATIO``) meeting ε, evaluated on the whole grid at once: an
     upper bound at most 9 % above the exact answer.
 
@@ -627,6 +635,8 @@ def features_needed_map(name: str, params: Mapping[str, Any], d: int, r: np.ndar
         with np.errstate(invalid="ignore", over="ignore"):
             m = np.where(np.isneginf(log_rel), 1.0,
                          np.maximum(1.0, np.ceil(np.exp(log_rel - problem.log_eps_sq) * (1 - 1e-12))))
+    elif (cells := smallest_m.block_cells(problem, own.get("n"), high)) is not None:  # block couplings: exact
+        m = cells
     else:
         m = np.full(target.pairs, np.nan)
         for rung in _ladder(high):

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 import plotly.graph_objects as go
 
-from .common import HeatmapStyle, heatmaps
+from .common import HeatmapStyle, heatmaps, layout
 
 ZLABEL = "log₁₀ m needed"
 
@@ -46,5 +46,52 @@ def features_needed_figure(r: np.ndarray, theta: np.ndarray, maps: Mapping[str, 
     'heatmap'
     """
     shown = {(titles or {}).get(k, k): v for k, v in maps.items()}
-    return heatmaps(theta, r, shown, xlabel="θ", ylabel="r", zlabel=f"{ZLABEL} (ε = {eps:g})", title=title,
-                    style=HeatmapStyle(zrange=zrange, exact_label="exact (MSE = 0)"))
+    fig = heatmaps(theta, r, shown, xlabel="θ", ylabel="r", zlabel=f"{ZLABEL} (ε = {eps:g})", title=title,
+                   style=HeatmapStyle(zrange=zrange, exact_label="exact (MSE = 0)"))
+    for trace in fig.data:  # hover: m itself, at the cell's own (r, θ), where it was computed exactly
+        if trace.type == "heatmap" and trace.meta != "exact" and trace.name in shown:
+            m = np.rint(10 ** np.asarray(shown[trace.name], dtype=float))
+            trace.customdata = np.where(np.isfinite(m) & (m >= 1), m, None)
+            trace.hovertemplate = (f"r = %{{y:.6g}}, θ = %{{x:.6g}}<br>m needed = %{{customdata:,.0f}} (ε = {eps:g}; "
+                                   "computed at exactly this r, θ)<extra>" + str(trace.name) + "</extra>")
+    return fig
+
+
+def needed_vs_eps_figure(eps_values: np.ndarray, ms: Mapping[str, np.ndarray], eps: float, r: float, theta: float,
+                         titles: Mapping[str, str] | None = None) -> go.Figure:
+    """The slice of the features view: the m needed as a function of ε at one exact pair (r, θ), log-log, one line
+    per estimator, the page's ε marked.
+
+    Parameters
+    ----------
+    eps_values : np.ndarray
+        The ε axis.
+    ms : mapping of str to np.ndarray
+        Estimator → m at each ε (NaN: unreachable).
+    eps : float
+        The page's ε (a vertical line).
+    r, theta : float
+        The pair (in the title).
+    titles : mapping, optional
+        Estimator name → the title shown.
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+
+    Examples
+    --------
+    >>> fig = needed_vs_eps_figure(np.array([0.01, 0.1]), {"trig": np.array([4600.0, 46.0])}, 0.1, 1.0, 1.0)
+    >>> fig.data[0].y.tolist()
+    [4600.0, 46.0]
+    """
+    traces = [go.Scatter(x=eps_values, y=np.where(np.isfinite(m), m, None), mode="lines+markers",
+                         name=(titles or {}).get(k, k),
+                         hovertemplate="ε = %{x:.4g}<br>m = %{y:,.0f}<extra>%{fullData.name}</extra>")
+              for k, m in ms.items()]
+    return go.Figure(traces, layout={**layout(), "title": f"m needed against ε at r = {r:g}, θ = {theta:g}",
+                                     "xaxis": {"type": "log", "title": {"text": "ε (target relative error)"}},
+                                     "yaxis": {"type": "log", "title": {"text": "m needed"}},
+                                     "shapes": [{"type": "line", "xref": "x", "x0": eps, "x1": eps, "yref": "y domain",
+                                                 "y0": 0, "y1": 1, "line": {"color": "gray", "dash": "dot"}}],
+                                     "height": 380})

@@ -17,9 +17,9 @@ from ..geometry import embed_pair
 from ..numerics import LOG10
 from ..params import CHECK_TRIALS_PARAM, ParameterError, validated
 from ..plugins import instantiate, protocol_guard
+from ..verdicts import known_log_mse, ratio_map
 from ..verdicts.rules import (  # the lab's rules, with their reasons, live in the verdict module
     BIAS_KURTOSIS_FRACTION,
-    TIE_LOG10,
 )
 from .closed_form import closed_form_step
 from .features import check_features, check_reproducible, comparator, declares_bias
@@ -144,20 +144,28 @@ def bias_step(est: Estimator, grid: _Grid, res: MCResult, opts: LabOptions) -> _
 
 
 def _comparator_log_mse(other: Estimator, grid: _Grid, opts: LabOptions, stage: int) -> tuple[np.ndarray, str]:
-    """A comparator's log MSE on the grid: its closed form, or its Monte Carlo (same trials and seed)."""
+    """A comparator's known log MSE on the grid (``rfviz.verdicts.known_log_mse``): its closed form (a built-in's,
+    tested against Monte Carlo by rfviz's own suite), or its Monte Carlo (same trials and seed) where that sample is
+    reliable or exact; NaN (unknown: heavy tail) elsewhere."""
     ox, oy = other.grid_pairs(grid.rr, grid.tt, opts.d)
     ox, oy = ox.reshape(-1, ox.shape[-1]), oy.reshape(-1, oy.shape[-1])
     if other.closed_form_available():
         return other.log_mse(ox, oy, opts.d).ravel(), "closed form"
     mc = monte_carlo(other, ox, oy, d=opts.d, trials=opts.trials, seed=opts.seed, device=opts.device,
                      progress=opts.stage(stage))
-    return np.where(exact_points(mc), -np.inf, np.asarray(mc.log_mse, float)), "monte carlo"
+    exact = exact_points(mc)
+    sampled = np.where(exact, -np.inf, np.asarray(mc.log_mse, float))
+    known, _ = known_log_mse(None, None, sampled, np.asarray(lab_reliable(mc, None), bool) | exact)
+    return known, "monte carlo where reliable"
 
 
 def comparisons_step(est: Estimator, grid: _Grid, log_mse: np.ndarray, compare: Sequence[str], opts: LabOptions
                      ) -> tuple[list[Comparison], dict[str, str]]:
     """Step 5: log10(MSE_candidate / MSE_builtin) per point against each built-in in ``compare`` (same m, kernel
-    and coupling); a built-in that cannot be compared is skipped with the reason."""
+    and coupling), a number only where both MSEs are known (``rfviz.verdicts.ratio_map``: ``log_mse`` is the
+    candidate's known MSE, NaN where its sample is heavy-tailed and no tested closed form stands in); wins, losses
+    and ties count the known cells, ``unknown`` the others. A built-in that cannot be compared is skipped with the
+    reason."""
     comparisons: list[Comparison] = []
     skipped: dict[str, str] = {}
     for i, name in enumerate(compare, start=1):
@@ -171,12 +179,9 @@ def comparisons_step(est: Estimator, grid: _Grid, log_mse: np.ndarray, compare: 
         except (ParameterError, NotImplementedError, FloatingPointError) as exc:
             skipped[name] = str(exc)
             continue
-        with np.errstate(invalid="ignore"):
-            ratio = (log_mse - log_other) / LOG10
-        ratio = np.where((log_mse == -np.inf) & (log_other == -np.inf), 0.0, ratio)
-        comparisons.append(Comparison(name, dict(other.params), source, ratio.reshape(grid.shape),
-                                      wins=int(np.sum(ratio < -TIE_LOG10)), losses=int(np.sum(ratio > TIE_LOG10)),
-                                      ties=int(np.sum(np.abs(ratio) <= TIE_LOG10))))
+        rm = ratio_map(log_mse, log_other)
+        comparisons.append(Comparison(name, dict(other.params), source, rm.log10_ratio.reshape(grid.shape),
+                                      wins=rm.wins, losses=rm.losses, ties=rm.ties, unknown=rm.unknown))
     return comparisons, skipped
 
 
@@ -223,7 +228,8 @@ def run_lab(est: Estimator, opts: LabOptions) -> LabReport:
     bias = bias_step(est, grid, res, opts)
     cf = closed_form_step(est, grid, res, bias, opts)
     warnings = bias.warnings + cf.warnings
-    comparisons, skipped = comparisons_step(est, grid, cf.log_mse, opts.compare, opts)
+    known, _ = known_log_mse(cf.log_mse, cf.used, cf.log_mse, np.ravel(bias.reliable) | exact_points(res))
+    comparisons, skipped = comparisons_step(est, grid, known, opts.compare, opts)
     features = features_step(est, grid, res, opts, warnings)
     shape = grid.shape
 

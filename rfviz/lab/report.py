@@ -30,6 +30,7 @@ class Comparison:
     wins: int
     losses: int
     ties: int
+    unknown: int = 0  # cells where either MSE is unknown (heavy tail): no win, no loss
 
 
 @dataclass
@@ -235,7 +236,8 @@ class LabReport:
             "mse_source": self.mse_source,
             "bias_as_declared": self.verdict == "biased, as declared",
             "comparisons": {c.name: {"params": c.params, "source": c.source, "log10_ratio": c.log10_ratio,
-                                     "wins": c.wins, "losses": c.losses, "ties": c.ties} for c in self.comparisons},
+                                     "wins": c.wins, "losses": c.losses, "ties": c.ties,
+                                     "unknown": c.unknown} for c in self.comparisons},
             "skipped_comparisons": self.skipped_comparisons,
             "features": self.features,
             "warnings": self.warnings,

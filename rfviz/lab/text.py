@@ -3,12 +3,11 @@ the grids drawn as text."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from ..verdicts import closed_form_word
+from ..verdicts import UNKNOWN_HEAVY_TAIL, closed_form_word, points_trial_advice
 from ..verdicts.rules import CLOSED_FORM_KURTOSIS_FRACTION, MIN_CLOSED_FORM_POINTS, MIN_INFORMATIVE
 from .options import EXIT_CODES
 
@@ -57,14 +56,19 @@ def closed_form_text(report: Any) -> str:
 
 def _closed_form_advice(report: Any) -> str:
     """How many trials would let MIN_CLOSED_FORM_POINTS grid points into the closed-form test (its gate is the
-    sampled kurtosis κ ≤ trials·CLOSED_FORM_KURTOSIS_FRACTION; κ is itself sampled, so this is a lower bound)."""
-    kappa = np.sort(np.asarray(report.kurtosis, float)[np.isfinite(report.kurtosis)])
-    if kappa.size < MIN_CLOSED_FORM_POINTS:
+    sampled kurtosis κ ≤ trials·CLOSED_FORM_KURTOSIS_FRACTION), counting only points where a finite count can work
+    (``rfviz.verdicts.points_trial_advice``): a heavy-tailed point's κ grows with the trials, so no count lets it in
+    (the words say so instead of a count)."""
+    kappa = np.asarray(report.kurtosis, float)
+    needed = np.where(np.isfinite(kappa), kappa / CLOSED_FORM_KURTOSIS_FRACTION, np.nan)
+    exact = np.zeros(kappa.shape, bool) if report.exact is None else np.asarray(report.exact, bool)
+    informative = np.ones(kappa.shape, bool) if report.informative is None else np.asarray(report.informative, bool)
+    advice = points_trial_advice(needed, None, ~informative & ~exact, MIN_CLOSED_FORM_POINTS, report.trials)
+    if advice.count is None:
+        return f"{advice.text} at {MIN_CLOSED_FORM_POINTS} grid points (their squared errors are heavy-tailed); "
+    if advice.count <= report.trials:
         return ""
-    needed = math.ceil(kappa[MIN_CLOSED_FORM_POINTS - 1] / CLOSED_FORM_KURTOSIS_FRACTION)
-    if needed <= report.trials:
-        return ""
-    return f"--trials {needed} or more would let {MIN_CLOSED_FORM_POINTS} grid points into the test; "
+    return f"--trials {advice.count} or more would let {MIN_CLOSED_FORM_POINTS} grid points into the test; "
 
 
 def summary_text(report: Any) -> str:
@@ -177,8 +181,10 @@ def report_text(report: Any) -> str:
                   + ("" if report.closed_form_used is None or not (~report.closed_form_used).any() else
                      " (o = sampled MSE at that point)")]
     for c in report.comparisons:
+        unknown = getattr(c, "unknown", 0)
         lines += ["", f"log10 MSE ratio vs {c.name} ({c.source}); < 0: {report.estimator} wins "
-                  f"(wins {c.wins}, loses {c.losses}, ties {c.ties}):"]
+                  f"(wins {c.wins}, loses {c.losses}, ties {c.ties}"
+                  + (f", {UNKNOWN_HEAVY_TAIL}: {unknown}, shown nan" if unknown else "") + "):"]
         sampled = None if report.closed_form_used is None else ~report.closed_form_used
         lines += _grid_text(report.r, report.theta, c.log10_ratio, None, None, fmt="{:+7.2f}", note=sampled,
                             note_tag="o")

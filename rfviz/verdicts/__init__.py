@@ -5,8 +5,9 @@ it came in by. Pure numpy/scipy; imports nothing of rfviz but the bottom layer.
 
 The package, by job: ``rules`` (every number a verdict uses — levels, gates, floors — with the round-off rules
 that turn them into exact/precision-loss masks), ``reliability`` (theory-decided reliability, the iid witness),
-``stats`` (z, p, Holm/Bonferroni, agreement, the ``rfviz mse`` verdict), ``gram`` (the Gram-error theory) and
-``words`` (the English every face shows). Other modules read their thresholds from here
+``stats`` (z, p, Holm/Bonferroni, agreement, the ``rfviz mse`` verdict), ``gram`` (the Gram-error theory),
+``decision`` (a decision's verdicts: which MSE a ratio map may use, trial-count advice only where a count can work,
+crowning a ranking's leader) and ``words`` (the English every face shows). Other modules read their thresholds from here
 (``tests/verdicts/test_verdict_rules_home.py`` fails on a verdict-threshold literal anywhere else).
 
 The rules, one each
@@ -45,6 +46,20 @@ words
 """
 from __future__ import annotations
 
+from .decision import (
+    CLOSED_FORM,
+    NO_TRIAL_COUNT,
+    SAMPLED,
+    UNKNOWN_HEAVY_TAIL,
+    RatioMap,
+    TrialAdvice,
+    crown_order,
+    crowned,
+    known_log_mse,
+    points_trial_advice,
+    ratio_map,
+    trial_advice,
+)
 from .gram import (
     GramTheory,
     gram_theory,
@@ -123,6 +138,7 @@ from .words import (
 __all__ = [
     "AGREES",
     "BIAS_KURTOSIS_FRACTION",
+    "CLOSED_FORM",
     "CLOSED_FORM_ALPHA_FACTOR",
     "CLOSED_FORM_KURTOSIS_FRACTION",
     "CLOSED_FORM_KURTOSIS_FRACTION_THEORY",
@@ -149,19 +165,26 @@ __all__ = [
     "MIN_PARTS",
     "MIN_TAIL_INDEX",
     "MIN_TAIL_TRIALS",
+    "NO_TRIAL_COUNT",
     "PRACTICAL_TRIALS",
     "PRECISION_LOSS",
     "ROUNDOFF_AMPLIFICATION",
+    "SAMPLED",
     "TARGET_REL_STDERR",
     "TIE_LOG10",
     "TOP_SHARE_FACTOR",
     "TOP_SHARE_MIN_RATIO",
+    "UNKNOWN_HEAVY_TAIL",
     "UNRELIABLE",
     "GramTheory",
+    "RatioMap",
     "TheoryReport",
+    "TrialAdvice",
     "agreement",
     "bonferroni_disagrees",
     "closed_form_word",
+    "crown_order",
+    "crowned",
     "exact_at_roundoff",
     "family_agreement",
     "family_disagreements",
@@ -170,15 +193,19 @@ __all__ = [
     "gram_witness",
     "holm",
     "iid_witness",
+    "known_log_mse",
     "log_mse_stderr_theory",
     "log_witness_stderr",
     "outcome_text",
+    "points_trial_advice",
     "practical_count",
     "precision_loss",
+    "ratio_map",
     "roundoff_floor",
     "sampled_verdict",
     "sweep_point_reliability",
     "theory_reliability",
+    "trial_advice",
     "trials_needed_text",
     "two_sided_p",
     "vetoed",

@@ -64,8 +64,12 @@ def _page() -> AppTest:
 def test_page_shows_the_answer_the_map_and_the_gram_table() -> None:
     at = _page().run()
     assert not at.exception, [e.message for e in at.exception]
-    assert any("wins, with" in md.value for md in at.markdown)
+    answer = [md.value for md in at.markdown if md.value.startswith("**Answer (gram, length 128):**")]
+    assert len(answer) == 1  # the headline is the ranking's first line for the task picked (test_decision.py)
+    assert any("wins, with" in c.value for c in at.caption)  # the equal-m verdict of the map, said as such
     assert len(at.get("plotly_chart")) == 2 and len(at.dataframe) == 2  # the Gram table and the ranking
+    ranking = at.dataframe[1].value
+    assert ranking["estimator"].iloc[0] in answer[0].replace("\\", "") and "reliable" in ranking.columns[:5]
     at.button(key="data.run_gram").click().run()
     assert not at.exception, [e.message for e in at.exception]
     df = at.dataframe[0].value

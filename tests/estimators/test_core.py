@@ -13,6 +13,7 @@ import pytest
 from mc_helpers import assert_mc_matches_closed_form
 
 import rfviz
+from rfviz.data import DATA_DEFAULTS
 from rfviz.estimators.base import Estimator, register, validate_estimator_class
 from rfviz.geometry import canonical_pair, project_to_span
 from rfviz.numerics import log1mexp, log_cosh_m1, log_expm1
@@ -210,7 +211,8 @@ def test_cli_data_set_options_are_the_same_in_every_command_that_reads_a_data_se
     required = {c: specs[c].pop("--data")[-1] for c in specs}
     assert required == {"gram": True, "features-needed": False, "rank-estimators": True}
     assert specs["gram"] == specs["features-needed"] == specs["rank-estimators"]
-    assert specs["gram"]["--queries"][1] == specs["gram"]["--keys"][1] == 64 and specs["gram"]["--scale"][1] == 1.0
+    assert specs["gram"]["--queries"][1] == specs["gram"]["--keys"][1] == 64
+    assert specs["gram"]["--scale"][1] == DATA_DEFAULTS.scale  # the one set of data defaults (issue 39)
     args = sub.choices["gram"].parse_args(["trig", "--data", "wine"])
     for function in (gram_study, features_needed, rank_estimators):
         assert set(data_options(args)) <= set(inspect.signature(function).parameters), function.__name__
