@@ -107,9 +107,10 @@ with ui.page(
         avg = ui.memo("data.avg", view_key, lambda report: cdata.pair_averages(ds, names, {"m": m}, m_values, kernel))
         length, eps = ui.valid(LENGTH_PARAM, length), ui.valid(EPS_PARAM, eps)
         answer_key = ("data.answer", *load_key, task, kernel, length, eps)
-        answer = ui.memo("data.answer", answer_key, lambda report: decision.decide(decision.Question(
-            _task_data(source, task, ds, points, tuple(steps), scale), task=task, kernel=kernel, amount=length,
-            eps=eps)))
+        with ui.stages("Ranking", decision.DECIDE_STAGES) as progress:
+            answer = ui.memo("data.answer", answer_key, lambda report: decision.decide(decision.Question(
+                _task_data(source, task, ds, points, tuple(steps), scale), task=task, kernel=kernel, amount=length,
+                eps=eps), report=report), progress)
         answer_titles = catalog.titles([r.estimator for r in answer.ranking])
         st.markdown(f"**Answer ({ui.plain(task)}, length {length}):** {ui.plain(answer.headline(answer_titles))}.")
         st.caption(f"The ranking's first line below, for the task picked (rfviz.compute.decision; the CLI's "

@@ -671,7 +671,12 @@ def _rank(q: Question, timer: FeatureTimer | None) -> tuple[list[Row], bool, boo
     return rows, crown, bool(crown and first is not None and first.error is not None and first.error <= q.eps)
 
 
-def decide(q: Question, timer: FeatureTimer | None = None, search_needed: bool = True) -> Answer:
+DECIDE_STAGES = ("tuning, ranking and confirming by Monte Carlo", "searching the length that would be usable")
+"""The stages of :func:`decide` as its ``report`` sees them (the second runs only when the answer is not usable)."""
+
+
+def decide(q: Question, timer: FeatureTimer | None = None, search_needed: bool = True,
+           report: Callable[[float], None] | None = None) -> Answer:
     """The answer to a question (see the module's docstring).
 
     Parameters
@@ -681,6 +686,8 @@ def decide(q: Question, timer: FeatureTimer | None = None, search_needed: bool =
         Needed for ``budget="seconds"`` (``rfviz.timing.DeviceTimer``).
     search_needed : bool
         Whether to search ``needed_length`` when the answer is not usable.
+    report : callable, optional
+        ``report(fraction)`` at the start of each of ``DECIDE_STAGES`` and at the end.
 
     Returns
     -------
@@ -694,10 +701,14 @@ def decide(q: Question, timer: FeatureTimer | None = None, search_needed: bool =
     >>> a.first.estimator, a.to_dict()["data"]["preprocess"]
     ('trig', ['standardize', 'scale'])
     """
+    tell = report or (lambda fraction: None)
+    tell(0.0)
     rows, crown, usable = _rank(q, timer)
     needed, needed_row = (None, None)
     if not usable and search_needed:
+        tell(0.5)
         needed, needed_row = needed_length(q, rows, timer)
+    tell(1.0)
     note = "" if crown or not rows else "the leader's Monte Carlo is unreliable: not crowned"
     budget = {"kind": q.budget, "amount": q.amount}
     return Answer(q.task, q.kernel, float(q.eps), budget, tuple(rows), usable, needed, dict(q.data.description),

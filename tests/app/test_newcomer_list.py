@@ -49,9 +49,12 @@ def test_the_page_studies_run_in_named_stages():
     from rfviz.compute import downstream
 
     assert len(downstream.PAGE_STAGES) == 3 and "ridge" in downstream.PAGE_STAGES[0]
+    from rfviz.compute import decision
+
     source = (ROOT / "app_pages" / "data.py").read_text()
-    for what in ("Fitting the models", "Ranking", "Confirming"):  # a bar naming its stage, not a bare spinner
+    for what in ("Fitting the models", "Ranking"):  # a bar naming its stage, not a bare spinner
         assert f'ui.stages("{what}"' in source
+    assert "confirming" in decision.DECIDE_STAGES[0]  # the ranking's stages name its Monte-Carlo confirmation
 
 
 @pytest.mark.integration
