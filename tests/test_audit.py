@@ -5,12 +5,13 @@ skipped, with the reason, only where the extra ``rfviz[audit]`` is not installed
 from __future__ import annotations
 
 import importlib.util
+import pathlib
 
 import numpy as np
 import pytest
 
 import rfviz
-from rfviz.audit import AUDITS, LIBRARIES, library_version, run_audit, select
+from rfviz.audit import AUDITS, LIBRARIES, audit_json, export_audit_html, library_version, run_audit, select
 from rfviz.params import ParameterError
 
 EXTRA = "pip install rfviz[audit]"
@@ -125,3 +126,23 @@ def test_gpytorch_and_sklearn_agree_with_rfviz_closed_forms():
     out = run_audit(["scikit-learn", "gpytorch"], trials=2000)
     for row in out["cases"]:
         assert row["verdict"] == "unbiased" and row["closed_form_agrees"] is True, row["summary"]
+
+
+ROWS = [{"library": "scikit-learn", "version": "1.9.1", "name": "RBFSampler", "status": "ran", "verdict": "unbiased",
+         "sentence": "agrees", "command": "rfviz check …", "bias_z_min": -1.9, "bias_z_max": 1.2,
+         "closed_form_z_min": -1.4, "closed_form_z_max": 1.8, "report": object()},
+        {"library": "gpytorch", "name": "RFFKernel", "status": "skipped", "reason": "gpytorch is not installed"}]
+
+
+def test_audit_json_drops_the_reports_and_keeps_the_rows():
+    out = audit_json({"cases": ROWS, "seed": 0})
+    assert [set(r) - set(row) for r, row in zip(out["cases"], ROWS, strict=True)] == [set(), set()]
+    assert all("report" not in r for r in out["cases"])
+
+
+def test_audit_html_exports_headless(tmp_path):
+    path = export_audit_html({"cases": ROWS, "seed": 0}, str(tmp_path / "audit.html"))
+    text = pathlib.Path(path).read_text()
+    assert "RBFSampler" in text and "gpytorch is not installed" in text and "<html" in text
+    with pytest.raises(ParameterError, match=r"\.html"):
+        export_audit_html({"cases": ROWS, "seed": 0}, str(tmp_path / "audit.png"))

@@ -8,6 +8,17 @@ the estimator lab against rfviz's closed form for the same mechanism (``closed_f
 
 from __future__ import annotations
 
-from .cases import AUDITS, LIBRARIES, AuditCase, finding, library_version, run_audit, select
+from .cases import (
+    AUDITS,
+    LIBRARIES,
+    AuditCase,
+    audit_json,
+    export_audit_html,
+    finding,
+    library_version,
+    run_audit,
+    select,
+)
 
-__all__ = ["AUDITS", "LIBRARIES", "AuditCase", "finding", "library_version", "run_audit", "select"]
+__all__ = ["AUDITS", "LIBRARIES", "AuditCase", "audit_json", "export_audit_html", "finding", "library_version",
+           "run_audit", "select"]

@@ -209,3 +209,46 @@ def run_audit(libraries: Sequence[str] | None = None, *, seed: int = 0, workers:
 def _cpu_seconds() -> float:
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def audit_json(result: dict[str, Any]) -> dict[str, Any]:
+    """``run_audit``'s result without the full lab reports (what ``rfviz audit --json`` prints; each row's
+    ``summary`` is its report's one sentence, and its ``command`` reproduces the full report).
+
+    Examples
+    --------
+    >>> audit_json({"cases": [{"name": "x", "report": object()}], "seed": 0})
+    {'cases': [{'name': 'x'}], 'seed': 0}
+    """
+    return {**result, "cases": [{k: v for k, v in row.items() if k != "report"} for row in result["cases"]]}
+
+
+def export_audit_html(result: dict[str, Any], out: str) -> str:
+    """Write the audit's figure (``rfviz.figures.audit.audit_figure``) as a self-contained HTML file, headless, as
+    the gallery exports its figures (``figure_html``, written atomically).
+
+    Parameters
+    ----------
+    result : ``run_audit``'s result.
+    out : the path, ending in .html.
+
+    Returns
+    -------
+    str
+        The path written.
+
+    Examples
+    --------
+    >>> export_audit_html(run_audit(), "audit.html")  # doctest: +SKIP
+    'audit.html'
+    """
+    from ..figures.audit import audit_figure
+    from ..figures.export import figure_html
+    from ..fileio import atomic_write
+
+    if not str(out).lower().endswith((".html", ".htm")):
+        raise ParameterError(f"--html must end in .html, got {str(out)[:80]!r}")
+    rows = audit_json(result)["cases"]
+    params = {"seed": result.get("seed"), "cases": len(rows)}
+    atomic_write(out, figure_html(audit_figure(rows), title="rfviz audit", params=params))
+    return str(out)
