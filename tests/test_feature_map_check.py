@@ -200,3 +200,24 @@ def test_isolated_errors_are_one_line(tmp_path):
     assert "\n" not in str(info.value)
     with pytest.raises(ParameterError, match=r"FILE\.py:FUNCTION"):
         check_feature_map_isolated(str(path), "softmax", [], **FAST)
+
+
+@pytest.mark.slow  # the lab page through Streamlit's AppTest, and a check in a plugin process
+def test_the_lab_page_checks_a_feature_map_file_and_pasted_code(tmp_path, monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    path = _write(tmp_path, "import numpy as np\n\n\ndef phi(X, rng):\n"
+                  "    W = rng.standard_normal((X.shape[1], 16))\n"
+                  "    return np.exp(X @ W - 0.5 * (X * X).sum(1, keepdims=True)) / 4\n")
+    monkeypatch.setenv("RFVIZ_LAB_PASTE", "1")
+    at = AppTest.from_file(str(root / "app_pages" / "estimator_lab.py"), default_timeout=300).run()
+    next(r for r in at.radio if r.label == "Check").set_value("a feature map").run()
+    assert not at.exception, at.exception
+    next(t for t in at.text_input if t.label.startswith("features")).set_value(f"{path}:phi").run()
+    next(t for t in at.number_input if t.label == "Monte-Carlo trials").set_value(2000).run()
+    next(b for b in at.button if b.label == "Run the check").click().run()
+    assert not at.exception, at.exception
+    assert any("UNBIASED" in s.value for s in at.success), [m.value for m in at.main]
+    next(r for r in at.radio if r.label == "Feature map from").set_value("pasted code").run()
+    assert not at.exception and [s.value for s in at.selectbox if s.label.startswith("features")] == ["phi"]
