@@ -221,3 +221,17 @@ def test_the_lab_page_checks_a_feature_map_file_and_pasted_code(tmp_path, monkey
     assert any("UNBIASED" in s.value for s in at.success), [m.value for m in at.main]
     next(r for r in at.radio if r.label == "Feature map from").set_value("pasted code").run()
     assert not at.exception and [s.value for s in at.selectbox if s.label.startswith("features")] == ["phi"]
+
+
+def test_a_function_crosses_to_the_plugin_process_by_its_file_and_name():
+    from rfviz.lab.feature_map import callable_spec
+
+    assert callable_spec(positive) == f"{pathlib.Path(__file__).resolve()}:positive"
+    assert callable_spec("my_map.py:phi") == "my_map.py:phi"
+
+    def nested(X, rng):
+        return X
+
+    for bad in (nested, lambda X, rng: X, np.exp, 3):
+        with pytest.raises(ParameterError, match="features"):
+            callable_spec(bad)

@@ -13,6 +13,7 @@ from .cases import (
     LIBRARIES,
     AuditCase,
     audit_json,
+    audit_text,
     export_audit_html,
     finding,
     library_version,
@@ -20,5 +21,5 @@ from .cases import (
     select,
 )
 
-__all__ = ["AUDITS", "LIBRARIES", "AuditCase", "audit_json", "export_audit_html", "finding", "library_version",
+__all__ = ["AUDITS", "LIBRARIES", "AuditCase", "audit_json", "audit_text", "export_audit_html", "finding", "library_version",
            "run_audit", "select"]

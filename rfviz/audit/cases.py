@@ -252,3 +252,26 @@ def export_audit_html(result: dict[str, Any], out: str) -> str:
     params = {"seed": result.get("seed"), "cases": len(rows)}
     atomic_write(out, figure_html(audit_figure(rows), title="rfviz audit", params=params))
     return str(out)
+
+
+def audit_text(result: dict[str, Any]) -> str:
+    """The audit in words (what ``rfviz audit`` prints): per case the library and version, the call, rfviz's
+    closed form, the finding and the command that reproduces it; then the wall and CPU time.
+
+    Examples
+    --------
+    >>> print(audit_text({"cases": [], "wall_seconds": 1.0, "cpu_seconds": 0.5, "seed": 0}))
+    rfviz audit, seed 0: 0 case(s) in 1 s (CPU 0.5 s)
+    """
+    lines = [f"rfviz audit, seed {result.get('seed', 0)}: {len(result['cases'])} case(s) in "
+             f"{result['wall_seconds']:g} s (CPU {result['cpu_seconds']:g} s)"]
+    for row in result["cases"]:
+        version = row.get("version") or "not installed"
+        lines += ["", f"{row['library']} {version}: {row['name']}", f"  call        {row['setting']}",
+                  f"  vs          rfviz's closed form: {row['mechanism']}"]
+        if row.get("status") != "ran":
+            lines.append(f"  {row.get('status', '?'):<11} {row.get('reason', '')}")
+            continue
+        lines += [f"  finding     {row['verdict']}: {row['sentence']} ({row['trials']} trials, d = {row['d']}, "
+                  f"{row['seconds']:g} s)", f"  reproduce   {row['command']}"]
+    return "\n".join(lines)

@@ -285,3 +285,53 @@ def check_feature_map_spec(features: str, kernel: str, *, mse: str | None = None
     fn = load_callable(features, "--features")
     mse_fn = None if mse is None else load_callable(mse, "--mse")
     return check_feature_map(fn, kernel, mse=mse_fn, biased=biased, name=split_spec(features)[1], **lab)
+
+
+def callable_spec(fn: Any, what: str = "features") -> str:
+    """The spec (``path/to/file.py:NAME``) by which the plugin process imports a function handed over from Python.
+
+    A function crosses to the plugin process by name, never pickled: it must be defined at the top level of a
+    ``.py`` file (not a lambda, not nested in another function, not typed at an interactive prompt), and the
+    plugin process imports that file afresh — so it sees the file as saved, not the caller's live objects. A string
+    is taken as a spec already.
+
+    Parameters
+    ----------
+    fn : callable or str
+        The function, or a spec.
+    what : str
+        The argument's name in error messages.
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ParameterError
+        When ``fn`` cannot be named that way (the message says why).
+
+    Examples
+    --------
+    >>> callable_spec(callable_spec).endswith("rfviz/lab/feature_map.py:callable_spec")
+    True
+    """
+    import inspect
+
+    if isinstance(fn, str):
+        return fn
+    if not callable(fn):
+        raise ParameterError(f"{what} must be a function features(X, rng) -> Φ or a spec FILE.py:FUNCTION, got "
+                             f"{type(fn).__name__}")
+    name = getattr(fn, "__name__", "")
+    if not inspect.isfunction(fn) or name == "<lambda>" or getattr(fn, "__qualname__", name) != name:
+        raise ParameterError(f"{what} must be a function defined at the top level of a .py file (it runs in a "
+                             f"separate process, which imports it by name), got {getattr(fn, '__qualname__', fn)!r}")
+    try:
+        source = inspect.getsourcefile(fn)
+    except TypeError:
+        source = None
+    if not source or not source.endswith(".py") or not pathlib.Path(source).is_file():
+        raise ParameterError(f"{what}: {name!r} is not defined in a .py file (defined at an interactive prompt or in "
+                             "a notebook?); save it in a file and pass the function from there, or FILE.py:FUNCTION")
+    return f"{pathlib.Path(source).resolve()}:{name}"
