@@ -21,5 +21,5 @@ from .cases import (
     select,
 )
 
-__all__ = ["AUDITS", "LIBRARIES", "AuditCase", "audit_json", "audit_text", "export_audit_html", "finding", "library_version",
-           "run_audit", "select"]
+__all__ = ["AUDITS", "LIBRARIES", "AuditCase", "audit_json", "audit_text", "export_audit_html", "finding",
+           "library_version", "run_audit", "select"]
