@@ -5,7 +5,11 @@ skipped, with the reason, only where the extra ``rfviz[audit]`` is not installed
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -146,3 +150,28 @@ def test_audit_html_exports_headless(tmp_path):
     assert "RBFSampler" in text and "gpytorch is not installed" in text and "<html" in text
     with pytest.raises(ParameterError, match=r"\.html"):
         export_audit_html({"cases": ROWS, "seed": 0}, str(tmp_path / "audit.png"))
+
+
+def _cli(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    root = pathlib.Path(__file__).resolve().parents[1]
+    return subprocess.run([sys.executable, "-m", "rfviz", "audit", *argv], capture_output=True, text=True,
+                          timeout=timeout, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
+
+
+def test_cli_refuses_an_unknown_library_in_one_line():
+    proc = _cli("tensorflow")
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert "library must be one of" in proc.stderr
+
+
+@pytest.mark.slow  # a plugin process and 100-trial lab runs
+def test_cli_audit_json_and_html(tmp_path):
+    _needs("sklearn")
+    html = tmp_path / "audit.html"
+    proc = _cli("scikit-learn", "--trials", "100", "--json", "--html", str(html))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    (row,) = out["cases"]
+    assert row["status"] == "ran" and row["version"] == library_version("scikit-learn")
+    assert row["command"].endswith("--trials 100") and out["cpu_seconds"] > 0
+    assert "RBFSampler" in html.read_text()

@@ -55,10 +55,10 @@ class AuditCase:
     mse: str
     mechanism: str
 
-    def command(self, seed: int = 0) -> str:
-        """The ``rfviz check`` command that reproduces this case."""
+    def command(self, seed: int = 0, trials: int | None = None) -> str:
+        """The ``rfviz check`` command that reproduces this case (its seed and trials where not the defaults)."""
         return (f"rfviz check --features {self.features} --kernel {self.kernel} --mse {self.mse}"
-                + (f" --seed {seed}" if seed else ""))
+                + (f" --seed {seed}" if seed else "") + (f" --trials {trials}" if trials else ""))
 
 
 AUDITS: tuple[AuditCase, ...] = (
@@ -148,7 +148,8 @@ def _sentence(f: dict[str, Any]) -> str:
 def _run_case(case: AuditCase, seed: int, settings: dict[str, Any]) -> dict[str, Any]:
     from ..plugin_process import check_feature_map_isolated
 
-    row: dict[str, Any] = {**asdict(case), "version": library_version(case.library), "command": case.command(seed)}
+    row: dict[str, Any] = {**asdict(case), "version": library_version(case.library),
+                           "command": case.command(seed, settings.get("trials"))}
     if row["version"] is None or importlib.util.find_spec(case.module) is None:
         return {**row, "status": "skipped", "reason": f"{case.library} is not installed (pip install rfviz[audit])"}
     start = time.monotonic()
