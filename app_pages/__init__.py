@@ -1,6 +1,7 @@
 """The app's pages: one file per URL path (``app_pages/<url_path>.py``), listed once in ``PAGES``.
 
-``app.py`` builds its ``st.Page`` navigation from ``PAGES``; the app's tests and bench/bench_pages.py read the same
+``app.py`` builds its ``st.Page`` navigation from ``PAGES``, grouped into ``SECTIONS``; Home is ``home.py``, which
+is not in ``PAGES`` (no page frame, routed at ``/``); the app's tests and bench/bench_pages.py read the same
 list. Adding a page = one file here + one ``Page(...)`` line below (with its
 ``Views`` if it has a view selector: slugs in the code and URLs, labels on screen). A page's
 widget keys in ``st.session_state`` are ``"<url_path>.<name>"`` (``_ui.PageState(url_path)``), its URL query
@@ -86,13 +87,15 @@ class Views:
 
 @dataclass(frozen=True)
 class Page:
-    """One page: its URL path (= file stem = widget-key prefix), title and icon in the navigation, whether it draws
-    a Plotly chart with its defaults, the widgets the tests (``probe``) and the benchmark (``sweeps``) use, and its
-    views (if it has a view selector)."""
+    """One page: its URL path (= file stem = widget-key prefix), title, icon and section in the navigation, whether
+    it draws a Plotly chart with its defaults, the widgets the tests (``probe``) and the benchmark (``sweeps``) use,
+    and its views (if it has a view selector)."""
 
     url_path: str
     title: str
     icon: str
+    section: str
+    """Its section in the navigation (one of ``SECTIONS``)."""
     draws_chart: bool = True
     probe: Probe | None = None
     sweeps: tuple[Sweep, ...] = ()
@@ -108,30 +111,33 @@ class Page:
         return f"{self.url_path}.{name}"
 
 
+SECTIONS: tuple[str, ...] = ("Learn", "Explore", "Check", "Your data")
+"""The navigation's sections, in menu order, under Home (app.py's router groups ``PAGES`` by ``Page.section``)."""
+
 PAGES: tuple[Page, ...] = (
-    Page("learn", "Learn", ":material/school:", draws_chart=False),  # a chart once the reader has predicted
-    Page("mse_explorer", "MSE explorer", ":material/grid_on:", probe=Probe("d", 0, 16),
+    Page("learn", "Learn", ":material/school:", "Learn", draws_chart=False),  # a chart once the reader has predicted
+    Page("mse_explorer", "MSE explorer", ":material/grid_on:", "Explore", probe=Probe("d", 0, 16),
          sweeps=(Sweep("slider", "slice_theta", 0.5, 0.07), Sweep("number_input", "r_max", 2.1, 0.05)),
          views=Views(View("heatmap", "heatmap"), View("surface", "3-D surface"),
                      View("features", "features needed for ε"))),
-    Page("hybrid", "Hybrid estimators", ":material/merge_type:", probe=Probe("m", 0, 8),
+    Page("hybrid", "Hybrid estimators", ":material/merge_type:", "Explore", probe=Probe("m", 0, 8),
          sweeps=(Sweep("slider", "r", 1.2, 0.05),),
          views=Views(View("lambda", "λ and its moments"), View("mse-vs-base", "MSE vs base estimators"),
                      View("winner", "Where each wins"), View("max-error", "Max-relative-error"))),
-    Page("gerf", "GERF / OPRF / discrete RFs", ":material/functions:", probe=Probe("m", 0, 8),
+    Page("gerf", "GERF / OPRF / discrete RFs", ":material/functions:", "Explore", probe=Probe("m", 0, 8),
          sweeps=(Sweep("slider", "r", 1.2, 0.05),),
          views=Views(View("real-a", "Variance against real A"), View("complex-a", "Complex A"),
                      View("oprf", "OPRF vs PosRF"), View("discrete", "Poisson & geometric RFs"))),
-    Page("coupling", "Coupling (simplex RFs)", ":material/change_history:", probe=Probe("d", 0, 16),
+    Page("coupling", "Coupling (simplex RFs)", ":material/change_history:", "Explore", probe=Probe("d", 0, 16),
          sweeps=(Sweep("slider", "v", 1.2, 0.05, {"view": "ratio-vs-d"}),),
          views=Views(View("density", "Density p(wᵢⱼ)"), View("conformity", "RF-conformity ρ(v)"),
                      View("ratio-vs-v", "MSE ratio vs v (+ simplex+)"), View("ratio-vs-d", "MSE ratio vs d"),
                      View("simplex-plus", "Simplex+ iterations"))),
-    Page("optimal_sampling", "Optimal sampling Ψ", ":material/target:", probe=Probe("d", 0, 16),
+    Page("optimal_sampling", "Optimal sampling Ψ", ":material/target:", "Explore", probe=Probe("d", 0, 16),
          sweeps=(Sweep("slider", "r", 1.2, 0.05),),
          views=Views(View("density", "Ψ* radial density"), View("variance", "V* vs unweighted variance"),
                      View("equivalence", "Equivalence (X₁ = X₂ or not)"))),
-    Page("dot_product", "Dot-product sketches", ":material/scatter_plot:", probe=Probe("m", 0, 8),
+    Page("dot_product", "Dot-product sketches", ":material/scatter_plot:", "Explore", probe=Probe("m", 0, 8),
          sweeps=(Sweep("slider", "theta", 0.5, 0.03),),
          views=Views(View("vs-q", "Variance vs q"), View("vs-p", "Variance vs p"), View("vs-d", "Variance vs d"),
                      View("vs-m", "Variance vs m (TensorSRHT sawtooth)"), View("real-vs-complex", "Real vs complex"),
@@ -139,13 +145,13 @@ PAGES: tuple[Page, ...] = (
                      View("maclaurin-exp", "Maclaurin allocation (exponential kernel)"),
                      View("maclaurin-gauss", "Maclaurin allocation (Gaussian kernel)"),
                      View("sketches-vs-m", "Sketches vs m (with TensorSketch)"))),
-    Page("data", "Your data", ":material/dataset:", probe=Probe("m", 0, 8),
+    Page("data", "Your data", ":material/dataset:", "Your data", probe=Probe("m", 0, 8),
          sweeps=(Sweep("number_input", "scale", 0.3, 0.05),)),
-    Page("estimator_lab", "Estimator lab", ":material/science:", draws_chart=False),
-    Page("gallery", "Gallery", ":material/photo_library:"),
-    Page("sweeps", "Sweeps", ":material/stacked_line_chart:", draws_chart=False),
+    Page("estimator_lab", "Estimator lab", ":material/science:", "Check", draws_chart=False),
+    Page("gallery", "Gallery", ":material/photo_library:", "Learn"),
+    Page("sweeps", "Sweeps", ":material/stacked_line_chart:", "Your data", draws_chart=False),
 )
-"""Every page, in navigation order (the gallery links to these URL paths)."""
+"""Every page, in navigation order within its section (the gallery links to these URL paths)."""
 
 LEGACY_PATHS: dict[str, str] = {"Estimator_lab": "estimator_lab", "Gallery": "gallery"}
 """Old URL path → page: the paths Streamlit's legacy ``pages/`` mode gave 7_Estimator_lab.py and 8_Gallery.py;

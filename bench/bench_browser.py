@@ -28,6 +28,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from app_pages import PAGES  # noqa: E402
+from rfviz.server.processes import spawn, start_allowance, stop_groups, wait_for_health  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--no-first-run"]
@@ -46,6 +47,8 @@ WATCH = """() => {
   obs.observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});
   return performance.now();
 }"""
+SETTLE_S = 120.0
+"""The most a chart may keep redrawing after a slider press."""
 IDLE = "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
 
 
@@ -57,22 +60,15 @@ def free_port() -> int:
 
 def start_server(port: int, script: pathlib.Path = ROOT / "app.py") -> subprocess.Popen:
     """``streamlit run script`` on 127.0.0.1:port from the repository root (its .streamlit/config.toml applies),
-    returned once it answers its health check."""
+    returned once it answers its health check (within a start-up allowance that grows with the machine's load;
+    otherwise its process group is killed and RuntimeError says why in one line). Stop it with
+    ``rfviz.server.processes.stop_groups([proc])``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(script), "--server.headless",
-                             "true", "--server.port", str(port), "--server.address", "127.0.0.1",
-                             "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc
-        except OSError:
-            time.sleep(0.5)
-    proc.kill()
-    raise RuntimeError("streamlit did not start")
+    proc = spawn([sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true",
+                  "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+                  "--server.fileWatcherType", "none"], cwd=ROOT, env=env)
+    wait_for_health(f"http://127.0.0.1:{port}", proc, what="streamlit", seconds=start_allowance(120.0, 600.0))
+    return proc
 
 
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
@@ -94,11 +90,14 @@ def time_page(page, url: str, key: str, runs: int) -> list[float]:
         page.keyboard.press("ArrowRight")
         page.wait_for_function(f"() => window.__rfvizLast > {t0}", timeout=120_000)
         wait_idle(page)
-        while True:  # settle: no chart mutation for 300 ms
+        settle_until = time.monotonic() + SETTLE_S
+        while True:  # settle: no chart mutation for 300 ms (a chart still redrawing after SETTLE_S is an error)
             last = page.evaluate("() => window.__rfvizLast")
             page.wait_for_timeout(300)
             if page.evaluate("() => window.__rfvizLast") == last:
                 break
+            if time.monotonic() > settle_until:
+                raise RuntimeError(f"{url}: the chart kept changing for {SETTLE_S:.0f} s")
         out.append((last - t0) / 1000.0)
     return out
 
@@ -141,8 +140,7 @@ def main() -> None:
                     page.screenshot(path=str(args.shots / f"{p.url_path}.png"))
             browser.close()
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        stop_groups([proc])
     print(f"\nslider change → chart re-rendered, headless Chromium, {args.runs} runs per page "
           f"({os.cpu_count()} CPUs)")
     print(f"{'page':18s} {'slider':12s} {'median s':>9s} {'min s':>7s} {'max s':>7s}")

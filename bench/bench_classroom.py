@@ -33,6 +33,7 @@ import pathlib
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -41,12 +42,18 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_browser import free_port, start_server  # noqa: E402
 
+from rfviz.server.processes import spawn, start_allowance, stop_groups, wait_for_text  # noqa: E402
+
 PAGES = {
     # page: (query string, slider label, first value, step, answer (radio label, choice) to give first)
     "hybrid": ("view=mse-vs-base", "r (input length)", 1.0, 0.05, None),
     "learn": ("lesson=trig-vs-positive&step=1", "r (input length)", 1.5, 0.01,
               ("Your prediction", "trigonometric features (cos, sin)")),
 }
+
+
+RERUN_S = 300.0
+"""The most one scripted rerun may take before the bench (or a test using it) fails."""
 
 
 @dataclass
@@ -84,8 +91,13 @@ async def _run(session: Session) -> float:
     t0 = time.perf_counter()
     await session.ws.send(_rerun(session))
     while True:
+        left = t0 + RERUN_S - time.perf_counter()
+        try:
+            raw = await asyncio.wait_for(session.ws.recv(), timeout=max(0.01, left))
+        except TimeoutError:
+            raise RuntimeError(f"no script_finished from the server within {RERUN_S:.0f} s") from None
         msg = ForwardMsg()
-        msg.ParseFromString(await session.ws.recv())
+        msg.ParseFromString(raw)
         kind = msg.WhichOneof("type")
         if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
             element = msg.delta.new_element
@@ -174,14 +186,13 @@ async def measure(url: str, pids: list[int], page: str, mode: str, k: int, round
 
 
 def start_classroom(processes: int) -> tuple[subprocess.Popen, str]:
-    """``classroom.py --processes N`` on a free port; returned once it printed its address."""
+    """``classroom.py --processes N`` on a free port (its own process group); returned once it printed its address,
+    within a start-up allowance that grows with the load (otherwise it is killed and RuntimeError says why)."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "classroom.py"), "--processes", str(processes), "--port",
-                             str(port), "--address", "127.0.0.1"], cwd=ROOT, stdout=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
-    if not line.startswith("rfviz classroom:"):
-        proc.terminate()
-        raise RuntimeError(f"classroom.py did not start: {line!r}")
+    log = pathlib.Path(tempfile.mkdtemp(prefix="bench-classroom-")) / "classroom.log"
+    proc = spawn([sys.executable, str(ROOT / "classroom.py"), "--processes", str(processes), "--port", str(port),
+                  "--address", "127.0.0.1"], cwd=ROOT, log=log)
+    wait_for_text(log, "rfviz classroom:", proc, what="classroom.py", seconds=start_allowance(180.0, 900.0))
     return proc, f"http://127.0.0.1:{port}"
 
 
@@ -237,8 +248,7 @@ def main() -> None:
                           flush=True)
     finally:
         if proc is not None:
-            proc.terminate()
-            proc.wait(timeout=30)
+            stop_groups([proc], seconds=60)
 
 
 if __name__ == "__main__":

@@ -24,12 +24,15 @@ import os
 import pathlib
 import statistics
 import sys
+import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bench_browser import ARGS, CHROMIUM, IDLE, WATCH, free_port, start_server  # noqa: E402
+from bench_browser import ARGS, CHROMIUM, IDLE, SETTLE_S, WATCH, free_port, start_server  # noqa: E402
+
+from rfviz.server.processes import stop_groups  # noqa: E402
 
 SLIDER = '.st-key-hybrid-r input[type="range"], .st-key-hybrid-r [role="slider"]'
 
@@ -54,11 +57,14 @@ async def _press_and_time(page, start: asyncio.Event) -> float:
     await page.wait_for_function(f"() => window.__rfvizLast > {t0}", timeout=300_000)
     await page.wait_for_timeout(150)
     await page.wait_for_function(IDLE, timeout=300_000)
-    while True:
+    settle_until = time.monotonic() + SETTLE_S
+    while True:  # settle: no chart mutation for 300 ms, within SETTLE_S
         last = await page.evaluate("() => window.__rfvizLast")
         await page.wait_for_timeout(300)
         if await page.evaluate("() => window.__rfvizLast") == last:
             return (last - t0) / 1000.0
+        if time.monotonic() > settle_until:
+            raise RuntimeError(f"the chart kept changing for {SETTLE_S:.0f} s")
 
 
 async def run_k(browser, url: str, k: int, rounds: int, pid: int) -> dict[str, object]:
@@ -125,8 +131,7 @@ async def main_async(ks: list[int], rounds: int, app: str) -> None:
                 print(f"K = {k:2d}: median {rows[-1][1]:.2f} s, p90 {rows[-1][2]:.2f} s", flush=True)
             await browser.close()
     finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+        stop_groups([proc])
     what = "bench/floor_app.py (the slider and chart alone)" if app == "floor" else "app.py, Hybrid page"
     print(f"\nK sessions move the Hybrid r slider at once ({what}), {rounds} rounds, headless Chromium, "
           f"{os.cpu_count()} CPUs")

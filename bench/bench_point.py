@@ -179,8 +179,8 @@ def main() -> int:
         cmd = [sys.executable, "-m", "rfviz", "mse", *args.command.split(), f"d={d}", f"m={m}",
                "--trials", str(args.command_trials), "--device", "cpu", "--json"]
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        t_cmd = _median_time(lambda: subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=ROOT),
-                             reps) / args.command_trials
+        t_cmd = _median_time(lambda: subprocess.run(cmd, check=True, capture_output=True, env=env, cwd=ROOT,
+                                                    timeout=600), reps) / args.command_trials
         rows.append((f"rfviz mse {args.command}, whole process, {args.command_trials:.0e} trials, per trial", t_cmd,
                      f"{t_ref / t_cmd:.0f}× faster than the reference"))
     res = monte_carlo(est, x, y, trials=args.trials, seed=0, device="cpu", dtype=dtype)

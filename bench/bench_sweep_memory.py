@@ -21,6 +21,9 @@ import tempfile
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from rfviz.server.processes import drain, kill_groups  # noqa: E402
 
 
 def _status_kib(pid: int, key: str) -> int:
@@ -47,7 +50,8 @@ def measure(points: int, seconds: float, out_dir: pathlib.Path) -> dict[str, flo
            "--trials", "2", "--block-trials", "2", "--device", "cpu", "--quiet", "--out", str(out)]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     started = time.monotonic()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     samples: list[tuple[float, int]] = []
     hwm = 0
     stopped = False
@@ -57,8 +61,10 @@ def measure(points: int, seconds: float, out_dir: pathlib.Path) -> dict[str, flo
         if not stopped and time.monotonic() - started > seconds:
             proc.send_signal(signal.SIGINT)
             stopped = True
+        if time.monotonic() - started > seconds + 120:  # SIGINT not honoured within 2 minutes: killed, bounded
+            kill_groups([proc])
         time.sleep(0.25)
-    err = proc.stderr.read() if proc.stderr else ""
+    err = drain(proc.stderr, seconds=5)  # bounded: a leftover child holding the pipe cannot block it
     wall = time.monotonic() - started
     done = sum(1 for _ in open(out)) - 1 if out.exists() else 0
     half = [r for t, r in samples if t >= wall / 2 and r > 0]  # 0: the process had exited

@@ -1,4 +1,4 @@
-"""Correct plugins that are hard on the lab's false-alarm rate (bench/bench_lab_calibration.py, tests/test_lab.py).
+"""Correct plugins that are hard on the lab's false-alarm rate (bench/bench_lab_calibration.py, tests/lab/test_lab.py).
 
 * ``MixtureFavorTrig``: 0.3·FAVOR+ + 0.7·trig with independent ω (m each). Unbiased; its error is a mixture of a
   lognormal-like (FAVOR+) and a bounded (trig) part, so at 2000-4000 trials the rare large FAVOR+ draws have often

@@ -6,7 +6,7 @@ and the trigonometric RF (exact at θ = 0):
     SM̂ = λ̂·SM̂_++ + (1 - λ̂)·SM̂_trig,   λ̂ = 1/2 - (1/(2n)) Σ_j sgn(τ_j·x)·sgn(τ_j·y),   E[λ̂] = θ/π.
 
 It is unbiased only when the hyperplanes τ are drawn independently of the projections ω of the base estimators
-(HRF eq. 8 condition (ii); tests/test_hrf.py). This version saves n random vectors by
+(HRF eq. 8 condition (ii); tests/estimators/test_hrf.py). This version saves n random vectors by
 setting τ_j = ω_j. Every ingredient is individually unbiased and the code looks right, but λ̂ is now correlated
 with SM̂_++ - SM̂_trig, so E[SM̂] ≠ SM. The bias shrinks like 1/m, which is why it is easy to miss by eye and why
 `python -m rfviz check examples/shared_omega_hybrid.py:SharedOmegaHybrid` flags it.
@@ -25,7 +25,7 @@ from rfviz.sampling import sample_omegas
 
 
 def _sign(t: torch.Tensor) -> torch.Tensor:
-    """sgn with sgn(0) = +1, so that λ̂ stays in {k/n} (tests/test_hrf.py)."""
+    """sgn with sgn(0) = +1, so that λ̂ stays in {k/n} (tests/estimators/test_hrf.py)."""
     return torch.where(t >= 0, 1.0, -1.0).to(t.dtype)
 
 

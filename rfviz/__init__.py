@@ -29,9 +29,9 @@ _LAZY: dict[str, str] = {
     "gram": "rfviz.api",
     "sweep": "rfviz.api",
     "mse_curve": "rfviz.api",
-    "downstream": "rfviz.api_downstream",
-    "features_needed": "rfviz.api_features",
-    "rank_estimators": "rfviz.api_ranking",
+    "downstream": "rfviz.api",
+    "features_needed": "rfviz.api",
+    "rank_estimators": "rfviz.api",
 }
 
 __all__ = ["REGISTRY", "Estimator", "Param", "ParameterError", "__version__", "check", "create", "density",
@@ -39,10 +39,7 @@ __all__ = ["REGISTRY", "Estimator", "Param", "ParameterError", "__version__", "c
            "register", "sweep"]
 
 if TYPE_CHECKING:  # static tools see the real names; nothing is imported at run time
-    from .api import check, density, gram, mse, mse_curve, psi, sweep
-    from .api_downstream import downstream
-    from .api_features import features_needed
-    from .api_ranking import rank_estimators
+    from .api import check, density, downstream, features_needed, gram, mse, mse_curve, psi, rank_estimators, sweep
     from .estimators import REGISTRY, Estimator, create, get_estimator, register
     from .params import Param, ParameterError
 

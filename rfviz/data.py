@@ -55,7 +55,25 @@ PREPROCESS_STEPS = ("center", "standardize", "sphere", "attention", "scale")
 
 @dataclass(frozen=True)
 class DataSet:
-    """Queries (N, d) and keys (M, d), float64, with a description of where they came from."""
+    """Queries (N, d) and keys (M, d), float64, with a description of where they came from.
+
+    Parameters
+    ----------
+    queries : numpy.ndarray
+        Shape (N, d).
+    keys : numpy.ndarray
+        Shape (M, d).
+    name : str
+        Where they came from (a bundled set, ``clusters`` or a file).
+    info : dict
+        The preprocessing and sampling applied (JSON-ready).
+
+    Examples
+    --------
+    >>> ds = DataSet(np.ones((2, 3)), np.zeros((4, 3)), "toy")
+    >>> (ds.d, ds.describe()["keys"])
+    (3, 4)
+    """
 
     queries: np.ndarray
     keys: np.ndarray
@@ -67,7 +85,13 @@ class DataSet:
         return int(self.queries.shape[1])
 
     def describe(self) -> dict[str, Any]:
-        """JSON-ready summary: sizes, norms, the source and the preprocessing applied."""
+        """JSON-ready summary: sizes, norms, the source and the preprocessing applied.
+
+        Returns
+        -------
+        dict
+            ``name``, ``queries``, ``keys``, ``d``, mean and max norms, then ``info``.
+        """
         qn = np.linalg.norm(self.queries, axis=1)
         kn = np.linalg.norm(self.keys, axis=1)
         return {"name": self.name, "queries": int(self.queries.shape[0]), "keys": int(self.keys.shape[0]),
@@ -155,6 +179,25 @@ def read_array(source: str | Path | bytes, name: str = "data", filename: str | N
     """A 2-D float array from a CSV or ``.npy`` file path, or from the raw bytes of one (an app upload).
 
     Size-limited (``MAX_FILE_BYTES``, ``MAX_ROWS``, ``MAX_DIM``); ``.npy`` files are read without pickles.
+
+    Parameters
+    ----------
+    source : str, Path or bytes
+        A file path, or a file's bytes.
+    name : str, default "data"
+        What the data is, named in errors.
+    filename : str, optional
+        The uploaded file's name when ``source`` is bytes (its suffix picks the format).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape (rows, columns), float64; ParameterError for a file that is too large or not numbers.
+
+    Examples
+    --------
+    >>> read_array(b"1,2\\n3,4\\n", filename="a.csv").tolist()
+    [[1.0, 2.0], [3.0, 4.0]]
     """
     if isinstance(source, bytes):
         raw, fname = source, filename or ""
@@ -197,7 +240,23 @@ def _load_npy(name: str, raw: bytes) -> np.ndarray:
 
 
 def bundled(name: str) -> np.ndarray:
-    """The feature matrix of one of scikit-learn's bundled sets (no download)."""
+    """The feature matrix of one of scikit-learn's bundled sets (no download).
+
+    Parameters
+    ----------
+    name : str
+        A key of ``BUNDLED``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The set's features, shape (samples, features).
+
+    Examples
+    --------
+    >>> bundled("iris").shape
+    (150, 4)
+    """
     if name not in BUNDLED:
         raise ParameterError(f"data must be one of {', '.join(BUNDLED)}, got {name!r}")
     import sklearn.datasets
@@ -232,7 +291,30 @@ def sign_matched_centres(d: int, same_sign: int, rng: np.random.Generator,
 
     With real diagonal A the minimal l(A) of eq. 21 is 4 Σ_{k: x_k y_k > 0} x_k y_k ([HRF] App. H), so
     ``same_sign`` = 0 makes it 0 at every centre pair and larger values push it up (the paper's s lists).
-    X_0, Y_0 ~ N(0, centre_scale²·I): the centres' spread against the noise σ is the clusters' separation."""
+    X_0, Y_0 ~ N(0, centre_scale²·I): the centres' spread against the noise σ is the clusters' separation.
+
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    same_sign : int
+        Leading coordinates where queries and keys share their sign.
+    rng : numpy.random.Generator
+        The source of random numbers.
+    centre_scale : float, default 1.0
+        The standard deviation of X_0 and Y_0.
+
+    Returns
+    -------
+    query_centres, key_centres : numpy.ndarray
+        Shape (2, d) each.
+
+    Examples
+    --------
+    >>> q, k = sign_matched_centres(6, 2, np.random.default_rng(0))
+    >>> bool(np.all(np.sign(q[:, 2:]) == -np.sign(k[:, 2:])))
+    True
+    """
     from scipy.stats import ortho_group
 
     x0, y0 = centre_scale * rng.standard_normal(d), centre_scale * rng.standard_normal(d)
@@ -285,7 +367,38 @@ def hrf_clusters(points: int = 1000, d: int = 50, sigma: float = 1.0, same_sign:
     ``points`` keys around each of two others, isotropic noise σ²I, then every point rescaled to norm
     ``query_norm`` (queries) or ``key_norm`` (keys) as the authors' notebook does (0.1 and 1). The paper does not
     give the law of X_0, Y_0; here they are N(0, centre_scale²·I). Refused up front (ParameterError) over the
-    memory or time budget in force (``hrf_clusters_cost``)."""
+    memory or time budget in force (``hrf_clusters_cost``).
+
+    Parameters
+    ----------
+    points : int, default 1000
+        Points per cluster.
+    d : int, default 50
+        The dimension.
+    sigma : float, default 1.0
+        The noise's standard deviation.
+    same_sign : int, default 5
+        Leading coordinates where query and key centres share their sign (``sign_matched_centres``).
+    query_norm : float, default 0.1
+        The norm of every query.
+    key_norm : float, default 1.0
+        The norm of every key.
+    centre_scale : float, default 1.0
+        The standard deviation of the centres' Gaussian vectors.
+    seed : int, default 0
+        The random seed.
+
+    Returns
+    -------
+    DataSet
+        2·``points`` queries and 2·``points`` keys.
+
+    Examples
+    --------
+    >>> ds = hrf_clusters(points=5, d=4, same_sign=1)
+    >>> ds.queries.shape, round(float(np.linalg.norm(ds.keys[0])), 12)
+    ((10, 4), 1.0)
+    """
     points = check(points, CLUSTER_POINTS_PARAM)
     d = check(d, CLUSTER_D_PARAM)
     same_sign = check_int("same_sign", same_sign, 0)
@@ -316,7 +429,23 @@ CLUSTER_KEYS = {"points": int, "d": int, "sigma": float, "same_sign": int, "quer
 
 # ------------------------------------------------------------------------------------ preprocessing
 def parse_preprocess(text: str) -> tuple[str, ...]:
-    """``"center,scale"`` → ("center", "scale"); ``"none"`` or "" → ()."""
+    """``"center,scale"`` → ("center", "scale"); ``"none"`` or "" → ().
+
+    Parameters
+    ----------
+    text : str
+        Comma-separated steps of ``PREPROCESS_STEPS``.
+
+    Returns
+    -------
+    tuple of str
+        The steps in order; ParameterError names an unknown one.
+
+    Examples
+    --------
+    >>> parse_preprocess("center,scale")
+    ('center', 'scale')
+    """
     steps = tuple(t.strip() for t in text.split(",") if t.strip() and t.strip() != "none")
     for s in steps:
         if s not in PREPROCESS_STEPS:
@@ -327,7 +456,30 @@ def parse_preprocess(text: str) -> tuple[str, ...]:
 
 def preprocess(queries: np.ndarray, keys: np.ndarray, steps: tuple[str, ...] | list[str],
                scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """Apply the steps in order, one transform for both sides (see the module docstring)."""
+    """Apply the steps in order, one transform for both sides (see the module docstring).
+
+    Parameters
+    ----------
+    queries : numpy.ndarray
+        Shape (N, d).
+    keys : numpy.ndarray
+        Shape (M, d).
+    steps : sequence of str
+        Preprocessing steps of ``PREPROCESS_STEPS``, applied in order.
+    scale : float, default 1.0
+        The factor of the ``scale`` step.
+
+    Returns
+    -------
+    queries, keys : numpy.ndarray
+        The transformed points.
+
+    Examples
+    --------
+    >>> q, k = preprocess(np.array([[1.0, 0.0]]), np.array([[3.0, 0.0]]), ["center"])
+    >>> q.tolist(), k.tolist()
+    ([[-1.0, 0.0]], [[1.0, 0.0]])
+    """
     q, k = np.array(queries, dtype=float), np.array(keys, dtype=float)
     for step in steps:
         if step == "center":
@@ -364,7 +516,36 @@ def from_points(points: np.ndarray, name: str = "upload", *, queries: int = 64, 
                 steps: tuple[str, ...] | list[str] = ("center", "scale"), scale: float = 1.0,
                 seed: int = 0) -> DataSet:
     """A preprocessed data set from one point matrix already in memory (e.g. ``read_array`` of an app upload):
-    queries and keys drawn from it as ``load`` does for a file."""
+    queries and keys drawn from it as ``load`` does for a file.
+
+    Parameters
+    ----------
+    points : numpy.ndarray
+        Shape (rows, d).
+    name : str, default "upload"
+        Where they came from.
+    queries : int, default 64
+        Queries drawn.
+    keys : int, default 64
+        Keys drawn.
+    steps : sequence of str
+        Preprocessing steps of ``PREPROCESS_STEPS``, applied in order.
+    scale : float, default 1.0
+        The factor of the ``scale`` step.
+    seed : int, default 0
+        The random seed of the draw.
+
+    Returns
+    -------
+    DataSet
+        The drawn, preprocessed queries and keys.
+
+    Examples
+    --------
+    >>> ds = from_points(np.arange(20.0).reshape(10, 2), queries=3, keys=4)
+    >>> ds.queries.shape, ds.keys.shape
+    ((3, 2), (4, 2))
+    """
     n_q = check_int("queries", queries, 1)
     n_k = check_int("keys", keys, 1)
     if n_q > MAX_POINTS or n_k > MAX_POINTS:
@@ -382,7 +563,37 @@ def load(source: str, keys_source: str | None = None, *, queries: int = 64, keys
          options: dict[str, Any] | None = None) -> DataSet:
     """A preprocessed data set: ``source`` is a bundled name, ``clusters`` or a file path; ``keys_source`` a
     second file holding the keys (then ``source`` holds the queries). ``queries``/``keys`` points are drawn
-    at random (seed). ``options`` are the ``clusters`` parameters (``CLUSTER_KEYS``)."""
+    at random (seed). ``options`` are the ``clusters`` parameters (``CLUSTER_KEYS``).
+
+    Parameters
+    ----------
+    source : str
+        A key of ``BUNDLED``, ``clusters`` or a file path.
+    keys_source : str, optional
+        A second file holding the keys.
+    queries : int, default 64
+        Queries drawn.
+    keys : int, default 64
+        Keys drawn.
+    steps : sequence of str
+        Preprocessing steps of ``PREPROCESS_STEPS``, applied in order.
+    scale : float, default 1.0
+        The factor of the ``scale`` step.
+    seed : int, default 0
+        The random seed of the draw.
+    options : dict, optional
+        The ``clusters`` parameters.
+
+    Returns
+    -------
+    DataSet
+        The drawn, preprocessed queries and keys.
+
+    Examples
+    --------
+    >>> load("iris", queries=5, keys=6).queries.shape
+    (5, 4)
+    """
     n_q = check_int("queries", queries, 1)
     n_k = check_int("keys", keys, 1)
     if n_q > MAX_POINTS or n_k > MAX_POINTS:

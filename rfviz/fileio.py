@@ -171,6 +171,13 @@ def atomic_writer(path: str | os.PathLike[str], mode: str = "wb") -> Iterator[IO
 def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
     """``data`` written to ``path`` through ``atomic_writer`` (text as UTF-8).
 
+    Parameters
+    ----------
+    path : str or PathLike
+        The target file (checked with ``check_output`` first).
+    data : bytes or str
+        The whole content.
+
     Examples
     --------
     >>> import tempfile, pathlib
@@ -186,6 +193,16 @@ def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> None:
 def tmp_path_for(path: str | os.PathLike[str]) -> Path:
     """A fresh temporary name beside ``path`` (for writers that need a path, e.g. Parquet or kaleido); the caller
     renames it into place with ``os.replace`` or removes it.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The final file.
+
+    Returns
+    -------
+    pathlib.Path
+        An unused name in the same folder, starting with ``TMP_PREFIX``.
 
     Examples
     --------
@@ -203,7 +220,17 @@ def _umask() -> int:
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
-    """fsync a directory (so a rename in it is durable); ignored where directories cannot be opened."""
+    """fsync a directory (so a rename in it is durable); ignored where directories cannot be opened.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The directory.
+
+    Examples
+    --------
+    >>> fsync_dir(".")
+    """
     with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
         try:

@@ -60,6 +60,16 @@ def parse_real(name: str, text: str | float) -> float:
 def snap_theta(theta: float) -> float:
     """θ in (π, π + ``THETA_ROUNDING``] (π rounded up, e.g. ``3.1416``) becomes π; anything else is unchanged.
 
+    Parameters
+    ----------
+    theta : float
+        An angle in radians.
+
+    Returns
+    -------
+    float
+        π for a rounded-up π, else ``theta``.
+
     Examples
     --------
     >>> snap_theta(3.1416) == math.pi
@@ -69,7 +79,23 @@ def snap_theta(theta: float) -> float:
 
 
 def check_theta(theta: np.ndarray | float) -> np.ndarray:
-    """θ must lie in [0, π] (angle between x and y)."""
+    """θ must lie in [0, π] (angle between x and y).
+
+    Parameters
+    ----------
+    theta : array_like or float
+        Angle(s) in radians.
+
+    Returns
+    -------
+    numpy.ndarray
+        The angles, at most π; ParameterError names the first one outside [0, π].
+
+    Examples
+    --------
+    >>> float(check_theta(1.0))
+    1.0
+    """
     t = np.asarray(theta, dtype=float)
     if not np.all(np.isfinite(t)) or np.any(t < 0.0) or np.any(t > np.pi + 1e-12):
         bad = t[~((t >= 0) & (t <= np.pi + 1e-12))].ravel()
@@ -78,12 +104,46 @@ def check_theta(theta: np.ndarray | float) -> np.ndarray:
 
 
 def check_r(r: np.ndarray | float) -> np.ndarray:
-    """r (input norm) as a float array, validated against ``R_PARAM`` (finite, ≥ 0)."""
+    """r (input norm) as a float array, validated against ``R_PARAM`` (finite, ≥ 0).
+
+    Parameters
+    ----------
+    r : array_like or float
+        Input norm(s).
+
+    Returns
+    -------
+    numpy.ndarray
+        The norms as floats; ParameterError when one is negative or not finite.
+
+    Examples
+    --------
+    >>> check_r([0.5, 2]).tolist()
+    [0.5, 2.0]
+    """
     return np.asarray(check(r, R_PARAM), dtype=float)
 
 
 def check_d(d: int, minimum: int = 1) -> int:
-    """d (input dimension) validated against ``DIM_PARAM``, with ``minimum`` as its lower bound."""
+    """d (input dimension) validated against ``DIM_PARAM``, with ``minimum`` as its lower bound.
+
+    Parameters
+    ----------
+    d : int
+        The input dimension.
+    minimum : int, default 1
+        The smallest dimension allowed here.
+
+    Returns
+    -------
+    int
+        ``d``; ParameterError naming the range when it is outside it.
+
+    Examples
+    --------
+    >>> check_d(4, minimum=2)
+    4
+    """
     return check(d, DIM_PARAM if minimum == DIM_PARAM.low else replace(DIM_PARAM, low=minimum))
 
 
@@ -91,6 +151,26 @@ def canonical_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int) -> 
     """x = r·e1, y = r(cos θ·e1 + sin θ·e2) in R^d, broadcast over r and θ: arrays of shape (..., d).
 
     d = 1 admits only θ ∈ {0, π}.
+
+    Parameters
+    ----------
+    r : array_like or float
+        The norm of both inputs.
+    theta : array_like or float
+        The angle between them, in [0, π].
+    d : int
+        The dimension of the input space.
+
+    Returns
+    -------
+    x, y : numpy.ndarray
+        The pairs, shape ``broadcast(r, theta).shape + (d,)`` each.
+
+    Examples
+    --------
+    >>> x, y = canonical_pair(2.0, math.pi, 3)
+    >>> (x.tolist(), y.tolist())
+    ([2.0, 0.0, 0.0], [-2.0, 0.0, 0.0])
     """
     r = check_r(r)
     theta = check_theta(theta)
@@ -111,7 +191,23 @@ def canonical_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int) -> 
 
 
 def pair_stats(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(|x|², |y|², x·y) over the last axis."""
+    """(|x|², |y|², x·y) over the last axis.
+
+    Parameters
+    ----------
+    x, y : array_like
+        Inputs of the same length along the last axis, finite.
+
+    Returns
+    -------
+    xx, yy, xy : numpy.ndarray
+        Squared norms and inner products, broadcast over the leading axes.
+
+    Examples
+    --------
+    >>> [float(v) for v in pair_stats([1.0, 2.0], [3.0, 0.0])]
+    [5.0, 9.0, 3.0]
+    """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     if x.shape[-1] != y.shape[-1]:
@@ -126,6 +222,18 @@ def sum_sq(x: np.ndarray, y: np.ndarray, sign: float) -> np.ndarray:
 
     The expansion |x|² + |y|² + 2·sign·x·y loses every digit where x + sign·y is small against |x| and |y|
     (near-duplicate or antipodal pairs, θ → 0 or π): at |x| = |y| = 1 and θ = 1e-6 it keeps 4 of 16 digits.
+
+    Parameters
+    ----------
+    x, y : array_like
+        Inputs of the same length along the last axis.
+    sign : float
+        +1 for |x + y|², −1 for |x − y|².
+
+    Returns
+    -------
+    numpy.ndarray
+        The squared norms, over the leading axes.
 
     Examples
     --------
@@ -142,6 +250,22 @@ def project_to_span(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
     Rotation-invariant estimators give the same distribution of K̂ for these 2-D coordinates
     (with the ω-sampler told the true d), which is what makes the fast Monte-Carlo path possible.
+
+    Parameters
+    ----------
+    x, y : array_like
+        Inputs of the same length along the last axis.
+
+    Returns
+    -------
+    x2, y2 : numpy.ndarray
+        x as (|x|, 0) and y in the same basis, shape (..., 2) each.
+
+    Examples
+    --------
+    >>> x2, y2 = project_to_span([0.0, 3.0, 0.0], [0.0, 0.0, 4.0])
+    >>> (x2.tolist(), y2.tolist())
+    ([3.0, 0.0], [0.0, 4.0])
     """
     xx, yy, xy = pair_stats(x, y)
     nx = np.sqrt(xx)
@@ -162,7 +286,30 @@ TensorSRHT sketches) let the user choose; other modules register more (``flat``,
 
 def embed_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int,
                embedding: str = "canonical") -> tuple[np.ndarray, np.ndarray]:
-    """Pairs at (r, θ) in R^d under the named embedding (default: canonical)."""
+    """Pairs at (r, θ) in R^d under the named embedding (default: canonical).
+
+    Parameters
+    ----------
+    r : array_like or float
+        The norm of both inputs.
+    theta : array_like or float
+        The angle between them, in [0, π].
+    d : int
+        The dimension of the input space.
+    embedding : str, default "canonical"
+        A key of ``EMBEDDINGS``.
+
+    Returns
+    -------
+    x, y : numpy.ndarray
+        The pairs, shape (..., d) each.
+
+    Examples
+    --------
+    >>> x, y = embed_pair(1.0, 0.0, 2)
+    >>> x.tolist() == y.tolist()
+    True
+    """
     if not isinstance(embedding, str) or embedding not in EMBEDDINGS:
         raise ParameterError(f"embedding must be one of {', '.join(EMBEDDINGS)}, got {embedding!r}")
     return EMBEDDINGS[embedding](r, theta, d)  # type: ignore[operator]
@@ -174,6 +321,21 @@ class PairStats:
 
     ``x``/``y`` are the coordinates actually passed (possibly reduced to span(x, y)); ``d`` is the true
     dimension of the input space.
+
+    Parameters
+    ----------
+    x, y : numpy.ndarray
+        The pairs' coordinates, shape (..., k) each.
+    xx, yy, xy : numpy.ndarray
+        |x|², |y|² and x·y over the leading axes.
+    d : int
+        The true dimension of the input space (≥ k).
+
+    Examples
+    --------
+    >>> s = PairStats.of([1.0, 0.0], [0.0, 1.0], d=5)
+    >>> (float(s.xy), float(s.delta2), s.d)
+    (0.0, 2.0, 5)
     """
 
     x: np.ndarray
@@ -195,6 +357,25 @@ class PairStats:
 
     @classmethod
     def of(cls, x: np.ndarray, y: np.ndarray, d: int | None = None) -> PairStats:
+        """The statistics of the pairs (x, y), with ``d`` the true dimension (default: their length).
+
+        Parameters
+        ----------
+        x, y : array_like
+            Inputs of the same length along the last axis.
+        d : int, optional
+            The true dimension of the input space, at least that length.
+
+        Returns
+        -------
+        PairStats
+            The pairs and their squared norms and inner products.
+
+        Examples
+        --------
+        >>> PairStats.of([3.0, 4.0], [0.0, 1.0]).d
+        2
+        """
         x = np.asarray(x, dtype=float)
         y = np.asarray(y, dtype=float)
         xx, yy, xy = pair_stats(x, y)
@@ -207,5 +388,21 @@ class PairStats:
 
 def gaussian_log_correction(xx: np.ndarray, yy: np.ndarray) -> np.ndarray:
     """log of the factor MSE_gauss / MSE_softmax = e^{-|x|²-|y|²}: K_gauss(x, y) = e^{-|x|²/2}·SM(x, y)·e^{-|y|²/2}
-    ([HRF] eq. 1), so a softmax estimator's MSE scales by this factor."""
+    ([HRF] eq. 1), so a softmax estimator's MSE scales by this factor.
+
+    Parameters
+    ----------
+    xx, yy : array_like
+        Squared norms |x|² and |y|².
+
+    Returns
+    -------
+    numpy.ndarray
+        −(|x|² + |y|²).
+
+    Examples
+    --------
+    >>> float(gaussian_log_correction(1.0, 0.5))
+    -1.5
+    """
     return -(np.asarray(xx, float) + np.asarray(yy, float))

@@ -640,8 +640,8 @@ def _keep_output(text: str) -> None:
 
 
 # --------------------------------------------------------------------------- the tasks (run in the worker)
-def check_target(target: str, extra_plugins: Sequence[str], params: dict[str, Any], compare: Sequence[str],
-                 **kwargs: Any) -> Any:
+def check_target(target: str, extra_plugins: Sequence[str], params: dict[str, Any], compare: Sequence[str], *,
+                 param_texts: dict[str, str] | None = None, **kwargs: Any) -> Any:
     """Resolve ``target`` (loading ``extra_plugins`` first), refuse unknown comparators and run the lab.
 
     Parameters
@@ -650,6 +650,7 @@ def check_target(target: str, extra_plugins: Sequence[str], params: dict[str, An
     extra_plugins : plugin specs to load first.
     params : the estimator's parameters.
     compare : the comparators' names.
+    param_texts : more parameters as ``key=value`` texts (the CLI's), read by the resolved class's Params.
     **kwargs : the remaining ``rfviz.lab.check_estimator`` settings.
 
     Returns
@@ -667,6 +668,10 @@ def check_target(target: str, extra_plugins: Sequence[str], params: dict[str, An
     from .plugins import PLUGINS, resolve_estimator
 
     cls = resolve_estimator(target, extra_plugins)
+    if param_texts:
+        from .textio import parse_values
+
+        params = {**params, **parse_values(cls.spec, dict(param_texts))}
     if plugins.STAGE_HOOK is not None:
         plugins.STAGE_HOOK("the check")
     unknown = [c for c in compare if c not in REGISTRY and c not in PLUGINS]

@@ -46,6 +46,16 @@ with a citation (paper key + equation; ``rfviz.references.check_citation``)."""
 def known_title(known: str) -> str:
     """The human text of a ``known`` label (KeyError naming the valid labels otherwise).
 
+    Parameters
+    ----------
+    known : str
+        A key of ``KNOWN_LABELS``.
+
+    Returns
+    -------
+    str
+        Its text in figures and tables.
+
     Examples
     --------
     >>> known_title("bound")
@@ -60,7 +70,7 @@ def known_title(known: str) -> str:
 class Coupling:
     """How the m random projections ω are drawn jointly (SimRF §3).
 
-    Attributes
+    Parameters
     ----------
     name : str
         Identifier used in parameters, URLs and CLI (``coupling=name``).
@@ -169,7 +179,7 @@ POLYNOMIAL = "polynomial"
 class Kernel:
     """A target kernel k(x, y).
 
-    Attributes
+    Parameters
     ----------
     name : str
         Identifier (``kernel=name``, an estimator's ``family``).
@@ -232,6 +242,16 @@ def canonical_kernel(name: str) -> str:
 
 def kernel_spellings(name: str) -> tuple[str, ...]:
     """Every name of the kernel ``name`` (itself first, then its aliases); ``(name,)`` if it is not registered.
+
+    Parameters
+    ----------
+    name : str
+        A kernel's name or alias.
+
+    Returns
+    -------
+    tuple of str
+        The canonical name, then its aliases.
 
     Examples
     --------

@@ -83,6 +83,16 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     cuda:N); ``auto`` → CUDA when torch sees a GPU, else the CPU; CUDA where torch sees none, or a GPU index it does
     not have, is refused (ParameterError naming the parameter).
 
+    Parameters
+    ----------
+    device : str or torch.device, default "auto"
+        ``auto``, ``cpu``, ``cuda`` or ``cuda:N``.
+
+    Returns
+    -------
+    torch.device
+        The device to compute on.
+
     Examples
     --------
     >>> resolve_device("cpu")
@@ -126,8 +136,10 @@ class BlockStreams:
 
     Parameters
     ----------
-    sizes : trials per block.
-    generators : one torch generator per block.
+    sizes : tuple of int
+        Trials per block.
+    generators : tuple of torch.Generator
+        One torch generator per block.
 
     Examples
     --------
@@ -146,14 +158,42 @@ class BlockStreams:
 
     def numpy_generator(self, block: int) -> np.random.Generator:
         """Block ``block``'s numpy generator, seeded from its torch generator on first use and then drawn from in
-        sequence by every later call (one seeding per block, not one per library call)."""
+        sequence by every later call (one seeding per block, not one per library call).
+
+        Parameters
+        ----------
+        block : int
+            The block's index.
+
+        Returns
+        -------
+        numpy.random.Generator
+            That block's generator (the same object on every call).
+        """
         rng = self._numpy.get(block)
         if rng is None:
             rng = self._numpy[block] = numpy_generator(self.generators[block])
         return rng
 
     def row_ranges(self, rows: int) -> list[tuple[int, int, torch.Generator]]:
-        """(start, stop, generator) of each block in an array of ``rows`` leading rows (a multiple of trials)."""
+        """(start, stop, generator) of each block in an array of ``rows`` leading rows (a multiple of trials).
+
+        Parameters
+        ----------
+        rows : int
+            The array's leading length: the total trials times a whole number of rows per trial.
+
+        Returns
+        -------
+        list of (int, int, torch.Generator)
+            Each block's rows and its generator.
+
+        Examples
+        --------
+        >>> gens = tuple(torch.Generator().manual_seed(s) for s in (1, 2))
+        >>> [(a, b) for a, b, _ in BlockStreams((2, 3), gens).row_ranges(10)]
+        [(0, 4), (4, 10)]
+        """
         per_trial, rest = divmod(rows, self.trials)
         if rest or per_trial == 0:
             raise ValueError(f"an array of {rows} rows does not split into blocks of {self.sizes} trials")
@@ -194,7 +234,24 @@ def _rows_and_columns(shape: tuple[int, ...]) -> tuple[int, int]:
 
 def numpy_generator(generator: torch.Generator) -> np.random.Generator:
     """A numpy ``Generator`` seeded by one 63-bit draw from ``generator``: the torch stream still decides every
-    number, so the engine's per-block seeding (same seed → same numbers whatever the chunking) carries over."""
+    number, so the engine's per-block seeding (same seed → same numbers whatever the chunking) carries over.
+
+    Parameters
+    ----------
+    generator : torch.Generator
+        The torch stream that seeds it.
+
+    Returns
+    -------
+    numpy.random.Generator
+        A generator seeded from one draw of ``generator``.
+
+    Examples
+    --------
+    >>> a = numpy_generator(torch.Generator().manual_seed(3)).random()
+    >>> a == numpy_generator(torch.Generator().manual_seed(3)).random()
+    True
+    """
     seed = torch.randint(0, 2**63 - 1, (1,), generator=generator, device=generator.device)
     return np.random.default_rng(int(seed.item()))
 
@@ -202,7 +259,25 @@ def numpy_generator(generator: torch.Generator) -> np.random.Generator:
 def numpy_normals_faster(device: torch.device, dtype: torch.dtype) -> bool:
     """Whether ``standard_normal`` draws with numpy: on the CPU in float64, where numpy's ziggurat
     ``Generator.standard_normal`` (into a preallocated array) takes ~10 ns per number against ~18 ns for
-    ``torch.randn`` (measured with bench/bench_point.py); torch is faster in float32 and on a GPU."""
+    ``torch.randn`` (measured with bench/bench_point.py); torch is faster in float32 and on a GPU.
+
+    Parameters
+    ----------
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
+
+    Returns
+    -------
+    bool
+        True on the CPU in float64.
+
+    Examples
+    --------
+    >>> numpy_normals_faster(torch.device("cpu"), torch.float32)
+    False
+    """
     return device.type == "cpu" and dtype == torch.float64
 
 
@@ -256,6 +331,30 @@ def chi_square(shape: tuple[int, ...], dof: int, generator: RandomSource, device
     ``Generator.chisquare``, which computes exactly 2·Gamma(dof/2), without its temporary: ~17 against ~25 ns per
     sample here), seeded from ``generator`` and moved to ``device`` (torch's own Gamma/Chi2 take no generator, so
     they cannot be seeded per block). O(1) random numbers per sample instead of dof, which matters at large d.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The samples' shape.
+    dof : int
+        Degrees of freedom (≥ 0).
+    generator : torch.Generator or BlockStreams
+        The only source of random numbers (a ``BlockStreams`` draws each block's rows from its own generator).
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
+
+    Returns
+    -------
+    torch.Tensor
+        The samples, of shape ``shape``.
+
+    Examples
+    --------
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> chi_square((2, 3), 5, gen, torch.device("cpu"), torch.float64).shape
+    torch.Size([2, 3])
     """
     if dof <= 0:
         return torch.zeros(shape, device=device, dtype=dtype)
@@ -272,7 +371,32 @@ def chi_square(shape: tuple[int, ...], dof: int, generator: RandomSource, device
 
 def chi(shape: tuple[int, ...], dof: int, generator: RandomSource, device: torch.device,
         dtype: torch.dtype) -> torch.Tensor:
-    """χ_dof samples (norms of dof-dimensional standard Gaussian vectors): √χ²_dof, see ``chi_square``."""
+    """χ_dof samples (norms of dof-dimensional standard Gaussian vectors): √χ²_dof, see ``chi_square``.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The samples' shape.
+    dof : int
+        Degrees of freedom (≥ 0).
+    generator : torch.Generator or BlockStreams
+        The only source of random numbers (a ``BlockStreams`` draws each block's rows from its own generator).
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
+
+    Returns
+    -------
+    torch.Tensor
+        The samples, of shape ``shape``, non-negative.
+
+    Examples
+    --------
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> bool((chi((4,), 3, gen, torch.device("cpu"), torch.float64) >= 0).all())
+    True
+    """
     return chi_square(shape, dof, generator, device, dtype).sqrt()
 
 
@@ -304,6 +428,33 @@ def random_frame(trials: int, d: int, dim: int, generator: RandomSource, device:
     orthogonalisation is written out (two Gram–Schmidt passes for round-off) instead of a batched LAPACK QR.
     The Gaussians are drawn in calls of at most FRAME_CHUNK_ELEMENTS entries and orthogonalised in place, chunk by
     chunk, so the temporaries stay bounded however many trials are asked for (the output itself is trials·dim·d).
+
+    Parameters
+    ----------
+    trials : int
+        Independent frames.
+    d : int
+        The dimension of the space.
+    dim : int
+        Rows per frame (≤ d).
+    generator : torch.Generator or BlockStreams
+        The only source of random numbers (a ``BlockStreams`` draws each block's rows from its own generator).
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
+
+    Returns
+    -------
+    torch.Tensor
+        Shape (trials, dim, d), orthonormal rows.
+
+    Examples
+    --------
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> f = random_frame(2, 5, 3, gen, torch.device("cpu"), torch.float64)
+    >>> bool(torch.allclose(f @ f.transpose(-1, -2), torch.eye(3, dtype=torch.float64).expand(2, 3, 3)))
+    True
     """
     step = max(1, FRAME_CHUNK_ELEMENTS // max(1, dim * d))
     g = standard_normal((trials, dim, d), generator, device, dtype, chunk_rows=step)
@@ -318,7 +469,41 @@ def random_frame(trials: int, d: int, dim: int, generator: RandomSource, device:
 def sample_iid(trials: int, m: int, d: int, dim: int, generator: RandomSource, device: torch.device,
                dtype: torch.dtype, norms: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """ω_i iid N(0, I_d). Returns (reduced coordinates (trials, m, dim), |ω|² (trials, m), or None when ``norms``
-    is False: the χ²_{d−dim} draw comes after the coordinates', so skipping it leaves the coordinates unchanged)."""
+    is False: the χ²_{d−dim} draw comes after the coordinates', so skipping it leaves the coordinates unchanged).
+
+    Parameters
+    ----------
+    trials : int
+        Independent estimators.
+    m : int
+        Projections per estimator.
+    d : int
+        The true dimension of the input space.
+    dim : int
+        The reduced coordinates kept (≤ d).
+    generator : torch.Generator or BlockStreams
+        The only source of random numbers (a ``BlockStreams`` draws each block's rows from its own generator).
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
+    norms : bool, default True
+        Whether to draw |ω|².
+
+    Returns
+    -------
+    omega : torch.Tensor
+        Reduced coordinates, shape (trials, m, dim).
+    sq_norms : torch.Tensor or None
+        |ω|², shape (trials, m); None when ``norms`` is False.
+
+    Examples
+    --------
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> w, n = sample_iid(2, 3, 8, 2, gen, torch.device("cpu"), torch.float64)
+    >>> tuple(w.shape), tuple(n.shape)
+    ((2, 3, 2), (2, 3))
+    """
     w = standard_normal((trials, m, dim), generator, device, dtype)
     if not norms:
         return w, None
@@ -328,7 +513,39 @@ def sample_iid(trials: int, m: int, d: int, dim: int, generator: RandomSource, d
 
 def sample_orthogonal(trials: int, m: int, d: int, dim: int, generator: RandomSource, device: torch.device,
                       dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """Block-orthogonal ω: per block of d, orthonormal Haar directions times iid χ_d lengths (SimRF §3, ORF)."""
+    """Block-orthogonal ω: per block of d, orthonormal Haar directions times iid χ_d lengths (SimRF §3, ORF).
+
+    Parameters
+    ----------
+    trials : int
+        Independent estimators.
+    m : int
+        Projections per estimator.
+    d : int
+        The true dimension of the input space.
+    dim : int
+        The reduced coordinates kept (≤ d).
+    generator : torch.Generator or BlockStreams
+        The only source of random numbers (a ``BlockStreams`` draws each block's rows from its own generator).
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
+
+    Returns
+    -------
+    omega : torch.Tensor
+        Reduced coordinates, shape (trials, m, dim).
+    sq_norms : torch.Tensor
+        |ω|², shape (trials, m).
+
+    Examples
+    --------
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> w, n = sample_orthogonal(2, 3, 8, 2, gen, torch.device("cpu"), torch.float64)
+    >>> tuple(w.shape), tuple(n.shape)
+    ((2, 3, 2), (2, 3))
+    """
     blocks = -(-m // d)
     frame = random_frame(trials * blocks, d, dim, generator, device, dtype)  # (T·B, dim, d): columns = directions
     sq = chi_square((trials, m), d, generator, device, dtype)
@@ -372,7 +589,43 @@ def sample_omegas(coupling: str, trials: int, m: int, d: int, dim: int, generato
                   norms: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Dispatch to the coupling's sampler (``rfviz.registries.COUPLINGS``); see the module docstring for the reduced
     coordinates. ``norms=False`` (the estimator never reads |ω|²) lets iid ω skip their χ²_{d−dim} draw (None is
-    returned for the norms; the coordinates are the same numbers); coupled samplers need the lengths anyway."""
+    returned for the norms; the coordinates are the same numbers); coupled samplers need the lengths anyway.
+
+    Parameters
+    ----------
+    coupling : str
+        A coupling of ``rfviz.registries.COUPLINGS``.
+    trials : int
+        Independent estimators.
+    m : int
+        Projections per estimator.
+    d : int
+        The true dimension of the input space.
+    dim : int
+        The reduced coordinates kept (≤ d).
+    generator : torch.Generator or BlockStreams
+        The only source of random numbers (a ``BlockStreams`` draws each block's rows from its own generator).
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
+    norms : bool, default True
+        Whether |ω|² is needed.
+
+    Returns
+    -------
+    omega : torch.Tensor
+        Reduced coordinates, shape (trials, m, dim).
+    sq_norms : torch.Tensor or None
+        |ω|², shape (trials, m); None for iid ω when ``norms`` is False.
+
+    Examples
+    --------
+    >>> gen = torch.Generator().manual_seed(0)
+    >>> w, n = sample_omegas("simplex", 2, 4, 8, 2, gen, torch.device("cpu"), torch.float64)
+    >>> tuple(w.shape)
+    (2, 4, 2)
+    """
     check(coupling, COUPLING_PARAM)
     if dim > d:
         raise ParameterError(f"d must be ≥ {dim} (the dimension of the inputs), got {d}")

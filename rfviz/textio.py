@@ -19,7 +19,23 @@ class UsageError(ValueError):
 
 
 def parse_assignments(items: Sequence[str]) -> dict[str, str]:
-    """``["m=10", "A=-0.1"]`` → ``{"m": "10", "A": "-0.1"}``."""
+    """``["m=10", "A=-0.1"]`` → ``{"m": "10", "A": "-0.1"}``.
+
+    Parameters
+    ----------
+    items : sequence of str
+        ``key=value`` words as typed on the command line.
+
+    Returns
+    -------
+    dict of str to str
+        The values by key, still text; UsageError for a word without ``=`` or a key given twice.
+
+    Examples
+    --------
+    >>> parse_assignments(["m=10", "A=-0.1"])
+    {'m': '10', 'A': '-0.1'}
+    """
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -32,7 +48,25 @@ def parse_assignments(items: Sequence[str]) -> dict[str, str]:
 
 
 def parse_vector(name: str, text: str) -> np.ndarray:
-    """``"1,0.5,-2"`` → array; ParameterError naming the parameter otherwise."""
+    """``"1,0.5,-2"`` → array; ParameterError naming the parameter otherwise.
+
+    Parameters
+    ----------
+    name : str
+        The parameter, named in the error.
+    text : str
+        Comma-separated numbers (one trailing comma is allowed).
+
+    Returns
+    -------
+    numpy.ndarray
+        The numbers as floats.
+
+    Examples
+    --------
+    >>> parse_vector("x", "1,0.5,-2").tolist()
+    [1.0, 0.5, -2.0]
+    """
     items = text.split(",")
     if items and not items[-1].strip():  # one trailing comma is harmless
         items = items[:-1]
@@ -94,13 +128,47 @@ def parse_values(specs: Sequence[Param], assignments: dict[str, str], owner: str
 
 def format_complex(value: complex, drop_zero_imag: bool = False) -> str:
     """A complex number as text Python and ``parse_assignments`` read back: "1+0.5j" ("1" for a real value when
-    ``drop_zero_imag``)."""
+    ``drop_zero_imag``).
+
+    Parameters
+    ----------
+    value : complex
+        The number.
+    drop_zero_imag : bool, default False
+        Write a real value without its ``+0j``.
+
+    Returns
+    -------
+    str
+        The number as text (6 significant digits per part).
+
+    Examples
+    --------
+    >>> format_complex(1 + 0.5j), format_complex(2, drop_zero_imag=True)
+    ('1+0.5j', '2')
+    """
     c = complex(value)
     return f"{c.real:g}" if drop_zero_imag and c.imag == 0 else f"{c.real:g}{c.imag:+g}j"
 
 
 def jsonable(value: Any) -> Any:
-    """Make numpy scalars, complex numbers and non-finite floats JSON-safe (non-finite → null)."""
+    """Make numpy scalars, complex numbers and non-finite floats JSON-safe (non-finite → null).
+
+    Parameters
+    ----------
+    value : object
+        A value, dict, list, tuple or array (converted recursively).
+
+    Returns
+    -------
+    object
+        The same structure made of JSON types: complex numbers as text, inf and NaN as None.
+
+    Examples
+    --------
+    >>> jsonable({"a": np.float64("inf"), "b": [np.int64(2), 1j]})
+    {'a': None, 'b': [2, '0+1j']}
+    """
     if isinstance(value, dict):
         return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, list | tuple):

@@ -1,9 +1,20 @@
-"""Shared test setup: single-threaded torch (CI has 2 cores) and the reference folder."""
+"""Shared test setup: single-threaded torch (CI has 2 cores), the reference folder, and the ``unit`` tier.
+
+Tiers: ``slow`` (Monte-Carlo heavy), ``browser`` (headless Chromium) and ``integration`` (a subprocess, a Streamlit
+AppTest run, a sleep, a server or the network) are declared by the tests; every other test is marked ``unit`` here,
+and ``python -m pytest -m unit`` is the one-minute tier. Under ``unit``, starting a subprocess or a process,
+``time.sleep``, a socket connection and a Streamlit AppTest run raise, so a test that belongs to a heavier tier fails
+loudly instead of slowing the tier down.
+"""
 
 from __future__ import annotations
 
+import multiprocessing.process
 import pathlib
+import socket
+import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -18,6 +29,40 @@ sys.path.insert(0, str(ROOT))
 REFERENCE = ROOT.parent / "shared" / "reference"
 
 torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+
+HEAVIER_TIERS = ("slow", "browser", "integration")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark ``unit`` every collected test that carries none of the heavier tiers' markers."""
+    for item in items:
+        if not any(item.get_closest_marker(name) for name in HEAVIER_TIERS):
+            item.add_marker(pytest.mark.unit)
+
+
+class UnitTierViolation(RuntimeError):
+    """A ``unit`` test did what only the heavier tiers may do (a subprocess, a process, a sleep)."""
+
+
+@pytest.fixture(autouse=True)
+def _unit_tier_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ``unit``, make ``subprocess.Popen``, ``Process.start``, ``time.sleep``, connections and AppTest raise."""
+    if request.node.get_closest_marker("unit") is None:
+        return
+
+    def refuse(what: str):
+        def refused(*args, **kwargs):
+            raise UnitTierViolation(f"{request.node.nodeid} is in the unit tier but called {what}: mark it "
+                                    "@pytest.mark.integration (or slow)")
+        return refused
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse("subprocess.Popen"))  # Popen stays a class
+    monkeypatch.setattr(multiprocessing.process.BaseProcess, "start", refuse("multiprocessing Process.start"))
+    monkeypatch.setattr(time, "sleep", refuse("time.sleep"))
+    monkeypatch.setattr(socket.socket, "connect", refuse("socket.connect"))
+    app_test = sys.modules.get("streamlit.testing.v1.app_test")  # imported by the test module, if it uses AppTest
+    if app_test is not None:
+        monkeypatch.setattr(app_test.AppTest, "run", refuse("Streamlit's AppTest.run"))
 
 
 @pytest.fixture(scope="session")

@@ -22,26 +22,41 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_health(url: str, proc, what: str, seconds: float = 90) -> None:
-    """Return once the Streamlit server ``proc`` answers ``url``/_stcore/health; fail the test with the end of its
-    output if it exits or ``seconds`` pass first."""
-    import time
-    import urllib.request
+START_BASE_S = 120.0
+"""What a Streamlit server of app.py may take to answer its health check on an idle machine."""
+START_CAP_S = 600.0
+"""The most any start-up allowance grows to under load."""
 
+
+def start_allowance(base_s: float = START_BASE_S) -> float:
+    """Seconds a server started now may take to become healthy: ``base_s`` times the measured load
+    (``rfviz.server.processes.load_factor``), at most ``START_CAP_S``."""
+    from rfviz.server.processes import start_allowance as allowance
+
+    return allowance(base_s, cap_s=max(base_s, START_CAP_S))
+
+
+def wait_for_health(url: str, proc, what: str, seconds: float | None = None, log=None) -> None:
+    """Return once the Streamlit server ``proc`` answers ``url``/_stcore/health; otherwise (it exits, or
+    ``seconds`` — by default :func:`start_allowance` — pass) its process group is killed *before* its output is read
+    (a pipe of a live server would never end) and the test fails in one line."""
     import pytest
 
-    deadline = time.time() + seconds
-    while True:
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            out = proc.stdout.read().decode() if proc.stdout else ""
-            pytest.fail(f"{what} did not start (exit code {proc.poll()}):\n{out[-3000:]}")
-        time.sleep(0.5)
+    from rfviz.server.processes import StartupError
+    from rfviz.server.processes import wait_for_health as wait
+
+    try:
+        wait(url, proc, what=what, seconds=start_allowance() if seconds is None else seconds, log=log)
+    except StartupError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+def stop(proc, seconds: float = 15.0) -> None:
+    """SIGTERM to ``proc``'s process group (it must have one: ``start_new_session=True``), SIGKILL after
+    ``seconds``; every wait bounded."""
+    from rfviz.server.processes import stop_groups
+
+    stop_groups([proc], seconds=seconds)
 
 
 PRINT_PEAK_KIB = ("print(next(int(line.split()[1]) for line in open('/proc/self/status') "

@@ -1,6 +1,6 @@
 """Running a page's computations: errors shown instead of raised (``guard``), results cached across reruns and
 sessions (``cached``: closed forms; ``memo``/``cached_mc``: Monte Carlo, shared, single-flight, run in the server's
-bounded pool off the page's thread, ``rfviz.compute.jobs``)."""
+bounded pool off the page's thread, ``rfviz.server.jobs``)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import plotly.graph_objects as go
 import streamlit as st
 
-from rfviz.compute.jobs import POLL_SECONDS, POOL, SHARED, Abandoned, Job, Progress
 from rfviz.params import ParameterError
+from rfviz.server.jobs import POLL_SECONDS, POOL, SHARED, Abandoned, Job, Progress
 
 from ._text import plain
 
@@ -105,9 +105,9 @@ def shared_figure(fn: F) -> F:
 
 
 def memo(namespace: str, key: Any, compute: Callable[[Progress], T], progress: Progress | None = None) -> T:
-    """A Monte-Carlo result shared by every session (``rfviz.compute.jobs.SHARED``: keyed by ``namespace`` and the
+    """A Monte-Carlo result shared by every session (``rfviz.server.jobs.SHARED``: keyed by ``namespace`` and the
     parameters ``key``, computed once even when many sessions ask at the same moment), computed by
-    ``compute(report)`` in the server's bounded pool, in a thread of its own (``rfviz.compute.jobs.POOL``).
+    ``compute(report)`` in the server's bounded pool, in a thread of its own (``rfviz.server.jobs.POOL``).
 
     The page waits here and shows, from its own thread, the jobs ahead of it in the queue, that another visitor's
     identical request is running, or the job's progress through ``progress(fraction)``; ``compute`` reports its

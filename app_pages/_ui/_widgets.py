@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 
 from rfviz.compute import catalog
-from rfviz.params import Param, app_param
+from rfviz.params import Param, ParameterError, app_param
 
 from ._url import PageState, to_text
 
@@ -38,11 +38,11 @@ def param_widget(state: PageState, p: Param, prefix: str = "", container: Any = 
     if p.kind == "bool":
         return state.toggle(label, name, bool(default), container=container, help=help_text)
     if p.kind == "complex":
-        return state.text(label, name, to_text(complex(default)), container=container, spec=p,
-                          help=help_text + "; write e.g. -0.1+0.2j")
+        return _read(p, state.text(label, name, to_text(complex(default)), container=container, spec=p,
+                                   help=help_text + "; write e.g. -0.1+0.2j"))
     if p.kind == "complex_list":
-        return state.text(label, name, to_text(tuple(default)), container=container, spec=p,
-                          help=help_text + "; write e.g. 1+0.5j, 0.8, 1j")
+        return _read(p, state.text(label, name, to_text(tuple(default)), container=container, spec=p,
+                                   help=help_text + "; write e.g. 1+0.5j, 0.8, 1j"))
     if p.kind == "int":
         return state.number(label, name, int(default), int, container=container, help=help_text, spec=app_param(p))
     rng = slider_range(p)
@@ -52,6 +52,15 @@ def param_widget(state: PageState, p: Param, prefix: str = "", container: Any = 
         return state.slider(label, name, lo, hi, float(default), step=step, container=container, help=help_text)
     return state.number(label, name, float(default), float, container=container, help=help_text, format="%g",
                         spec=p)
+
+
+def _read(p: Param, text: str) -> Any:
+    """A text widget's value read by its Param (``Param.parse``: the estimator takes typed values only); text that
+    does not parse is returned as it is, for the estimator to refuse where the page shows its errors."""
+    try:
+        return p.parse(text)
+    except ParameterError:
+        return text
 
 
 def estimator_params(state: PageState, spec: Sequence[Param], prefix: str = "", skip: Sequence[str] = (),

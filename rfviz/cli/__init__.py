@@ -42,6 +42,7 @@ from . import (
     rank_estimators,
     sweep,
 )
+from ._flags import cli_words
 
 COMMANDS: tuple[ModuleType, ...] = (estimators, mse, figure, check, psi, density, gram, sweep, features_needed,
                                     rank_estimators, downstream, audit)
@@ -94,7 +95,8 @@ def _one_line(exc: BaseException) -> str:
 def _describe(exc: BaseException) -> str | None:
     """The one-line message of an anticipated failure, or None for a bug (which keeps its traceback)."""
     if isinstance(exc, ParameterError | UsageError | NotImplementedError):
-        return _one_line(exc)
+        flagged = getattr(exc, "cli_text", None)  # a core message the API reworded with keyword names
+        return _one_line(ValueError(flagged)) if flagged else cli_words(_one_line(exc))
     if isinstance(exc, FloatingPointError | OverflowError | ZeroDivisionError):
         return f"numeric overflow or loss of precision ({_one_line(exc)}); try less extreme inputs"
     if isinstance(exc, MemoryError):

@@ -1,6 +1,6 @@
 """The data-set options shared by the commands that read a data set (``gram``, ``features-needed``,
-``rank-estimators``): declared once here, read back as the keyword arguments of the typed functions
-(``rfviz.commands.gram.gram_study``, ``rfviz.api_features.features_needed``, ``rfviz.api_ranking.rank_estimators``).
+``rank-estimators``, ``downstream``): declared once here, read back as the typed keyword arguments of the API
+functions (``rfviz.gram``, ``rfviz.features_needed``, ``rfviz.rank_estimators``, ``rfviz.downstream``).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import argparse
 from typing import Any
 
 from .. import data as datasets
+from ..api.datasets import CLUSTER_PARAMS
 from ..textio import parse_assignments
 
 DATA_SOURCES = ("digits, wine, iris, breast_cancer (bundled with scikit-learn), clusters (HRF App. H.3) or a "
@@ -55,8 +56,8 @@ def add_data_arguments(parser: argparse.ArgumentParser, *, required: bool, seed_
 
 def data_options(args: argparse.Namespace) -> dict[str, Any]:
     """The parsed data-set options other than ``--data``, as the keyword arguments the typed functions take
-    (``keys_data``, ``data_params`` (``--data-param`` parsed), ``queries``, ``keys``, ``preprocess``, ``scale``,
-    ``seed``).
+    (``keys_data``, ``data_params`` (``--data-param`` text read by ``CLUSTER_PARAMS``; an unknown name is passed on
+    for the API to refuse), ``queries``, ``keys``, ``preprocess``, ``scale``, ``seed``).
 
     Parameters
     ----------
@@ -72,7 +73,9 @@ def data_options(args: argparse.Namespace) -> dict[str, Any]:
     >>> p = argparse.ArgumentParser()
     >>> add_data_arguments(p, required=True, seed_help="seed of the data draw")
     >>> data_options(p.parse_args(["--data", "clusters", "--data-param", "d=3"]))["data_params"]
-    {'d': '3'}
+    {'d': 3}
     """
-    return {"keys_data": args.keys_data, "data_params": parse_assignments(args.data_param), "queries": args.queries,
+    params = {k: CLUSTER_PARAMS[k].parse(v) if k in CLUSTER_PARAMS else v
+              for k, v in parse_assignments(args.data_param).items()}
+    return {"keys_data": args.keys_data, "data_params": params, "queries": args.queries,
             "keys": args.keys, "preprocess": args.preprocess, "scale": args.scale, "seed": args.seed}

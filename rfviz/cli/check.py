@@ -13,8 +13,7 @@ import argparse
 import json
 import math
 
-from ..commands.check import check_settings
-from ..estimators import REGISTRY  # the package: REGISTRY needs the catalog loaded
+from ..api.check_command import check
 from ..lab import (
     DEFAULT_ALPHA,
     DEFAULT_COMPARE,
@@ -25,9 +24,8 @@ from ..lab import (
     PAIR_KINDS,
 )
 from ..params import MAX_LIST_LENGTH, ParameterError
-from ..plugin_process import check_isolated, check_target
 from ..plugins import PluginError, plugin_timeout_scope
-from ..textio import UsageError, jsonable, parse_assignments, parse_vector
+from ..textio import UsageError, parse_assignments, parse_vector
 
 NAME = "check"
 HELP = "estimator lab: test a (new) estimator for bias and compare its MSE with the built-ins"
@@ -49,11 +47,6 @@ def _angles(text: str) -> list[float]:
     return parse_vector("theta", t).tolist()
 
 
-def _uses_plugin_code(args: argparse.Namespace) -> bool:
-    """Whether the check would import plugin code (then it runs in a plugin process, rfviz.plugin_process)."""
-    return bool(args.plugin) or args.target not in REGISTRY
-
-
 def _run_check(args: argparse.Namespace) -> int:
     params = parse_assignments(args.params)
     if args.kernel is not None:
@@ -62,20 +55,15 @@ def _run_check(args: argparse.Namespace) -> int:
         params["kernel"] = args.kernel
     compare = [c.strip() for c in args.compare.split(",") if c.strip()] if args.compare is not None \
         else list(DEFAULT_COMPARE)
-    settings = check_settings(r=parse_vector("r", args.r).tolist(), theta=_angles(args.theta), d=args.d,
-                              trials=args.trials, seed=args.seed, alpha=args.alpha, device=args.device,
-                              check_feature_maps=not args.no_features, compare=compare,
-                              pairs=[k.strip() for k in args.pairs.split(",") if k.strip()])
-    compare = settings.pop("compare")
-    if _uses_plugin_code(args):
-        report = check_isolated(args.target, args.plugin or (), params, compare, **settings)
-    else:
-        report = check_target(args.target, (), params, compare, **settings)
+    result = check(args.target, plugins=args.plugin or (), param_texts=params, r=parse_vector("r", args.r).tolist(),
+                   theta=_angles(args.theta), d=args.d, trials=args.trials, seed=args.seed, alpha=args.alpha,
+                   device=args.device, check_feature_maps=not args.no_features, compare=compare,
+                   pairs=[k.strip() for k in args.pairs.split(",") if k.strip()])
     if args.json:
-        print(json.dumps(jsonable(report.to_json()), indent=2))
+        print(json.dumps(result.to_dict(), indent=2))
     else:
-        print(report.to_text())
-    return report.exit_code
+        print(result.report.to_text())
+    return result.exit_code
 
 
 def run(args: argparse.Namespace) -> int:

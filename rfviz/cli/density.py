@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..commands.density import DENSITY_PARAMS, density_report
+from ..api.density_command import DENSITY_PARAMS, density
 from ..registries import COUPLINGS_WITH_DENSITY
 from ..textio import parse_assignments, parse_values
 from ._output import emit
@@ -15,7 +15,7 @@ HELP = "density of w_ij = |ω_i + ω_j| under a coupling (SimRF Fig. 5), conform
 
 def run(args: argparse.Namespace) -> int:
     values = parse_values(DENSITY_PARAMS, parse_assignments(args.params), "density", lists=("w", "v"))
-    emit(density_report(**values), args.json)
+    emit(density(**values).to_dict(), args.json)
     return 0
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..api_downstream import DOWNSTREAM_REPEATS_PARAM, REGRESSION_SETS, TASKS, downstream
+from ..api.downstream_command import DOWNSTREAM_REPEATS_PARAM, REGRESSION_SETS, TASKS, downstream
 from ..compute.downstream import ATTENTION_ESTIMATORS, PAGE_LENGTHS, PAGE_RIDGE_ESTIMATORS, RIDGE_ESTIMATORS
+from ..params import ParameterError
 from ._data import DATA_SOURCES, add_data_arguments, data_options
 from ._output import emit
 
@@ -65,8 +66,26 @@ def _text(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def parse_lengths(text: str) -> list[int]:
+    """``--lengths`` text as integers (each checked by the API).
+
+    Examples
+    --------
+    >>> parse_lengths("32,64")
+    [32, 64]
+    """
+    out = []
+    for t in (t.strip() for t in text.split(",")):
+        try:
+            out.append(int(t))
+        except ValueError:
+            raise ParameterError(f"lengths must be integers in [1, inf), got {t!r}") from None
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
-    report = downstream(args.task, args.data, names=args.names, lengths=args.lengths, repeats=args.repeats,
+    report = downstream(args.task, args.data, names=args.names, lengths=parse_lengths(args.lengths),
+                        repeats=args.repeats,
                         nystroem=not args.no_nystroem, alpha=args.alpha, input_scale=args.input_scale,
                         **data_options(args))
     emit(report.to_dict(), args.json, text=_text)

@@ -11,11 +11,11 @@ import argparse
 import json
 from typing import Any
 
+from ..api.gram_command import estimator_names, gram
 from ..clustered import NAME as CLUSTERED
 from ..clustered import ClusteredCE
-from ..commands.gram import estimator_names, gram_study
 from ..estimators import get_estimator  # the package: the catalog loaded
-from ..textio import UsageError, jsonable, parse_assignments, parse_values, parse_vector
+from ..textio import UsageError, parse_assignments, parse_values, parse_vector
 from ._data import add_data_arguments, data_options
 
 NAME = "gram"
@@ -41,6 +41,8 @@ def _split_items(items: list[str]) -> tuple[list[str], dict[str, str]]:
     assignments = parse_assignments([item for item in items if "=" in item])
     if not names:
         raise UsageError("give at least one estimator name")
+    if "m" in assignments:
+        raise UsageError("m is set by --m (a comma-separated list), not by m=")
     return names, assignments
 
 
@@ -48,10 +50,12 @@ def run(args: argparse.Namespace) -> int:
     names, assignments = _split_items(args.items)
     names = estimator_names(names)
     specs = [p for n in names for p in (ClusteredCE if n == CLUSTERED else get_estimator(n)).spec]
-    report = gram_study(names, args.data, **data_options(args), m=parse_vector("m", args.m).tolist(),
-                        repeats=args.repeats, device=args.device, params=parse_values(specs, assignments))
+    result = gram(names, args.data, **data_options(args), m=parse_vector("m", args.m).tolist(),
+                  repeats=args.repeats, device=args.device,
+                  params=parse_values(specs, assignments))
+    report = result.to_dict()
     if args.json:
-        print(json.dumps(jsonable(report), indent=2))
+        print(json.dumps(report, indent=2))
         return 0
     info = report["data"]
     print(f"data {info['name']}: {info['queries']} queries × {info['keys']} keys, d = {info['d']}, mean norms "

@@ -6,8 +6,9 @@ import argparse
 import math
 from typing import Any
 
-from ..commands.mse import INPUT_KEYS, mse_report
+from ..api.mse_command import INPUT_KEYS, mse
 from ..estimators import get_estimator  # the package: the catalog loaded
+from ..geometry import parse_real
 from ..params import CLI_D_PARAM, MAX_TRIALS
 from ..textio import parse_assignments, parse_values, parse_vector
 from ._output import emit
@@ -27,14 +28,22 @@ def count(text: str) -> int:
 
 
 def parse_inputs(assignments: dict[str, str]) -> dict[str, Any]:
-    """The input assignments as typed values: r and θ as text (``pi/2`` is read by ``commands.mse.real_input``), d
-    by its Param, x and y as lists of numbers, the embedding's name."""
+    """The input assignments as typed values: r and θ as numbers (``pi/2`` read by ``geometry.parse_real``), d by
+    its Param, x and y as lists of numbers, the embedding's name.
+
+    Examples
+    --------
+    >>> parse_inputs({"theta": "pi/2", "d": "4"})["d"]
+    4
+    """
     out: dict[str, Any] = {}
     for key, text in assignments.items():
         if key in ("x", "y"):
             out[key] = parse_vector(key, text)
         elif key == "d":
             out[key] = CLI_D_PARAM.parse(text)
+        elif key in ("r", "theta"):
+            out[key] = parse_real(key, text)
         else:
             out[key] = text
     return out
@@ -45,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
     inputs = parse_inputs({k: v for k, v in assignments.items() if k in INPUT_KEYS})
     cls = get_estimator(args.name)
     params = parse_values(cls.spec, {k: v for k, v in assignments.items() if k not in INPUT_KEYS})
-    emit(mse_report(args.name, params, inputs, trials=args.trials, seed=args.seed, device=args.device,
-                    max_seconds=args.max_seconds), args.json)
+    result = mse(args.name, **inputs, trials=args.trials, seed=args.seed, device=args.device,
+                 max_seconds=args.max_seconds, **params)
+    emit(result.to_dict(), args.json)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..commands.psi import PSI_PARAMS, psi_report
+from ..api.psi_command import PSI_PARAMS, psi
 from ..textio import parse_assignments, parse_values
 from ._output import emit
 
@@ -14,7 +14,7 @@ HELP = ("optimal importance-sampling density Ψ (Thm 1 of 'All RF representation
         "radial density vs Ω, V*, unweighted variance and divergence flags")
 
 def run(args: argparse.Namespace) -> int:
-    report = psi_report(**parse_values(PSI_PARAMS, parse_assignments(args.params), "psi"))
+    report = psi(**parse_values(PSI_PARAMS, parse_assignments(args.params), "psi")).to_dict()
     if not args.json:
         report = {k: v for k, v in report.items() if k != "radial"}
     emit(report, args.json)

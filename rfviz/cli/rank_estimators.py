@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..api_ranking import KERNELS, rank_estimators
+from ..api.rank_estimators_command import KERNELS, rank_estimators
 from ._data import add_data_arguments, data_options
 from ._output import emit
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from dataclasses import replace
+from typing import Any
 
-from ..sweeps import SweepSpec, make_backend, run_sweep
-from ..sweeps.ray_backend import RAY_PARAMS, SweepTaskError, install_sigterm_as_interrupt, validate_ray_options
-from ..sweeps.runner import sweep_device, sweep_spec
-from ..sweeps.store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S, ResultStore, check_flush, sweep_lock
-from ..textio import parse_assignments
+from ..api.sweep_command import sweep
+from ..estimators import get_estimator  # the package: the catalog loaded
+from ..geometry import parse_real
+from ..params import CLI_D_PARAM
+from ..sweeps.ray_backend import RAY_PARAMS, SweepTaskError, install_sigterm_as_interrupt
+from ..sweeps.store import DEFAULT_FLUSH_POINTS, DEFAULT_FLUSH_S
+from ..textio import parse_assignments, parse_values
 
 NAME = "sweep"
 HELP = "Monte-Carlo MSE of one estimator over a grid (local or Ray), one row per point, resumable"
@@ -51,22 +53,41 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress line")
 
 
-def _print_notes(notes: list[str]) -> None:
-    for note in notes:
-        print(f"resume: dropped and recomputed {note}", file=sys.stderr)
+def fixed_values(name: str, assignments: dict[str, str]) -> dict[str, Any]:
+    """The fixed ``key=value`` texts as typed values: r and θ as numbers (``pi/2`` allowed), d by its Param, the
+    embedding's name, the estimator's parameters by their Params (other names passed on for the API to refuse).
+
+    Examples
+    --------
+    >>> fixed_values("trig", {"d": "4", "m": "8", "theta": "pi/2"})["m"]
+    8
+    """
+    inputs = {"r": lambda t: parse_real("r", t), "theta": lambda t: parse_real("theta", t), "d": CLI_D_PARAM.parse}
+    params = parse_values(get_estimator(name).spec, {k: v for k, v in assignments.items() if k not in inputs})
+    return {**{k: inputs[k](v) for k, v in assignments.items() if k in inputs}, **params}
+
+
+def _note(quiet: bool) -> Any:
+    """Print the run's notes on stderr: resume notes always, the backend's note unless ``--quiet``."""
+    def note(text: str) -> None:
+        if text.startswith("resume: ") or not quiet:
+            print(text, file=sys.stderr)
+    return note
 
 
 def run(args: argparse.Namespace) -> int:
-    spec = sweep_spec(args.name, parse_assignments(args.params), args.grid, trials=args.trials, seed=args.seed,
-                      block_trials=args.block_trials, device=args.device, resume=args.resume,
-                      overwrite=args.overwrite)  # validates before Ray starts
-    check_flush(args.flush_points, args.flush_seconds)
-    ResultStore.check_out(args.out, resume=args.resume, overwrite=args.overwrite)  # before Ray starts, writes nothing
-    options = validate_ray_options({param.name: getattr(args, param.name) for param in RAY_PARAMS})
+    ray = {p.name: p.parse(getattr(args, p.name)) for p in RAY_PARAMS if getattr(args, p.name) is not None}
+    options = {"address": args.address, "workers": args.workers, **ray}
     previous = install_sigterm_as_interrupt()  # SIGTERM stops like Ctrl-C: finished points kept, Ray shut down
     try:
-        with sweep_lock(args.out):  # one writer per --out, held from before Ray starts to the end
-            return _run(args, spec, options)
+        result = sweep(args.name, args.out, grid=args.grid, trials=args.trials, seed=args.seed,
+                       block_trials=args.block_trials, backend=args.backend, device=args.device, resume=args.resume,
+                       overwrite=args.overwrite, progress=not args.quiet, flush_points=args.flush_points,
+                       flush_seconds=args.flush_seconds, backend_options=options, on_note=_note(args.quiet),
+                       **fixed_values(args.name, parse_assignments(args.params)))
+    except SweepTaskError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"interrupted: finished points are kept in {args.out}; continue with the same command and "
               f"--resume", file=sys.stderr)
@@ -74,26 +95,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-
-
-def _run(args: argparse.Namespace, spec: SweepSpec, options: dict) -> int:
-    backend = make_backend(args.backend, address=args.address, workers=args.workers, **options)  # keeps our SIGTERM
-    if getattr(backend, "note", None) and not args.quiet:
-        print(backend.note, file=sys.stderr)
-    try:
-        spec = replace(spec, device=sweep_device(args.device, args.backend, backend))
-        try:
-            report = run_sweep(spec, args.out, backend, resume=args.resume, overwrite=args.overwrite,
-                               progress=not args.quiet, flush_points=args.flush_points, flush_s=args.flush_seconds,
-                               on_notes=_print_notes)
-        except SweepTaskError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-    finally:
-        backend.close()
-    s = report.stats
-    rate = report.trials_this_run / report.wall_s if report.wall_s > 0 else 0.0
-    print(f"sweep {report.status}: {report.points_done}/{report.points_total} points in {args.out} "
-          f"({report.points_this_run} this run, {report.wall_s:.1f} s, {rate:.3g} trials/s, backend {report.backend}, "
-          f"{s.batches} tasks of {s.batch_tasks} block(s), utilisation {s.utilisation:.0%})", file=sys.stderr)
+    s = result.stats
+    rate = result.trials_this_run / result.wall_s if result.wall_s > 0 else 0.0
+    print(f"sweep {result.status}: {result.points_done}/{result.points_total} points in {args.out} "
+          f"({result.points_this_run} this run, {result.wall_s:.1f} s, {rate:.3g} trials/s, backend "
+          f"{result.backend}, {s.batches} tasks of {s.batch_tasks} block(s), utilisation {s.utilisation:.0%})",
+          file=sys.stderr)
     return 0

@@ -37,7 +37,23 @@ def title_of(name: str, short: bool = False) -> str:
 
 
 def short_of(name: str) -> str:
-    """The short human name of an estimator (``title_of(name, short=True)``), e.g. ``"Trig RF"``."""
+    """The short human name of an estimator (``title_of(name, short=True)``), e.g. ``"Trig RF"``.
+
+    Parameters
+    ----------
+    name : str
+        A registered estimator.
+
+    Returns
+    -------
+    str
+        Its short title.
+
+    Examples
+    --------
+    >>> short_of("trig") == title_of("trig", short=True)
+    True
+    """
     return title_of(name, short=True)
 
 
@@ -50,14 +66,41 @@ def _kernel_choice(cls: type[Estimator], kernel: str) -> str | None:
 
 
 def kernel_options() -> list[str]:
-    """Kernels offered: softmax and Gaussian (any softmax-family estimator), then the other families."""
+    """Kernels offered: softmax and Gaussian (any softmax-family estimator), then the other families.
+
+    Returns
+    -------
+    list of str
+        Kernel names, softmax and Gaussian first.
+
+    Examples
+    --------
+    >>> kernel_options()[:2]
+    ['softmax', 'gaussian']
+    """
     others = sorted({cls.family for cls in REGISTRY.values()
                      if not any(p.name == "kernel" for p in cls.spec)} - set(SOFTMAX_KERNELS))
     return [*SOFTMAX_KERNELS, *others]
 
 
 def estimators_for_kernel(kernel: str) -> list[str]:
-    """Registered estimators of ``kernel`` (softmax-family ones estimate both softmax and Gaussian)."""
+    """Registered estimators of ``kernel`` (softmax-family ones estimate both softmax and Gaussian).
+
+    Parameters
+    ----------
+    kernel : str
+        A kernel of ``kernel_options()``.
+
+    Returns
+    -------
+    list of str
+        Estimator names, in registry order.
+
+    Examples
+    --------
+    >>> "trig" in estimators_for_kernel("gaussian")
+    True
+    """
     out = []
     for name, cls in REGISTRY.items():
         names = {p.name for p in cls.spec}
@@ -74,6 +117,20 @@ def known_caption(name: str, params: Mapping[str, Any], kernel: str) -> str:
     (``Estimator.known_for_params``, the coupling included) and the citation, e.g.
     ``"Known: closed form (verified) — [HRF] eq. 2; MSE Lemma 2.2 eq. 7"``. Parameters that do not validate fall back
     to the class's own label (iid).
+
+    Parameters
+    ----------
+    name : str
+        A registered estimator.
+    params : mapping
+        Its parameters (the coupling among them).
+    kernel : str
+        The kernel it estimates.
+
+    Returns
+    -------
+    str
+        ``"Known: <label> — <citation>"``.
 
     Examples
     --------
@@ -96,7 +153,27 @@ def known_caption(name: str, params: Mapping[str, Any], kernel: str) -> str:
 
 
 def make_estimator(name: str, params: Mapping[str, Any], kernel: str) -> Estimator:
-    """Instantiate ``name`` with ``params`` (the kernel added where the estimator has a kernel parameter)."""
+    """Instantiate ``name`` with ``params`` (the kernel added where the estimator has a kernel parameter).
+
+    Parameters
+    ----------
+    name : str
+        A registered estimator.
+    params : mapping
+        Its parameters, without the kernel.
+    kernel : str
+        The kernel to estimate (ignored by an estimator without a kernel parameter).
+
+    Returns
+    -------
+    Estimator
+        The validated estimator.
+
+    Examples
+    --------
+    >>> make_estimator("trig", {"m": 4}, "gaussian").params["kernel"]
+    'gaussian'
+    """
     cls = get_estimator(name)
     full = dict(params)
     choice = _kernel_choice(cls, kernel)
@@ -107,6 +184,16 @@ def make_estimator(name: str, params: Mapping[str, Any], kernel: str) -> Estimat
 
 def titles(names: Iterable[str]) -> dict[str, str]:
     """``{name: title_of(name)}`` for the panels of a figure (the drawing functions take it as ``titles``).
+
+    Parameters
+    ----------
+    names : iterable of str
+        Registered estimators.
+
+    Returns
+    -------
+    dict of str to str
+        Each name's title.
 
     Examples
     --------

@@ -18,14 +18,62 @@ Columns = dict[str, np.ndarray]
 
 
 def a_star(r: float, theta: float, d: int) -> float:
-    """OPRF's A* at this pair (CRT Thm 3.3): depends on Z = |x + y|² = 2r²(1 + cos θ) and d."""
+    """OPRF's A* at this pair (CRT Thm 3.3): depends on Z = |x + y|² = 2r²(1 + cos θ) and d.
+
+    Parameters
+    ----------
+    r : float
+        The inputs' norm.
+    theta : float
+        The angle between them.
+    d : int
+        The dimension.
+
+    Returns
+    -------
+    float
+        The optimal real A (< 0).
+
+    Examples
+    --------
+    >>> a_star(1.0, 1.0, 4) < 0
+    True
+    """
     return float(g.A_star(2 * r * r * (1 + np.cos(theta)), d))
 
 
 def real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, a_min: float = -1.0,
                    points: int = 400) -> Columns:
     """log₁₀ MSE of GERF with m iid features along real A ∈ [a_min, 1/8) for s = +1 and s = −1 (CRT Thm 3.2 eq. 6;
-    [CRT] eq. 6). A = 0, s = +1 is PosRF; A = A* is OPRF."""
+    [CRT] eq. 6). A = 0, s = +1 is PosRF; A = A* is OPRF.
+
+    Parameters
+    ----------
+    r : float
+        The inputs' norm.
+    theta : float
+        The angle between them.
+    d : int
+        The dimension.
+    m : int
+        Features.
+    kernel : str
+        ``softmax`` or ``gaussian``.
+    a_min : float, default -1.0
+        The smallest A.
+    points : int, default 400
+        Values of A.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``A``, ``log10_mse_s+1`` and ``log10_mse_s-1``.
+
+    Examples
+    --------
+    >>> len(real_A_columns(1.0, 1.0, 4, 8, "softmax", points=3)["A"])
+    3
+    """
     m = check(m, M_PARAM)
     if not a_min < g.A_VARIANCE_BOUND:
         raise g.ParameterError(f"A min must be a number in (-inf, 0.125), got {a_min:g}")
@@ -41,7 +89,40 @@ def sampled_real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, 
                            seed: int, points: int = 9) -> Columns:
     """Monte-Carlo twins of ``real_A_columns`` (the registered ``gerf`` estimator, sampled by rfviz.engine.sweep)
     at ``points`` values of A in [a_min, 1/16): beyond 1/16 the fourth moment is infinite, so the standard error of
-    the sampled MSE is meaningless."""
+    the sampled MSE is meaningless.
+
+    Parameters
+    ----------
+    r : float
+        The inputs' norm.
+    theta : float
+        The angle between them.
+    d : int
+        The dimension.
+    m : int
+        Features.
+    kernel : str
+        ``softmax`` or ``gaussian``.
+    a_min : float
+        The smallest A.
+    trials : int
+        Monte-Carlo trials per value.
+    seed : int
+        The random seed.
+    points : int, default 9
+        Values of A.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``A``, and ``log10_mse_*``, ``log10_se_*`` and ``reliable_*`` for s = ±1.
+
+    Examples
+    --------
+    >>> c = sampled_real_A_columns(1.0, 1.0, 4, 8, "softmax", -0.5, 100, 0, points=2)
+    >>> len(c["reliable_s+1"])
+    2
+    """
     if not a_min < g.A_FOURTH_MOMENT_BOUND:
         raise g.ParameterError(f"A min must be a number in (-inf, 0.0625) for Monte Carlo, got {a_min:g}")
     a = np.linspace(a_min, g.A_FOURTH_MOMENT_BOUND, points, endpoint=False)
@@ -59,7 +140,44 @@ def sampled_real_A_columns(r: float, theta: float, d: int, m: int, kernel: str, 
 
 def complex_A_data(r: float, theta: float, d: int, m: int, kernel: str, s: int, re_min: float = -0.5,
                    im_max: float = 0.5, points: int = 121) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(Re A, Im A, log₁₀ MSE) over complex A; +inf (drawn blank) where Re A ≥ 1/8 (CRT Thm 3.2)."""
+    """(Re A, Im A, log₁₀ MSE) over complex A; +inf (drawn blank) where Re A ≥ 1/8 (CRT Thm 3.2).
+
+    Parameters
+    ----------
+    r : float
+        The inputs' norm.
+    theta : float
+        The angle between them.
+    d : int
+        The dimension.
+    m : int
+        Features.
+    kernel : str
+        ``softmax`` or ``gaussian``.
+    s : int
+        The sign s = ±1.
+    re_min : float, default -0.5
+        The smallest Re A.
+    im_max : float, default 0.5
+        The largest |Im A|.
+    points : int, default 121
+        Grid values per axis.
+
+    Returns
+    -------
+    re : numpy.ndarray
+        Re A, shape (points,).
+    im : numpy.ndarray
+        Im A, shape (points,).
+    log10_mse : numpy.ndarray
+        Shape (points, points).
+
+    Examples
+    --------
+    >>> re, im, z = complex_A_data(1.0, 1.0, 4, 8, "softmax", 1, points=3)
+    >>> z.shape
+    (3, 3)
+    """
     m = check(m, M_PARAM)
     if not im_max > 0:
         raise g.ParameterError(f"Im A max must be a number in (0, inf), got {im_max:g}")
@@ -73,7 +191,31 @@ def oprf_columns(d: int, z_max: float, points: int = 300, with_derf: bool = Fals
     """Relative variance Var/K² of PosRF (e^Z − 1) and OPRF (R* − 1) against Z = |x + y|², and the Figure-1
     utility μ = log(Var_OPRF/Var_PosRF) (CRT Thm 3.3, Fig. 1; [CRT] eq. 7). Kernel-independent. ``with_derf`` adds
     SDERF's per-pair optimum (``rfviz.maths.derf``: OPRF's R* with d = 1, A along x + y), which also depends on Z
-    only."""
+    only.
+
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    z_max : float
+        The largest Z.
+    points : int, default 300
+        Values of Z.
+    with_derf : bool, default False
+        Add SDERF's column.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``Z``, ``log10_relvar_posrf``, ``log10_relvar_oprf``, ``log10_ratio_oprf_posrf`` (and
+        ``log10_relvar_sderf``).
+
+    Examples
+    --------
+    >>> c = oprf_columns(4, 3.0, points=3)
+    >>> bool((c["log10_ratio_oprf_posrf"] <= 1e-12).all())
+    True
+    """
     d = check_d(d)
     if not (np.isfinite(z_max) and z_max > 0):
         raise g.ParameterError(f"Z max must be a number in (0, inf), got {z_max:g}")
@@ -90,7 +232,42 @@ def oprf_columns(d: int, z_max: float, points: int = 300, with_derf: bool = Fals
 def dirf_columns(r: float, theta: float, d: int, m: int, kernel: str, embedding: str, shifted: bool,
                  points: int = 300) -> tuple[Columns, Columns, dict[str, float]]:
     """log₁₀ MSE of PoisRF against its rate λ and of GeomRF against its probability p at the pair (r, θ) placed in
-    ℝᵈ by ``embedding`` (CRT Thms 3.4, 3.5; [CRT] eq. 11), plus the optima λ* and p*."""
+    ℝᵈ by ``embedding`` (CRT Thms 3.4, 3.5; [CRT] eq. 11), plus the optima λ* and p*.
+
+    Parameters
+    ----------
+    r : float
+        The inputs' norm.
+    theta : float
+        The angle between them.
+    d : int
+        The dimension.
+    m : int
+        Features.
+    kernel : str
+        ``softmax`` or ``gaussian``.
+    embedding : str
+        How the pair is placed in ℝᵈ (``rfviz.geometry.EMBEDDINGS``).
+    shifted : bool
+        PoisRF+/GeomRF+: both inputs shifted by the coordinate-wise minimum (CRT §3.2.3, ``shift_positive``).
+    points : int, default 300
+        Values of λ and of p.
+
+    Returns
+    -------
+    poisson : dict of str to numpy.ndarray
+        ``lam`` and ``log10_mse``.
+    geometric : dict of str to numpy.ndarray
+        ``prob`` and ``log10_mse``.
+    optima : dict of str to float
+        ``lam_star``, ``p_star`` and their log₁₀ MSEs.
+
+    Examples
+    --------
+    >>> poisson, geometric, optima = dirf_columns(1.0, 1.0, 4, 8, "softmax", "canonical", False, points=3)
+    >>> 0 < optima["p_star"] < 1
+    True
+    """
     m = check(m, M_PARAM)
     x, y = embed_pair(r, theta, check_d(d), embedding)
     shift = g.shift_positive(x, y)[2] if shifted else np.zeros_like(x)

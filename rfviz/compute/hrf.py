@@ -29,7 +29,34 @@ def _moments(kind: str, theta: np.ndarray, r: float, n: int, sigma: float) -> hy
 
 def lambda_columns(kind: str, r: float, n: int, sigma: float, m: int, points: int = 181) -> Columns:
     """λ(θ) = E λ̂, E[λ̂²], Var λ̂ and the oracle λ*(θ) on S(r) (HRF Lemma 3.2 eq. 24; App. F eqs. 72–73;
-    [HRF] eq. 24; docs: derivations/gaussian-lambda; derived)."""
+    [HRF] eq. 24; docs: derivations/gaussian-lambda; derived).
+
+    Parameters
+    ----------
+    kind : str
+        The λ of the hybrid: ``angular`` or ``gaussian``.
+    r : float
+        The inputs' norm (both on the sphere S(r)).
+    n : int
+        λ-features of the hybrid.
+    sigma : float
+        The Gaussian λ's σ (unused by the angular λ).
+    m : int
+        Features per base estimator.
+    points : int, default 181
+        Angles in [0, π].
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``theta``, ``lambda``, ``E_lambda2``, ``var_lambda`` and ``oracle_lambda``.
+
+    Examples
+    --------
+    >>> c = lambda_columns("angular", 1.0, 8, 1.0, 10, points=3)
+    >>> c["lambda"].tolist()
+    [0.0, 0.5, 1.0]
+    """
     theta = np.linspace(0.0, np.pi, points)
     mom = _moments(kind, theta, r, n, sigma)
     return {"theta": theta, "lambda": np.asarray(mom.mean), "E_lambda2": np.asarray(mom.second),
@@ -39,7 +66,34 @@ def lambda_columns(kind: str, r: float, n: int, sigma: float, m: int, points: in
 def mse_columns(kind: str, r: float, n: int, sigma: float, m: int, points: int = 181) -> Columns:
     """log₁₀ MSE on S(r) of trig, ++ (HRF Lemma 2.2), the hybrid (corrected eq. 47 / Thm F.2) and the oracle
     (derived); for the angular λ also eq. 47 as printed (wrong, docs:
-    derivations/hrf-angular-hybrid)."""
+    derivations/hrf-angular-hybrid).
+
+    Parameters
+    ----------
+    kind : str
+        The λ of the hybrid: ``angular`` or ``gaussian``.
+    r : float
+        The inputs' norm (both on the sphere S(r)).
+    n : int
+        λ-features of the hybrid.
+    sigma : float
+        The Gaussian λ's σ (unused by the angular λ).
+    m : int
+        Features per base estimator.
+    points : int, default 181
+        Angles in [0, π].
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``theta`` and ``log10_mse_<trig, pos, hybrid, oracle>`` (and ``log10_mse_hybrid_eq47_printed``).
+
+    Examples
+    --------
+    >>> c = mse_columns("angular", 1.0, 8, 1.0, 10, points=3)
+    >>> float(c["log10_mse_trig"][0])
+    -inf
+    """
     theta = np.linspace(0.0, np.pi, points)
     lt = hy.log_mse_trig_tr(theta, r, m)
     lp = hy.log_mse_pos_tr(theta, r, m)
@@ -60,7 +114,38 @@ SAMPLED_ESTIMATORS = {"trig": "trig", "pos": "positive_antithetic", "hybrid": No
 def sampled_mse_columns(kind: str, r: float, n: int, sigma: float, m: int, trials: int, seed: int,
                         points: int = 13) -> Columns:
     """Monte-Carlo twins of ``mse_columns`` at ``points`` angles: log₁₀ MSE and its standard error for trig, ++ and
-    the hybrid (the registered estimators, sampled by rfviz.engine at the same seed)."""
+    the hybrid (the registered estimators, sampled by rfviz.engine at the same seed).
+
+    Parameters
+    ----------
+    kind : str
+        The λ of the hybrid: ``angular`` or ``gaussian``.
+    r : float
+        The inputs' norm (both on the sphere S(r)).
+    n : int
+        λ-features of the hybrid.
+    sigma : float
+        The Gaussian λ's σ (unused by the angular λ).
+    m : int
+        Features per base estimator.
+    trials : int
+        Monte-Carlo trials per angle.
+    seed : int
+        The random seed.
+    points : int, default 13
+        Angles in [0, π].
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``theta``, and ``log10_mse_*``, ``log10_se_*`` and ``reliable_*`` of each estimator.
+
+    Examples
+    --------
+    >>> c = sampled_mse_columns("angular", 1.0, 8, 1.0, 10, 200, 0, points=2)
+    >>> len(c["log10_mse_hybrid"])
+    2
+    """
     theta = np.linspace(0.0, np.pi, points)
     x, y = canonical_pair(r, theta, 2)
     hybrid = (create("hybrid_angular", m=m, n=n) if kind == "angular"
@@ -77,7 +162,40 @@ def sampled_mse_columns(kind: str, r: float, n: int, sigma: float, m: int, trial
 
 def winner_columns(kind: str, r_max: float, n: int, sigma: float, m: int, n_r: int = 60,
                    n_theta: int = 91) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
-    """(r, θ, panels): log₁₀ MSE_trig/MSE_++ (negative where trig is better) and log₁₀ MSE_hybrid / min(base)."""
+    """(r, θ, panels): log₁₀ MSE_trig/MSE_++ (negative where trig is better) and log₁₀ MSE_hybrid / min(base).
+
+    Parameters
+    ----------
+    kind : str
+        The λ of the hybrid: ``angular`` or ``gaussian``.
+    r_max : float
+        The largest norm.
+    n : int
+        λ-features of the hybrid.
+    sigma : float
+        The Gaussian λ's σ.
+    m : int
+        Features per base estimator.
+    n_r : int, default 60
+        Norms in (0, r_max].
+    n_theta : int, default 91
+        Angles in [0, π].
+
+    Returns
+    -------
+    r : numpy.ndarray
+        The norms.
+    theta : numpy.ndarray
+        The angles.
+    panels : dict of str to numpy.ndarray
+        Each panel's values, shape (n_theta, n_r), by title.
+
+    Examples
+    --------
+    >>> r, theta, panels = winner_columns("angular", 2.0, 8, 1.0, 10, n_r=3, n_theta=4)
+    >>> r.shape, theta.shape, len(panels)
+    ((3,), (4,), 2)
+    """
     r = np.linspace(r_max / n_r, r_max, n_r)
     theta = np.linspace(0.0, np.pi, n_theta)
     rr, tt = np.meshgrid(r, theta, indexing="ij")
@@ -94,7 +212,30 @@ def winner_columns(kind: str, r_max: float, n: int, sigma: float, m: int, n_r: i
 def max_error_columns(r_max: float, n: int, m: int, points: int = 40) -> Columns:
     """Max-relative-error max_θ ε_{θ,r} of the angular hybrid for r ∈ [1, r_max], normalised by W(r)/√(2m) (the
     common worst case of trig and ++, HRF eq. 26), against the Thm 3.5 bound as printed (eq. 27) and corrected
-    (docs: errata)."""
+    (docs: errata).
+
+    Parameters
+    ----------
+    r_max : float
+        The largest norm (≥ 1).
+    n : int
+        λ-features of the hybrid.
+    m : int
+        Features per base estimator.
+    points : int, default 40
+        Norms in [1, r_max].
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``r``, ``max_eps_normalised``, ``bound_printed_normalised`` and ``bound_corrected_normalised``.
+
+    Examples
+    --------
+    >>> c = max_error_columns(2.0, 8, 10, points=3)
+    >>> c["r"].tolist()
+    [1.0, 1.5, 2.0]
+    """
     r = np.linspace(1.0, max(r_max, 1.0 + 1e-9), points)
     log_norm = hy.log_w(r) - 0.5 * np.log(2 * m)
     true_max = np.array([hy.max_log_eps_angular_hybrid(float(v), m, n, grid=801)[1] for v in r])

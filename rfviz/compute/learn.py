@@ -65,6 +65,20 @@ def sampled_relative_error_vs_m(r: float, theta: float, d: int, ms: Sequence[int
 def coupling_ratio_at(v: float, d: int, features: str = "positive") -> dict[str, float]:
     """MSE_coupling/MSE_iid at v = |x + y| for orthogonal and simplex blocks of m = d features (SimRF Thm 3.2).
 
+    Parameters
+    ----------
+    v : float
+        |x + y|.
+    d : int
+        The dimension (and the features per block).
+    features : str, default "positive"
+        ``positive`` or ``trig`` features.
+
+    Returns
+    -------
+    dict of str to float
+        The ratio by coupling (``orthogonal``, ``simplex``).
+
     Examples
     --------
     >>> r = coupling_ratio_at(0.1, 16)
@@ -77,6 +91,28 @@ def coupling_ratio_at(v: float, d: int, features: str = "positive") -> dict[str,
 def sketch_variance_at_q(r: float, theta: float, d: int, p: int, m: int, qs: Sequence[float],
                          embedding: str = "flat") -> dict[float, float]:
     """E|k̂ − k|² of the Rademacher-type polynomial sketch (DP Theorem 2) at each q, at the pair (r, θ) in ℝᵈ.
+
+    Parameters
+    ----------
+    r : float
+        The inputs' norm.
+    theta : float
+        The angle between them.
+    d : int
+        The dimension.
+    p : int
+        The polynomial degree.
+    m : int
+        Features.
+    qs : sequence of float
+        The realness q of the weights, each in [0, 1].
+    embedding : str, default "flat"
+        How the pair is placed in ℝᵈ (``rfviz.geometry.EMBEDDINGS``).
+
+    Returns
+    -------
+    dict of float to float
+        The variance at each q.
 
     Examples
     --------
@@ -93,6 +129,22 @@ def heavy_tail_columns(rs: Sequence[float], m: int, trials: int, seed: int) -> C
     """Positive features at x = y on S(r) in ℝ²: log₁₀ MSE in closed form (``*_curve`` on a fine grid of r, and at
     ``rs``) and sampled at ``rs`` (rfviz.engine), with the engine's reliability verdict per r (the fourth moment
     grows much faster than the MSE's square: heavy tails at large r).
+
+    Parameters
+    ----------
+    rs : sequence of float
+        The norms sampled.
+    m : int
+        Features.
+    trials : int
+        Monte-Carlo trials per norm.
+    seed : int
+        The random seed.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        The curve and the sampled points with their ``reliable`` flags (1 or 0).
 
     Examples
     --------
@@ -116,6 +168,22 @@ def relative_error_vs_d(r: float, theta: float, m: int, ds: Sequence[int]) -> Co
     """log₁₀ √MSE/K of iid trig and positive features at the canonical pair in ℝᵈ for each d: with independent
     directions the MSE depends on the pair only through |x − y| (trig) or |x + y| and the norms (positive), never
     on d (HRF Lemma 2.2).
+
+    Parameters
+    ----------
+    r : float
+        The inputs' norm.
+    theta : float
+        The angle between them.
+    m : int
+        Features.
+    ds : sequence of int
+        The dimensions.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``d`` and the relative errors of each estimator.
 
     Examples
     --------

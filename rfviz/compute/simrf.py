@@ -30,9 +30,38 @@ def sampled_ratio_columns(d: int, m: int, features: str = "positive", v: Sequenc
     """Monte-Carlo MSE of each coupling divided by the iid closed form (SimRF Thm 4.3 compares against iid) at
     |x + y| = v, with x = y = (v/2)·e₁ (trig: x = −y, so that z = |x − y| = v).
 
-    Returns {coupling: (v, ratio, standard error of the ratio, reliable)} for orthogonal, simplex and simplex+ (the
-    last has no closed form: sampling is the only way to see it). ``progress`` receives the completed fraction in
-    [0, 1]."""
+    Returns {coupling: (v, ratio, standard error of the ratio, reliable)} for every coupling but iid (simplex+ and
+    the structured ones have no closed form: sampling is the only way to see them). ``progress`` receives the
+    completed fraction in [0, 1].
+
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    m : int
+        Features.
+    features : str, default "positive"
+        ``positive`` or ``trig`` features.
+    v : sequence of float, default SAMPLED_V
+        The values of |x + y| sampled.
+    trials : int, default 1000
+        Monte-Carlo trials per point.
+    seed : int, default 7
+        The random seed.
+    progress : callable, optional
+        Receives the completed fraction.
+
+    Returns
+    -------
+    dict of str to tuple of numpy.ndarray
+        (v, ratio, standard error, reliable) by coupling.
+
+    Examples
+    --------
+    >>> cols = sampled_ratio_columns(4, 4, v=(0.5,), trials=200)
+    >>> {"orthogonal", "simplex", "simplex_plus"} <= set(cols) and "iid" not in cols
+    True
+    """
     vs = np.asarray(v, dtype=float)
     x = np.zeros((vs.size, 2))
     x[:, 0] = vs / 2
@@ -49,7 +78,25 @@ def sampled_ratio_columns(d: int, m: int, features: str = "positive", v: Sequenc
 
 
 def draw_norms(d: int, seed: int) -> np.ndarray:
-    """One draw of the d lengths |ω_i| ~ χ_d (the input of ``simplex_plus_iterations_figure``)."""
+    """One draw of the d lengths |ω_i| ~ χ_d (the input of ``simplex_plus_iterations_figure``).
+
+    Parameters
+    ----------
+    d : int
+        The dimension (and the number of lengths).
+    seed : int
+        The random seed.
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape (d,), positive.
+
+    Examples
+    --------
+    >>> draw_norms(5, 0).shape
+    (5,)
+    """
     return np.sqrt(np.random.default_rng(seed).chisquare(d, size=d))
 
 
@@ -58,6 +105,22 @@ def pair_sum_samples(d: int, couplings: Sequence[str] = COUPLINGS_WITH_DENSITY, 
     """``samples`` draws of ‖ω₁ + ω₂‖ per coupling from rfviz's own sampler (seed ``spawn_seed(seed, i)`` for the
     i-th coupling), for the histograms of ``rfviz.figures.simrf.density_figure``; empty when ``samples`` is 0 or d is
     outside [2, HISTOGRAM_MAX_D] (full d×d blocks cost O(d³) each).
+
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    couplings : sequence of str, default COUPLINGS_WITH_DENSITY
+        The couplings drawn.
+    samples : int, default 0
+        Draws per coupling.
+    seed : int, default 0
+        The first coupling's seed.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        The draws by coupling.
 
     Examples
     --------

@@ -52,6 +52,16 @@ def example_command(folder: str) -> str:
     """A sweep command that works when pasted in a shell (from the directory the app was started in) and writes
     its result where the Sweeps page looks: into ``folder``, created first (``rfviz sweep`` creates no directory).
 
+    Parameters
+    ----------
+    folder : str
+        The folder the Sweeps page reads.
+
+    Returns
+    -------
+    str
+        A shell command line.
+
     Examples
     --------
     >>> example_command("results").split(" && ")[0], example_command("results").split()[-1]
@@ -94,7 +104,23 @@ _FALSE = {"false", "0", "no"}
 
 @dataclass(frozen=True)
 class SweepTable:
-    """A validated sweep result: ``columns`` (name → 1-D array, all the same length) and its grid ``axes``."""
+    """A validated sweep result: ``columns`` (name → 1-D array, all the same length) and its grid ``axes``.
+
+    Parameters
+    ----------
+    columns : dict of str to numpy.ndarray
+        The result's columns, all of one length.
+    axes : tuple of str
+        The columns that vary over the sweep's grid.
+    name : str, default ""
+        The file it was read from.
+
+    Examples
+    --------
+    >>> t = SweepTable({"r": np.array([0.5, 1.0]), "mc_mse": np.array([0.1, 0.2])}, ("r",))
+    >>> len(t)
+    2
+    """
 
     columns: dict[str, np.ndarray]
     axes: tuple[str, ...]
@@ -189,6 +215,26 @@ def read_results(data: bytes, filename: str, max_bytes: int = MAX_BYTES) -> Swee
 
     ParameterError naming what is wrong: suffix, size (at most ``max_bytes``), format, the missing required columns
     (``mc_mse``, ``stderr``, ``reliable``), no grid axis, no rows, or a non-numeric value in a numeric column.
+
+    Parameters
+    ----------
+    data : bytes
+        The file's content.
+    filename : str
+        Its name (the suffix picks the format).
+    max_bytes : int, default MAX_BYTES
+        The largest file accepted.
+
+    Returns
+    -------
+    SweepTable
+        The validated columns and grid axes.
+
+    Examples
+    --------
+    >>> t = read_results(b"r,mc_mse,stderr,reliable\\n0.5,0.1,0.01,true\\n1.0,0.2,0.02,true\\n", "s.csv")
+    >>> t.axes, len(t)
+    (('r',), 2)
     """
     kind = Path(filename).suffix.lower().lstrip(".")
     if kind not in ("csv", "parquet"):
@@ -229,7 +275,23 @@ def read_results(data: bytes, filename: str, max_bytes: int = MAX_BYTES) -> Swee
 
 
 def result_files(folder: str | Path) -> list[Path]:
-    """The ``*.csv`` and ``*.parquet`` files directly in ``folder`` (sorted by name; none when it is missing)."""
+    """The ``*.csv`` and ``*.parquet`` files directly in ``folder`` (sorted by name; none when it is missing).
+
+    Parameters
+    ----------
+    folder : str or Path
+        The folder to list.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The result files, by name.
+
+    Examples
+    --------
+    >>> result_files("/nonexistent-folder")
+    []
+    """
     folder = Path(folder)
     if not folder.is_dir():
         return []

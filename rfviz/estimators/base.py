@@ -413,8 +413,34 @@ class SoftmaxFamilyEstimator(Estimator):
                           log_scale: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError
 
+    projection_features: ClassVar[bool] = False
+    """True when the map is a function of the projections ω·u and |u|² alone (``features_from_projections``): the
+    scikit-learn transformer then forms ω·u itself (sparse inputs, fast structured transforms)."""
+
+    def features_from_projections(self, samples: Samples, p: torch.Tensor, sq: torch.Tensor, side: str,
+                                  log_scale: torch.Tensor) -> torch.Tensor:
+        """φ from p = ω·u (trials, P, m) and sq = |u|² (P,), as ``_features_scaled`` (classes with
+        ``projection_features``); ``p`` may be overwritten."""
+        raise NotImplementedError(f"{self.name} is not a function of the projections alone")
+
     def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
-        raise NotImplementedError
+        """The softmax-kernel feature map (trials, P, features). The old protocol hook: a class that gives only this
+        still works (``_features_scaled`` multiplies its output by e^{log_scale}); built-ins give
+        ``_features_scaled`` instead, and this calls it with log_scale = 0."""
+        if _overrides(type(self), "_features_scaled", SoftmaxFamilyEstimator):
+            return self._features_scaled(samples, u, side, torch.zeros(u.shape[0], dtype=u.dtype, device=u.device))
+        raise NotImplementedError(f"{self.name} has no feature map")
+
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
+        """e^{log_scale(u)}·φ_SM(u), log_scale of shape (P,) (−|u|²/2 gives the Gaussian kernel's map).
+
+        A built-in adds ``log_scale`` inside its exponent (log space), so a feature is formed only as itself: the
+        Gaussian kernel's trig map is the bounded sin/cos of ω·u, its positive map e^{ω·u − |u|²}. This default,
+        for classes that give only ``_features_softmax`` (older plugins), multiplies after: it overflows where
+        φ_SM does."""
+        phi = self._features_softmax(samples, u, side)
+        return phi * torch.exp(log_scale.to(phi.real.dtype))[None, :, None]
 
     def _log_mse(self, s: PairStats) -> np.ndarray:
         out = self._log_mse_softmax(s)
@@ -443,10 +469,13 @@ class SoftmaxFamilyEstimator(Estimator):
         return self._estimate_softmax(samples, x, y, log_scale)
 
     def features(self, samples: Samples, u: torch.Tensor, side: str = "query") -> torch.Tensor:
-        phi = self._features_softmax(samples, u, side)
+        """φ_side(u) of the estimator's kernel: ``_features_scaled`` with log_scale = 0 (softmax) or −|u|²/2
+        (Gaussian, HRF §1: φ_gauss(u) = e^{−|u|²/2}φ_SM(u), formed in log space by the built-ins)."""
         if self.kernel == "gaussian":
-            phi = phi * torch.exp(-0.5 * (u * u).sum(-1))[None, :, None]
-        return phi
+            log_scale = -0.5 * (u * u).sum(-1)
+        else:
+            log_scale = torch.zeros(u.shape[0], dtype=u.dtype, device=u.device)
+        return self._features_scaled(samples, u, side, log_scale)
 
 
 def concat_samples(blocks: list[tuple[Samples, int]]) -> Samples:

@@ -102,7 +102,8 @@ class _GerfBase(_ProjectionEstimator):
         phase = None if self._is_real() else 2 * log_d.imag + 2 * a.imag * wsq + b.imag * proj
         return self._mean_real(log_re, phase)
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
         """Real features: [f] when f is real, else [Re f1, Im f1] (query) and [Re f2, −Im f2] (key), so that
         Σ φ_q·φ_k = (1/m) Σ Re(f1 f2) ('complex features cost double')."""
         d = int(samples["d"])
@@ -112,7 +113,7 @@ class _GerfBase(_ProjectionEstimator):
         proj = projections(samples["w"], u)
         wsq = samples["w_sq"][:, None, :]
         m = samples["w"].shape[1]
-        log_mag = (log_d.real + a.real * wsq + bb.real * proj + ((c + 0.5) * sq_norm(u))[None, :, None]
+        log_mag = (log_d.real + a.real * wsq + bb.real * proj + ((c + 0.5) * sq_norm(u) + log_scale)[None, :, None]
                    - 0.5 * math.log(m))
         mag = torch.exp(log_mag)
         if self._is_real():
@@ -232,11 +233,12 @@ class Oprf(_GerfBase):
             + b[None, :, None] * proj
         return self._mean_real(log_y, None)
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
         if self.params["A_from"] == "pair":
             raise NotImplementedError("oprf with A_from=pair has no feature map (A* depends on both inputs); "
                                       "use A_from=fixed with a batch Z (FAVOR++)")
-        return super()._features_softmax(samples, u, side)
+        return super()._features_scaled(samples, u, side, log_scale)
 
 
 class _DirfBase(SoftmaxFamilyEstimator):
@@ -295,13 +297,15 @@ class _DirfBase(SoftmaxFamilyEstimator):
             log_val = log_val - torch.lgamma(omega + 1.0).sum(-1)[:, None, :]
         return self._signed_mean(log_val, zeros, negs)
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
         omega = samples["omega"]
         d, m = omega.shape[-1], omega.shape[1]
         log_c0, log_q, factorial = self._law(d)
         us = u - self.params["shift"]
         log_sum, zeros, negs = self._log_terms(omega, us, 0.5 * log_q)
-        log_val = log_sum + (log_c0 - 0.5 * sq_norm(us) + 0.5 * sq_norm(u) - 0.5 * math.log(m))[None, :, None]
+        log_val = log_sum + (log_c0 - 0.5 * sq_norm(us) + 0.5 * sq_norm(u) + log_scale
+                             - 0.5 * math.log(m))[None, :, None]
         if factorial:
             log_val = log_val - 0.5 * torch.lgamma(omega + 1.0).sum(-1)[:, None, :]
         sign = 1.0 - 2.0 * torch.remainder(negs, 2.0)

@@ -93,7 +93,8 @@ class _DerfBase(_ProjectionEstimator):
         out["d"] = torch.tensor(d)
         return out
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
         raise NotImplementedError(f"{self.name} uses per-pair parameters (they depend on both inputs): no feature "
                                   "map; fit batch parameters with rfviz.maths.derf.{sderf,aderf,saderf}_fit")
 

@@ -107,6 +107,13 @@ class _ProjectionEstimator(SoftmaxFamilyEstimator):
     def closed_form_available(self) -> bool:
         return self.params["coupling"] in (IID, *self.coupled_closed_forms)
 
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
+        """``features_from_projections`` of ω·u (the classes with ``projection_features``; others: the base's)."""
+        if not self.projection_features:
+            return super()._features_scaled(samples, u, side, log_scale)
+        return self.features_from_projections(samples, projections(samples["w"], u), sq_norm(u), side, log_scale)
+
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> Samples:
         self.check_dimension(d)
@@ -148,6 +155,7 @@ class Trig(_ProjectionEstimator):
         where scaling by K would need e^{|x−y|²/2}."""
         return 0.5 * (s.xx + s.yy) if self.kernel == "softmax" else np.zeros_like(s.xy)
 
+    projection_features: ClassVar[bool] = True
     needs_norms: ClassVar[bool] = False
     coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
@@ -165,10 +173,16 @@ class Trig(_ProjectionEstimator):
         c = projections(samples["w"], x - y).cos_().mean(-1)
         return c * torch.exp(0.5 * (sq_norm(x) + sq_norm(y)) - log_scale)
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
-        p = projections(samples["w"], u)
-        scale = torch.exp(0.5 * sq_norm(u))[None, :, None] / math.sqrt(self.params["m"])
-        return torch.cat([torch.sin(p), torch.cos(p)], -1) * scale
+    def features_from_projections(self, samples: Samples, p: torch.Tensor, sq: torch.Tensor, side: str,
+                                  log_scale: torch.Tensor) -> torch.Tensor:
+        """e^{|u|²/2 + log_scale}[sin ω·u, cos ω·u]/√m from p = ω·u (trials, P, m) and sq = |u|² (P,): for the Gaussian
+        kernel the factor is e^0 = 1 exactly (bounded features, translation-invariant products: sin a sin b +
+        cos a cos b = cos(a − b)). ``p`` may be overwritten."""
+        m = p.shape[-1]
+        out = torch.empty((*p.shape[:-1], 2 * m), dtype=p.dtype, device=p.device)
+        torch.sin(p, out=out[..., :m])
+        torch.cos(p, out=out[..., m:])
+        return out.mul_(torch.exp(0.5 * sq + log_scale)[None, :, None] / math.sqrt(self.params["m"]))
 
 
 @register
@@ -183,6 +197,7 @@ class Positive(_ProjectionEstimator):
     reference = "HRF paper §2.1 (E2′) and Performers; MSE = SM²(e^{|x+y|²} − 1)/m (HRF F6 with A = I)"
     description = "Strictly positive, unbounded; m features."
 
+    projection_features: ClassVar[bool] = True
     needs_norms: ClassVar[bool] = False
     coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
@@ -199,9 +214,12 @@ class Positive(_ProjectionEstimator):
                           log_scale: torch.Tensor) -> torch.Tensor:
         return mean_exp_shifted(samples["w"], x + y, 0.5 * (sq_norm(x) + sq_norm(y)) + log_scale)
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
-        p = projections(samples["w"], u) - 0.5 * sq_norm(u)[None, :, None]
-        return torch.exp(p) / math.sqrt(self.params["m"])
+    def features_from_projections(self, samples: Samples, p: torch.Tensor, sq: torch.Tensor, side: str,
+                                  log_scale: torch.Tensor) -> torch.Tensor:
+        """e^{ω·u − |u|²/2 + log_scale}/√m, one exponential per feature (Gaussian: e^{ω·u − |u|²}); p = ω·u
+        (trials, P, m), sq = |u|² (P,); ``p`` may be overwritten."""
+        p = p.add_((log_scale - 0.5 * sq - 0.5 * math.log(self.params["m"]))[None, :, None])
+        return p.exp_()
 
 
 @register
@@ -216,6 +234,7 @@ class PositiveAntithetic(_ProjectionEstimator):
     reference = "HRF paper eq. 3; MSE Lemma 2.2 eq. 7"
     description = "Strictly positive, unbounded; exact at θ = π (x = −y); 2m features."
 
+    projection_features: ClassVar[bool] = True
     needs_norms: ClassVar[bool] = False
     coupled_closed_forms: ClassVar[tuple[str, ...]] = COUPLED_CLOSED_FORMS
 
@@ -232,10 +251,11 @@ class PositiveAntithetic(_ProjectionEstimator):
                           log_scale: torch.Tensor) -> torch.Tensor:
         return mean_cosh_shifted(samples["w"], x + y, 0.5 * (sq_norm(x) + sq_norm(y)) + log_scale)
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
-        p = projections(samples["w"], u)
-        h = -0.5 * sq_norm(u)[None, :, None]
-        return torch.exp(torch.cat([p + h, -p + h], -1)) / math.sqrt(2 * self.params["m"])
+    def features_from_projections(self, samples: Samples, p: torch.Tensor, sq: torch.Tensor, side: str,
+                                  log_scale: torch.Tensor) -> torch.Tensor:
+        """e^{±ω·u − |u|²/2 + log_scale}/√(2m), one exponential per feature; p = ω·u (trials, P, m), sq = |u|²."""
+        h = (log_scale - 0.5 * sq - 0.5 * math.log(2 * self.params["m"]))[None, :, None]
+        return torch.cat([p + h, h - p], -1).exp_()
 
 
 # --------------------------------------------------------------------------------------- trig_phase
@@ -283,9 +303,18 @@ class TrigPhase(SoftmaxFamilyEstimator):
         prod = torch.cos(projections(samples["w"], x) + b) * torch.cos(projections(samples["w"], y) + b)
         return 2.0 * prod.mean(-1) * torch.exp(0.5 * (sq_norm(x) + sq_norm(y)) - log_scale)
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
-        scale = torch.exp(0.5 * sq_norm(u))[None, :, None] * math.sqrt(2.0 / self.params["m"])
-        return torch.cos(projections(samples["w"], u) + samples["b"][:, None, :]) * scale
+    def features_from_projections(self, samples: Samples, p: torch.Tensor, sq: torch.Tensor, side: str,
+                                  log_scale: torch.Tensor) -> torch.Tensor:
+        """√(2/m)·e^{|u|²/2 + log_scale}cos(ω·u + b) from p = ω·u (trials, P, m), sq = |u|² (P,): for the Gaussian
+        kernel RBFSampler's bounded map (the factor is e^0 = 1 exactly). ``p`` may be overwritten."""
+        scale = torch.exp(0.5 * sq + log_scale)[None, :, None] * math.sqrt(2.0 / self.params["m"])
+        return p.add_(samples["b"][:, None, :]).cos_().mul_(scale)
+
+    projection_features: ClassVar[bool] = True
+
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
+        return self.features_from_projections(samples, projections(samples["w"], u), sq_norm(u), side, log_scale)
 
 
 # ------------------------------------------------------------------------------ complex exponential
@@ -379,9 +408,13 @@ class ComplexExponential(SoftmaxFamilyEstimator):
         val = torch.exp(top[..., 0]) * torch.exp(expo - top).mean(-1)
         return val.real if self.params["variance"] == "real_part" else val
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
+        """e^{ω·Mu − (Mu)²/2 + log_scale}/√m (log_scale inside the exponent: with A = iI and the Gaussian kernel the
+        modulus is exactly 1)."""
         diag = self._diag_tensor(u.shape[-1], u)
         expo = self._exponents(samples, u, diag if side == "query" else 1.0 / diag)
+        expo = expo + log_scale.to(expo.dtype)[None, :, None]
         phi = torch.exp(expo) / math.sqrt(expo.shape[-1])
         if self.params["variance"] == "complex":
             return phi
@@ -487,10 +520,11 @@ class _BipolarHybrid(SoftmaxFamilyEstimator):
         trig = self._trig._estimate_softmax({"w": samples["w_trig"]}, x, y, log_scale)
         return lam * pos + (1.0 - lam) * trig
 
-    def _features_softmax(self, samples: Samples, u: torch.Tensor, side: str) -> torch.Tensor:
+    def _features_scaled(self, samples: Samples, u: torch.Tensor, side: str,
+                         log_scale: torch.Tensor) -> torch.Tensor:
         a, q = self._lambda_features(samples, u)  # a: (P,), q: (trials, P, k)
-        phi_pos = self._pos._features_softmax({"w": samples["w_pos"]}, u, side)
-        phi_trig = self._trig._features_softmax({"w": samples["w_trig"]}, u, side)
+        phi_pos = self._pos._features_scaled({"w": samples["w_pos"]}, u, side, log_scale)
+        phi_trig = self._trig._features_scaled({"w": samples["w_trig"]}, u, side, log_scale)
         trials, points = q.shape[:2]
 
         def kron(v: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:

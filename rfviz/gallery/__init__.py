@@ -25,7 +25,18 @@ from .registry import GALLERY, Builder, Columns, Data, GalleryFigure, KeyNumbers
 
 
 def load_gallery() -> dict[str, GalleryFigure]:
-    """Import the entry modules (one per paper; each registers its entries on import); return the gallery."""
+    """Import the entry modules (one per paper; each registers its entries on import); return the gallery.
+
+    Returns
+    -------
+    dict of str to GalleryFigure
+        Every entry by name, in paper order.
+
+    Examples
+    --------
+    >>> "hrf-fig1-mse-surfaces" in load_gallery()
+    True
+    """
     # Imported for their @gallery_figure side effect, in paper order (the order of the gallery).
     # isort: off
     from . import hrf, crt, simrf, dp, optimal, derf, orf_bessel  # noqa: F401
@@ -35,6 +46,23 @@ def load_gallery() -> dict[str, GalleryFigure]:
 
 
 def get_figure(name: str) -> GalleryFigure:
+    """The gallery entry ``name`` (ParameterError listing the entries otherwise).
+
+    Parameters
+    ----------
+    name : str
+        An entry of ``load_gallery()``.
+
+    Returns
+    -------
+    GalleryFigure
+        The entry.
+
+    Examples
+    --------
+    >>> get_figure("hrf-fig1-mse-surfaces").name
+    'hrf-fig1-mse-surfaces'
+    """
     gallery = load_gallery()
     if name not in gallery:
         raise ParameterError(f"figure must be one of {', '.join(sorted(gallery)) or '(none)'}, got {name!r}")
@@ -55,6 +83,23 @@ def printed_value(text: str) -> tuple[float, float]:
     "0.204" → (0.204, 0.0005); "-23.40" → (-23.4, 0.005); "1.226e7" → (1.226e7, 5e3); "2958.8" → (2958.8, 0.05);
     "0" → (0, 1e-12) (an exact zero); "-inf" / "inf" / "∞" → (±inf, 0) (must match exactly); "1.235±0.007" →
     (1.235, 0.007) (an explicit tolerance, e.g. the grid step of a printed argmin).
+
+    Parameters
+    ----------
+    text : str
+        The number as the reference prints it.
+
+    Returns
+    -------
+    value : float
+        The number.
+    tolerance : float
+        Half a unit in its last printed digit (or the explicit tolerance).
+
+    Examples
+    --------
+    >>> printed_value("-23.40")
+    (-23.4, 0.005)
     """
     t = text.strip().replace("−", "-").replace("∞", "inf")
     if "±" in t:
@@ -72,7 +117,28 @@ def printed_value(text: str) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class KeyCheck:
-    """One catalog number against rfviz's value."""
+    """One catalog number against rfviz's value.
+
+    Parameters
+    ----------
+    key : str
+        The catalog's key.
+    printed : str
+        The value as the reference prints it.
+    catalog : float
+        The value checked against (the correction where the reference is wrong).
+    rfviz : float
+        rfviz's value.
+    tolerance : float
+        Half a unit in the printed value's last digit.
+    note : str, default ""
+        Why the reference's value was corrected, if it was.
+
+    Examples
+    --------
+    >>> KeyCheck("a", "0.204", 0.204, 0.2041, 0.0005).ok
+    True
+    """
 
     key: str
     printed: str
@@ -91,7 +157,23 @@ class KeyCheck:
 
 
 def check_key_numbers(name: str) -> list[KeyCheck]:
-    """Every catalog number of entry ``name`` against rfviz's value, to the printed precision."""
+    """Every catalog number of entry ``name`` against rfviz's value, to the printed precision.
+
+    Parameters
+    ----------
+    name : str
+        An entry of ``load_gallery()``.
+
+    Returns
+    -------
+    list of KeyCheck
+        One per catalog key.
+
+    Examples
+    --------
+    >>> all(c.ok for c in check_key_numbers("hrf-fig1-mse-surfaces"))
+    True
+    """
     entry = get_figure(name)
     if not entry.catalog:
         return []
@@ -115,7 +197,29 @@ def check_key_numbers(name: str) -> list[KeyCheck]:
 
 
 def export_figure(name: str, out: str | None = None, data: str | None = None) -> dict[str, str]:
-    """Build figure ``name``; write HTML (or PNG by the file suffix, through kaleido and a Chromium) and CSV."""
+    """Build figure ``name``; write HTML (or PNG by the file suffix, through kaleido and a Chromium) and CSV.
+
+    Parameters
+    ----------
+    name : str
+        An entry of ``load_gallery()``.
+    out : str, optional
+        The figure's file (``.html`` or ``.png``).
+    data : str, optional
+        The CSV file of its data.
+
+    Returns
+    -------
+    dict of str to str
+        The files written, by kind (``figure``, ``data``).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> sorted(export_figure("hrf-fig1-mse-surfaces", data=str(folder / "f.csv")))
+    ['data']
+    """
     entry = get_figure(name)
     if out:
         suffix = pathlib.Path(out).suffix.lower()

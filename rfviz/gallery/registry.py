@@ -16,7 +16,43 @@ KeyNumbers = Callable[[Any, Data], dict[str, float]]
 
 @dataclass(frozen=True)
 class GalleryFigure:
-    """One reproducible paper figure."""
+    """One reproducible paper figure.
+
+    Parameters
+    ----------
+    name : str
+        Unique identifier (``<paper>-<figure>-<what>``).
+    title : str
+        The figure's title.
+    paper : str
+        The paper and figure it reproduces, as shown (e.g. "Hybrid Random Features (...), Fig. 1").
+    caption : str
+        What the figure shows.
+    build : callable
+        Returns (figure, data) from the figure's parameters.
+    errata : str, default ""
+        What rfviz corrects in the paper's figure.
+    explorer_page : str, default ""
+        URL path of the live page.
+    explorer_params : dict of str to str
+        Query parameters of the live page.
+    key_numbers : callable, optional
+        (figure, data) → rfviz's value of every ``catalog`` key.
+    catalog : dict of str to str
+        Key → the value the reference catalog prints.
+    corrections : dict of str to (str, str)
+        Key → (correct value, why) where the reference is wrong.
+    params : dict
+        The figure's parameters.
+    source : str, default ""
+        Where the catalog numbers come from (reference file and section).
+
+    Examples
+    --------
+    >>> from rfviz.gallery import load_gallery
+    >>> load_gallery()["hrf-fig1-mse-surfaces"].explorer_page
+    'mse_explorer'
+    """
 
     name: str
     title: str
@@ -44,7 +80,24 @@ class GalleryFigure:
 
     def explorer_link(self, prefix: str = "/") -> str:
         """URL of the live view with this figure's parameters (query parameters of the page): ``/page?query``,
-        or relative to the current page with ``prefix="./"``."""
+        or relative to the current page with ``prefix="./"``.
+
+        Parameters
+        ----------
+        prefix : str, default "/"
+            What comes before the page's URL path.
+
+        Returns
+        -------
+        str
+            The link.
+
+        Examples
+        --------
+        >>> from rfviz.gallery import load_gallery
+        >>> load_gallery()["hrf-fig1-mse-surfaces"].explorer_link().startswith("/mse_explorer?")
+        True
+        """
         if not self.explorer_page:
             return ""
         query = urlencode(self.explorer_params)
@@ -55,7 +108,18 @@ GALLERY: dict[str, GalleryFigure] = {}
 
 
 def gallery_figure(entry: GalleryFigure) -> GalleryFigure:
-    """Register a gallery entry (names are unique)."""
+    """Register a gallery entry (names are unique).
+
+    Parameters
+    ----------
+    entry : GalleryFigure
+        The entry.
+
+    Returns
+    -------
+    GalleryFigure
+        The same entry, registered.
+    """
     if entry.name in GALLERY:
         raise ValueError(f"gallery figure {entry.name!r} registered twice")
     GALLERY[entry.name] = entry

@@ -32,6 +32,18 @@ from ..params import ParameterError
 def bessel_kernel(t: np.ndarray, d: int) -> np.ndarray:
     """Ω_d(t) = ₀F₁(; d/2; −t²/4) = E cos(t·u₁), u uniform on the unit sphere of R^d (Ω_1 = cos).
 
+    Parameters
+    ----------
+    t : array_like
+        The argument(s).
+    d : int
+        The dimension.
+
+    Returns
+    -------
+    numpy.ndarray
+        Ω_d(t), elementwise.
+
     Examples
     --------
     >>> round(float(bessel_kernel(np.pi, 3)), 12)  # sin(t)/t at d = 3
@@ -61,7 +73,25 @@ def _mp_hyp0f1(b: float, z: np.ndarray) -> np.ndarray:
 
 
 def block_sizes(m: int, d: int) -> list[int]:
-    """⌈m/d⌉ blocks: full blocks of d rows and a last one with the rest."""
+    """⌈m/d⌉ blocks: full blocks of d rows and a last one with the rest.
+
+    Parameters
+    ----------
+    m : int
+        Rows (features).
+    d : int
+        The dimension (rows per full block).
+
+    Returns
+    -------
+    list of int
+        The rows of each block.
+
+    Examples
+    --------
+    >>> block_sizes(10, 4)
+    [4, 4, 2]
+    """
     full, rest = divmod(int(m), int(d))
     return [d] * full + ([rest] if rest else [])
 
@@ -97,6 +127,20 @@ def fixed_norm_orf_trig_moments(delta: np.ndarray, d: int, m: int) -> tuple[np.n
 
 def fixed_norm_orf_trig_mse(delta: np.ndarray, d: int, m: int) -> np.ndarray:
     """MSE = Var + (Ω_d(√d|Δ|) − e^{−|Δ|²/2})² of the fixed-norm ORF trig estimator of the Gaussian kernel.
+
+    Parameters
+    ----------
+    delta : array_like
+        |Δ| = |x − y|.
+    d : int
+        The dimension.
+    m : int
+        Features.
+
+    Returns
+    -------
+    numpy.ndarray
+        The MSE, elementwise.
 
     Examples
     --------

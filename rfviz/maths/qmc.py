@@ -66,6 +66,16 @@ def _sobol_points(d: int, m: int) -> np.ndarray:
 def first_primes(n: int) -> np.ndarray:
     """The first n primes (the Halton bases), by a sieve.
 
+    Parameters
+    ----------
+    n : int
+        How many primes.
+
+    Returns
+    -------
+    numpy.ndarray
+        The primes, ascending.
+
     Examples
     --------
     >>> first_primes(5).tolist()
@@ -159,6 +169,23 @@ def sample_qmc_sobol(trials: int, m: int, d: int, dim: int, generator: RandomSou
     """ω_i = Φ⁻¹(u_i), u the first m Sobol' points of [0, 1)^d with a random digital shift per trial (module
     docstring), in reduced coordinates after one Haar rotation per trial.
 
+    Parameters
+    ----------
+    trials : int
+        Independent estimators.
+    m : int
+        Projections per estimator.
+    d : int
+        The true dimension of the input space.
+    dim : int
+        The reduced coordinates kept (≤ d).
+    generator : torch.Generator or BlockStreams
+        The only source of random numbers (the shifts and rotations).
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
+
     Returns
     -------
     (torch.Tensor, torch.Tensor)
@@ -178,6 +205,30 @@ def sample_qmc_halton(trials: int, m: int, d: int, dim: int, generator: RandomSo
     """ω_i = Φ⁻¹(u_i), u the first m Halton points of [0, 1)^d, affinely digit-scrambled per trial (module
     docstring), in reduced coordinates after one Haar rotation per trial.
 
+    Parameters
+    ----------
+    trials : int
+        Independent estimators.
+    m : int
+        Projections per estimator.
+    d : int
+        The true dimension of the input space.
+    dim : int
+        The reduced coordinates kept (≤ d).
+    generator : torch.Generator or BlockStreams
+        The only source of random numbers (the scrambles and rotations).
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
+
+    Returns
+    -------
+    omega : torch.Tensor
+        Reduced coordinates, shape (trials, m, dim).
+    sq_norms : torch.Tensor
+        |ω|², shape (trials, m).
+
     Examples
     --------
     >>> w, sq = sample_qmc_halton(3, 8, 4, 2, torch.Generator().manual_seed(0), torch.device("cpu"), torch.float64)
@@ -190,6 +241,18 @@ def sample_qmc_halton(trials: int, m: int, d: int, dim: int, generator: RandomSo
 def koksma_hlawka_rate(m: int, d: int) -> float:
     """(log m)^d / m: the order of the star discrepancy of the first m Sobol'/Halton points in d dimensions, the rate
     in the Koksma–Hlawka bound ([QMC] §3); a rate, not a bound with its constant.
+
+    Parameters
+    ----------
+    m : int
+        Points.
+    d : int
+        The dimension.
+
+    Returns
+    -------
+    float
+        (log m)^d / m.
 
     Examples
     --------

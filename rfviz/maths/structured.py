@@ -36,6 +36,7 @@ import torch
 
 from ..params import require_fits
 from ..sampling import RandomSource, chi_square, random_frame, standard_normal
+from .hadamard import fwht
 
 STRUCTURED_CHUNK_ELEMENTS = 2**22
 """Largest number of entries (rows × d' × columns) the structured transforms act on at once: bounds the temporaries
@@ -47,6 +48,16 @@ SORF_BIAS_CONSTANT = 6.0
 
 def padded_dimension(d: int) -> int:
     """d' = the smallest power of two ≥ d: the dimension of the Hadamard blocks (inputs are padded with zeros).
+
+    Parameters
+    ----------
+    d : int
+        The input dimension.
+
+    Returns
+    -------
+    int
+        The smallest power of two ≥ d.
 
     Examples
     --------
@@ -133,11 +144,133 @@ def _signs(shape: tuple[int, ...], generator: RandomSource, device: torch.device
     return torch.where(g < 0, -torch.ones_like(g), torch.ones_like(g))
 
 
+def draw_sorf(blocks: int, dp: int, generator: RandomSource, device: torch.device,
+              dtype: torch.dtype) -> torch.Tensor:
+    """The random numbers of ``blocks`` SORF blocks W = √d' H D₁ H D₂ H D₃: iid ±1 signs, shape (blocks, 3, d'),
+    [:, k] the diagonal of D_{k+1} (``sample_sorf`` draws exactly these; ``apply_sorf`` applies them).
+
+    Examples
+    --------
+    >>> draw_sorf(2, 4, torch.Generator().manual_seed(0), torch.device("cpu"), torch.float64).shape
+    torch.Size([2, 3, 4])
+    """
+    return _signs((blocks, 3, dp), generator, device, dtype)
+
+
+def draw_fastfood(blocks: int, dp: int, generator: RandomSource, device: torch.device,
+                  dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """The random numbers of ``blocks`` Fastfood blocks V = S H G Π H B, each of shape (blocks, d'): signs ``b``,
+    permutation ``perm``, Gaussian diagonal ``g``, χ_{d'} row lengths ``lengths`` and the row scaling
+    ``scale`` = lengths/|row of H G Π H B| (``sample_fastfood`` draws exactly these; ``apply_fastfood`` applies them).
+
+    Examples
+    --------
+    >>> sorted(draw_fastfood(2, 4, torch.Generator().manual_seed(0), torch.device("cpu"), torch.float64))
+    ['b', 'g', 'lengths', 'perm', 'scale']
+    """
+    b = _signs((blocks, dp), generator, device, dtype)
+    perm = torch.argsort(standard_normal((blocks, dp), generator, device, dtype), dim=-1)
+    g = standard_normal((blocks, dp), generator, device, dtype)
+    lengths = chi_square((blocks, dp), dp, generator, device, dtype).sqrt()
+    row_norm = torch.linalg.vector_norm(g, dim=-1, keepdim=True) / math.sqrt(dp)  # |row_i of H G Π H B|, all i
+    return {"b": b, "perm": perm, "g": g, "lengths": lengths, "scale": lengths / row_norm}
+
+
+def _padded(u: torch.Tensor, dp: int) -> torch.Tensor:
+    """Rows of u (n, d) padded with zeros to (n, d')."""
+    if u.shape[-1] == dp:
+        return u
+    out = u.new_zeros((u.shape[0], dp))
+    out[:, :u.shape[-1]] = u
+    return out
+
+
+def apply_sorf(u: torch.Tensor, signs: torch.Tensor, m: int) -> torch.Tensor:
+    """ω_i·u for the first m rows of the SORF blocks ``signs`` (``draw_sorf``), by three fast Walsh–Hadamard
+    transforms per block: O(m log d') per input row, no d' × d' matrix formed.
+
+    Parameters
+    ----------
+    u : torch.Tensor
+        Inputs (n, d), d ≤ d' (padded with zeros).
+    signs : torch.Tensor
+        (blocks, 3, d') from ``draw_sorf``.
+    m : int
+        Rows kept (≤ blocks·d').
+
+    Returns
+    -------
+    torch.Tensor
+        (n, m): u·Wᵀ with W the stacked blocks √d' H D₁ H D₂ H D₃.
+
+    Examples
+    --------
+    >>> s = draw_sorf(1, 4, torch.Generator().manual_seed(0), torch.device("cpu"), torch.float64)
+    >>> apply_sorf(torch.ones(2, 3, dtype=torch.float64), s, 4).shape
+    torch.Size([2, 4])
+    """
+    blocks, _, dp = signs.shape
+    v = _padded(u, dp)[:, None, :] * signs[None, :, 2, :]  # (n, blocks, d'): D₃ first, D₁ last
+    v = fwht(v)
+    v = fwht(v.mul_(signs[None, :, 1, :]))
+    v = fwht(v.mul_(signs[None, :, 0, :]))
+    return v.mul_(math.sqrt(dp)).reshape(u.shape[0], blocks * dp)[:, :m]
+
+
+def apply_fastfood(u: torch.Tensor, ff: dict[str, torch.Tensor], m: int) -> torch.Tensor:
+    """ω_i·u for the first m rows of the Fastfood blocks ``ff`` (``draw_fastfood``), by two fast Walsh–Hadamard
+    transforms and a permutation per block: O(m log d') per input row.
+
+    Parameters
+    ----------
+    u : torch.Tensor
+        Inputs (n, d), d ≤ d'.
+    ff : dict of torch.Tensor
+        From ``draw_fastfood`` (``b``, ``perm``, ``g``, ``scale`` are read).
+    m : int
+        Rows kept.
+
+    Returns
+    -------
+    torch.Tensor
+        (n, m): u·Vᵀ with V the stacked blocks S H G Π H B.
+
+    Examples
+    --------
+    >>> ff = draw_fastfood(1, 4, torch.Generator().manual_seed(0), torch.device("cpu"), torch.float64)
+    >>> apply_fastfood(torch.ones(2, 3, dtype=torch.float64), ff, 3).shape
+    torch.Size([2, 3])
+    """
+    blocks, dp = ff["b"].shape
+    n = u.shape[0]
+    v = fwht(_padded(u, dp)[:, None, :] * ff["b"][None])  # (n, blocks, d')
+    v = torch.gather(v, 2, ff["perm"][None].expand(n, blocks, dp))
+    v = fwht(v.mul_(ff["g"][None]))
+    return v.mul_(ff["scale"][None]).reshape(n, blocks * dp)[:, :m]
+
+
 def sample_sorf(trials: int, m: int, d: int, dim: int, generator: RandomSource, device: torch.device,
                 dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     """SORF blocks W = √d' H D₁ H D₂ H D₃ ([ORF] §4), d' = ``padded_dimension(d)``, in reduced coordinates after one
     Haar rotation per trial (module docstring). Biased: [ORF] Thm 5 bounds |E K̂ − K| by 6z/√d' (trig features,
     Gaussian kernel).
+
+    Parameters
+    ----------
+    trials : int
+        Independent estimators.
+    m : int
+        Projections per estimator.
+    d : int
+        The true dimension of the input space.
+    dim : int
+        The reduced coordinates kept (≤ d).
+    generator : torch.Generator or BlockStreams
+        The only source of random numbers (signs and rotations).
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
 
     Returns
     -------
@@ -153,7 +286,7 @@ def sample_sorf(trials: int, m: int, d: int, dim: int, generator: RandomSource, 
     dp = padded_dimension(d)
     blocks = -(-m // dp)
     frame = random_frame(trials, d, dim, generator, device, dtype)
-    signs = _signs((trials * blocks, 3, dp), generator, device, dtype)
+    signs = draw_sorf(trials * blocks, dp, generator, device, dtype)
     scale = math.sqrt(dp)
 
     def transform(cols: torch.Tensor, sl: slice) -> torch.Tensor:
@@ -172,6 +305,23 @@ def sample_fastfood(trials: int, m: int, d: int, dim: int, generator: RandomSour
     """Fastfood blocks V = S H G Π H B ([Fastfood] §3), d' = ``padded_dimension(d)``, in reduced coordinates after
     one Haar rotation per trial. Each ω_i is exactly N(0, I) (module docstring): unbiased.
 
+    Parameters
+    ----------
+    trials : int
+        Independent estimators.
+    m : int
+        Projections per estimator.
+    d : int
+        The true dimension of the input space.
+    dim : int
+        The reduced coordinates kept (≤ d).
+    generator : torch.Generator or BlockStreams
+        The only source of random numbers.
+    device : torch.device
+        Where the samples are made.
+    dtype : torch.dtype
+        Their float type.
+
     Returns
     -------
     (torch.Tensor, torch.Tensor)
@@ -187,12 +337,8 @@ def sample_fastfood(trials: int, m: int, d: int, dim: int, generator: RandomSour
     blocks = -(-m // dp)
     rows = trials * blocks
     frame = random_frame(trials, d, dim, generator, device, dtype)
-    b = _signs((rows, dp), generator, device, dtype)
-    perm = torch.argsort(standard_normal((rows, dp), generator, device, dtype), dim=-1)
-    g = standard_normal((rows, dp), generator, device, dtype)
-    lengths = chi_square((rows, dp), dp, generator, device, dtype).sqrt()
-    row_norm = torch.linalg.vector_norm(g, dim=-1, keepdim=True) / math.sqrt(dp)  # |row_i of H G Π H B|, all i
-    scale = lengths / row_norm
+    ff = draw_fastfood(rows, dp, generator, device, dtype)
+    b, perm, g, lengths, scale = ff["b"], ff["perm"], ff["g"], ff["lengths"], ff["scale"]
 
     def transform(cols: torch.Tensor, sl: slice) -> torch.Tensor:
         cols = hadamard_transform(cols * b[sl, :, None])
@@ -209,6 +355,18 @@ def sorf_bias_bound(z: float, d: int) -> float:
     """[ORF] Thm 5's bound on |E K̂ − K| for SORF trig features of the Gaussian kernel: 6 z/√d', z = |x − y|,
     d' = ``padded_dimension(d)`` (the dimension of the Hadamard blocks).
 
+    Parameters
+    ----------
+    z : float
+        |x − y|.
+    d : int
+        The input dimension.
+
+    Returns
+    -------
+    float
+        6 z/√d'.
+
     Examples
     --------
     >>> sorf_bias_bound(1.0, 64)
@@ -217,5 +375,5 @@ def sorf_bias_bound(z: float, d: int) -> float:
     return SORF_BIAS_CONSTANT * float(z) / math.sqrt(padded_dimension(d))
 
 
-__all__ = ["SORF_BIAS_CONSTANT", "STRUCTURED_CHUNK_ELEMENTS", "hadamard_transform", "padded_dimension",
-           "sample_fastfood", "sample_sorf", "sorf_bias_bound"]
+__all__ = ["SORF_BIAS_CONSTANT", "STRUCTURED_CHUNK_ELEMENTS", "apply_fastfood", "apply_sorf", "draw_fastfood",
+           "draw_sorf", "hadamard_transform", "padded_dimension", "sample_fastfood", "sample_sorf", "sorf_bias_bound"]

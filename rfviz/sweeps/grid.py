@@ -165,9 +165,9 @@ def parse_grid(items: list[str], estimator: type[Estimator], fixed: dict[str, An
             raise ParameterError(f"grid {axis.name}: axis given twice")
         if axis.name == "d" or (axis.name in specs and specs[axis.name].kind == "int"):
             axis = _integral(axis)
-        if axis.name in specs:
+        if axis.name in specs:  # text (true, 1+0.5j) is read by the Param, as the runner will read it
             for v in axis.values:
-                specs[axis.name].validate(v)
+                specs[axis.name].parse(v) if isinstance(v, str) else specs[axis.name].validate(v)
         elif axis.name in _INPUT_CHECKS:
             _INPUT_CHECKS[axis.name](axis)
         axes.append(axis)

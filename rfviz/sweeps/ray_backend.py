@@ -87,7 +87,7 @@ def validate_ray_options(options: dict[str, Any]) -> dict[str, Any]:
 
     Example
     -------
-    >>> validate_ray_options({"max_retries": "2", "gpus_per_task": None})
+    >>> validate_ray_options({"max_retries": 2, "gpus_per_task": None})
     {'max_retries': 2, 'gpus_per_task': None}
     """
     by_name = {p.name: p for p in RAY_PARAMS}

@@ -311,58 +311,139 @@ def lock_path(out: str | os.PathLike[str]) -> Path:
     return p.with_name(p.name + LOCK_SUFFIX)
 
 
+LOCK_HEADER = b"rfviz sweep lock pid="
+"""The first line of a lock file rfviz made: ``rfviz sweep lock pid=<pid>``. A file ``OUT.lock`` without it is the
+user's: refused, never opened for writing, never removed."""
+
+
 def _lock_holder(fd: int) -> str:
     with contextlib.suppress(OSError, ValueError):
-        pid = int(os.pread(fd, 32, 0).decode().strip())
-        return f" (process {pid})"
+        first = os.pread(fd, 64, 0).split(b"\n", 1)[0]
+        return f" (process {int(first.removeprefix(LOCK_HEADER))})"
     return ""
 
 
-def _acquire_lock(out: Path) -> int:
+def _is_rfviz_lock(fd: int) -> bool:
+    """Whether the open file ``fd`` starts with rfviz's lock line (``LOCK_HEADER`` then a pid)."""
+    try:
+        first = os.pread(fd, 64, 0).split(b"\n", 1)[0]
+    except OSError:
+        return False
+    return first.startswith(LOCK_HEADER) and first.removeprefix(LOCK_HEADER).isdigit()
+
+
+def _create_lock(lock: Path) -> int | None:
+    """``lock`` created by this process, already holding its line and its ``flock``: a file written beside it and
+    hard-linked into place, so that no other process ever sees it empty or unlocked. Returns its descriptor, or None
+    when the name exists (nothing of it touched)."""
     import fcntl
 
-    lock = lock_path(out)
-    for _ in range(100):  # a holder that removed the file as we opened it: open the new one
-        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    tmp = tmp_path_for(lock)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(tmp, flags, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else holds it
+        os.write(fd, LOCK_HEADER + f"{os.getpid()}\n".encode())
         try:
-            fd = os.open(lock, flags, 0o666)
-        except OSError as exc:
-            why = "is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
-            raise ParameterError(f"out {str(out)!r}: cannot open its lock file {lock.name} ({why})") from None
+            os.link(tmp, lock, follow_symlinks=False)
+        except FileExistsError:
+            os.close(fd)
+            return None
+        except OSError:  # a file system without hard links: exclusive create (briefly empty), then the line
+            os.close(fd)
+            return _create_lock_in_place(lock)
+        return fd
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _create_lock_in_place(lock: Path) -> int | None:
+    import fcntl
+
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(lock, flags, 0o666)
+    except FileExistsError:
+        return None
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    os.write(fd, LOCK_HEADER + f"{os.getpid()}\n".encode())
+    return fd
+
+
+def _check_existing_lock(out: Path, lock: Path) -> bool:
+    """An existing ``lock``: refuse (ParameterError) what is not rfviz's or is held; return True when it was a
+    stale rfviz lock now removed (the caller creates its own), False when it vanished meanwhile. It is opened read-only
+    (``O_NOFOLLOW``: a symbolic link is refused), so a user's file keeps its contents and inode."""
+    import fcntl
+
+    try:
+        mode = os.lstat(lock).st_mode
+        if stat.S_ISLNK(mode):
+            raise OSError(errno.ELOOP, "is a symbolic link")
+        if not stat.S_ISREG(mode):  # not even opened: a FIFO or a device could react to it
+            raise ParameterError(f"out {str(out)!r}: its lock file {lock.name} is not a regular file")
+        fd = os.open(lock, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        why = "is a symbolic link" if exc.errno == errno.ELOOP else exc.strerror
+        raise ParameterError(f"out {str(out)!r}: cannot open its lock file {lock.name} ({why})") from None
+    try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            os.close(fd)
             raise ParameterError(f"out {str(out)!r}: its lock file {lock.name} is not a regular file")
+        ours = _is_rfviz_lock(fd)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            holder = _lock_holder(fd)
-            os.close(fd)
             if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise ParameterError(f"out {str(out)!r}: cannot lock {lock.name} ({exc.strerror})") from None
-            raise ParameterError(f"out {str(out)!r} is being written by another sweep{holder}; wait for it to end "
-                                 f"or choose another --out") from None
+            if ours:
+                raise ParameterError(f"out {str(out)!r} is being written by another sweep{_lock_holder(fd)}; wait "
+                                     f"for it to end or choose another --out") from None
+        if not ours or st.st_nlink != 1:
+            why = "has other hard links" if ours else "was not made by rfviz"
+            raise ParameterError(f"out {str(out)!r}: {lock.name} exists and {why}; rfviz leaves it untouched: "
+                                 f"remove or rename it, or choose another --out")
+        now = os.stat(lock, follow_symlinks=False)
+        if (now.st_ino, now.st_dev) == (st.st_ino, st.st_dev):
+            lock.unlink()  # a stale rfviz lock (its sweep was killed): held by us, so no live sweep uses it
+        return True
+    except FileNotFoundError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _acquire_lock(out: Path) -> int:
+    """The descriptor of ``OUT.lock``, created by this process and ``flock``-ed (see :func:`sweep_lock`)."""
+    lock = lock_path(out)
+    for _ in range(100):  # a holder that removed the file as we looked at it: look again
         try:
-            now = os.stat(lock, follow_symlinks=False)
-        except FileNotFoundError:
-            now = None
-        if now is None or (now.st_ino, now.st_dev) != (st.st_ino, st.st_dev):
-            os.close(fd)
-            continue
-        with contextlib.suppress(OSError):  # the holder's pid, for the message of a refused second run
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        return fd
+            fd = _create_lock(lock)
+        except OSError as exc:
+            raise ParameterError(f"out {str(out)!r}: cannot create its lock file {lock.name} ({exc.strerror})") \
+                from None
+        if fd is not None:
+            return fd
+        _check_existing_lock(out, lock)
     raise ParameterError(f"out {str(out)!r}: could not lock {lock.name} (it keeps being replaced)")
 
 
 @contextlib.contextmanager
 def sweep_lock(out: str | os.PathLike[str]) -> Iterator[Path]:
     """Hold the one-writer lock of the sweep output ``out`` for the block: an exclusive ``flock`` on
-    ``OUT.lock`` beside it, created for the block and removed after it (the kernel releases the lock if the
-    process dies; a file left then is reused). A second sweep of the same ``out`` — ``--overwrite`` and
-    ``--resume`` included — is refused with ParameterError while the first runs. Re-entrant in one process.
-    Without ``fcntl`` (not POSIX) it locks nothing.
+    ``OUT.lock`` beside it, created for the block (its first line ``rfviz sweep lock pid=<pid>``) and removed after
+    it (the kernel releases the lock if the process dies; an rfviz lock left then is replaced). A second sweep of
+    the same ``out`` — ``--overwrite`` and ``--resume`` included — is refused with ParameterError while the first
+    runs. It never touches a file it did not create: an ``OUT.lock`` that is not rfviz's (the user's own file), a
+    symbolic link, a file with other hard links or not a regular file is refused, its contents and inode left as
+    they are. Re-entrant in one process. Without ``fcntl`` (not POSIX) it locks nothing.
 
     Parameters
     ----------

@@ -159,10 +159,23 @@ def _num(name: str, v: Any) -> float:
     return f
 
 
+def read_params(cls: type[Estimator], params: dict[str, Any]) -> dict[str, Any]:
+    """A sweep's estimator parameters as typed values: the manifest's text (``true``, ``1+0.5j``, ``16``) is read
+    by the estimator's Params (``Param.parse``); typed values pass as they are.
+
+    Examples
+    --------
+    >>> read_params(get_estimator("trig"), {"m": "16", "coupling": "orthogonal"})
+    {'m': 16, 'coupling': 'orthogonal'}
+    """
+    specs = {p.name: p for p in cls.spec}
+    return {k: specs[k].parse(v) if isinstance(v, str) and k in specs else v for k, v in params.items()}
+
+
 def setup_values(estimator: str, values: dict[str, Any]) -> tuple[Estimator, np.ndarray, np.ndarray, int]:
     """(estimator, x, y, d) of one set of parameter and input values (ParameterError when invalid)."""
-    params = {k: v for k, v in values.items() if k not in INPUTS}
-    est = get_estimator(estimator)(**params)
+    cls = get_estimator(estimator)
+    est = cls(**read_params(cls, {k: v for k, v in values.items() if k not in INPUTS}))
     r = float(check_r(_num("r", values.get("r", INPUTS["r"]))))
     theta = float(check_theta(_num("theta", values.get("theta", INPUTS["theta"]))))
     d = check_d(_num("d", values.get("d", INPUTS["d"])))
@@ -212,7 +225,7 @@ def validate_points(spec: SweepSpec) -> None:
     est = None
     for combo in itertools.product(*(a.values for a in param_axes)):
         try:
-            e = cls(**fixed_params, **dict(zip(names, combo, strict=True)))
+            e = cls(**read_params(cls, {**fixed_params, **dict(zip(names, combo, strict=True))}))
         except ParameterError as exc:
             raise _at(names, combo, exc) from None
         est = est or e

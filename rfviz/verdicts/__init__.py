@@ -7,7 +7,7 @@ The package, by job: ``rules`` (every number a verdict uses — levels, gates, f
 that turn them into exact/precision-loss masks), ``reliability`` (theory-decided reliability, the iid witness),
 ``stats`` (z, p, Holm/Bonferroni, agreement, the ``rfviz mse`` verdict), ``gram`` (the Gram-error theory) and
 ``words`` (the English every face shows). Other modules read their thresholds from here
-(``tests/test_verdict_rules_home.py`` fails on a verdict-threshold literal anywhere else).
+(``tests/verdicts/test_verdict_rules_home.py`` fails on a verdict-threshold literal anywhere else).
 
 The rules, one each
 -------------------

@@ -1,0 +1,97 @@
+"""The CLI's ``--json`` output is byte-identical to the golden files under ``tests/cli/golden/``.
+
+The golden files were written by the code on main (0065e1c) BEFORE the API became the ``rfviz/api/`` package of
+typed results (issue 37, parts 1-2), by running exactly the commands below; they are never regenerated from the code
+under test. The commands are the README's "From the command line" ones (``rank-estimators`` and ``downstream`` as
+given; they take a few seconds each), plus small runs of the other JSON commands (density, psi, gram, check).
+One rule changed on purpose since: the seed rule (issue 37, part 4: every derived seed comes from
+``numpy.random.SeedSequence`` through ``rfviz.sampling.spawn_seed``, no hand-written ``seed * 7919 + r``). It changes
+the sampled numbers of the four commands in ``SEED_RULE_CHANGED`` and nothing else: their pre-change outputs are kept
+in ``golden/before_seed_rule/`` and every field outside the sampled ones (the regular expressions below) must still
+equal them; their current outputs, written once after that change, are the golden files byte for byte. Every other
+output must match its pre-change golden file byte for byte.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from rfviz.cli import main
+
+GOLDEN = Path(__file__).parent / "golden"
+
+COMMANDS: dict[str, list[str]] = {
+    "mse_trig": ["mse", "trig", "r=1", "theta=1", "d=4", "m=10", "--trials", "5000", "--json"],
+    "mse_closed_form": ["mse", "positive_antithetic", "r=0.5", "theta=1.0", "d=4", "m=10", "--json"],
+    "features_needed_trig": ["features-needed", "trig", "eps=0.1", "r=1", "theta=1", "d=16", "--json"],
+    "rank_estimators_wine": ["rank-estimators", "--data", "wine", "--json"],
+    "downstream_ridge_synthetic": ["downstream", "--task", "ridge", "--data", "synthetic", "--repeats", "4",
+                                   "--json"],
+    "density_orthogonal": ["density", "coupling=orthogonal", "d=6", "w=0.5,1,1.5", "v=0.5,1", "--json"],
+    "psi_positive": ["psi", "mechanism=positive", "inputs=sphere", "d=4", "grid=16", "--json"],
+    "gram_iris": ["gram", "trig,positive", "--data", "iris", "--queries", "8", "--keys", "8", "--m", "4,16",
+                  "--repeats", "10", "--json"],
+    "check_trig": ["check", "trig", "m=4", "--trials", "2000", "--r", "1", "--theta", "2", "--no-features",
+                   "--compare", "", "--d", "3", "--json"],
+}
+
+
+# command -> the JSON paths whose numbers are sampled, so the seed rule changed them (nothing else may differ)
+SEED_RULE_CHANGED: dict[str, str] = {
+    "mse_trig": r"^/mc/",
+    "downstream_ridge_synthetic": r"^/rows\[\d+\]/(error|stderr)$|^/spearman_kernel_vs_downstream$",
+    "gram_iris": r"^/results\[\d+\]/(attention_l1|attention_l1_stderr|frobenius_sq_mc|stderr|z_vs_closed_form)$",
+    "check_trig": r"^/(bias|closed_form)/(kurtosis|p|z)\b|^/closed_form/(detectable_rel_error|verdict)$"
+                  r"|^/extra_pairs\[\d+\]/(cf_z|z)$|^/summary$",
+}
+
+
+def differing_paths(before: object, after: object, path: str = "") -> list[str]:
+    """The JSON paths (``/key[i]/...``) where two parsed documents differ (a key present in one only counts)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        return [p for k in sorted(set(before) | set(after))
+                for p in ([f"{path}/{k}"] if k not in before or k not in after
+                          else differing_paths(before[k], after[k], f"{path}/{k}"))]
+    if isinstance(before, list) and isinstance(after, list) and len(before) == len(after):
+        return [p for i, (x, y) in enumerate(zip(before, after, strict=True))
+                for p in differing_paths(x, y, f"{path}[{i}]")]
+    return [] if before == after else [path]
+
+
+def run_cli(argv: list[str]) -> tuple[int, str]:
+    """Run ``rfviz ARGV`` in-process; returns (exit code, stdout)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue()
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_cli_json_matches_golden(name: str) -> None:
+    code, stdout = run_cli(COMMANDS[name])
+    assert code == 0, f"rfviz {' '.join(COMMANDS[name])} exited with {code}"
+    expected = (GOLDEN / f"{name}.json").read_text()
+    assert stdout == expected, f"rfviz {' '.join(COMMANDS[name])}: the JSON differs from tests/cli/golden/{name}.json"
+
+
+@pytest.mark.parametrize("name", sorted(SEED_RULE_CHANGED))
+def test_the_seed_rule_changed_only_sampled_numbers(name: str) -> None:
+    before = json.loads((GOLDEN / "before_seed_rule" / f"{name}.json").read_text())
+    after = json.loads((GOLDEN / f"{name}.json").read_text())
+    changed = differing_paths(before, after)
+    assert changed, f"{name}: the seed rule changed nothing; its pre-change golden file should be the golden file"
+    unexpected = [p for p in changed if not re.search(SEED_RULE_CHANGED[name], p)]
+    assert not unexpected, f"{name}: fields other than sampled numbers changed: {unexpected}"
+
+
+if __name__ == "__main__":  # how the golden files were written (on main before the change; SEED_RULE_CHANGED after it)
+    for key, argv in COMMANDS.items():
+        rc, text = run_cli(argv)
+        assert rc == 0, (key, rc)
+        (GOLDEN / f"{key}.json").write_text(text)
