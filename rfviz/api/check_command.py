@@ -14,6 +14,7 @@ from ..lab import ALPHA_PARAM, DEFAULT_COMPARE, PAIR_KINDS
 from ..params import (
     CHECK_TRIALS_PARAM,
     CPU_DEVICE_PARAM,
+    KERNEL_PARAM,
     LAB_D_PARAM,
     R_PARAM,
     SEED_PARAM,
@@ -29,8 +30,7 @@ from .validation import Instance, api_function
 
 FEATURE_MAPS_PARAM = Param("check_feature_maps", True, "bool", "check the feature maps (finite, positive, bounded, "
                            "consistent with estimate)")
-FEATURE_KERNEL_PARAM = Param("kernel", "softmax", "choice", "the kernel a feature map's Φ[i]·Φ[j] estimates",
-                             choices=("softmax", "gaussian"))
+FEATURE_KERNEL_PARAM = dataclasses.replace(KERNEL_PARAM, help="the kernel a feature map's Φ[i]·Φ[j] estimates")
 CHECK_OPTIONS = ("r", "theta", "d", "trials", "seed", "alpha", "compare", "device", "check_feature_maps", "pairs")
 """The keywords of ``rfviz.check`` besides the target and its parameters."""
 

@@ -142,6 +142,8 @@ def _sentence(f: dict[str, Any]) -> str:
     if f["closed_form_agrees"]:
         worst = max(abs(f["bias_z_min"]), abs(f["bias_z_max"]))
         return f"agrees with rfviz's closed form, no bias found (bias |z| ≤ {worst:.2f}){cf}"
+    if f["verdict"] == "unbiased":
+        return f"no bias found; rfviz's closed form not tested at enough points at these trials{cf}"
     return f"{f['verdict']}{cf}"
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..audit import LIBRARIES, audit_json, audit_text, export_audit_html, run_audit
+from ..api.audit_command import audit
+from ..audit import LIBRARIES
 from ..fileio import check_output
 from ..lab import DEFAULT_TRIALS
 from ..params import CHECK_TRIALS_PARAM, SEED_PARAM, ParameterError, check
@@ -42,9 +43,8 @@ def run(args: argparse.Namespace) -> int:
             raise ParameterError(f"--html must end in .html, got {args.html[:80]!r}")
         check_output(args.html, overwrite=True, what="html")
     with plugin_timeout_scope(args.timeout):
-        result = run_audit(args.libraries, seed=seed, trials=trials)
+        result = audit(args.libraries or None, seed=seed, trials=trials)
     if args.html:
-        export_audit_html(result, args.html)
-    out = audit_json(result)
-    emit(out, args.json, text=lambda _r: audit_text(result))
-    return 1 if any(row.get("status") == "failed" for row in out["cases"]) else 0
+        result.to_html(args.html)
+    emit(result.to_dict(), args.json, text=lambda _r: result.to_text())
+    return 1 if any(case.status == "failed" for case in result.cases) else 0

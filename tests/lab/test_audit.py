@@ -158,6 +158,7 @@ def _cli(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
                           timeout=timeout, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
 
 
+@pytest.mark.integration  # a subprocess
 def test_cli_refuses_an_unknown_library_in_one_line():
     proc = _cli("tensorflow")
     assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
@@ -165,6 +166,7 @@ def test_cli_refuses_an_unknown_library_in_one_line():
 
 
 @pytest.mark.slow  # a plugin process and 100-trial lab runs
+@pytest.mark.integration
 def test_cli_audit_json_and_html(tmp_path):
     _needs("sklearn")
     html = tmp_path / "audit.html"

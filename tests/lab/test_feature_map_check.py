@@ -173,6 +173,7 @@ def _write(tmp_path: pathlib.Path, body: str) -> pathlib.Path:
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # a plugin process
 def test_a_ten_line_numpy_file_runs_in_the_plugin_process(tmp_path):
     path = _write(tmp_path, """\
         import numpy as np
@@ -193,6 +194,7 @@ def test_a_ten_line_numpy_file_runs_in_the_plugin_process(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.integration  # a plugin process
 def test_isolated_errors_are_one_line(tmp_path):
     path = _write(tmp_path, "def phi(X, rng):\n    raise RuntimeError('boom')\n")
     with pytest.raises(ParameterError, match="RuntimeError: boom") as info:
@@ -203,6 +205,7 @@ def test_isolated_errors_are_one_line(tmp_path):
 
 
 @pytest.mark.slow  # the lab page through Streamlit's AppTest, and a check in a plugin process
+@pytest.mark.integration
 def test_the_lab_page_checks_a_feature_map_file_and_pasted_code(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
@@ -235,3 +238,40 @@ def test_a_function_crosses_to_the_plugin_process_by_its_file_and_name():
     for bad in (nested, lambda X, rng: X, np.exp, 3):
         with pytest.raises(ParameterError, match="features"):
             callable_spec(bad)
+
+
+@pytest.mark.slow  # Monte Carlo of a Python map
+def test_the_documented_feature_map_is_unbiased(tmp_path):
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "howto" / "own-estimator.md").read_text()
+    code = next(block.split("```", 1)[0] for block in doc.split("```python\n")[1:] if "def phi(X, rng)" in block)
+    namespace: dict = {}
+    exec(compile(code, "own-estimator.md", "exec"), namespace)  # the snippet as a user copies it
+    report = check_feature_map(namespace["phi"], "softmax", **FAST)
+    assert report.verdict == "unbiased", report.summary()
+
+
+@pytest.mark.slow
+@pytest.mark.integration  # the CLI as a subprocess, the map in a plugin process
+def test_cli_and_api_check_a_feature_map_file(tmp_path):
+    import json
+    import os
+    import subprocess
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    path = _write(tmp_path, "import numpy as np\n\n\ndef phi(X, rng):\n"
+                  "    W = rng.standard_normal((X.shape[1], 16))\n"
+                  "    return np.exp(X @ W - 0.5 * (X * X).sum(1, keepdims=True)) / 4\n\n\n"
+                  "def biased(X, rng):\n    return phi(X, rng) * 1.1\n")
+    fast = ["--r", "0.5,1", "--theta", "3", "--trials", "2000", "--no-features", "--compare", ""]
+    proc = subprocess.run([sys.executable, "-m", "rfviz", "check", "--features", f"{path}:phi", "--kernel",
+                           "softmax", "--json", *fast], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["verdict"] == "unbiased" and out["rotation"]["ran"] and out["estimator"] == "phi"
+    bad = subprocess.run([sys.executable, "-m", "rfviz", "check", "--features", f"{path}:phi"], capture_output=True,
+                         text=True, timeout=600, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(root)})
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--kernel" in bad.stderr
+    res = rfviz.check(features=f"{path}:biased", kernel="softmax", biased=True, r=[0.5, 1.0],
+                      theta=[0.0, 1.5, 2.5], trials=2000, compare=[], check_feature_maps=False)
+    assert res.verdict == "biased, as declared" and res.exit_code == 4
