@@ -32,6 +32,8 @@ class AuditCaseResult(Result):
         or the reason it did not run.
     report : rfviz.lab.LabReport or None
         The lab's full report (not in ``to_dict()``).
+    absent : frozenset of str
+        Fields left out of ``to_dict()`` (``rfviz.api.results.Result``).
 
     Examples
     --------
@@ -58,11 +60,15 @@ class AuditResult(Result):
     Parameters
     ----------
     cases : list of AuditCaseResult
+        One row per audited feature map.
     seed : int
+        The lab's seed.
     wall_seconds, cpu_seconds : float
         The run's wall time, and the CPU time of this process and its finished plugin processes.
     raw : dict
         ``run_audit``'s result (``to_text()``, ``to_html()`` read it; not in ``to_dict()``).
+    absent : frozenset of str
+        Fields left out of ``to_dict()`` (``rfviz.api.results.Result``).
 
     Examples
     --------
@@ -77,11 +83,28 @@ class AuditResult(Result):
     raw: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False, compare=False, metadata={"json": False})
 
     def to_text(self) -> str:
-        """The audit in words (``rfviz audit``)."""
+        """The audit in words (``rfviz audit``).
+
+        Returns
+        -------
+        str
+            One block per case: library and version, the call, rfviz's closed form, the finding, the command.
+        """
         return audit_text(self.raw)
 
     def to_html(self, out: str) -> str:
-        """Write the audit's HTML report to ``out`` (headless, like the gallery's export); returns the path."""
+        """Write the audit's HTML report to ``out`` (headless, like the gallery's export).
+
+        Parameters
+        ----------
+        out : str
+            The file, ending in .html.
+
+        Returns
+        -------
+        str
+            The path written.
+        """
         return export_audit_html(self.raw, out)
 
 

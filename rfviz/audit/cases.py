@@ -56,7 +56,19 @@ class AuditCase:
     mechanism: str
 
     def command(self, seed: int = 0, trials: int | None = None) -> str:
-        """The ``rfviz check`` command that reproduces this case (its seed and trials where not the defaults)."""
+        """The ``rfviz check`` command that reproduces this case (its seed and trials where not the defaults).
+
+        Parameters
+        ----------
+        seed : int
+            The lab's seed (shown when not 0).
+        trials : int, optional
+            The lab's trials (shown when given).
+
+        Returns
+        -------
+        str
+        """
         return (f"rfviz check --features {self.features} --kernel {self.kernel} --mse {self.mse}"
                 + (f" --seed {seed}" if seed else "") + (f" --trials {trials}" if trials else ""))
 
@@ -85,6 +97,15 @@ AUDITS: tuple[AuditCase, ...] = (
 def library_version(library: str) -> str | None:
     """The installed version of a pip distribution, or None when it is not installed.
 
+    Parameters
+    ----------
+    library : str
+        The pip name.
+
+    Returns
+    -------
+    str or None
+
     Examples
     --------
     >>> library_version("numpy") is not None
@@ -97,7 +118,17 @@ def library_version(library: str) -> str | None:
 
 
 def select(libraries: Sequence[str] | None) -> list[AuditCase]:
-    """The cases of the named libraries (all when None or empty); ParameterError naming the valid ones."""
+    """The cases of the named libraries (all when None or empty); ParameterError naming the valid ones.
+
+    Parameters
+    ----------
+    libraries : sequence of str, optional
+        Some of ``LIBRARIES``.
+
+    Returns
+    -------
+    list of AuditCase
+    """
     names = list(libraries or LIBRARIES)
     unknown = [n for n in names if n not in LIBRARIES]
     if unknown:
@@ -107,7 +138,19 @@ def select(libraries: Sequence[str] | None) -> list[AuditCase]:
 
 def finding(report: Any) -> dict[str, Any]:
     """What one lab report says about an audited map: the verdict, the bias z range, the closed-form z range and
-    agreement, direction dependence, in numbers and one sentence."""
+    agreement, direction dependence, in numbers and one sentence.
+
+    Parameters
+    ----------
+    report : rfviz.lab.LabReport
+        The lab's report on the case.
+
+    Returns
+    -------
+    dict
+        verdict, exit_code, trials, d, seed, the bias and closed-form z ranges, closed_form_agrees,
+        closed_form_points, direction_dependent, summary and sentence.
+    """
     z = [np.asarray(report.bias_z, float)[np.asarray(report.bias_tested, bool)]]
     z.append(np.array([p["z"] for p in report.extra_pairs if p["tested"]], float))
     bias_z = np.concatenate(z)
@@ -218,6 +261,15 @@ def audit_json(result: dict[str, Any]) -> dict[str, Any]:
     """``run_audit``'s result without the full lab reports (what ``rfviz audit --json`` prints; each row's
     ``summary`` is its report's one sentence, and its ``command`` reproduces the full report).
 
+    Parameters
+    ----------
+    result : dict
+        ``run_audit``'s result.
+
+    Returns
+    -------
+    dict
+
     Examples
     --------
     >>> audit_json({"cases": [{"name": "x", "report": object()}], "seed": 0})
@@ -260,6 +312,15 @@ def export_audit_html(result: dict[str, Any], out: str) -> str:
 def audit_text(result: dict[str, Any]) -> str:
     """The audit in words (what ``rfviz audit`` prints): per case the library and version, the call, rfviz's
     closed form, the finding and the command that reproduces it; then the wall and CPU time.
+
+    Parameters
+    ----------
+    result : dict
+        ``run_audit``'s result.
+
+    Returns
+    -------
+    str
 
     Examples
     --------

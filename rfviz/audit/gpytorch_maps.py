@@ -32,6 +32,18 @@ def _kernel(d: int):
 def rff_kernel(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Φ = RFFKernel(num_samples=32)._featurize(X, normalize=True) with ℓ = 1, weights drawn afresh.
 
+    Parameters
+    ----------
+    X : numpy.ndarray
+        The inputs, shape (n, d).
+    rng : numpy.random.Generator
+        The draw's randomness (one call = one draw).
+
+    Returns
+    -------
+    numpy.ndarray
+        Φ, shape (n, M).
+
     Examples
     --------
     >>> rff_kernel(np.zeros((3, 2)), np.random.default_rng(0)).shape  # doctest: +SKIP

@@ -19,6 +19,7 @@ import math
 import numpy as np
 import torch
 
+from ..registries import ORTHOGONAL
 from .closed_forms import closed_form
 
 FAVOR_FEATURES = 32
@@ -34,6 +35,18 @@ def _positive_features(X: np.ndarray, w: torch.Tensor) -> np.ndarray:
 
 def favor_plus(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """φ(X) with W = performer_pytorch.gaussian_orthogonal_random_matrix(32, d, scaling=0) (no sign fix).
+
+    Parameters
+    ----------
+    X : numpy.ndarray
+        The inputs, shape (n, d).
+    rng : numpy.random.Generator
+        The draw's randomness (one call = one draw).
+
+    Returns
+    -------
+    numpy.ndarray
+        Φ, shape (n, M).
 
     Examples
     --------
@@ -53,6 +66,18 @@ def sign_fixed_orthogonal_matrix(nb_rows: int, nb_columns: int) -> torch.Tensor:
     multiplied by the signs of R's diagonal (Haar-distributed blocks), drawn from torch's global generator in the
     same order.
 
+    Parameters
+    ----------
+    nb_rows : int
+        Rows M (features).
+    nb_columns : int
+        Columns d (input dimension).
+
+    Returns
+    -------
+    torch.Tensor
+        W, shape (M, d).
+
     Examples
     --------
     >>> sign_fixed_orthogonal_matrix(6, 4).shape
@@ -70,6 +95,18 @@ def sign_fixed_orthogonal_matrix(nb_rows: int, nb_columns: int) -> torch.Tensor:
 def favor_plus_sign_fixed(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """φ(X) with W from ``sign_fixed_orthogonal_matrix(32, d)``: the twin with the sign correction.
 
+    Parameters
+    ----------
+    X : numpy.ndarray
+        The inputs, shape (n, d).
+    rng : numpy.random.Generator
+        The draw's randomness (one call = one draw).
+
+    Returns
+    -------
+    numpy.ndarray
+        Φ, shape (n, M).
+
     Examples
     --------
     >>> favor_plus_sign_fixed(np.zeros((3, 4)), np.random.default_rng(0)).shape
@@ -81,5 +118,5 @@ def favor_plus_sign_fixed(X: np.ndarray, rng: np.random.Generator) -> np.ndarray
     return _positive_features(X, w)
 
 
-favor_plus_mse = closed_form("positive", m=FAVOR_FEATURES, coupling="orthogonal", kernel="softmax")
+favor_plus_mse = closed_form("positive", m=FAVOR_FEATURES, coupling=ORTHOGONAL, kernel="softmax")
 """rfviz's closed form for the same mechanism: positive RFs, m = 32, orthogonal coupling (ORF), softmax kernel."""

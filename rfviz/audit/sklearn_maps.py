@@ -20,6 +20,18 @@ RBF_GAMMA = 0.5
 def rbf_sampler(X: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Φ = RBFSampler(gamma=0.5, n_components=64, random_state=<from rng>).fit(X).transform(X).
 
+    Parameters
+    ----------
+    X : numpy.ndarray
+        The inputs, shape (n, d).
+    rng : numpy.random.Generator
+        The draw's randomness (one call = one draw).
+
+    Returns
+    -------
+    numpy.ndarray
+        Φ, shape (n, M).
+
     Examples
     --------
     >>> rbf_sampler(np.zeros((3, 2)), np.random.default_rng(0)).shape  # doctest: +SKIP

@@ -24,6 +24,13 @@ a case take minutes on a loaded machine)."""
 
 
 def configure(p: argparse.ArgumentParser) -> None:
+    """The command's arguments.
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The command's sub-parser.
+    """
     p.add_argument("libraries", nargs="*", metavar="LIBRARY",
                    help=f"which libraries (default all): {', '.join(LIBRARIES)}")
     p.add_argument("--trials", type=int, default=DEFAULT_TRIALS, help=f"lab trials (default {DEFAULT_TRIALS})")
@@ -36,6 +43,18 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """Run the audit and print it (text, or JSON with --json); write the HTML report with --html.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        The parsed arguments.
+
+    Returns
+    -------
+    int
+        0, or 1 when a case failed to run.
+    """
     trials = check(args.trials, CHECK_TRIALS_PARAM)
     seed = check(args.seed, SEED_PARAM)
     if args.html:  # before the minutes of work

@@ -44,7 +44,27 @@ MseFunction = Callable[[np.ndarray, np.ndarray], float]
 
 
 def as_matrix(phi: Any, n: int, owner: str) -> np.ndarray:
-    """Φ as an (n, M) numpy array (a torch tensor is detached and copied to the CPU); PluginError otherwise."""
+    """Φ as an (n, M) numpy array (a torch tensor is detached and copied to the CPU); PluginError otherwise.
+
+    Parameters
+    ----------
+    phi : array-like or torch.Tensor
+        What the map returned.
+    n : int
+        The rows it was given.
+    owner : str
+        How error messages name the map.
+
+    Returns
+    -------
+    numpy.ndarray
+        Float (or complex) array of shape (n, M).
+
+    Examples
+    --------
+    >>> as_matrix([[1, 2]], 1, "phi").shape
+    (1, 2)
+    """
     if isinstance(phi, torch.Tensor):
         phi = phi.detach().cpu().numpy()
     try:
@@ -61,6 +81,11 @@ def as_matrix(phi: Any, n: int, owner: str) -> np.ndarray:
 class FeatureMapEstimator(Estimator):
     """The estimator protocol around a plain feature map (see the module docstring); made per map by
     ``feature_map_estimator``, which binds the map and its optional closed form.
+
+    Parameters
+    ----------
+    **params
+        ``features`` (M, the map's feature length) and ``kernel`` (softmax or gaussian).
 
     Examples
     --------
@@ -89,12 +114,43 @@ class FeatureMapEstimator(Estimator):
         return int(self.params["features"])
 
     def work_per_pair(self, d: int) -> int:
-        """Φ of both points of a pair and their product: about 3M elements per (trial, pair)."""
+        """Φ of both points of a pair and their product: about 3M elements per (trial, pair).
+
+        Parameters
+        ----------
+        d : int
+            Input dimension (unused: the map's cost is its own).
+
+        Returns
+        -------
+        int
+        """
         return 3 * self.feature_length + 16
 
     def sample(self, trials: int, d: int, *, generator: torch.Generator, device: torch.device,
                dtype: torch.dtype = torch.float64, dim: int | None = None) -> dict[str, torch.Tensor]:
-        """One seed per trial, from ``generator`` (the map draws its features from ``default_rng(seed)``)."""
+        """One seed per trial, from ``generator`` (the map draws its features from ``default_rng(seed)``).
+
+        Parameters
+        ----------
+        trials : int
+            Independent draws.
+        d : int
+            Input dimension.
+        generator : torch.Generator
+            The engine's generator of this block.
+        device : torch.device
+            Unused (the seeds stay on the CPU).
+        dtype : torch.dtype
+            Unused.
+        dim : int, optional
+            Unused (the map gets full R^d inputs).
+
+        Returns
+        -------
+        dict
+            ``{"seed": int64 tensor of shape (trials,)}``.
+        """
         return {"seed": torch.randint(0, SEED_HIGH, (trials,), generator=generator, dtype=torch.int64)}
 
     def _phi(self, u: np.ndarray, seed: int) -> np.ndarray:
@@ -113,7 +169,22 @@ class FeatureMapEstimator(Estimator):
 
     def estimate(self, samples: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor,
                  log_scale: torch.Tensor | None = None) -> torch.Tensor:
-        """Φ[x_p]·Φ[y_p]·e^{−log_scale_p} per trial (one call of the map per trial, on [x; y])."""
+        """Φ[x_p]·Φ[y_p]·e^{−log_scale_p} per trial (one call of the map per trial, on [x; y]).
+
+        Parameters
+        ----------
+        samples : dict
+            What ``sample`` returned.
+        x, y : torch.Tensor
+            The pairs, shape (P, d) each.
+        log_scale : torch.Tensor, optional
+            Shape (P,): the estimates are divided by its exponential.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape (trials, P).
+        """
         xy = np.concatenate([x.detach().cpu().numpy(), y.detach().cpu().numpy()])
         n = x.shape[0]
         seeds = samples["seed"].cpu().numpy()
@@ -126,17 +197,47 @@ class FeatureMapEstimator(Estimator):
         return torch.as_tensor(out * scale, device=x.device)
 
     def features(self, samples: dict[str, torch.Tensor], u: torch.Tensor, side: str = "query") -> torch.Tensor:
-        """Φ(u) per trial, shape (trials, P, M): the same seed gives the same draw for queries and keys."""
+        """Φ(u) per trial, shape (trials, P, M): the same seed gives the same draw for queries and keys.
+
+        Parameters
+        ----------
+        samples : dict
+            What ``sample`` returned.
+        u : torch.Tensor
+            The points, shape (P, d).
+        side : str
+            ``query`` or ``key`` (the same map for both).
+
+        Returns
+        -------
+        torch.Tensor
+        """
         un = u.detach().cpu().numpy()
         return torch.as_tensor(np.stack([self._phi(un, int(s)) for s in samples["seed"].cpu().numpy()]))
 
     def log_abs_kernel(self, s: PairStats) -> tuple[np.ndarray, np.ndarray]:
-        """log K: x·y (softmax) or −|x − y|²/2 (Gaussian); K > 0."""
+        """log K: x·y (softmax) or −|x − y|²/2 (Gaussian); K > 0.
+
+        Parameters
+        ----------
+        s : PairStats
+            The pairs.
+
+        Returns
+        -------
+        tuple of numpy.ndarray
+            (log K, sign K = 1).
+        """
         logk = np.asarray(s.xy if self.kernel == "softmax" else -0.5 * s.delta2, float)
         return logk, np.ones_like(logk)
 
     def closed_form_available(self) -> bool:
-        """True when a closed-form ``mse`` was given."""
+        """True when a closed-form ``mse`` was given.
+
+        Returns
+        -------
+        bool
+        """
         return self._mse is not None
 
     def _log_mse(self, s: PairStats) -> np.ndarray:
@@ -281,7 +382,25 @@ def check_feature_map(features: FeatureMap, kernel: str, *, mse: MseFunction | N
 def check_feature_map_spec(features: str, kernel: str, *, mse: str | None = None, biased: bool = False,
                            **lab: Any) -> LabReport:
     """``check_feature_map`` on functions named by specs (what the plugin process runs for ``rfviz check
-    --features``): the function's name is the report's name."""
+    --features``): the function's name is the report's name.
+
+    Parameters
+    ----------
+    features : str
+        ``FILE.py:FUNCTION`` or ``module:FUNCTION``.
+    kernel : str
+        softmax or gaussian.
+    mse : str, optional
+        The closed form's spec.
+    biased : bool
+        The map declares a bias.
+    **lab
+        As in ``check_feature_map``.
+
+    Returns
+    -------
+    LabReport
+    """
     fn = load_callable(features, "--features")
     mse_fn = None if mse is None else load_callable(mse, "--mse")
     return check_feature_map(fn, kernel, mse=mse_fn, biased=biased, name=split_spec(features)[1], **lab)

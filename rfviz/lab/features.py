@@ -43,10 +43,28 @@ def comparator(name: str, candidate: Estimator) -> Estimator:
     return other
 
 
-def features_per_m(cls: type[Estimator], params: dict[str, Any]) -> int:
+def features_per_m(estimator_class: type[Estimator], params: dict[str, Any]) -> int:
     """How many features a built-in has per unit of ``m`` (1 for positive RFs, 2 for trig and antithetic ones),
-    read off one draw of its feature map at m = 1."""
-    est = cls(**{**params, "m": 1})
+    read off one draw of its feature map at m = 1.
+
+    Parameters
+    ----------
+    estimator_class : type
+        A built-in estimator class.
+    params : dict
+        Its other parameters (kernel, coupling).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from rfviz.estimators import REGISTRY
+    >>> features_per_m(REGISTRY["trig"], {})
+    2
+    """
+    est = estimator_class(**{**params, "m": 1})
     gen = torch.Generator().manual_seed(0)
     samples = est.sample(1, 2, generator=gen, device=torch.device("cpu"), dim=2)
     return int(est.features(samples, torch.zeros((1, 2), dtype=torch.float64), "query").shape[-1])

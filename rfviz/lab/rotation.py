@@ -32,6 +32,18 @@ from .stats import exact_points, holm_over, kurtosis
 def haar_rotation(d: int, rng: np.random.Generator) -> np.ndarray:
     """A Haar-random orthogonal d × d matrix (QR of a Gaussian matrix with the signs of R's diagonal fixed).
 
+    Parameters
+    ----------
+    d : int
+        The dimension.
+    rng : numpy.random.Generator
+        The randomness.
+
+    Returns
+    -------
+    numpy.ndarray
+        Q, shape (d, d).
+
     Examples
     --------
     >>> q = haar_rotation(4, np.random.default_rng(0))
@@ -56,6 +68,16 @@ def rotation_test(runs: list[MCResult]) -> tuple[np.ndarray, np.ndarray, np.ndar
     """(Q, p, tested) per pair over independent runs of the same pairs in different orientations (see the module
     docstring): χ² with len(runs) − 1 degrees of freedom. A point exact in every run has Q = 0, p = 1 (its
     round-off is no evidence); one exact in some runs only, or heavy-tailed in any, is not tested.
+
+    Parameters
+    ----------
+    runs : list of MCResult
+        Independent runs of the same pairs (the canonical first), each in its own orientation.
+
+    Returns
+    -------
+    tuple of numpy.ndarray
+        Q, p and tested, one entry per pair.
 
     Examples
     --------
