@@ -10,6 +10,12 @@ the sampled numbers of the four commands in ``SEED_RULE_CHANGED`` and nothing el
 in ``golden/before_seed_rule/`` and every field outside the sampled ones (the regular expressions below) must still
 equal them; their current outputs, written once after that change, are the golden files byte for byte. Every other
 output must match its pre-change golden file byte for byte.
+A second rule changed on purpose since: the lab's extra pairs (issue 41: |x| ≠ |y| pairs at the grid's smallest and
+middle r with the shorter side alternating, the extra pairs run with 4× the trials, each row states its trials) and
+three new report keys (``closed_form_unequal``: the closed-form test's power at |x| ≠ |y|; ``rotation`` and
+``direction_dependent``: the rotation test, not run for an isotropic estimator such as trig). It changes
+``check_trig`` in the fields of ``AUDIT_RULE_CHANGED`` only: its output before that change is kept in
+``golden/before_audit_rule/`` (the seed-rule test compares against it), its current output is the golden file.
 """
 
 from __future__ import annotations
@@ -52,6 +58,13 @@ SEED_RULE_CHANGED: dict[str, str] = {
 }
 
 
+# command -> the JSON paths the lab's extra-pair rule and new report keys changed (issue 41; nothing else may differ)
+AUDIT_RULE_CHANGED: dict[str, str] = {
+    "check_trig": r"^/extra_pairs\[\d+\]/(cf_z|z|trials|norm_x|norm_y)$|^/closed_form/(detectable_rel_error|verdict)$"
+                  r"|^/(closed_form_unequal|rotation|direction_dependent)$",
+}
+
+
 def differing_paths(before: object, after: object, path: str = "") -> list[str]:
     """The JSON paths (``/key[i]/...``) where two parsed documents differ (a key present in one only counts)."""
     if isinstance(before, dict) and isinstance(after, dict):
@@ -83,11 +96,22 @@ def test_cli_json_matches_golden(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(SEED_RULE_CHANGED))
 def test_the_seed_rule_changed_only_sampled_numbers(name: str) -> None:
     before = json.loads((GOLDEN / "before_seed_rule" / f"{name}.json").read_text())
-    after = json.loads((GOLDEN / f"{name}.json").read_text())
+    later = GOLDEN / "before_audit_rule" / f"{name}.json"  # the output the seed rule gave, before issue 41's change
+    after = json.loads((later if later.exists() else GOLDEN / f"{name}.json").read_text())
     changed = differing_paths(before, after)
     assert changed, f"{name}: the seed rule changed nothing; its pre-change golden file should be the golden file"
     unexpected = [p for p in changed if not re.search(SEED_RULE_CHANGED[name], p)]
     assert not unexpected, f"{name}: fields other than sampled numbers changed: {unexpected}"
+
+
+@pytest.mark.parametrize("name", sorted(AUDIT_RULE_CHANGED))
+def test_the_audit_rule_changed_only_extra_pairs_and_new_keys(name: str) -> None:
+    before = json.loads((GOLDEN / "before_audit_rule" / f"{name}.json").read_text())
+    after = json.loads((GOLDEN / f"{name}.json").read_text())
+    changed = differing_paths(before, after)
+    assert changed, f"{name}: the rule changed nothing; its pre-change golden file should be the golden file"
+    unexpected = [p for p in changed if not re.search(AUDIT_RULE_CHANGED[name], p)]
+    assert not unexpected, f"{name}: fields other than the extra pairs' and the new keys changed: {unexpected}"
 
 
 if __name__ == "__main__":  # how the golden files were written (on main before the change; SEED_RULE_CHANGED after it)
