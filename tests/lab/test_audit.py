@@ -153,7 +153,7 @@ def test_audit_html_exports_headless(tmp_path):
 
 
 def _cli(*argv: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     return subprocess.run([sys.executable, "-m", "rfviz", "audit", *argv], capture_output=True, text=True,
                           timeout=timeout, cwd=root, env={**os.environ, "PYTHONPATH": str(root)})
 

@@ -209,7 +209,7 @@ def test_isolated_errors_are_one_line(tmp_path):
 def test_the_lab_page_checks_a_feature_map_file_and_pasted_code(tmp_path, monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
     path = _write(tmp_path, "import numpy as np\n\n\ndef phi(X, rng):\n"
                   "    W = rng.standard_normal((X.shape[1], 16))\n"
                   "    return np.exp(X @ W - 0.5 * (X * X).sum(1, keepdims=True)) / 4\n")
