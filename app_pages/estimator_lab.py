@@ -200,8 +200,7 @@ def phi(X, rng):
                             "features(X, rng) -> Φ")
     if mode == MODES[1]:
         feature_map_page(state, side)
-        state.finish()  # the frame's end of run, before the stop (the estimator widgets below are not drawn)
-        st.stop()
+        st.stop()  # the estimator widgets below are not drawn in this mode
     options = [*plugins, *REGISTRY]
     labels = {name: f"{name} ({'example' if name in examples else 'plugin'})" for name in plugins}
     default = next((n for n in plugins if n not in examples), "positive_antithetic")
