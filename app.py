@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from app_pages import LEGACY_PATHS, PAGES, SECTIONS
+from app_pages import HERE, LEGACY_PATHS, PAGES, SECTIONS
 from app_pages import _ui as ui
 from app_pages import home as home_page
 from rfviz.figures.common import use_rfviz_template
@@ -40,7 +40,9 @@ def pages() -> tuple[dict[str, st.Page], dict[str, list[st.Page]]]:
         views = {p.url_path: st.Page(p.file, title=p.title, icon=p.icon, url_path=p.url_path) for p in PAGES}
         start = st.Page(home, title="Home", icon=":material/home:", default=True, url_path="start")  # served at "/"
         old = [redirect(views[new], path) for path, new in LEGACY_PATHS.items()]
-        routed = {"": [start, *old, redirect(start, "home")]}  # "/home" (a natural guess) → "/"
+        teach = st.Page(HERE / "teach.py", title="Teacher",
+                        icon=":material/co_present:", url_path="teach", visibility="hidden")  # /teach?key=K only
+        routed = {"": [start, teach, *old, redirect(start, "home")]}  # "/home" (a natural guess) → "/"
         for section in SECTIONS:
             routed[section] = [views[p.url_path] for p in PAGES if p.section == section]
         st.session_state["_rfviz_pages"] = views, routed

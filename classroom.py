@@ -8,6 +8,11 @@ all reach the server that holds their session. nginx does all the proxying; this
 configuration, starts and watches the processes, and stops them all (Ctrl-C or SIGTERM) leaving nothing behind: the
 configuration, logs and nginx's temporary files live in one private temporary directory, removed at exit.
 
+The room's processes share one store (rfviz.server.room: the students' anonymous predictions and the step the
+teacher opened), a SQLite file in the private temporary directory (``RFVIZ_CLASSROOM_DB``), and the teacher's key
+(``RFVIZ_TEACHER_KEY``, fresh for each room): the launcher prints the students' link and the teacher's
+``…/teach?key=K``.
+
 Nothing outlives the launcher, however it ends (``kill -9``, an OOM kill, a closed terminal included): every app
 server and nginx run in a process group of their own and get SIGKILL when the launcher dies (``PR_SET_PDEATHSIG``);
 a small watchdog (``rfviz.server.processes.Reaper``, in a session of its own, so a terminal's signals miss it) sees
@@ -269,12 +274,14 @@ def worker_user() -> tuple[str, str, int, int] | None:
 
 # ------------------------------------------------------------------ starting the processes
 def start_servers(count: int, tmp: pathlib.Path, extra: Sequence[str], reaper: processes.Reaper | None = None,
-                  started: list[subprocess.Popen] | None = None) -> list[tuple[int, subprocess.Popen]]:
+                  started: list[subprocess.Popen] | None = None,
+                  room: dict[str, str] | None = None) -> list[tuple[int, subprocess.Popen]]:
     """``count`` Streamlit servers of app.py on loopback ports, each logging to ``tmp``/server-<port>.log, each in
-    a process group of its own that dies with the launcher (and is watched by ``reaper``); each is appended to
-    ``started`` as soon as it runs (a signal in between leaves none unknown)."""
+    a process group of its own that dies with the launcher (and is watched by ``reaper``), with the room's
+    environment (``room_environment``) added to theirs; each is appended to ``started`` as soon as it runs (a
+    signal in between leaves none unknown)."""
     workers = str(max(1, (os.cpu_count() or 2) // 2 // count))
-    env = {"RFVIZ_MC_WORKERS": workers, **os.environ, "PYTHONPATH": os.pathsep.join(
+    env = {"RFVIZ_MC_WORKERS": workers, **os.environ, **(room or {}), "PYTHONPATH": os.pathsep.join(
         p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     servers = []
     for _ in range(count):
@@ -290,6 +297,16 @@ def start_servers(count: int, tmp: pathlib.Path, extra: Sequence[str], reaper: p
             reaper.watch(proc)
         servers.append((port, proc))
     return servers
+
+
+def room_environment(tmp: pathlib.Path) -> dict[str, str]:
+    """The room's store, created in the private folder ``tmp`` (removed with the room), and a fresh teacher's key:
+    the environment every app process of the room gets (``RFVIZ_CLASSROOM_DB``, ``RFVIZ_TEACHER_KEY``)."""
+    from rfviz.server.room import ENV_DB, ENV_KEY, Room, new_key
+
+    path = tmp / "room.sqlite3"
+    Room(path)  # the file and its tables, private to this user, before any app process opens it
+    return {ENV_DB: str(path), ENV_KEY: new_key()}
 
 
 def nginx_conf(tmp: pathlib.Path, ports: Sequence[int], address: str, port: int,
@@ -328,8 +345,9 @@ def serve(args: argparse.Namespace, nginx: str, tmp: pathlib.Path, reaper: proce
     """Start everything, print the address, watch until a signal (130 for Ctrl-C, 0 for SIGTERM) or a process
     stopping on its own (1, with its log's end)."""
     procs: list[subprocess.Popen] = []
+    room = room_environment(tmp)
     try:
-        servers = start_servers(args.processes, tmp, args.streamlit, reaper, procs)
+        servers = start_servers(args.processes, tmp, args.streamlit, reaper, procs, room)
         logs = {p: (f"app server on port {port}", tmp / f"server-{port}.log") for port, p in servers}
         allowance = processes.start_allowance(START_SECONDS, cap_s=600.0)
         for port, p in servers:
@@ -346,6 +364,8 @@ def serve(args: argparse.Namespace, nginx: str, tmp: pathlib.Path, reaper: proce
         plural = "es" if args.processes > 1 else ""
         print(f"rfviz classroom: {url} (who can open it: {who}; {args.processes} app process{plural} behind nginx; "
               f"Ctrl-C stops them)", flush=True)
+        print(f"  students: {url}/learn\n  teacher:  {url}/teach?key={room['RFVIZ_TEACHER_KEY']}  (keep this link to "
+              f"yourself)", flush=True)
         while True:
             ended = next((p for p in procs if p.poll() is not None), None)
             if ended is not None:

@@ -157,4 +157,8 @@ LEGACY_PATHS: dict[str, str] = {"Estimator_lab": "estimator_lab", "Gallery": "ga
 """Old URL path → page: the paths Streamlit's legacy ``pages/`` mode gave 7_Estimator_lab.py and 8_Gallery.py;
 app.py keeps them as hidden pages that switch to the new one (query parameters kept)."""
 
+HIDDEN_PAGES: tuple[str, ...] = ("teach",)
+"""Pages app.py routes but no navigation or list of views shows: the teacher's page ``/teach?key=K`` (its file
+``app_pages/teach.py``; it draws without the page frame, and opens only with the room's key)."""
+
 BY_PATH: dict[str, Page] = {p.url_path: p for p in PAGES}

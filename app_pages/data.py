@@ -126,14 +126,15 @@ with ui.page(
         length = state.param(LENGTH_PARAM)
         length = ui.valid(LENGTH_PARAM, length)
         rank_key = (*load_key, kernel, length)
-        ranked = ui.memo("data.rank", rank_key,
-                         lambda report: ranking.rank_estimators(ds.queries, ds.keys, kernel, length))
+        with ui.stages("Ranking", ranking.RANK_STAGES[:1]) as progress:
+            ranked = ui.memo("data.rank", rank_key, lambda report: ranking.rank_estimators(
+                ds.queries, ds.keys, kernel, length, report=report), progress)
         rank_mc_key = ("data.rank_mc", *rank_key, repeats)
         if st.button(f"Confirm the top three by Monte Carlo ({repeats:,} repeats)", key="data.run_rank_mc"):
-            with st.spinner("sampling…"):
+            with ui.stages("Confirming", ranking.RANK_STAGES) as progress:
                 st.session_state[rank_mc_key] = ui.memo("data.rank_mc", rank_mc_key, lambda report: (
                     ranking.rank_estimators(ds.queries, ds.keys, kernel, length,
-                                            repeats=ui.valid(REPEATS_PARAM, repeats))))
+                                            repeats=ui.valid(REPEATS_PARAM, repeats), report=report)), progress)
         ranked = st.session_state.get(rank_mc_key, ranked)
         table = ranking.ranking_table(ranked, catalog.titles([r.estimator for r in ranked.rows]))
         st.dataframe(table, hide_index=True)
@@ -150,9 +151,9 @@ with ui.page(
                    "correlation (Spearman) of the closed-form kernel error with the downstream error.")
         down_key = ("data.downstream", *load_key)
         if st.button("Fit the models", key="data.run_downstream"):
-            with st.spinner("fitting…"):
+            with ui.stages("Fitting the models", downstream.PAGE_STAGES) as progress:
                 st.session_state[down_key] = ui.memo("data.downstream", down_key, lambda report: (
-                    downstream.page_studies(ds.queries, ds.keys)))
+                    downstream.page_studies(ds.queries, ds.keys, report=report)), progress)
         studies = st.session_state.get(down_key)
         if studies is not None:
             for label, study in studies.items():

@@ -52,7 +52,7 @@ with ui.page(
                 st.link_button("Open in the explorer", entry.explorer_link(prefix="./"), icon=":material/open_in_new:",
                                help=f"The live page /{entry.explorer_page} with this figure's parameters")
             st.code(f"python -m rfviz figure {entry.name} --out {entry.name}.html --data {entry.name}.csv",
-                    language="bash")
+                    language="bash", wrap_lines=True)  # wrapped, not cut at the column's edge
         ui.plot(fig, key=f"gallery-{entry.name}")
         ui.downloads(f"rfviz-{entry.name}", lambda: data_csv(data), fig, key=entry.name, params=entry.params)
         if entry.catalog:

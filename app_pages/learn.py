@@ -4,11 +4,55 @@ teacher shares "lesson 3, step 2"; answers are kept for the session. Content and
 
 from __future__ import annotations
 
+import os
+
 import streamlit as st
 
 from app_pages import _ui as ui
-from rfviz.lessons import LESSONS
+from rfviz.lessons import LESSONS, get_lesson
 from rfviz.params import Param
+from rfviz.server.room import ENV_DB, Room, new_session_id
+
+FOLLOW_SECONDS = 2.0  # in a class, how often a student's page asks the room store whether the teacher moved or revealed
+
+
+@st.cache_resource(show_spinner=False)
+def _room(path: str) -> Room:
+    return Room(path)
+
+
+ROOM = _room(os.environ[ENV_DB]) if os.environ.get(ENV_DB) else None  # the class's store; None without a room
+
+
+def follow_the_class(state: ui.PageState) -> tuple[str, int, bool] | None:
+    """In a classroom: when the teacher changed the class (a new version in the store), open the step the teacher
+    opened. Returns where the class is and whether its answer is revealed (None without a room or an opened step)."""
+    if ROOM is None:
+        return None
+    now = ROOM.state()
+    if now.version != st.session_state.get("learn.room.version"):
+        st.session_state["learn.room.version"] = now.version
+        if now.lesson in LESSONS and now.step is not None and now.step <= len(LESSONS[now.lesson].steps):
+            st.session_state[state.key("lesson")] = now.lesson
+            st.session_state[state.key("step")] = str(now.step)
+    return (now.lesson, now.step, now.revealed) if now.lesson in LESSONS else None
+
+
+@st.fragment(run_every=FOLLOW_SECONDS)
+def watch_the_class() -> None:
+    """Rerun the page when the teacher moves the class or reveals (a new version in the room store)."""
+    if ROOM.state().version != st.session_state.get("learn.room.version"):
+        st.rerun(scope="app")
+    st.caption("In class: your prediction is counted, anonymously, on the teacher's screen; the page follows the "
+               "step the teacher opens.")
+
+
+def record(slug: str, step_no: int, choices: tuple[str, ...], key: str) -> None:
+    """The radio's callback: this session's prediction into the room store (one per session and step)."""
+    choice = st.session_state.get(key)
+    if ROOM is not None and choice in choices:
+        session = st.session_state.setdefault("learn.room.session", new_session_id())
+        ROOM.record(slug, step_no, session, choices.index(choice))
 
 with ui.page(
     "learn",
@@ -18,8 +62,10 @@ with ui.page(
     "(add `&embed=true` to show the page inside a course page).",
 ) as state:
     slugs = list(LESSONS)
+    in_class = follow_the_class(state)
     slug = state.selectbox("Lesson", "lesson", slugs, slugs[0], container=st.sidebar,
-                           format_func=lambda s: f"{slugs.index(s) + 1} · {LESSONS[s].title}")
+                           format_func=lambda s: f"{slugs.index(s) + 1} · {LESSONS[s].title}",
+                           parse=lambda text: get_lesson(text).slug)
     lesson = LESSONS[slug]
     count = len(lesson.steps)
     step_no = int(state.selectbox("Step", "step", [str(i) for i in range(1, count + 1)], "1", container=st.sidebar,
@@ -46,9 +92,11 @@ with ui.page(
     st.subheader(f"Predict: {step.title}")
     st.markdown(step.question)
     answer_key = f"learn.answer.{slug}.{step_no}"
-    choice = st.radio("Your prediction", step.choices, index=None, key=answer_key)
+    choice = st.radio("Your prediction", step.choices, index=None, key=answer_key, on_change=record,
+                      args=(slug, step_no, step.choices, answer_key))
     shown_key = f"learn.shown.{slug}.{step_no}"
-    if choice is None and not st.session_state.get(shown_key):
+    revealed = in_class is not None and in_class == (slug, step_no, True)  # the teacher revealed it to everyone
+    if choice is None and not st.session_state.get(shown_key) and not revealed:
         st.button("Show the answer without predicting", key=f"{shown_key}.button",
                   on_click=lambda: st.session_state.update({shown_key: True}))
         st.info("Pick an answer: the figure and the explanation appear once you have predicted.",
@@ -88,4 +136,7 @@ with ui.page(
         query = "&".join(f"{k}={v}" for k, v in lesson.query.items())
         nav[1].link_button("See it in full on its page", f"./{lesson.page}" + (f"?{query}" if query else ""),
                            icon=":material/open_in_new:")
-    st.caption(f"Share this step: add `?lesson={slug}&step={step_no}` to the page's address.")
+    st.caption(f"Share this step: add `?lesson={slug}&step={step_no}` to the page's address. The lessons' names "
+               "in addresses: " + ", ".join(f"{i + 1} `{s}`" for i, s in enumerate(slugs)) + ".")
+    if ROOM is not None:
+        watch_the_class()

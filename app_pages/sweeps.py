@@ -37,7 +37,9 @@ with ui.page(
     # The folder is the server's setting (environment), never a URL or widget value: a shared link cannot make the
     # app list or read files elsewhere on the server.
     folder = os.environ.get(RESULTS_ENV, "results")
-    side.caption(f"Results folder: `{folder}` (set ${RESULTS_ENV} before starting the app to change it)")
+    # what a browser is told of it: a relative folder as it is, never the server's absolute path
+    shown = folder if not Path(folder).is_absolute() and ".." not in Path(folder).parts else f"${RESULTS_ENV}"
+    side.caption(f"Results folder: `{shown}` (set ${RESULTS_ENV} before starting the app to change it)")
     files = sf.result_files(folder)
 
 
@@ -55,8 +57,9 @@ with ui.page(
                              container=side)
 
     if chosen == NONE:
-        st.info(f"No sweep result in `{Path(folder).resolve()}`. From the directory where the app was started, run "
-                f"e.g. `{sf.example_command(folder)}`, or upload a result file.", icon=":material/folder_open:")
+        st.info(f"No sweep result in the results folder `{shown}`. On the server, from the directory where the app "
+                f"was started, run e.g. `{sf.example_command(shown)}`, or upload a result file.",
+                icon=":material/folder_open:")
         st.stop()
 
 

@@ -10,8 +10,11 @@ wait, without the student's own browser redraw (which a real classroom pays on e
 Modes: ``same`` (every session moves to the same new value: shared caches serve all but one), ``each`` (every
 session to its own value: nothing is shared). Every value is new to the server (finer than the slider's step, never
 asked for before in the run), so each round costs what a class moving to values nobody chose before costs.
-Pages: ``hybrid`` (the r slider of "MSE vs base estimators") and
-``learn`` (lesson 2's r control, after answering its question). Printed per (page, mode, K): median and p90
+Pages: ``hybrid`` (the r slider of "MSE vs base estimators"),
+``learn`` (lesson 2's r control, after answering its question) and ``class`` (the teacher's page /teach open and
+rerunning its fragment every second, K students answering lesson 2's question, their pages polling the class every
+2 s as a browser's fragment timer does, then each moving the r control to values of their own; also printed: the
+seconds from the last answer until the teacher's "answered" reads K). Printed per (page, mode, K): median and p90
 latency over all sessions and rounds, and the server's CPU seconds and resident memory per round (/proc, summed
 over the server's processes when ``--url`` names a proxy in front of several).
 
@@ -19,6 +22,7 @@ Usage::
 
     python bench/bench_classroom.py [--ks 1,8,32,64,100] [--rounds 3] [--pages hybrid,learn] [--modes same,each]
     python bench/bench_classroom.py --processes 2     # ./run classroom's app processes behind nginx
+    python bench/bench_classroom.py --processes 2 --pages class --ks 100 --rounds 3   # with the teacher's page
     python bench/bench_classroom.py --url http://127.0.0.1:8501 --pids 1234,1235   # a server already running
 
 Not a test: it prints a table (bench/README.md holds the measured numbers).
@@ -58,22 +62,35 @@ RERUN_S = 300.0
 
 @dataclass
 class Session:
-    """One scripted browser tab: its WebSocket, the widget states it sends, and the ids of the widgets it needs."""
+    """One scripted browser tab: its WebSocket, the widget states it sends, the ids of the widgets it needs, the
+    values of the metrics it was last sent (by label), and its fragments' ids (what a browser reruns on its own
+    timer for ``st.fragment(run_every=…)``)."""
 
     ws: object
     page: str
     states: dict = field(default_factory=dict)
     ids: dict = field(default_factory=dict)
+    query: str | None = None
+    """The URL's query string (default: the page's in PAGES)."""
+    metrics: dict = field(default_factory=dict)
+    fragments: list = field(default_factory=list)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """One request at a time on the WebSocket (a slider move waits for a fragment's timer run, as in a browser)."""
+    received: list | None = None
+    """Every message the server sent, as bytes, when a list (the tests read what reached a student)."""
 
 
-def _rerun(session: Session):
+def _rerun(session: Session, fragment: str = ""):
     from streamlit.proto.BackMsg_pb2 import BackMsg
 
-    query, *_ = PAGES[session.page]
+    query = PAGES[session.page][0] if session.query is None else session.query
     msg = BackMsg()
     state = msg.rerun_script
     state.query_string = query
     state.page_name = session.page
+    if fragment:  # a fragment's own rerun (st.fragment(run_every=…): the browser's timer)
+        state.fragment_id = fragment
+        state.is_auto_rerun = True
     for widget_id, (kind, value) in session.states.items():
         w = state.widget_states.widgets.add()
         w.id = widget_id
@@ -84,29 +101,55 @@ def _rerun(session: Session):
     return msg.SerializeToString()
 
 
-async def _run(session: Session) -> float:
-    """Send a rerun; return the seconds until the server says the script finished (elements' ids recorded)."""
+async def _run(session: Session, fragment: str = "") -> float:
+    """Send a rerun (of the page, or of one of its fragments); return the seconds until the server says the script
+    finished (elements' ids, metric values and fragment ids recorded)."""
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-    t0 = time.perf_counter()
-    await session.ws.send(_rerun(session))
-    while True:
-        left = t0 + RERUN_S - time.perf_counter()
+    async with session.lock:
+        if not fragment:  # a fragment's id depends on where the page calls it: the ids of this run only
+            session.fragments = []
+        t0 = time.perf_counter()
+        await session.ws.send(_rerun(session, fragment))
+        while True:
+            left = t0 + RERUN_S - time.perf_counter()
+            try:
+                raw = await asyncio.wait_for(session.ws.recv(), timeout=max(0.01, left))
+            except TimeoutError:
+                raise RuntimeError(f"no script_finished from the server within {RERUN_S:.0f} s") from None
+            msg = ForwardMsg()
+            msg.ParseFromString(raw)
+            if session.received is not None:
+                session.received.append(raw)
+            kind = msg.WhichOneof("type")
+            if kind == "delta" and msg.delta.fragment_id and msg.delta.fragment_id not in session.fragments:
+                session.fragments.append(msg.delta.fragment_id)
+            if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
+                _note(session, msg.delta.new_element)
+            elif kind == "script_finished":
+                return time.perf_counter() - t0
+
+
+def _note(session: Session, element) -> None:
+    """Record a widget's id (sliders, radios) or a metric's value from an element the server sent."""
+    widget = element.WhichOneof("type")
+    if widget in ("slider", "radio"):
+        proto = getattr(element, widget)
+        session.ids[(widget, proto.label)] = proto.id
+    elif widget == "metric":
+        session.metrics[element.metric.label] = element.metric.body
+
+
+async def poll(session: Session, seconds: float, until: asyncio.Event) -> None:
+    """What a browser does for a page with ``st.fragment(run_every=seconds)``: rerun the fragment on a timer (until
+    ``until`` is set)."""
+    while not until.is_set():
+        if session.fragments:
+            await _run(session, session.fragments[0])
         try:
-            raw = await asyncio.wait_for(session.ws.recv(), timeout=max(0.01, left))
+            await asyncio.wait_for(until.wait(), seconds)
         except TimeoutError:
-            raise RuntimeError(f"no script_finished from the server within {RERUN_S:.0f} s") from None
-        msg = ForwardMsg()
-        msg.ParseFromString(raw)
-        kind = msg.WhichOneof("type")
-        if kind == "delta" and msg.delta.WhichOneof("type") == "new_element":
-            element = msg.delta.new_element
-            widget = element.WhichOneof("type")
-            if widget in ("slider", "radio"):
-                proto = getattr(element, widget)
-                session.ids[(widget, proto.label)] = proto.id
-        elif kind == "script_finished":
-            return time.perf_counter() - t0
+            pass
 
 
 def _cookie(url: str) -> str:
@@ -118,16 +161,20 @@ def _cookie(url: str) -> str:
         return "; ".join(c.split(";", 1)[0] for c in r.headers.get_all("Set-Cookie") or [])
 
 
-async def _connect(url: str, page: str) -> Session:
+async def _connect(url: str, page: str, query: str | None = None, cookie: str | None = None,
+                   keep: bool = False) -> Session:
+    """A scripted tab on ``page`` (``query``: its URL's query string; ``cookie``: the cookies to send, default those
+    a browser gets on opening the site; ``keep``: hold every message received in ``Session.received``), its first
+    run done (and the page's question answered where PAGES gives one)."""
     import websockets
 
-    cookie = await asyncio.to_thread(_cookie, url)
+    cookie = await asyncio.to_thread(_cookie, url) if cookie is None else cookie
     ws = await websockets.connect(url.replace("http", "ws", 1) + "/_stcore/stream", subprotocols=["streamlit"],
                                   max_size=None, open_timeout=120,
                                   additional_headers={"Cookie": cookie} if cookie else None)
-    session = Session(ws, page)
+    session = Session(ws, page, query=query, received=[] if keep else None)
     await _run(session)
-    answer = PAGES[page][4]
+    answer = PAGES[page][4] if page in PAGES else None
     if answer is not None:  # the lesson's control appears once the question is answered
         session.states[session.ids[("radio", answer[0])]] = ("string_value", answer[1])
         await _run(session)
@@ -186,14 +233,82 @@ async def measure(url: str, pids: list[int], page: str, mode: str, k: int, round
 
 
 def start_classroom(processes: int) -> tuple[subprocess.Popen, str]:
-    """``classroom.py --processes N`` on a free port (its own process group); returned once it printed its address,
-    within a start-up allowance that grows with the load (otherwise it is killed and RuntimeError says why)."""
+    """``classroom.py --processes N`` on a free port (its own process group); returned once it printed its address
+    and links (the teacher's key in ``TEACHER_KEY[0]``), within a start-up allowance that grows with the load
+    (otherwise it is killed and RuntimeError says why)."""
     port = free_port()
     log = pathlib.Path(tempfile.mkdtemp(prefix="bench-classroom-")) / "classroom.log"
     proc = spawn([sys.executable, str(ROOT / "classroom.py"), "--processes", str(processes), "--port", str(port),
                   "--address", "127.0.0.1"], cwd=ROOT, log=log)
     wait_for_text(log, "rfviz classroom:", proc, what="classroom.py", seconds=start_allowance(180.0, 900.0))
+    TEACHER_KEY[0] = teacher_key([wait_for_text(log, "  teacher:", proc, what="classroom.py", seconds=30.0)])
     return proc, f"http://127.0.0.1:{port}"
+
+
+TEACHER_KEY = [""]
+"""The teacher's key of the classroom this bench started (read from its printed teacher's link)."""
+
+
+def teacher_key(lines: list[str]) -> str:
+    """The key of the teacher's link (``…/teach?key=K``) among the launcher's printed ``lines``."""
+    for line in lines:
+        if "/teach?key=" in line:
+            return line.split("/teach?key=", 1)[1].split()[0]
+    raise RuntimeError(f"no teacher's link in {lines!r}")
+
+
+LESSON = ("trig-vs-positive", 1, 3)
+"""The lesson step the class answers in ``measure_class`` (the learn page's in PAGES) and its number of choices."""
+
+
+async def watch_count(teacher: Session, k: int, seconds: float) -> float:
+    """Poll the teacher's fragment (as the open page's timer does, every second) until its "answered" metric reads
+    at least ``k``; return when (perf_counter), or raise after ``seconds``."""
+    deadline = time.perf_counter() + seconds
+    while time.perf_counter() < deadline:
+        if int(teacher.metrics.get("answered", "0")) >= k:
+            return time.perf_counter()
+        await asyncio.sleep(1.0)
+        await _run(teacher, teacher.fragments[0])
+    raise TimeoutError(f"the teacher's page counted {teacher.metrics.get('answered')} of {k} answers "
+                       f"after {seconds:.0f} s")
+
+
+async def measure_class(url: str, pids: list[int], key: str, k: int, rounds: int) -> dict:
+    """The teacher's page open (its fragment rerun every second), K students each answering the lesson's question
+    (their pages polling the class every 2 s, as in a browser), then moving the lesson's slider to values of their
+    own: the slider moves' median and p90 latency, and the seconds from the last answer until the teacher's page
+    counts all K."""
+    _, _, first, step, _ = PAGES["learn"]
+    slug, step_no, _ = LESSON
+    teacher = await _connect(url, "teach", f"key={key}&lesson={slug}&step={step_no}")
+    if "answered" not in teacher.metrics:
+        raise RuntimeError("the teacher's page shows no count: is the key right?")
+    before = int(teacher.metrics["answered"])  # answers of earlier runs in this room
+    students = list(await asyncio.gather(*(_connect(url, "learn") for _ in range(k))))
+    answered = time.perf_counter()
+    done = asyncio.Event()
+    pollers = [asyncio.create_task(poll(s, 2.0, done)) for s in students]
+    try:
+        seen = await watch_count(teacher, before + k, 30.0)
+        teacher_poll = asyncio.create_task(poll(teacher, 1.0, done))
+        latencies, cpu, rss = [], [], []
+        for _ in range(rounds):
+            c0, _ = _cpu_and_rss(pids)
+            latencies += await _round(students, [_fresh_value(first, step) for _ in students])
+            c1, mem = _cpu_and_rss(pids)
+            cpu.append(c1 - c0)
+            rss.append(mem)
+    finally:
+        done.set()
+        await asyncio.gather(*pollers, *([teacher_poll] if "teacher_poll" in locals() else []),
+                             return_exceptions=True)
+        await asyncio.gather(*(s.ws.close() for s in [teacher, *students]))
+    latencies.sort()
+    return {"page": "learn + teacher", "mode": "each", "k": k, "median": statistics.median(latencies),
+            "p90": latencies[min(len(latencies) - 1, int(0.9 * len(latencies)))],
+            "cpu": statistics.median(cpu) if pids else 0.0, "rss": max(rss) if pids else 0.0,
+            "reach": seen - answered}
 
 
 def _descendants(pid: int) -> list[int]:
@@ -222,14 +337,23 @@ def main() -> None:
                     help="app processes: 1 starts one Streamlit server; more start ./run classroom's (nginx in front)")
     ap.add_argument("--url", help="a running server (default: start one on a free port)")
     ap.add_argument("--pids", help="the server's process ids with --url (comma-separated), for CPU and memory")
+    ap.add_argument("--key", help="the teacher's key with --url (for --pages class)")
     args = ap.parse_args()
-    proc = None
+    proc, room = None, None
     if args.url:
         url, pids = args.url.rstrip("/"), [int(p) for p in (args.pids or "").split(",") if p]
+        TEACHER_KEY[0] = args.key or ""
     elif args.processes > 1:
         proc, url = start_classroom(args.processes)
         pids = _descendants(proc.pid)
     else:
+        import tempfile
+
+        from rfviz.server.room import ENV_DB, ENV_KEY, new_key
+
+        room = tempfile.TemporaryDirectory(prefix="rfviz-bench-room-")  # a room of one process, as ./run app's
+        TEACHER_KEY[0] = os.environ[ENV_KEY] = new_key()
+        os.environ[ENV_DB] = os.path.join(room.name, "room.sqlite3")
         port = free_port()
         proc = start_server(port)
         url, pids = f"http://127.0.0.1:{port}", [proc.pid]
@@ -241,14 +365,21 @@ def main() -> None:
         for page in args.pages.split(","):
             for mode in args.modes.split(","):
                 for k in (int(v) for v in args.ks.split(",")):
-                    row = asyncio.run(measure(url, pids, page, mode, k, args.rounds))
-                    print(f"| {page} | {mode} | {k} | {row['median']:.3f} s | {row['p90']:.3f} s | "
-                          f"{row['cpu']:.2f} s | {row['rss']:.0f} MiB |" if pids else
-                          f"| {page} | {mode} | {k} | {row['median']:.3f} s | {row['p90']:.3f} s | – | – |",
-                          flush=True)
+                    if page == "class" and mode != args.modes.split(",")[0]:
+                        continue  # the class measurement has one mode: each student to a value of their own
+                    row = asyncio.run(measure_class(url, pids, TEACHER_KEY[0], k, args.rounds) if page == "class"
+                                      else measure(url, pids, page, mode, k, args.rounds))
+                    reach = f" · the teacher counted all {k} answers {row['reach']:.1f} s after the last" \
+                        if "reach" in row else ""
+                    print(f"| {row['page']} | {row['mode']} | {k} | {row['median']:.3f} s | {row['p90']:.3f} s | "
+                          f"{row['cpu']:.2f} s | {row['rss']:.0f} MiB |{reach}" if pids else
+                          f"| {row['page']} | {row['mode']} | {k} | {row['median']:.3f} s | {row['p90']:.3f} s | "
+                          f"– | – |{reach}", flush=True)
     finally:
         if proc is not None:
             stop_groups([proc], seconds=60)
+        if room is not None:
+            room.cleanup()
 
 
 if __name__ == "__main__":

@@ -204,12 +204,15 @@ def read_array(source: str | Path | bytes, name: str = "data", filename: str | N
     else:
         path = Path(source)
         if not path.is_file():
+            why = ("is a directory" if path.is_dir() else "is not a regular file (a device, pipe or socket)"
+                   if path.exists() else "does not exist (no file)")
             raise ParameterError(f"{name} must be digits, wine, iris, breast_cancer, clusters or a path to a .csv "
-                                 f"or .npy file; no file {str(path)!r}")
+                                 f"or .npy file; {str(path)[:200]!r} {why}")
         if path.stat().st_size > MAX_FILE_BYTES:
             raise ParameterError(f"{name} file must be at most {MAX_FILE_BYTES // 2**20} MiB, got "
                                  f"{path.stat().st_size / 2**20:.1f} MiB")
-        raw, fname = path.read_bytes(), path.name
+        with open(path, "rb") as fh:  # at most the cap + 1 bytes, even if the file grew since the stat
+            raw, fname = fh.read(MAX_FILE_BYTES + 1), path.name
     if len(raw) > MAX_FILE_BYTES:
         raise ParameterError(f"{name} file must be at most {MAX_FILE_BYTES // 2**20} MiB")
     if raw[:6] == NPY_MAGIC:
@@ -227,9 +230,37 @@ def read_array(source: str | Path | bytes, name: str = "data", filename: str | N
 NPY_MAGIC = b"\x93NUMPY"
 
 
+def _npy_header(name: str, buf: io.BytesIO) -> tuple[tuple[int, ...], np.dtype]:
+    """(shape, dtype) from a ``.npy`` header, checked against the caps before any data is read: a numeric dtype, at
+    most two axes, at most ``MAX_ROWS`` rows, ``MAX_DIM`` columns and ``MAX_VALUES`` numbers."""
+    from numpy.lib import format as npy_format
+
+    try:
+        version = npy_format.read_magic(buf)
+        read = npy_format.read_array_header_1_0 if version == (1, 0) else npy_format.read_array_header_2_0
+        shape, _, dtype = read(buf, max_header_size=10_000)
+    except (ValueError, OSError, EOFError, SyntaxError, TypeError) as exc:
+        raise ParameterError(f"{name}: not a numeric .npy array ({' '.join(str(exc).split())[:120]})") from None
+    if dtype.hasobject or dtype.kind not in "iuf":
+        raise ParameterError(f"{name}: .npy array must be numeric, got dtype {dtype}")
+    if len(shape) > 2:
+        raise ParameterError(f"{name} must hold a non-empty 2-D table of numbers (rows = points), got a .npy array "
+                             f"of shape {shape}")
+    rows, cols = (*shape, 1, 1)[:2]
+    if rows > MAX_ROWS or cols > MAX_DIM or math.prod(shape) > MAX_VALUES:
+        raise ParameterError(f"{name} must have at most {MAX_ROWS} rows, {MAX_DIM} columns and {MAX_VALUES} "
+                             f"numbers, got a .npy array of shape {shape} (read from its header; nothing loaded)")
+    return shape, dtype
+
+
 def _load_npy(name: str, raw: bytes) -> np.ndarray:
     """A numeric array from the bytes of a ``.npy`` file, read without pickles; ParameterError for anything else
-    (object arrays, a damaged header, truncated data)."""
+    (object arrays, a damaged header, truncated data, a shape past the caps — refused from the header, before the
+    data is converted)."""
+    buf = io.BytesIO(raw)
+    shape, dtype = _npy_header(name, buf)
+    if len(raw) - buf.tell() < math.prod(shape) * dtype.itemsize:
+        raise ParameterError(f"{name}: .npy data is shorter than its header's shape {shape} (a truncated file)")
     try:
         a = np.load(io.BytesIO(raw), allow_pickle=False)
     except (ValueError, OSError, EOFError) as exc:

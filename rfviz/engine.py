@@ -44,15 +44,17 @@ from .params import (
     DEFAULT_MEMORY_BUDGET,
     ENGINE_SEED_PARAM,
     ENGINE_TRIALS_PARAM,
+    MAX_MEMORY_BUDGET,
     Param,
     ParameterError,
     check,
     current_memory_budget,
     format_bytes,
+    memory_budget_scope,
     require_fits,
     require_time,
 )
-from .sampling import BlockStreams, resolve_device
+from .sampling import BlockStreams, resolve_device, sampler_bytes, sampler_calls
 from .sampling import child_seeds as child_seeds  # the one seed rule, re-exported: rfviz.engine.child_seeds
 from .sampling import spawn_seed as spawn_seed
 from .verdicts import (
@@ -272,23 +274,25 @@ class _Plan:
 
 
 def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_bytes: int, budget: int,
-          chunk_bytes: int) -> _Plan:
-    """Chunk sizes with fixed + 2·samples + unit work ≤ budget (samples counted twice: drawing them needs
-    temporaries), units no larger than ``chunk_bytes`` (speed). ParameterError when one trial of one pair does
-    not fit."""
+          chunk_bytes: int, draw_bytes: float = 0.0) -> _Plan:
+    """Chunk sizes with fixed + samples + drawing + unit work ≤ budget (a block's samples and the draw of the next
+    are counted as twice the samples, or as ``draw_bytes`` — the samplers' own peak for one block, output included:
+    ``sampling.sampler_bytes`` — where that is larger), units no larger than ``chunk_bytes`` (speed).
+    ParameterError when one trial of one pair does not fit."""
+    held = max(2 * sample_bytes, math.ceil(draw_bytes))  # a block's samples while the next is drawn
     per_pair_fixed = (2 * dim + 2) * itemsize + _ACCUMULATOR_BYTES_PER_PAIR + block * _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR
     unit_cost = per_pair * itemsize  # bytes of work per (trial, pair)
-    minimum = 2 * sample_bytes + per_pair_fixed + unit_cost
+    minimum = held + per_pair_fixed + unit_cost
     if minimum > budget:
         raise ParameterError(f"memory_budget must be at least {format_bytes(minimum)} for this run (estimator work, "
                              f"inputs and {block} trials' samples at a time), got {format_bytes(budget)}: use a "
                              f"smaller d or m, fewer pairs, lower block_trials, or raise the budget "
                              f"(--memory-budget)")
-    free = budget - 2 * sample_bytes - unit_cost  # ≥ per_pair_fixed
+    free = budget - held - unit_cost  # ≥ per_pair_fixed
     # Per-pair state (inputs, accumulators, one block of estimates) takes at most half of what is free.
     super_pairs = max(1, min(P, free // (2 * per_pair_fixed)))
     fixed = super_pairs * per_pair_fixed
-    budget_units = (budget - 2 * sample_bytes - fixed) // unit_cost  # ≥ 1 by construction
+    budget_units = (budget - held - fixed) // unit_cost  # ≥ 1 by construction
     units = max(1, min(budget_units, chunk_bytes // unit_cost))
     if units >= block:
         unit_trials, unit_pairs = block, max(1, min(super_pairs, units // block))
@@ -296,8 +300,8 @@ def _plan(P: int, dim: int, block: int, per_pair: int, itemsize: int, sample_byt
         unit_trials, unit_pairs = units, 1
     k = 1
     if unit_pairs == super_pairs and sample_bytes > 0:  # several whole blocks per unit, within budget and chunk
-        extra = 2 * sample_bytes + block * super_pairs * (unit_cost + _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR)
-        room = budget - 2 * sample_bytes - fixed - block * super_pairs * unit_cost
+        extra = held + block * super_pairs * (unit_cost + _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR)
+        room = budget - held - fixed - block * super_pairs * unit_cost
         k = int(max(1, min(MAX_UNIT_BLOCKS, units // (block * super_pairs), 1 + room // extra)))
     fixed += (k - 1) * block * super_pairs * _BLOCK_BUFFER_BYTES_PER_TRIAL_PAIR
     return _Plan(super_pairs, unit_trials * k, unit_pairs, fixed, k * unit_trials * unit_pairs * unit_cost, k)
@@ -421,7 +425,8 @@ class PreparedRun:
             gen.manual_seed(_seed_for_block(self.seed, b))
             gens.append(gen)
         streams = BlockStreams(tuple(self.block_size(b) for b in blocks), tuple(gens))
-        return self.estimator.sample_blocks(streams, self.d, device=self.device, dtype=self.dtype, dim=self.dim)
+        with memory_budget_scope(min(self.memory_budget, MAX_MEMORY_BUDGET)):  # what the samplers check against
+            return self.estimator.sample_blocks(streams, self.d, device=self.device, dtype=self.dtype, dim=self.dim)
 
     def block_groups(self) -> list[range]:
         """The blocks each unit estimates together: ``_Plan.unit_blocks`` at a time, fewer in short runs so that
@@ -574,11 +579,13 @@ def prepare(estimator: Estimator, x: np.ndarray, y: np.ndarray, options: MCOptio
     _plan(len(x), run.dim, block, per_pair, itemsize, 0, memory_budget, chunk_bytes)  # inputs + one unit fit?
     gen = torch.Generator(device=dev)
     gen.manual_seed(_seed_for_block(seed, 0))
-    one = _samples_nbytes(estimator.sample(1, d, generator=gen, device=dev, dtype=dtype, dim=run.dim))
-    _plan(len(x), run.dim, block, per_pair, itemsize, one * block, memory_budget, chunk_bytes)  # the block fits?
+    with memory_budget_scope(min(memory_budget, MAX_MEMORY_BUDGET)), sampler_calls() as calls:  # as in draw_group
+        one = _samples_nbytes(estimator.sample(1, d, generator=gen, device=dev, dtype=dtype, dim=run.dim))
+    draw = max((sampler_bytes(c, t * block, m, dd, k, size) for c, t, m, dd, k, size in calls), default=0.0)
+    _plan(len(x), run.dim, block, per_pair, itemsize, one * block, memory_budget, chunk_bytes, draw)  # block fits?
     run.first_block = run.draw(0)
     run.plan = _plan(len(x), run.dim, block, per_pair, itemsize, _samples_nbytes(run.first_block), memory_budget,
-                     chunk_bytes)
+                     chunk_bytes, draw)
     return run
 
 

@@ -168,7 +168,9 @@ def _kernel_average(m_mark: int) -> tuple[Any, Facts]:
                  "e_mark": _percent(mark)}
 
 
-KD_DS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)
+KD_D_ASKED = (8, 1000)
+"""The two dimensions the step's question compares (its text states the figure's values there)."""
+KD_DS = (2, 4, 8, 16, 32, 64, 128, 256, 512, 1000)
 
 
 def _error_vs_d(theta: float) -> tuple[Any, Facts]:
@@ -179,9 +181,11 @@ def _error_vs_d(theta: float) -> tuple[Any, Facts]:
     fig = lines(cols["d"], {"trig": cols["log10_rel_trig"], "positive": cols["log10_rel_pos"]}, xlabel="d",
                 ylabel="log₁₀ relative error √MSE/K", title=f"error against the dimension (m = 16, r = {KA_R:g})")
     fig.update_xaxes(type="log")
-    return fig, {"theta": theta, "trig_2": _percent(cols["log10_rel_trig"][0]),
-                 "trig_big": _percent(cols["log10_rel_trig"][-1]), "pos_2": _percent(cols["log10_rel_pos"][0]),
-                 "pos_big": _percent(cols["log10_rel_pos"][-1])}
+    small, big = (KD_DS.index(d) for d in KD_D_ASKED)
+    return fig, {"theta": theta, "d_small": KD_D_ASKED[0], "d_big": KD_D_ASKED[1],
+                 "trig_small": _percent(cols["log10_rel_trig"][small]),
+                 "trig_big": _percent(cols["log10_rel_trig"][big]), "pos_small": _percent(cols["log10_rel_pos"][small]),
+                 "pos_big": _percent(cols["log10_rel_pos"][big])}
 
 
 @lesson("kernel-average", "A kernel is an average", "K̂ averages m random features; its error falls as 1/√m.",
@@ -202,14 +206,14 @@ def _lesson_kernel_average() -> tuple[Step, ...]:
         _kernel_average, samples=True, options=tuple(2 ** k for k in range(11))),
         Step(
         "Higher dimension",
-        "Same estimator, same angle θ = 1 and length r = 1 between x and y, but now in d = 1 000 dimensions instead "
+        "Same estimator, same angle θ = 1 and length r = 1 between x and y, but now in d = 1,000 dimensions instead "
         "of d = 8. With independent random directions, the error of K̂ …",
         ("grows with d", "does not depend on d", "shrinks with d"), 1,
         "It does not depend on d: with independent directions the MSE depends on the pair only through |x − y| "
-        "(trig) or |x + y| and the norms (positive features). At m = 16 the relative error is {trig_2:.2f} % at "
-        "d = 2 and {trig_big:.2f} % at d = 1 024 for trig ({pos_2:.2f} % and {pos_big:.2f} % for positive "
-        "features). What d changes is the cost: each feature is a d-dimensional projection. Coupled directions "
-        "(lesson 4) are where d enters.",
+        "(trig) or |x + y| and the norms (positive features). At m = 16 the relative error is {trig_small:.2f} % "
+        "at d = {d_small:d} and {trig_big:.2f} % at d = {d_big:,d} for trig ({pos_small:.2f} % and {pos_big:.2f} % "
+        "for positive features). What d changes is the cost: each feature is a d-dimensional projection. Coupled "
+        "directions (lesson 4) are where d enters.",
         Param("theta", 1.0, help="angle between x and y (radians)", low=0.0, high=math.pi,
               label="θ (angle, radians)"),
         "Move θ (now {theta:.2f}): both lines move, and both stay flat in d.",
@@ -226,12 +230,14 @@ def _trig_vs_positive(r: float) -> tuple[Any, Facts]:
 
     cols = relative_error_columns(r, TP_M, TP_N)
     fig = relative_error_figure(cols, r, TP_M, TP_N, hybrid=False)
-    th = cols["theta"]
-    near_pi, near_0 = _nearest(th, 3.0), _nearest(th, 0.15)  # grid angles, as the figure's hover shows them
+    th = cols["theta"]  # a grid symmetric about π/2: the point mirroring index i is len − 1 − i
+    near_pi = _nearest(th, 3.0)  # a grid angle, as the figure's hover shows it
+    near_0 = len(th) - 1 - near_pi  # its mirror point, π − θ
     trig, pos = cols["log10_rel_trig"], cols["log10_rel_pos"]
     return fig, {"r": r, "theta_pi": float(th[near_pi]), "theta_0": float(th[near_0]),
                  "trig_pi": _percent(trig[near_pi]), "pos_pi": _percent(pos[near_pi]),
-                 "trig_0": _percent(trig[near_0]), "pos_0": _percent(pos[near_0])}
+                 "trig_0": _percent(trig[near_0]), "pos_0": _percent(pos[near_0]),
+                 "worst_trig": _percent(float(np.max(trig))), "theta_worst": float(th[int(np.argmax(trig))])}
 
 
 R_CONTROL = Param("r", 1.5, help="input length |x| = |y|", low=0.1, high=3.0, label="r (input length)")
@@ -246,9 +252,11 @@ def _lesson_trig_vs_positive() -> tuple[Step, ...]:
         "the kernel exp(x·y) is tiny. Which features have the larger **relative** error √MSE/K there?",
         ("trigonometric features (cos, sin)", "positive features (exp)", "both about the same"), 0,
         "Trig features: at θ = {theta_pi:.3f} their relative error is {trig_pi:,.0f} %, against {pos_pi:.2g} % for "
-        "positive features. Trig features are bounded, so their error does not shrink with K, and relative to a "
-        "tiny K it is huge. Positive features are products of exponentials that shrink with the kernel. Near θ = 0 "
-        "the roles swap: at θ = {theta_0:.3f} trig is at {trig_0:.2g} % and positive features at {pos_0:,.0f} %.",
+        "positive features, and at θ = {theta_worst:.3f} (π) it peaks at {worst_trig:,.0f} %. Trig features are "
+        "bounded, so their error does not shrink with K, and relative to a tiny K it is huge. Positive features are "
+        "products of exponentials that shrink with the kernel. Near θ = 0 the roles swap, exactly: at the mirror "
+        "angle π − {theta_pi:.3f} = {theta_0:.3f}, trig is at {trig_0:.2g} % and positive features at "
+        "{pos_0:,.0f} %.",
         R_CONTROL,
         "Move r (now {r:g}): at θ = {theta_pi:.3f} trig is at {trig_pi:,.0f} %. Larger inputs make both failures "
         "worse; the curves cross at θ = π/2, because each is the other's mirror image.",
@@ -256,6 +264,10 @@ def _lesson_trig_vs_positive() -> tuple[Step, ...]:
 
 
 # ---------------------------------------------------------------------------------------------- 3 · hybrids
+N_OPTIONS = tuple(2 ** k for k in range(10))
+"""The n control's values: powers of two, 1 to 512, evenly spaced on the slider (a log scale: n ≤ 32, where the
+worst case moves most, is half the track, not its first 6 %)."""
+
 def _hybrid(n: int) -> tuple[Any, Facts]:
     from .compute.hrf import relative_error_columns
     from .figures.hrf import relative_error_figure
@@ -275,16 +287,16 @@ def _lesson_hybrids() -> tuple[Step, ...]:
         "The worst case over all angles",
         "A **hybrid** estimator mixes the two: K̂ = λ̂·(positive) + (1 − λ̂)·(trig), where the random weight λ̂ "
         "estimates θ/π from n = 8 sign features. Over all angles θ, its **worst** relative error is …",
-        ("below the worst of both base estimators", "between the two base estimators' worst",
-         "above both: mixing adds noise"), 0,
-        "Below both: the worst relative error over θ is {worst_trig:,.0f} % for trig, {worst_pos:,.0f} % for "
-        "positive features and {worst_hybrid:,.0f} % for the hybrid (r = 1.5, m = 10). The hybrid is exact at "
+        ("below the base estimators' worst case", "the same as theirs", "above it: mixing adds noise"), 0,
+        "Below it: the worst relative error over θ is {worst_trig:,.0f} % for trig, {worst_pos:,.0f} % for "
+        "positive features (mirror images: the same worst case, at opposite ends) and {worst_hybrid:,.0f} % for the "
+        "hybrid (r = 1.5, m = 10). The hybrid is exact at "
         "θ = 0 and θ = π, but in between λ̂'s own noise lets some of each base estimator's error in: it is not "
         "better everywhere, it caps the worst case (HRF Theorem 3.5).",
         Param("n", 8, "int", "λ-features", low=1, high=512, label="n (λ-features)"),
         "Move n (now {n:d}): the hybrid's worst case is {worst_hybrid:,.0f} %. More λ-features make λ̂ less noisy and "
         "bring it down, with diminishing returns.",
-        _hybrid),)
+        _hybrid, options=N_OPTIONS),)
 
 
 # -------------------------------------------------------------------------------------------------- 4 · coupling

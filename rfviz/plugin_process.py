@@ -34,6 +34,7 @@ Built-in estimators (no plugin code) keep running in-process.
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import functools
 import io
@@ -77,6 +78,10 @@ STATUS_MAX_BYTES = 4096
 ANSWER_FORMAT = "rfviz-plugin-answer/1"
 MAX_WIRE_DEPTH = 32
 """Nesting the answer may have (a report nests 5 levels deep)."""
+MAX_ANSWER_ITEMS = 2_000_000
+"""Most JSON values an answer may parse into, counted before ``json.loads`` as its ``[``, ``{`` and ``,`` bytes (an
+upper bound: arrays travel as ``.npy`` text, so a real report holds a few thousand): 11 million empty lists fit in the
+32 MiB cap and would cost ~2 GB parsed."""
 GROUP_EXIT_TIMEOUT_S = 5.0
 """Seconds ``run_isolated`` waits, after the SIGKILL of the plugin's process group, for every member to end."""
 OUTPUT_TAIL = 2000
@@ -365,6 +370,10 @@ def read_answer(raw: bytes, label: str) -> Any:
     >>> read_answer(answer_json({"m": 8}).encode(), "plugin 'x.py'")
     {'m': 8}
     """
+    items = raw.count(b"[") + raw.count(b"{") + raw.count(b",")
+    if items > MAX_ANSWER_ITEMS:
+        raise PluginError(f"{label}: its answer holds about {items} JSON values, more than the {MAX_ANSWER_ITEMS} a "
+                          f"report may have (refused before parsing)")
     try:
         data = json.loads(raw.decode("ascii"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -603,32 +612,104 @@ def run_isolated(task: str, payload: dict[str, Any], label: str, limits: PluginL
     >>> run_isolated("discover", {"spec": "examples/tempered_positive.py"}, "plugin")  # doctest: +SKIP
     """
     limits = PluginLimits.from_env() if limits is None else limits
-    with tempfile.TemporaryDirectory(prefix="rfviz-plugin-", ignore_cleanup_errors=True) as tmp:
-        folder = pathlib.Path(tmp)
-        request = {"task": task, "payload": payload, "limits": {**asdict(limits), "file_bytes": FILE_MAX_BYTES},
-                   "sys_path": list(sys.path),
-                   "memory_budget": current_memory_budget(), "answer": str(folder / "answer.json"),
-                   "status": str(folder / "status")}
-        (folder / "request.json").write_text(json.dumps(request, default=_plain), encoding="utf-8")
-        env = dict(os.environ)
-        root = str(pathlib.Path(__file__).resolve().parents[1])
-        env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
-        with open(folder / "stdout", "w+b") as out, open(folder / "stderr", "w+b") as err:
-            proc = subprocess.Popen([sys.executable, "-m", "rfviz._plugin_worker", str(folder / "request.json")],
-                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
-                                    env=env)
+    tmp = tempfile.mkdtemp(prefix="rfviz-plugin-")
+    try:
+        return _run_in(pathlib.Path(tmp), task, payload, label, limits, progress)
+    finally:
+        remove_tree(tmp)
+
+
+def _run_in(folder: pathlib.Path, task: str, payload: dict[str, Any], label: str, limits: PluginLimits,
+            progress: Callable[[float], None] | None) -> Any:
+    """``run_isolated``'s work inside its private folder (removed by the caller, whatever the plugin left there)."""
+    request = {"task": task, "payload": payload, "limits": {**asdict(limits), "file_bytes": FILE_MAX_BYTES},
+               "sys_path": list(sys.path),
+               "memory_budget": current_memory_budget(), "answer": str(folder / "answer.json"),
+               "status": str(folder / "status")}
+    (folder / "request.json").write_text(json.dumps(request, default=_plain), encoding="utf-8")
+    env = dict(os.environ)
+    root = str(pathlib.Path(__file__).resolve().parents[1])
+    env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    with open(folder / "stdout", "w+b") as out, open(folder / "stderr", "w+b") as err:
+        proc = subprocess.Popen([sys.executable, "-m", "rfviz._plugin_worker", str(folder / "request.json")],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,
+                                env=env)
+        try:
+            code, stage, timed_out = _wait(proc, folder / "status", limits, progress, label)
+        finally:
+            _kill_group(proc.pid)  # the worker, if still running, and whatever it forked or started
+            _end_group(proc)
+            _keep_output(_tail(out.fileno()) + _tail(err.fileno()))
+    if timed_out or code != 0:
+        raise _failure(label, code, stage, timed_out, limits)
+    raw = read_capped(folder / "answer.json", RESULT_MAX_BYTES, "answer file", label)
+    if raw is None:
+        raise _failure(label, code, stage, timed_out, limits)
+    return read_answer(raw, label)
+
+
+def _open_dir(name: str, dir_fd: int | None) -> int:
+    """A directory's fd, not following a link; one the plugin made unreadable is given back its owner's rights."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+    try:
+        return os.open(name, flags, dir_fd=dir_fd)
+    except PermissionError:
+        os.chmod(name, 0o700, dir_fd=dir_fd, follow_symlinks=False)
+        return os.open(name, flags, dir_fd=dir_fd)
+
+
+def remove_tree(path: str | os.PathLike[str]) -> None:
+    """Remove a plugin's folder and everything in it without recursion, whatever its depth or path length: every
+    subdirectory is first moved up into the folder itself (renamed there), so no path is longer than two names and
+    at most two directories are open at once; links are removed, never followed. Errors are ignored (best effort).
+
+    Parameters
+    ----------
+    path : the folder.
+
+    Examples
+    --------
+    >>> d = tempfile.mkdtemp(); os.makedirs(os.path.join(d, "a", "b")); remove_tree(d); os.path.exists(d)
+    False
+    """
+    try:
+        root = _open_dir(os.fspath(path), None)
+    except OSError:
+        return
+    token, count, todo, emptied = os.urandom(6).hex(), 0, [None], []
+    try:
+        while todo:
+            name = todo.pop()
             try:
-                code, stage, timed_out = _wait(proc, folder / "status", limits, progress, label)
+                fd = root if name is None else _open_dir(name, root)
+            except OSError:
+                continue
+            try:
+                for entry in list(os.scandir(fd)):
+                    try:
+                        if not entry.is_dir(follow_symlinks=False):
+                            os.unlink(entry.name, dir_fd=fd)
+                        elif name is None:
+                            todo.append(entry.name)
+                        else:
+                            count += 1
+                            moved = f".rfviz-removing-{token}-{count}"
+                            os.rename(entry.name, moved, src_dir_fd=fd, dst_dir_fd=root)
+                            todo.append(moved)
+                    except OSError:
+                        pass
             finally:
-                _kill_group(proc.pid)  # the worker, if still running, and whatever it forked or started
-                _end_group(proc)
-                _keep_output(_tail(out.fileno()) + _tail(err.fileno()))
-        if timed_out or code != 0:
-            raise _failure(label, code, stage, timed_out, limits)
-        raw = read_capped(folder / "answer.json", RESULT_MAX_BYTES, "answer file", label)
-        if raw is None:
-            raise _failure(label, code, stage, timed_out, limits)
-        return read_answer(raw, label)
+                if fd != root:
+                    os.close(fd)
+            if name is not None:
+                emptied.append(name)
+        for name in emptied:
+            with contextlib.suppress(OSError):
+                os.rmdir(name, dir_fd=root)
+    finally:
+        os.close(root)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
 
 
 def _keep_output(text: str) -> None:
@@ -699,6 +780,7 @@ def check_isolated(target: str, extra_plugins: Sequence[str], params: dict[str, 
     report = run_isolated("check", payload, label, limits, progress)
     if not isinstance(report, LabReport):
         raise PluginError(f"{label}: its answer is not a lab report")
+    check_report_grid(report, label)
     return report
 
 
@@ -741,7 +823,38 @@ def check_feature_map_isolated(features: str, kernel: str, compare: Sequence[str
     report = run_isolated("check_features", payload, label, limits, progress)
     if not isinstance(report, LabReport):
         raise PluginError(f"{label}: its answer is not a lab report")
+    check_report_grid(report, label)
     return report
+
+
+def check_report_grid(report: Any, label: str) -> None:
+    """Refuse (PluginError, one line) a lab report whose arrays do not fit its grid: ``r`` and ``theta`` must be
+    one-dimensional and every other array of the report and of its comparisons (len(r), len(theta)), as the lab
+    builds them; a report forged by a plugin process is otherwise printed as if the lab had made it.
+
+    Parameters
+    ----------
+    report : rfviz.lab.LabReport
+        Rebuilt from the worker's answer.
+    label : str
+        How the message names the plugin.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> check_report_grid(SimpleNamespace(r=np.ones(2), theta=np.ones(3), bias_z=np.ones((2, 3))), "plugin")
+    """
+    r, theta = np.asarray(report.r), np.asarray(report.theta)
+    if r.ndim != 1 or theta.ndim != 1 or r.size == 0 or theta.size == 0:
+        raise PluginError(f"{label}: its answer is not a lab report (r and theta must be non-empty lists, got shapes "
+                          f"{r.shape} and {theta.shape})")
+    grid = (r.size, theta.size)
+    parts = [("", report), *((f"comparison {i}: ", c) for i, c in enumerate(getattr(report, "comparisons", []) or []))]
+    for where, part in parts:
+        for name, value in vars(part).items():
+            if name not in ("r", "theta") and isinstance(value, np.ndarray) and value.shape != grid:
+                raise PluginError(f"{label}: its answer is not a lab report ({where}{name} has shape {value.shape}, "
+                                  f"not the grid's {grid})")
 
 
 @dataclass(frozen=True)

@@ -13,14 +13,17 @@ declared in ``rfviz.registries.COUPLINGS``.
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
-from .params import COUPLING_PARAM, DEVICE_PARAM, ParameterError, check
+from .params import COUPLING_PARAM, DEVICE_PARAM, ParameterError, check, require_fits
 from .registries import COUPLINGS, IID
 
 OmegaSampler = Callable[..., tuple[torch.Tensor, torch.Tensor]]
@@ -466,6 +469,148 @@ def random_frame(trials: int, d: int, dim: int, generator: RandomSource, device:
     return g
 
 
+def frame_bytes(rows: int, d: int, dim: int, itemsize: int = 8) -> float:
+    """Peak bytes of ``random_frame(rows, d, dim)``: its output and one chunk's orthogonalisation temporaries.
+
+    Parameters
+    ----------
+    rows : int
+        Frames drawn.
+    d : int
+        Input dimension.
+    dim : int
+        Orthonormal columns per frame.
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes.
+
+    Examples
+    --------
+    >>> frame_bytes(1, 1000, 2) >= 8 * 2 * 1000
+    True
+    """
+    chunk = min(rows, max(1, FRAME_CHUNK_ELEMENTS // max(1, dim * d))) * dim * d
+    return float(itemsize) * (float(rows) * dim * d + 3.0 * chunk)
+
+
+def sample_iid_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
+    """Peak bytes of ``sample_iid``: the coordinates, their squares, the χ² draw (float64) and the norms (measured
+    39 bytes per ω at dim = 2 with ru_maxrss, 128 trials × 60 000 features; counted 48).
+
+    Parameters
+    ----------
+    trials : int
+        Independent draws (the engine's trials of one block).
+    m : int
+        Features per draw.
+    d : int
+        Input dimension.
+    dim : int
+        Columns drawn per feature (2 for a pair's two projections).
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes of the draw.
+
+    Examples
+    --------
+    >>> sample_iid_bytes(10, 4, 3, 2)
+    1920.0
+    """
+    return float(trials) * m * (itemsize * (2 * dim + 1) + 8.0)
+
+
+def sample_orthogonal_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
+    """Peak bytes of ``sample_orthogonal``: the frames of every block (``frame_bytes``), the χ² lengths and the
+    scaled directions (measured 49 bytes per ω at dim = 2, d = 8, 128 trials × 60 000 features; counted 56).
+
+    Parameters
+    ----------
+    trials : int
+        Independent draws (the engine's trials of one block).
+    m : int
+        Features per draw.
+    d : int
+        Input dimension.
+    dim : int
+        Columns drawn per feature (2 for a pair's two projections).
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes of the draw.
+
+    Examples
+    --------
+    >>> sample_orthogonal_bytes(1, 4, 1000, 2) > frame_bytes(1, 1000, 2)
+    True
+    """
+    return frame_bytes(trials * -(-m // d), d, dim, itemsize) + float(trials) * m * (itemsize * (dim + 1) + 16.0)
+
+
+def sampler_bytes(coupling: str, trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
+    """Peak working memory (bytes) of one call of a coupling's sampler, output included, before it runs: the
+    coupling's sampler module states it as ``<sampler>_bytes`` beside the sampler (``sample_iid_bytes``,
+    ``rfviz.maths.qmc.sample_qmc_halton_bytes``, …; a sampler without one is counted as iid).
+
+    Parameters
+    ----------
+    coupling : a registered coupling.
+    trials, m, d, dim : as for ``sample_omegas``.
+    itemsize : bytes per element of the samples' dtype.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> sampler_bytes("iid", 10, 4, 3, 2) == sample_iid_bytes(10, 4, 3, 2)
+    True
+    """
+    module, _, function = COUPLINGS[check(coupling, COUPLING_PARAM)].sampler_path.partition(":")
+    cost = getattr(importlib.import_module(module), function + "_bytes", sample_iid_bytes)
+    return float(cost(trials, m, d, dim, itemsize))
+
+
+_CALLS: ContextVar[list[tuple[str, int, int, int, int, int]] | None] = ContextVar("rfviz_sampler_calls", default=None)
+
+
+@contextlib.contextmanager
+def sampler_calls() -> Iterator[list[tuple[str, int, int, int, int, int]]]:
+    """Record the (coupling, trials, m, d, dim, itemsize) of every ``sample_omegas`` call in a block, so that a
+    caller who probed one trial can cost the same draws at any number of trials (``sampler_bytes``): the engine's
+    memory plan counts the samplers' working memory this way.
+
+    Yields
+    ------
+    list of tuple
+        The calls recorded so far, appended to while the block runs.
+
+    Examples
+    --------
+    >>> with sampler_calls() as calls:
+    ...     _ = sample_omegas("iid", 1, 4, 8, 2, torch.Generator().manual_seed(0), torch.device("cpu"), torch.float64)
+    >>> calls
+    [('iid', 1, 4, 8, 2, 8)]
+    """
+    calls: list[tuple[str, int, int, int, int, int]] = []
+    token = _CALLS.set(calls)
+    try:
+        yield calls
+    finally:
+        _CALLS.reset(token)
+
+
 def sample_iid(trials: int, m: int, d: int, dim: int, generator: RandomSource, device: torch.device,
                dtype: torch.dtype, norms: bool = True) -> tuple[torch.Tensor, torch.Tensor | None]:
     """ω_i iid N(0, I_d). Returns (reduced coordinates (trials, m, dim), |ω|² (trials, m), or None when ``norms``
@@ -629,6 +774,12 @@ def sample_omegas(coupling: str, trials: int, m: int, d: int, dim: int, generato
     check(coupling, COUPLING_PARAM)
     if dim > d:
         raise ParameterError(f"d must be ≥ {dim} (the dimension of the inputs), got {d}")
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    calls = _CALLS.get()
+    if calls is not None:
+        calls.append((coupling, int(trials), int(m), int(d), int(dim), itemsize))
+    require_fits(f"drawing {trials} trial(s) of {m} {coupling} projections in d = {d} ({dim} coordinates kept)",
+                 sampler_bytes(coupling, trials, m, d, dim, itemsize), "lower m, d or the trials drawn at once")
     if not norms and coupling == IID:
         return sample_iid(trials, m, d, dim, generator, device, dtype, norms=False)
     sampler: OmegaSampler = COUPLINGS[coupling].sampler()

@@ -8,7 +8,8 @@
   the shared composite controls (``kernel_and_estimators``, ``colour_range``, ``unused``).
 * ``_run``: ``guard`` (ParameterError → ``st.error``, the page carries on), ``cached``, ``memo``/``cached_mc``
   (Monte Carlo shared by all sessions, single-flight, run in the bounded pool off the page's thread; ``pooled``
-  for one page's own job; ``wait_for`` shows a job's queue place and progress), ``shared_figure`` (a
+  for one page's own job; ``wait_for`` shows a job's queue place and progress; ``stages``, a progress bar naming
+  the stage a run is in), ``shared_figure`` (a
   closed-form figure built once for every session), ``freeze``.
 * ``_output``: ``plot``, ``announce_coinciding``, ``downloads`` (CSV + HTML, generated on click).
 * ``_text``: ``plain`` and ``short`` (user-supplied text made inert and cut for messages).
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from ._frame import freeze_startup_objects, logo_url, page, sidebar_info
 from ._output import announce_coinciding, downloads, plot
-from ._run import cached, cached_mc, freeze, guard, memo, pooled, shared_figure, wait_for
+from ._run import cached, cached_mc, freeze, guard, memo, pooled, shared_figure, stages, wait_for
 from ._text import plain, short
 from ._url import PageState, to_text, valid
 from ._widgets import colour_range, estimator_params, kernel_and_estimators, unused
@@ -29,5 +30,5 @@ from ._widgets import colour_range, estimator_params, kernel_and_estimators, unu
 __all__ = [
     "PageState", "announce_coinciding", "cached", "cached_mc", "colour_range", "downloads", "estimator_params",
     "freeze", "freeze_startup_objects", "guard", "kernel_and_estimators", "logo_url", "memo", "page", "plain", "plot",
-    "pooled", "shared_figure", "short", "sidebar_info", "to_text", "unused", "valid", "wait_for",
+    "pooled", "shared_figure", "short", "sidebar_info", "stages", "to_text", "unused", "valid", "wait_for",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -188,3 +188,36 @@ def freeze(value: Any) -> Any:
     if hasattr(value, "tolist"):
         return freeze(value.tolist())
     return value
+
+
+
+@contextmanager
+def stages(what: str, names: Sequence[str]) -> Iterator[Progress]:
+    """``with ui.stages("Fitting the models", STAGES) as progress: ui.memo(..., progress)``: a progress bar for a
+    run in named stages that share the progress equally, drawn at the first ``progress(fraction)`` (a result
+    already computed draws nothing) with the stage the fraction falls in (``what: stage (i of n)``), removed at the
+    end of the ``with``.
+
+    Parameters
+    ----------
+    what : str
+        What runs ("Fitting the models").
+    names : sequence of str
+        The stages, in order.
+
+    Yields
+    ------
+    callable
+        The ``progress(fraction)`` callback for ``memo``/``pooled``.
+    """
+    slot = st.empty()
+
+    def progress(fraction: float) -> None:
+        f = min(max(float(fraction), 0.0), 1.0)
+        i = min(int(f * len(names)), len(names) - 1)
+        slot.progress(f, text=f"{what}: {names[i]} ({i + 1} of {len(names)})")
+
+    try:
+        yield progress
+    finally:
+        slot.empty()

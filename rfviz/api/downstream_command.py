@@ -51,6 +51,10 @@ class DownstreamRow(Result):
         Mean downstream error and its standard error over the repeats.
     kernel_relative_error : float or None
         The closed-form relative kernel error (None for Nyström).
+    asked_length : int or None
+        The length asked for where Nyström's columns were capped (absent from the JSON otherwise).
+    cap : str or None
+        Why the length is smaller than asked (Nyström has at most one column per point); absent otherwise.
 
     Examples
     --------
@@ -65,6 +69,8 @@ class DownstreamRow(Result):
     error: float | None
     stderr: float | None
     kernel_relative_error: float | None
+    asked_length: int | None = None
+    cap: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -70,10 +70,9 @@ class SweepResult(Result):
         pandas.DataFrame
             One row per grid point, the columns of the sweep file.
         """
-        import pandas as pd
+        from ..compute.sweep_files import read_rows
 
-        path = pathlib.Path(self.out)
-        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        return read_rows(self.out)
 
 
 def _fixed_texts(name: str, fixed: Mapping[str, Any]) -> dict[str, str]:

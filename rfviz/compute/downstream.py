@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ..engine import spawn_seed, work_seconds
-from ..gram_engine import feature_count, frobenius_sq_closed_form, kernel_matrix
+from ..gram_engine import GRAM_MAX_SECONDS, feature_count, frobenius_sq_closed_form, kernel_matrix
 from ..params import Cost, ParameterError, require_cost
 from .catalog import make_estimator
 
@@ -45,6 +45,13 @@ the maps compared: 5.9e-8 on 400 × 400 digits pairs at d = 64, one core; trig, 
 CLOSED_FORM_BYTES_PER_PAIR_COORDINATE = 32.0
 """Peak bytes of that closed form per pair and coordinate (measured: about 20 for hybrid angular, 9 for the
 others, as growth of the peak resident memory on 400 × 400 digits pairs)."""
+SECONDS_PER_REPEAT = 0.01
+"""Fixed seconds of one (method, length, repeat) beside its multiply-adds: a feature draw, a scikit-learn fit and its
+prediction (measured 2026-11-28 on the shared 2-core VM: 5.4 ms per ridge repeat on the synthetic set, 6 ms per
+attention repeat on iris at length 16, 18 ms per Nyström repeat; erring slow)."""
+MAX_SECONDS = GRAM_MAX_SECONDS
+"""Longest downstream study run without a time budget in force (the CLI's and the API's default): the same limit as
+``rfviz gram``'s Monte Carlo (``rfviz.gram_engine.GRAM_MAX_SECONDS``, ten minutes)."""
 
 
 @dataclass(frozen=True)
@@ -182,13 +189,37 @@ def downstream_cost(n_train: int, n_test: int, d: int, lengths: Sequence[int], m
     nbytes = 8.0 * (3 * (n_train + n_test) * top + 2 * n_train * n_train)
     nbytes += pair_coordinates * CLOSED_FORM_BYTES_PER_PAIR_COORDINATE
     seconds = work_seconds(work)  # the engine's time model of the features and the linear algebra
+    seconds += len(lengths) * methods * repeats * SECONDS_PER_REPEAT
     seconds += len(lengths) * methods * pair_coordinates * CLOSED_FORM_SECONDS_PER_PAIR_COORDINATE
     return Cost(nbytes, seconds)
 
 
+def require_downstream_cost(what: str, cost: Cost) -> None:
+    """Refuse up front (ParameterError, one line) a study over the memory or time budget in force, or, where no time
+    budget is in force, over ``MAX_SECONDS`` (as ``rfviz gram`` refuses a Monte Carlo over its work budget).
+
+    Parameters
+    ----------
+    what : str
+        The study, for the message.
+    cost : Cost
+        From :func:`downstream_cost`.
+
+    Examples
+    --------
+    >>> require_downstream_cost("a small study", downstream_cost(300, 100, 10, [64], 2, 10))
+    """
+    hint = "use fewer repeats, lengths, estimators or points"
+    require_cost(what, cost, hint)
+    if not cost.seconds <= MAX_SECONDS:
+        raise ParameterError(f"{what} would take about {cost.seconds:.3g} s on one core, more than the limit of "
+                             f"{MAX_SECONDS:.0f} s; {hint}")
+
+
 def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray, *,
                 names: Sequence[str] = RIDGE_ESTIMATORS, lengths: Sequence[int] = (32, 64, 128), repeats: int = 10,
-                scale: float = 0.3, alpha: float = 1.0, seed: int = 0, nystroem: bool = True) -> Study:
+                scale: float = 0.3, alpha: float = 1.0, seed: int = 0, nystroem: bool = True,
+                report: Callable[[float], None] | None = None) -> Study:
     """Test RMSE of ridge regression on random features against exact Gaussian kernel ridge.
 
     Parameters
@@ -210,6 +241,8 @@ def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_
     nystroem : bool
         Include scikit-learn's Nystroem at each length (at most every training point: one row per distinct
         count).
+    report : callable, optional
+        ``report(fraction)`` with the share of the study done, after each method and length.
 
     Returns
     -------
@@ -232,9 +265,8 @@ def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_
 
     if repeats < 2:
         raise ParameterError(f"repeats must be an integer in [2, inf), got {repeats}")
-    require_cost(f"the ridge study ({repeats} repeats)", downstream_cost(
-        len(X_train), len(X_test), X_train.shape[1], lengths, len(names) + int(nystroem), repeats),
-        "use fewer repeats, lengths or points")
+    require_downstream_cost(f"the ridge study ({repeats} repeats)", downstream_cost(
+        len(X_train), len(X_test), X_train.shape[1], lengths, len(names) + int(nystroem), repeats))
     Xs, Xt = X_train * scale, X_test * scale
     mean = float(np.mean(y_train))
 
@@ -257,8 +289,9 @@ def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_
                 errs.append(rmse(model.predict(phi_t)))
             k_err = math.sqrt(frobenius_sq_closed_form(est, Xs, Xs) / float(np.sum(kernel_matrix(est, Xs, Xs) ** 2)))
             rows.append(Row(name, int(phi.shape[1]), m, *_mean_se(errs), k_err))
+            _report(report, len(rows) / (len(names) * len(lengths) + int(nystroem)))
         if nystroem and name == names[-1]:
-            for components in dict.fromkeys(min(length, len(Xs)) for length in lengths):  # at most every point
+            for components, extra in nystroem_lengths(lengths, len(Xs)).items():
                 errs = []
                 for r in range(repeats):
                     ny = Nystroem(kernel="rbf", gamma=0.5, n_components=components,
@@ -266,7 +299,8 @@ def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_
                     phi = ny.fit_transform(Xs)
                     model = Ridge(alpha=alpha, fit_intercept=False).fit(phi, y_train - mean)
                     errs.append(rmse(model.predict(ny.transform(Xt))))
-                rows.append(Row("nystroem", int(components), None, *_mean_se(errs), None))
+                rows.append(Row("nystroem", int(components), None, *_mean_se(errs), None, extra))
+    _report(report, 1.0)
     rf = [r for r in rows if r.method != "nystroem"]
     return Study("kernel ridge regression (test RMSE)", rows, exact,
                  _spearman([r.kernel_error for r in rf], [abs(r.error - exact) for r in rf]))
@@ -274,7 +308,7 @@ def ridge_study(X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_
 
 def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Sequence[str] = ATTENTION_ESTIMATORS,
                     lengths: Sequence[int] = (32, 64, 128), repeats: int = 10, seed: int = 0,
-                    nystroem: bool = True) -> Study:
+                    nystroem: bool = True, report: Callable[[float], None] | None = None) -> Study:
     """Relative error ‖ÂV − AV‖_F/‖AV‖_F of softmax attention from random features (Performer's Â) and Nyström.
 
     Parameters
@@ -284,6 +318,8 @@ def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Seque
     names : sequence of str
         Estimators of the softmax kernel (asymmetric maps use their query and key sides).
     lengths, repeats, seed, nystroem : as in :func:`ridge_study`.
+    report : callable, optional
+        ``report(fraction)`` with the share of the study done, as in :func:`ridge_study`.
 
     Returns
     -------
@@ -301,9 +337,8 @@ def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Seque
     """
     from sklearn.kernel_approximation import Nystroem
 
-    require_cost(f"the attention study ({repeats} repeats)", downstream_cost(
-        len(Q) + len(K), 0, Q.shape[1], lengths, len(names) + int(nystroem), repeats, pairs=len(Q) * len(K)),
-        "use fewer repeats, lengths or points")
+    require_downstream_cost(f"the attention study ({repeats} repeats)", downstream_cost(
+        len(Q) + len(K), 0, Q.shape[1], lengths, len(names) + int(nystroem), repeats, pairs=len(Q) * len(K)))
     probe = make_estimator("positive", {"m": 1}, "softmax")
     kmat = kernel_matrix(probe, Q, K)
     out = (kmat / kmat.sum(1, keepdims=True)) @ V
@@ -326,15 +361,17 @@ def attention_study(Q: np.ndarray, K: np.ndarray, V: np.ndarray, *, names: Seque
                 errs.append(err(pq @ pk.T))
             k_err = math.sqrt(frobenius_sq_closed_form(est, Q, K) / float(np.sum(kmat**2)))
             rows.append(Row(name, int(pq.shape[1]), m, *_mean_se(errs), k_err))
+            _report(report, len(rows) / (len(names) * len(lengths) + int(nystroem)))
     if nystroem:
         both = np.vstack([Q, K])
-        for components in dict.fromkeys(min(length, len(both)) for length in lengths):  # at most every point
+        for components, extra in nystroem_lengths(lengths, len(both)).items():
             errs = []
             for r in range(repeats):
                 ny = Nystroem(kernel=lambda a, b: float(np.exp(a @ b)), n_components=components,
                               random_state=_nystroem_state(seed, r)).fit(both)
                 errs.append(err(ny.transform(Q) @ ny.transform(K).T))
-            rows.append(Row("nystroem", int(components), None, *_mean_se(errs), None))
+            rows.append(Row("nystroem", int(components), None, *_mean_se(errs), None, extra))
+    _report(report, 1.0)
     rf = [r for r in rows if r.method != "nystroem"]
     return Study("softmax attention (relative output error)", rows, 0.0,
                  _spearman([r.kernel_error for r in rf], [r.error for r in rf]))
@@ -371,8 +408,43 @@ def regression_sets(seed: int = 0) -> dict[str, tuple[np.ndarray, ...]]:
     return {"diabetes": ((Xa - mu) / sd, ya, (Xb - mu) / sd, yb), "synthetic": (S[:180], t[:180], S[180:], t[180:])}
 
 
+NO_CLOSED_FORM = "— (Nyström: no closed form)"
+"""What the page's table shows where a row has no closed-form kernel error (never a raw None)."""
+
+
+def nystroem_lengths(lengths: Sequence[int], points: int) -> dict[int, dict[str, Any]]:
+    """Nyström's column counts for the asked ``lengths``: at most one column per fitted point, so a length over
+    ``points`` is capped there (stated in the row: ``asked_length`` and ``cap`` in its JSON, the page's table).
+
+    Parameters
+    ----------
+    lengths : sequence of int
+        The feature lengths asked for.
+    points : int
+        How many points Nyström is fitted on.
+
+    Returns
+    -------
+    dict
+        Column count → the row's extra fields (empty when not capped); one entry per distinct count.
+
+    Examples
+    --------
+    >>> nystroem_lengths([64, 128, 256], 180)
+    {64: {}, 128: {}, 180: {'asked_length': 256, 'cap': 'Nyström has at most one column per point (180 points)'}}
+    """
+    out: dict[int, dict[str, Any]] = {}
+    for length in lengths:
+        components = min(int(length), int(points))
+        extra = {} if components == length else {
+            "asked_length": int(length), "cap": f"Nyström has at most one column per point ({points} points)"}
+        out.setdefault(components, extra)
+    return out
+
+
 def study_table(study: Study, titles: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """A study's rows for a page table (method titles, error ± standard error, the kernel error).
+    """A study's rows for a page table (method titles, length, error ± standard error, the kernel error): every
+    cell text or a number, never None (a Nyström row has no closed-form error; a capped length says so).
 
     Parameters
     ----------
@@ -383,10 +455,18 @@ def study_table(study: Study, titles: dict[str, str] | None = None) -> list[dict
     Returns
     -------
     list of dict
+
+    Examples
+    --------
+    >>> row = Row("nystroem", 180, None, 1.0, 0.1, None, {"asked_length": 256, "cap": "at most 180"})
+    >>> study_table(Study("t", [row], 0.0, None))[0]["closed-form rel. Gram error"]
+    '— (Nyström: no closed form)'
     """
     return [{"method": "Nyström (scikit-learn)" if r.method == "nystroem" else (titles or {}).get(r.method, r.method),
-             "length": r.length, "error": r.error, "± stderr": r.stderr,
-             "closed-form rel. Gram error": r.kernel_error}
+             "length": (f"{r.length} ({r.extra['asked_length']} asked: {r.extra['cap']})" if "cap" in r.extra
+                        else str(r.length)),
+             "error": r.error, "± stderr": r.stderr,
+             "closed-form rel. Gram error": NO_CLOSED_FORM if r.kernel_error is None else f"{r.kernel_error:.4g}"}
             for r in study.rows]
 
 
@@ -413,7 +493,18 @@ def attention_values(n_keys: int, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).normal(size=(n_keys, VALUE_DIM))
 
 
-def page_studies(queries: np.ndarray, keys: np.ndarray, repeats: int = 8, seed: int = 0) -> dict[str, Study]:
+PAGE_STAGES = ("fitting ridge regression on diabetes", "fitting ridge regression on the synthetic set",
+               "attention on these queries and keys")
+"""The stages of ``page_studies``, in order: its progress runs through them in equal shares."""
+
+
+def _report(report: Callable[[float], None] | None, fraction: float) -> None:
+    if report is not None:
+        report(min(1.0, fraction))
+
+
+def page_studies(queries: np.ndarray, keys: np.ndarray, repeats: int = 8, seed: int = 0,
+                 report: Callable[[float], None] | None = None) -> dict[str, Study]:
     """The Your-data page's downstream panel: ridge on diabetes and on the synthetic set, attention on the page's
     queries and keys (values drawn once from ``seed``), lengths 32, 64, 128.
 
@@ -422,15 +513,23 @@ def page_studies(queries: np.ndarray, keys: np.ndarray, repeats: int = 8, seed: 
     queries, keys : np.ndarray
         The page's data (N, d) and (M, d).
     repeats, seed : feature draws and seed.
+    report : callable, optional
+        ``report(fraction)``: the progress, through the ``PAGE_STAGES`` in equal shares.
 
     Returns
     -------
     dict of Study
     """
+    share = 1.0 / len(PAGE_STAGES)
+
+    def stage(i: int) -> Callable[[float], None]:
+        return lambda f: _report(report, share * (i + f))
+
     out = {f"ridge · {name}": ridge_study(*parts, names=PAGE_RIDGE_ESTIMATORS, lengths=PAGE_LENGTHS, repeats=repeats,
                                           scale=REGRESSION_SETTINGS[name][0], alpha=REGRESSION_SETTINGS[name][1],
-                                          seed=seed)
-           for name, parts in regression_sets(seed).items()}
+                                          seed=seed, report=stage(i))
+           for i, (name, parts) in enumerate(regression_sets(seed).items())}
     out["attention · these pairs"] = attention_study(queries, keys, attention_values(len(keys), seed),
-                                                     lengths=PAGE_LENGTHS, repeats=repeats, seed=seed)
+                                                     lengths=PAGE_LENGTHS, repeats=repeats, seed=seed,
+                                                     report=stage(len(PAGE_STAGES) - 1))
     return out

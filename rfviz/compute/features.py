@@ -27,12 +27,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import torch
 from scipy.special import logsumexp
 
 from ..estimators import Estimator, get_estimator
 from ..geometry import check_d, embed_pair
-from ..gram_engine import feature_count
-from ..params import Cost, Param, ParameterError, check, require_cost
+from ..gram_engine import PROBE_M
+from ..maths.dp import AVERAGED_EMBEDDINGS, ROTATIONS, rotation_frames_bytes
+from ..params import Cost, Param, ParameterError, check, require_cost, require_fits
 from .catalog import make_estimator
 
 EPS_PARAM = Param("eps", 0.1, "float", "target relative error √MSE/|K| (0.1 = 10 %)", low=0.0, high=1e6,
@@ -108,14 +110,14 @@ def grid_target(r: Any, theta: Any, d: int, over: str = "point", embedding: str 
     if over == "gram":
         raise ParameterError("over=gram needs a data set (data=...), not r and theta")
     d = check_d(d)
-    rr = np.atleast_1d(np.asarray(r, dtype=float)).ravel()
-    tt = np.atleast_1d(np.asarray(theta, dtype=float)).ravel()
+    rr, tt = _axis_values("r", r), _axis_values("theta", theta)
     if over == "point" and rr.size * tt.size != 1:
         raise ParameterError(f"over=point needs one r and one theta, got {rr.size} and {tt.size} values; use "
                              "over=worst or over=mean for a region")
     if rr.size == 0 or tt.size == 0:
         raise ParameterError("r and theta must hold at least one value each")
-    require_cost(f"a region of {rr.size} × {tt.size} pairs", Cost(rr.size * tt.size * 2 * d * 8.0))
+    require_cost(f"a region of {rr.size} × {tt.size} pairs", region_cost(rr.size * tt.size, d, embedding, isotropic),
+                 "use fewer pairs or a smaller d")
     R, T = np.meshgrid(rr, tt, indexing="ij")
     if isotropic and embedding == "canonical":
         x, y = embed_pair(R.ravel(), T.ravel(), min(d, 2))
@@ -123,6 +125,47 @@ def grid_target(r: Any, theta: Any, d: int, over: str = "point", embedding: str 
         x, y = embed_pair(R.ravel(), T.ravel(), d, embedding)
     labels = tuple({"r": float(a), "theta": float(b)} for a, b in zip(R.ravel(), T.ravel(), strict=True))
     return Target(over, np.asarray(x).reshape(-1, x.shape[-1]), np.asarray(y).reshape(-1, y.shape[-1]), d, labels)
+
+
+def _axis_values(name: str, value: Any) -> np.ndarray:
+    """One axis of a region: a number or a one-dimensional sequence (a nested one is refused, not flattened)."""
+    arr = np.asarray(value, dtype=float)
+    if arr.ndim > 1:
+        raise ParameterError(f"{name} must be a number or a one-dimensional list of numbers, got an array of shape "
+                             f"{arr.shape}")
+    return np.atleast_1d(arr)
+
+
+def region_cost(pairs: int, d: int, embedding: str = "canonical", isotropic: bool = True) -> Cost:
+    """The ``Cost`` of building a region's pairs before they are built: reduced 2-D coordinates for an isotropic
+    estimator in the canonical embedding, else ``pairs`` × d coordinates, times ``maths.dp.ROTATIONS`` for an averaging
+    embedding (``rotation_average``), plus that embedding's fixed frames (``maths.dp.rotation_frames_bytes``).
+
+    Parameters
+    ----------
+    pairs : int
+        The (r, θ) points.
+    d : int
+        Input dimension.
+    embedding : str
+        Placement of the pairs in R^d.
+    isotropic : bool
+        Whether reduced coordinates are used (canonical embedding only).
+
+    Returns
+    -------
+    Cost
+
+    Examples
+    --------
+    >>> region_cost(4, 10**7).nbytes < 1e3
+    True
+    """
+    if isotropic and embedding == "canonical":
+        return Cost(pairs * 2 * 2 * 8.0)
+    if embedding in AVERAGED_EMBEDDINGS:
+        return Cost(pairs * ROTATIONS * 2 * d * 8.0 + rotation_frames_bytes(d))
+    return Cost(pairs * 2 * d * 8.0)
 
 
 def data_target(queries: np.ndarray, keys: np.ndarray, description: Mapping[str, Any] | None = None) -> Target:
@@ -357,14 +400,45 @@ def _solve_one(problem: _Problem, n: int | None, high: int) -> dict[str, Any]:
     return {"m": m, "reason": reason, "method": "exact" if exact else "search", "log_c": log_c if exact else None}
 
 
-def _feature_length(problem: _Problem, m: int, n: int | None) -> int | None:
-    """Real numbers per input vector at m (None where the estimator has no feature map)."""
-    row = np.zeros((1, problem.target.d))
+PROBE_D = 64
+"""Dimension at which a coordinate-dependent estimator's samples are measured to cost its probe at the true d."""
+
+
+def _probe_length(est: Estimator, d: int) -> int:
+    """Real features per input of one sampled feature map at dimension d: in reduced coordinates (2) for an isotropic
+    estimator (its feature count does not depend on where the input lies), else in R^d, after costing the samples
+    from a probe at ``PROBE_D`` scaled to d (four live copies)."""
+    dim = min(d, 2) if est.isotropic else d
+    if not est.isotropic and d > PROBE_D:
+        small = est.sample(1, PROBE_D, generator=torch.Generator().manual_seed(0), device=torch.device("cpu"))
+        nbytes = sum(t.numel() * t.element_size() for t in small.values() if isinstance(t, torch.Tensor))
+        require_fits(f"probing the feature length of {est.name} in d = {d}", 4.0 * nbytes * d / PROBE_D,
+                     "lower d")
+    row = torch.zeros((1, dim), dtype=torch.float64)
     row[0, 0] = 1.0
+    samples = est.sample(1, d, generator=torch.Generator().manual_seed(0), device=torch.device("cpu"), dim=dim)
+    probe = est.features(samples, row, "query")
+    return probe.shape[-1] * (2 if probe.is_complex() else 1)
+
+
+def _feature_length(problem: _Problem, m: int, n: int | None) -> int | None:
+    """Real numbers per input vector at m (None where the estimator has no feature map): probed directly for small
+    m, else extrapolated in m from two small probes (feature lengths are affine in m), as
+    ``rfviz.gram_engine.feature_count`` does, but in reduced coordinates where the estimator is isotropic."""
+    d = problem.target.d
     try:
-        return round(feature_count(problem.build(m, n), row))
+        if m <= 2 * PROBE_M:
+            return _probe_length(problem.build(m, n), d)
+        try:
+            small = [_probe_length(problem.build(k, n), d) for k in (PROBE_M, 2 * PROBE_M)]
+        except (ValueError, TypeError) as exc:  # parameters tied to m: probe the real one
+            if isinstance(exc, ParameterError) and "memory" in str(exc):
+                raise
+            return _probe_length(problem.build(m, n), d)
     except NotImplementedError:
         return None
+    slope = (small[1] - small[0]) / PROBE_M
+    return round(max(float(m), small[0] + slope * (m - PROBE_M)))
 
 
 def _evaluation_seconds(name: str, params: Mapping[str, Any], target: Target) -> float:

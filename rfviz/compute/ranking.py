@@ -38,8 +38,9 @@ from ..gram_engine import (
     with_family_agreement,
 )
 from ..maths import crt
-from ..params import Cost, Param, ParameterError, check, require_cost
+from ..params import CPU_DEVICE_PARAM, Cost, Param, ParameterError, check, require_cost
 from ..registries import COUPLED_CLOSED_FORMS, COUPLINGS, IID
+from ..sampling import resolve_device
 from .catalog import estimators_for_kernel, make_estimator
 from .features import HYBRID_N, SECONDS_PER_EVALUATION
 
@@ -52,6 +53,8 @@ RANKING_SECONDS_PER_PAIR = 4e-6
 the heaviest single closed form, GERF with orthogonal coupling, 6.2 µs; erring slow)."""
 CONFIRMED = 3
 """How many of the top estimators the Monte Carlo confirms."""
+RANK_STAGES = ("ranking the estimators by their closed forms", "confirming the top three by Monte Carlo")
+"""The stages of ``rank_estimators``' progress (the second only with ``repeats``)."""
 Q_GRID = (0.5, 0.75, 1.0)
 """Realness q of the dot-product sketches tried (only (2q − 1)² matters)."""
 GEOMETRIC_P_GRID = (0.2, 0.4, 0.6, 0.8)
@@ -297,7 +300,7 @@ class Ranking:
 
 def rank_estimators(queries: np.ndarray, keys: np.ndarray, kernel: str = "softmax", length: int = 256,
                     m: int | None = None, names: Sequence[str] | None = None, repeats: int = 0, seed: int = 0,
-                    device: str = "cpu") -> Ranking:
+                    device: str = "cpu", report: Callable[[float], None] | None = None) -> Ranking:
     """Rank the estimators of ``kernel`` on a data set, each tuned on it (see the module's docstring).
 
     Parameters
@@ -317,7 +320,11 @@ def rank_estimators(queries: np.ndarray, keys: np.ndarray, kernel: str = "softma
     seed : int
         Seed of the Monte Carlo.
     device : str
-        ``cpu`` or ``cuda``.
+        ``cpu``, ``cuda``, ``cuda:N`` or ``auto`` (``params.CPU_DEVICE_PARAM``; CUDA where torch sees none is
+        refused before any work).
+    report : callable, optional
+        ``report(fraction)``: the progress, in two stages (``RANK_STAGES``): ranking by closed forms (all of it
+        without ``repeats``, else the first half), then the Monte-Carlo confirmation.
 
     Returns
     -------
@@ -337,6 +344,9 @@ def rank_estimators(queries: np.ndarray, keys: np.ndarray, kernel: str = "softma
     m = int(m if m is not None else max(1, length // 2))
     applicable = [n for n in estimators_for_kernel(kernel) if get_estimator(n).has_closed_form]
     names = list(names) if names is not None else applicable
+    if len(set(names)) != len(names):
+        raise ParameterError(f"names lists an estimator twice: {', '.join(names)}")
+    device = str(resolve_device(check(device, CPU_DEVICE_PARAM)))
     for name in names:
         get_estimator(name)  # an unknown name: ParameterError listing the registered ones
         if name not in applicable:
@@ -348,7 +358,12 @@ def rank_estimators(queries: np.ndarray, keys: np.ndarray, kernel: str = "softma
                  ranking_cost(names, q.shape[0] * k.shape[0], q.shape[1], length), "use fewer points or estimators")
     log_k = log_kernel_matrix(make_estimator(names[0], {}, kernel), q, k)[0]
     log_k2 = float(np.logaddexp.reduce(2 * np.ravel(log_k)))
-    rows = [rank_one(name, kernel, q, k, int(length), m, log_k2) for name in names]
+    share = 0.5 if repeats else 1.0
+    rows = []
+    for i, name in enumerate(names):
+        rows.append(rank_one(name, kernel, q, k, int(length), m, log_k2))
+        if report is not None:
+            report(share * (i + 1) / len(names))
     rows.sort(key=lambda r: (r.relative_error_equal_length is None, r.relative_error_equal_length or 0.0))
     confirmation: list[dict[str, Any]] = []
     if repeats:
@@ -356,8 +371,12 @@ def rank_estimators(queries: np.ndarray, keys: np.ndarray, kernel: str = "softma
         ests = [make_estimator(r.estimator, {**r.params, "m": r.m_equal_length}, kernel) for r in top]
         require_cost(f"the Monte-Carlo confirmation ({repeats} repeats)", gram_study_cost(ests, q, k, repeats),
                      "lower repeats")
-        errors = with_family_agreement([gram_error(est, q, k, repeats, seed, device, r.estimator)
-                                        for r, est in zip(top, ests, strict=True)])  # Holm over the three
+        sampled = []
+        for i, (r, est) in enumerate(zip(top, ests, strict=True)):
+            sampled.append(gram_error(est, q, k, repeats, seed, device, r.estimator))
+            if report is not None:
+                report(0.5 + 0.5 * (i + 1) / len(top))
+        errors = with_family_agreement(sampled)  # Holm over the three
         for err in errors:
             row = err.to_json()
             confirmation.append({key: row[key] for key in (

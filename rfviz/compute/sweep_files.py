@@ -274,6 +274,38 @@ def read_results(data: bytes, filename: str, max_bytes: int = MAX_BYTES) -> Swee
     return SweepTable(cols, axes, Path(filename).name)
 
 
+def read_rows(path: str | Path) -> Any:
+    """A sweep output file's rows as a pandas DataFrame, read by its suffix matched without case (``.csv``,
+    ``.parquet``, ``.PARQUET``); ParameterError for any other suffix or a file that is not of its kind.
+
+    Parameters
+    ----------
+    path : str or Path
+        The sweep's ``--out``.
+
+    Returns
+    -------
+    pandas.DataFrame
+
+    Examples
+    --------
+    >>> read_rows("results.txt")
+    Traceback (most recent call last):
+    rfviz.params.ParameterError: out must end in .csv or .parquet (any case), got 'results.txt'
+    """
+    import pandas as pd
+
+    p = Path(path)
+    kind = p.suffix.lower()
+    if kind not in (".csv", ".parquet"):
+        raise ParameterError(f"out must end in .csv or .parquet (any case), got {str(p)[:200]!r}")
+    try:
+        return pd.read_parquet(p) if kind == ".parquet" else pd.read_csv(p)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ParameterError(f"{str(p)[:200]!r} is not a readable {kind[1:]} sweep file "
+                             f"({' '.join(str(exc).split())[:120]})") from None
+
+
 def result_files(folder: str | Path) -> list[Path]:
     """The ``*.csv`` and ``*.parquet`` files directly in ``folder`` (sorted by name; none when it is missing).
 

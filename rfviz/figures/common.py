@@ -339,6 +339,29 @@ def _panels_in_a_row(fig: go.Figure) -> list[tuple[str, str]]:
     return [(x, y) for x, y, _ in sorted(pairs, key=lambda p: p[2][0])]
 
 
+def _stack_scenes(fig: go.Figure, panel_height: int) -> int:
+    """Stack side-by-side 3-D scenes (two or more in one row) one per row, each subplot title moved above its scene
+    (side by side on a phone the titles ran into one line); return the height they take (0 if none)."""
+    scenes = sorted((name for name in fig.layout if name.startswith("scene") and fig.layout[name].domain.x),
+                    key=lambda name: fig.layout[name].domain.x[0])
+    if len(scenes) < 2:
+        return 0
+    gap = 40  # the next scene's title
+    total = panel_height * len(scenes) + gap * (len(scenes) - 1)
+    titles = [(a, a.x) for a in fig.layout.annotations if a.yref == "paper" and a.xref == "paper" and a.x is not None]
+    for i, name in enumerate(scenes):
+        old = tuple(fig.layout[name].domain.x)
+        y1 = 1.0 - i * (panel_height + gap) / total
+        for a, x0 in titles:  # matched by where the title was, not where an earlier scene's move put it
+            if old[0] - 1e-6 <= x0 <= old[1] + 1e-6:
+                a.update(x=0.5, y=y1, xanchor="center", yanchor="bottom")
+        fig.layout[name].domain.update(x=[0.0, 1.0], y=[max(0.0, y1 - panel_height / total), y1])
+    return total
+
+
+PHONE_LEGEND_GAP_PX = 92
+"""On a phone, the legend's top this far under the plot area: below the tick labels and the x-axis title (at 62 px
+the title ran into the legend's first entry)."""
 PHONE_MODEBAR_PX = 34
 """Height of the row kept free for Plotly's toolbar (the modebar, top right) above a phone chart's title: on a
 narrow screen the wrapped title spans the width and the toolbar covered its end."""
@@ -351,7 +374,7 @@ def compact_layout(fig: go.Figure, panel_height: int = 260) -> go.Figure:
     Parameters
     ----------
     fig : plotly Figure
-        Any rfviz figure (3-D scenes are left in place; only 2-D panels in one row are stacked).
+        Any rfviz figure (2-D panels or 3-D scenes side by side in one row are stacked, one per row).
     panel_height : int
         Height in pixels of each stacked panel.
 
@@ -373,7 +396,10 @@ def compact_layout(fig: go.Figure, panel_height: int = 260) -> go.Figure:
     panels = _panels_in_a_row(out)
     n = len(panels)
     top = PHONE_MODEBAR_PX + 30 + 18 * len(lines_)  # Plotly's toolbar row, then the wrapped chart title
-    bottom = 60 if not out.layout.showlegend and not any(t.showlegend for t in out.data) else 110
+    shown = [t for t in out.data if t.showlegend is not False]  # plotly's default: a legend from two traces on
+    legend = out.layout.showlegend or (out.layout.showlegend is None and (len(shown) >= 2 or any(
+        t.showlegend for t in shown)))
+    bottom = 130 if legend else 60
     if n:
         gap_px = 95  # under a panel: its tick labels and x-axis title, then the next panel's title
         plot_px = panel_height * n + gap_px * (n - 1)
@@ -393,13 +419,17 @@ def compact_layout(fig: go.Figure, panel_height: int = 260) -> go.Figure:
             out.layout[ya].update(domain=[max(0.0, y0), y1], showticklabels=True, title_text=y_title)
         top += 28  # the first panel's title
         out.update_layout(height=plot_px + top + bottom)
+    elif (stacked := _stack_scenes(out, panel_height + 60)) > 0:
+        plot_px = stacked
+        top += 28  # the first scene's title
+        out.update_layout(height=plot_px + top + bottom)
     else:
         plot_px = max(150, (out.layout.height or 450) - top - bottom)
         out.update_layout(height=plot_px + top + bottom)
     out.update_layout(title={"text": "<br>".join(lines_), "font": {"size": 14}, "y": 1.0, "yanchor": "top",
                              "pad": {"t": 14 + PHONE_MODEBAR_PX}},  # below the toolbar, not under it
                       margin={"l": 45, "r": 10, "t": top, "b": bottom, "autoexpand": True},
-                      legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -62 / plot_px,
+                      legend={"orientation": "h", "x": 0, "xanchor": "left", "y": -PHONE_LEGEND_GAP_PX / plot_px,
                               "yanchor": "top"})
     if out.layout.coloraxis.colorbar is not None:
         out.layout.coloraxis.colorbar.update(thickness=12)

@@ -186,6 +186,35 @@ def flat_pair(r: np.ndarray | float, theta: np.ndarray | float, d: int) -> tuple
     return x, y
 
 
+def rotation_frames_bytes(d: int) -> float:
+    """Peak bytes of building the ``rotation_average`` frames in R^d: ROTATIONS Gaussian (d, 2) blocks, their QR and
+    the (u, v) kept (about five copies of ROTATIONS·2·d numbers).
+
+    Parameters
+    ----------
+    d : int
+        Input dimension.
+
+    Returns
+    -------
+    float
+        Peak bytes.
+
+    Examples
+    --------
+    >>> rotation_frames_bytes(1000) == 5 * 8 * 256 * 2 * 1000
+    True
+    """
+    return 5 * 8.0 * ROTATIONS * 2 * d
+
+
+def _frames(d: int) -> tuple[np.ndarray, np.ndarray]:
+    """``_rotation_frames(d)``, refused up front (ParameterError) where building them exceeds the memory budget."""
+    require_cost(f"the rotation_average embedding in d = {d} ({ROTATIONS} orientations)",
+                 Cost(rotation_frames_bytes(d)), "use a smaller d or embedding=canonical")
+    return _rotation_frames(d)
+
+
 @lru_cache(maxsize=32)
 def _rotation_frames(d: int) -> tuple[np.ndarray, np.ndarray]:
     """ROTATIONS fixed Haar-random orthonormal pairs (u, v) in R^d, each of shape (ROTATIONS, d)."""
@@ -211,7 +240,7 @@ def rotation_average_pairs(r: np.ndarray | float, theta: np.ndarray | float,
     d = check_d(d)
     if d < 2:
         raise ParameterError(f"d must be an integer in [2, inf) for embedding=rotation_average, got {d}")
-    u, v = _rotation_frames(d)
+    u, v = _frames(d)
     r, theta = np.broadcast_arrays(r, theta)
     rr = r[..., None, None]
     x = rr * u
@@ -221,7 +250,7 @@ def rotation_average_pairs(r: np.ndarray | float, theta: np.ndarray | float,
 
 def rotation_s_moments(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(Σu⁴, Σu³v, Σu²v²) per fixed orientation, so that S/r⁴ = c²A + 2csB + s²C without building pairs."""
-    u, v = _rotation_frames(d)
+    u, v = _frames(d)
     return np.sum(u**4, -1), np.sum(u**3 * v, -1), np.sum(u * u * v * v, -1)
 
 

@@ -31,7 +31,7 @@ from scipy.special import erfcx, gammainc, gammaln, hyp1f1, ive, logsumexp, xlog
 from ..numerics import LOG2, gauss_legendre, log1mexp, log_expm1
 from ..params import ParameterError, check_int
 from ..registries import COUPLED_CLOSED_FORMS, COUPLINGS, COUPLINGS_WITH_DENSITY, IID, ORTHOGONAL, SIMPLEX, SIMPLEX_PLUS
-from ..sampling import RandomSource, chi_square, random_frame, sample_omegas
+from ..sampling import RandomSource, chi_square, frame_bytes, random_frame, sample_omegas
 
 CLOSED_FORM_MSE_COUPLINGS = (IID, *COUPLED_CLOSED_FORMS)
 """Couplings whose MSE has a closed form here (``log_relative_mse``); the law of w_ij: ``COUPLINGS_WITH_DENSITY``
@@ -131,6 +131,71 @@ def _blocks_and_frame(trials: int, m: int, d: int, dim: int, generator: RandomSo
                       dtype: torch.dtype) -> tuple[int, torch.Tensor]:
     blocks = -(-m // d)
     return blocks, random_frame(trials * blocks, d, dim, generator, device, dtype)  # (T·B, dim, d)
+
+
+def sample_simplex_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
+    """Peak bytes of ``sample_simplex``: the blocks' frames, their simplex product and its reshaped copy, the χ²
+    lengths and the output.
+
+    Parameters
+    ----------
+    trials : int
+        Independent draws (the engine's trials of one block).
+    m : int
+        Features per draw.
+    d : int
+        Input dimension.
+    dim : int
+        Columns drawn per feature (2 for a pair's two projections).
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes of the draw.
+
+    Examples
+    --------
+    >>> sample_simplex_bytes(1, 4, 1000, 2) > 3 * 8 * 2 * 1000
+    True
+    """
+    rows = trials * -(-m // d)
+    return frame_bytes(rows, d, dim, itemsize) + 2.0 * itemsize * rows * d * dim + float(trials) * m * (
+        itemsize * (dim + 1) + 16.0)
+
+
+def sample_simplex_plus_bytes(trials: int, m: int, d: int, dim: int, itemsize: int = 8) -> float:
+    """Peak bytes of ``sample_simplex_plus``: the frames, every block's d norms, its directions (d × dim), one chunk
+    of S' (``SIMPLEX_PLUS_CHUNK``, four d × d copies live in a pass) and the output.
+
+    Parameters
+    ----------
+    trials : int
+        Independent draws (the engine's trials of one block).
+    m : int
+        Features per draw.
+    d : int
+        Input dimension.
+    dim : int
+        Columns drawn per feature (2 for a pair's two projections).
+    itemsize : int, optional
+        Bytes per number (8 for float64).
+
+    Returns
+    -------
+    float
+        Peak bytes of the draw.
+
+    Examples
+    --------
+    >>> sample_simplex_plus_bytes(1, 4, 100, 2) > 4 * 8 * 100 * 100
+    True
+    """
+    rows = trials * -(-m // d)
+    step = min(rows, max(1, SIMPLEX_PLUS_CHUNK // (d * d)))
+    return (frame_bytes(rows, d, dim, itemsize) + itemsize * rows * d * (3.0 + 2 * dim)
+            + 8.0 * (4 * step + 1) * d * d + float(trials) * m * (itemsize * (2 * dim + 3) + 16.0))
 
 
 def sample_simplex(trials: int, m: int, d: int, dim: int, generator: RandomSource, device: torch.device,

@@ -54,6 +54,8 @@ RUN_ROWS = 100_000
 """Rows per sorted run of the CSV external merge (bounds the driver's memory at the end)."""
 MERGE_BATCH = 1024
 """Rows read per part and written per batch while merging Parquet parts."""
+RESUME_BATCH = 16_384
+"""Rows of a Parquet file or part validated at a time on --resume (a few MB of Python rows)."""
 _PART = re.compile(r"part-\d{6}-\d+\.parquet")
 _FLOAT_COLUMNS = ("kernel_value", "mse", "mc_mse", "stderr", "z", "log10_mse", "log10_mc_mse", "mc_mean",
                   "top_share", "seconds")
@@ -734,8 +736,8 @@ class ResultStore:
 
     # ------------------------------------------------------------ Parquet resume
     def _recover_parquet(self) -> None:
-        import pyarrow.parquet as pq
-
+        """Validate every stored row, read in batches of ``RESUME_BATCH`` rows (a file or part is never held whole,
+        nor turned into Python rows at once); keep the first valid row of each point, drop the rest (recomputed)."""
         checker = RowChecker(self.spec)
         if self.manifest["status"] == "complete":
             sources = [("file", self.path)]
@@ -747,38 +749,72 @@ class ResultStore:
             if not path.is_file():
                 raise ParameterError(f"--resume: {str(path)!r} listed in the manifest is missing; use --overwrite to "
                                      f"start again")
-            try:
-                table = pq.read_table(path)
-            except Exception as exc:  # pyarrow raises several types for a damaged file
-                raise ParameterError(f"--resume: {str(path)!r} is not a readable Parquet file "
-                                     f"({str(exc)[:80]})") from None
-            if table.column_names != self.columns:
-                raise ParameterError(f"--resume: {str(path)!r} does not hold this sweep's columns; use a new --out")
-            good = []
-            for i, row in enumerate(table.to_pylist()):
-                why = checker.problem(row)
-                if why is None and self.done[int(row["point"])]:
-                    why = f"point {row['point']} repeated (the first row is kept)"
-                if why:
-                    self._note(f"{path.name} row {i}", why)
-                    continue
-                self.done[int(row["point"])] = True
-                good.append(i)
-            if name == "file":
-                if len(good) != table.num_rows:
-                    raise ParameterError(f"--resume: {str(path)!r} is marked complete but {self.notes[0]}; use "
-                                         f"--overwrite to recompute it")
+            masks = self._recover_part(path, checker)
+            if all(m.all() for m in masks):
+                if name != "file":
+                    kept.append(name)
                 continue
-            if len(good) != table.num_rows:
-                name = self._write_part(table.take(good)) if good else None
-            if name:
-                kept.append(name)
+            if name == "file":
+                raise ParameterError(f"--resume: {str(path)!r} is marked complete but {self.notes[0]}; use "
+                                     f"--overwrite to recompute it")
+            if any(m.any() for m in masks):
+                kept.append(self._write_part(self._kept_batches(path, masks)))
         if self.manifest["status"] != "complete":
             old = set(self.manifest["parts"]) - set(kept)
             self.manifest["parts"] = kept
             self._save_manifest()
             for name in old:
                 (self.parts_dir / name).unlink(missing_ok=True)
+
+    def _parquet_batches(self, path: Path) -> Iterator[Any]:
+        """A stored Parquet file's record batches of ``RESUME_BATCH`` rows, its columns checked from its schema;
+        ParameterError (one line) for a damaged file."""
+        import pyarrow.parquet as pq
+
+        try:
+            pf = pq.ParquetFile(path)
+            names = pf.schema_arrow.names
+        except Exception as exc:  # pyarrow raises several types for a damaged file
+            raise ParameterError(f"--resume: {str(path)!r} is not a readable Parquet file ({str(exc)[:80]})") from None
+        if names != self.columns:
+            raise ParameterError(f"--resume: {str(path)!r} does not hold this sweep's columns; use a new --out")
+        batches = pf.iter_batches(batch_size=RESUME_BATCH)
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                return
+            except Exception as exc:
+                raise ParameterError(f"--resume: {str(path)!r} is not a readable Parquet file "
+                                     f"({str(exc)[:80]})") from None
+            yield batch
+
+    def _recover_part(self, path: Path, checker: RowChecker) -> list[np.ndarray]:
+        """One boolean mask per batch of a stored Parquet file: which rows are valid and their point's first (those
+        points are marked done; the others noted)."""
+        masks, start = [], 0
+        for batch in self._parquet_batches(path):
+            masks.append(np.array([self._row_ok(row, f"{path.name} row {start + i}", checker)
+                                   for i, row in enumerate(batch.to_pylist())], dtype=bool))
+            start += batch.num_rows
+        return masks
+
+    def _kept_batches(self, path: Path, masks: list[np.ndarray]) -> Iterator[Any]:
+        """The valid rows of a part, batch by batch (the masks of ``_recover_part``)."""
+        for batch, mask in zip(self._parquet_batches(path), masks, strict=True):
+            if mask.any():
+                yield batch.filter(mask)
+
+    def _row_ok(self, row: dict[str, Any], where: str, checker: RowChecker) -> bool:
+        """Whether a stored row is valid and its point's first (marked done); else noted (recomputed)."""
+        why = checker.problem(row)
+        if why is None and self.done[int(row["point"])]:
+            why = f"point {row['point']} repeated (the first row is kept)"
+        if why:
+            self._note(where, why)
+            return False
+        self.done[int(row["point"])] = True
+        return True
 
     @property
     def complete(self) -> bool:
@@ -842,6 +878,7 @@ class ResultStore:
         self._save_manifest()
 
     def _write_part(self, table: Any) -> str:
+        """Write a new part (a table, or an iterator of record batches written one at a time) and return its name."""
         import pyarrow.parquet as pq
 
         if not self.parts_dir.exists():
@@ -852,7 +889,14 @@ class ResultStore:
             index += 1
         tmp = tmp_path_for(self.parts_dir / name)
         try:  # disk-full or Ctrl-C while writing: no temporary part left behind
-            pq.write_table(table, tmp)
+            if hasattr(table, "num_rows"):
+                pq.write_table(table, tmp)
+            else:
+                import pyarrow as pa
+
+                with pq.ParquetWriter(tmp, self._schema()) as writer:
+                    for batch in table:  # a stored part's rows, in this sweep's own column types
+                        writer.write_table(pa.Table.from_batches([batch]).cast(self._schema()))
             with open(tmp, "rb") as f:
                 os.fsync(f.fileno())
             os.replace(tmp, self.parts_dir / name)

@@ -79,8 +79,67 @@ def test_kernel_average_samples_agree_with_the_closed_form():
 
 def test_dimension_step_is_flat_in_d():
     _, _, f = LESSONS["kernel-average"].steps[1].figure_and_text()
-    assert f["trig_2"] == pytest.approx(f["trig_big"], rel=1e-10)
-    assert f["trig_2"] == pytest.approx(_percent(float(hy.log_eps_trig_tr(1.0, 1.0, 16))), rel=1e-9)
+    assert f["trig_small"] == pytest.approx(f["trig_big"], rel=1e-10)
+    assert f["trig_small"] == pytest.approx(_percent(float(hy.log_eps_trig_tr(1.0, 1.0, 16))), rel=1e-9)
+
+
+def _array(values) -> np.ndarray:
+    """A trace's x or y as floats: a list, or plotly's typed-array JSON ({"dtype", "bdata": base64})."""
+    if isinstance(values, dict):
+        import base64
+
+        return np.frombuffer(base64.b64decode(values["bdata"]), dtype=values["dtype"]).astype(float)
+    return np.asarray(values, dtype=float)
+
+
+def _trace(fig, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """(x, y) of the trace ``name`` of a figure (a plotly Figure or the JSON dict Streamlit sends)."""
+    data = fig["data"] if isinstance(fig, dict) else fig.data
+    trace = next(t for t in data if t["name"] == name)
+    return _array(trace["x"]), _array(trace["y"])
+
+
+def test_dimension_step_states_the_dimensions_its_question_asks_about():
+    """The question compares d = 8 with d = 1,000: the reveal states the chart's values at those two d."""
+    step = LESSONS["kernel-average"].steps[1]
+    fig, text, f = step.figure_and_text()
+    assert "d = 8" in step.question and "d = 1,000" in step.question
+    assert "d = 8 " in text and "d = 1,000 " in text
+    for name, key in (("trig", "trig"), ("positive", "pos")):
+        d, y = _trace(fig, name)
+        for dim, which in ((8, "small"), (1000, "big")):
+            assert dim in d, f"the chart has no point at d = {dim}"
+            assert 100 * 10 ** y[list(d).index(dim)] == pytest.approx(f[f"{key}_{which}"], rel=1e-12)
+            assert f"{f[f'{key}_{which}']:.2f} %" in text
+
+
+def test_trig_vs_positive_compares_mirror_points_read_off_the_chart():
+    """The two curves are mirror images: the step compares θ with π − θ (the chart's values there, equal), and its
+    worst case is the chart's maximum."""
+    fig, text, f = LESSONS["trig-vs-positive"].steps[0].figure_and_text()
+    assert f["theta_pi"] + f["theta_0"] == pytest.approx(math.pi, abs=1e-12)
+    th, trig = _trace(fig, "trig")
+    _, pos = _trace(fig, "positive (++)")
+    at = {name: 100 * 10 ** ys[int(np.argmin(np.abs(th - f[theta])))]
+          for name, ys, theta in (("trig_pi", trig, "theta_pi"), ("pos_0", pos, "theta_0"),
+                                  ("pos_pi", pos, "theta_pi"), ("trig_0", trig, "theta_0"))}
+    assert at["trig_pi"] == pytest.approx(f["trig_pi"], rel=1e-12)
+    assert at["pos_0"] == pytest.approx(f["pos_0"], rel=1e-12)
+    assert at["trig_pi"] == pytest.approx(at["pos_0"], rel=1e-9)  # mirror points: the same number
+    assert at["pos_pi"] == pytest.approx(at["trig_0"], rel=1e-9)
+    assert f["worst_trig"] == pytest.approx(100 * 10 ** np.nanmax(trig), rel=1e-12)
+    assert f"{f['trig_pi']:,.0f} %" in text and text.count(f"{f['pos_0']:,.0f} %") == 2
+    assert f"{f['worst_trig']:,.0f} %" in text
+
+
+def test_hybrid_choices_are_no_empty_interval_and_n_is_log_scaled():
+    step = LESSONS["hybrids"].steps[0]
+    _, _, f = step.figure_and_text()
+    assert f["worst_trig"] == pytest.approx(f["worst_pos"], rel=1e-9)  # both base estimators share one worst case
+    assert not any("between" in c for c in step.choices)  # so "between the two" would be an empty interval
+    n = np.asarray(step.options, dtype=float)
+    assert n[0] == 1 and n[-1] == step.control.high and np.allclose(n[1:] / n[:-1], 2.0)  # evenly spaced in log n
+    assert step.control.default in step.options
 
 
 def test_trig_vs_positive_numbers_are_the_closed_form_and_in_the_figure():
@@ -147,6 +206,11 @@ def test_home_story_one_says_what_its_chart_shows():
     theta = np.linspace(0, np.pi, 181)
     for log_eps in (hy.log_eps_trig_tr(theta, 1.5, 10), hy.log_eps_angular_hybrid_tr(theta, 1.5, 10, 8)):
         assert f"{_percent(float(np.max(log_eps))):,.0f} %" in text
+    home = json.loads(at.get("plotly_chart")[0].proto.spec)  # Home's chart, as the browser gets it
+    home_worst = 100 * 10 ** np.nanmax(_trace(home, "trig")[1])
+    for slug in ("trig-vs-positive", "hybrids"):
+        lesson_worst = LESSONS[slug].steps[0].figure_and_text()[2]["worst_trig"]
+        assert lesson_worst == pytest.approx(home_worst, rel=1e-9) and f"{lesson_worst:,.0f} %" in text
     assert "take the best of both" not in text and "caps the worst case" in text
     story1 = json.loads(at.get("plotly_chart")[0].proto.spec)
     assert "relative error" in story1["layout"]["yaxis"]["title"]["text"]
@@ -202,3 +266,16 @@ def test_shared_url_opens_the_step_and_bad_urls_fall_back():
     bad.run()
     assert not bad.exception
     assert any(re.search("URL parameter (lesson|step)", e.value) for e in bad.error)
+
+
+def test_the_guides_example_address_is_the_step_it_names():
+    """docs/guide/learn.md's example `?lesson=<slug>&step=<n>` "is lesson L, step n": that lesson has that step, and
+    every slug the guide lists is a lesson, in teaching order."""
+    text = (ROOT / "docs" / "guide" / "learn.md").read_text()
+    found = re.search(r"`\?lesson=([a-z0-9-]+)&step=(\d+)` is lesson (\d+),\s+step (\d+)", text)
+    assert found, "the guide gives no example address"
+    slug, step, number, step_again = found.groups()
+    assert list(LESSONS).index(slug) + 1 == int(number) and step == step_again
+    assert int(step) <= len(LESSONS[slug].steps)
+    listed = re.search(r"in order: (`[^.]+`)", text).group(1)
+    assert re.findall(r"`([a-z0-9-]+)`", listed) == list(LESSONS)

@@ -78,8 +78,12 @@ def public_objects() -> dict[str, str]:
     objects: dict[str, str] = {}
     for module_name in _modules():
         module = importlib.import_module(module_name)
+        exported = set(getattr(module, "__all__", ()))
         for name, obj in vars(module).items():
-            if name.startswith("_") or getattr(obj, "__module__", None) != module_name:
+            home = getattr(obj, "__module__", None)
+            # its own names, and those a package exports from a private module of its own (rfviz.sklearn._transformer)
+            reexported = name in exported and isinstance(home, str) and home.startswith(module_name + "._")
+            if name.startswith("_") or (home != module_name and not reexported):
                 continue
             if inspect.isclass(obj):
                 objects[f"{module_name}.{name}"] = "class"

@@ -31,10 +31,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 sys.path.insert(0, str(ROOT))
 
-from bench_classroom import _connect, _descendants, _fresh_value, _round  # noqa: E402
+from bench_classroom import LESSON, _connect, _descendants, _fresh_value, _round, teacher_key, watch_count  # noqa: E402
 
 import classroom  # noqa: E402
 from rfviz.server import processes  # noqa: E402
+
+pytestmark = pytest.mark.integration  # subprocesses, AppTest runs or sockets: not the unit tier
 
 NGINX = shutil.which("nginx") or ("/usr/sbin/nginx" if os.access("/usr/sbin/nginx", os.X_OK) else None)
 CHROMIUM = "/usr/bin/chromium"
@@ -61,7 +63,15 @@ def _start(tmp_path: pathlib.Path, processes_: int, port: int | None = None,
     except processes.StartupError as exc:
         pytest.fail(str(exc), pytrace=False)
     assert line.startswith(f"rfviz classroom: http://127.0.0.1:{port} (who can open it: this machine only"), line
+    links = [processes.wait_for_text(log, prefix, proc, what="classroom.py", seconds=30.0)
+             for prefix in ("  students:", "  teacher:")]
+    assert links[0].strip() == f"students: http://127.0.0.1:{port}/learn", links
+    KEYS[f"http://127.0.0.1:{port}"] = teacher_key(links)
     return proc, f"http://127.0.0.1:{port}", log
+
+
+KEYS: dict[str, str] = {}
+"""The teacher's key of each classroom started here, by its address (read from the printed teacher's link)."""
 
 
 _LAUNCHED: list[subprocess.Popen] = []
@@ -523,3 +533,76 @@ def test_the_app_alone_listens_on_localhost_only(tmp_path):
         assert listening and all(ipaddress.ip_address(a).is_loopback for a in listening), listening
     finally:
         stop(proc)
+
+
+
+# ------------------------------------------------------------------ the teacher's page
+def _pinned(room: str) -> dict[str, str]:
+    """A cookie pinning a browser to each of the room's two app processes, by process address."""
+    cookies: dict[str, str] = {}
+    for i in range(200):
+        backend, _ = _get(room, f"teach-{i}")
+        cookies.setdefault(backend, f"{classroom.COOKIE}=teach-{i}")
+        if len(cookies) == 2:
+            return cookies
+    raise AssertionError("200 browsers all reached one app process")
+
+
+@pytest.mark.slow
+@needs_nginx
+def test_answers_on_either_process_reach_the_teacher_on_either_within_3_s(room):
+    """Scripted students on both app processes answer on /learn; a teacher's page open on each process counts every
+    answer within 3 s (its fragment reruns every second, as the page's timer does); with no key or a wrong one, a
+    teacher's page on either process shows no count; the key reaches no student."""
+    key, (first, second) = KEYS[room], _pinned(room).values()
+    slug, step, _ = LESSON
+    query = f"lesson={slug}&step={step}"
+
+    async def run() -> None:
+        teachers = [await _connect(room, "teach", f"key={key}&{query}", cookie=c) for c in (first, second)]
+        before = [int(t.metrics["answered"]) for t in teachers]
+        students = [await _connect(room, "learn", cookie=(first, second)[i % 2], keep=True) for i in range(6)]
+        answered = time.perf_counter()
+        try:
+            seen = await asyncio.gather(*(watch_count(t, b + len(students), 3.0)  # each raises after 3 s
+                                          for t, b in zip(teachers, before, strict=True)))
+            assert max(seen) - answered <= 3.0
+            for cookie in (first, second):
+                for wrong in ("", "key=", f"key={key[:-1]}", f"key={key}x"):
+                    stranger = await _connect(room, "teach", f"{wrong}&{query}".lstrip("&"), cookie=cookie)
+                    assert stranger.metrics == {} and not stranger.fragments, wrong
+                    await stranger.ws.close()
+            for s in students:
+                assert not any(key.encode() in raw for raw in s.received)
+        finally:
+            await asyncio.gather(*(s.ws.close() for s in [*teachers, *students]))
+
+    asyncio.run(asyncio.wait_for(run(), 240))
+
+
+# ------------------------------------------------------------------ ./run's first install
+def test_a_first_install_says_what_it_does_in_a_few_lines_and_how_to_run_the_cli(tmp_path):
+    """./run with an environment whose pip prints 98 lines of warnings (a stand-in python: pip's run is faked, the
+    rest is this interpreter): the terminal gets a few lines saying what happens and how to use the CLI, pip's
+    output goes to the log, and ``./run rfviz`` runs the command line."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "bin" / "activate").write_text(f'export PATH="{venv}/bin:$PATH"\n')
+    fake = venv / "bin" / "python"
+    fake.write_text("#!/usr/bin/env bash\n"
+                    'if [ "$1 $2" = "-m pip" ]; then\n'
+                    '  for i in $(seq 98); do echo "WARNING: noise $i"; done; exit 0\nfi\n'
+                    f'exec {sys.executable} "$@"\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "RFVIZ_VENV": str(venv), "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(["bash", str(ROOT / "run"), "rfviz", "--help"], capture_output=True, text=True, env=env,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    said = out.stderr.strip().splitlines()
+    assert 2 <= len(said) <= 4 and "noise" not in out.stderr, said
+    assert str(venv / "pip-install.log") in said[0] and "./run rfviz" in said[-1] and "activate" in said[-1]
+    assert (venv / "pip-install.log").read_text().count("WARNING: noise") == 2 * 98
+    assert "usage" in out.stdout.lower() and "mse" in out.stdout  # the CLI's own help
+    again = subprocess.run(["bash", str(ROOT / "run"), "rfviz", "--help"], capture_output=True, text=True, env=env,
+                           timeout=300)
+    assert again.returncode == 0 and again.stderr == ""  # installed: nothing to say the second time

@@ -20,7 +20,9 @@ from proc_helpers import free_port, wait_for_health
 
 from rfviz.server import processes
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.integration  # subprocesses, AppTest runs or sockets: not the unit tier
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SILENT_SERVER = textwrap.dedent("""
     import os, socket, subprocess, sys, time
     s = socket.socket()

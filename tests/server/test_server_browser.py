@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import os
 import pathlib
+import sys
 import threading
 
 import pytest
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "app"))  # test_browser's fixtures
 from test_browser import CHROMIUM, _assert_no_exception, _wait_idle, browser, server  # noqa: F401  (fixtures)
 from test_server import write_constant_parquet
 

@@ -42,6 +42,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("rfviz/gallery/hrf.py", "HRF1_FLOOR"): "where a figure draws log10 MSE = -inf (drawing)",
     ("rfviz/maths/qmc.py", "_UNIFORM_FLOOR"): "clamp of a sampler's uniforms away from 0 (sampling)",
     ("rfviz/plugin_process.py", "OUTPUT_TAIL"): "bytes of a child process's output kept for its error message",
+    ("rfviz/server/processes.py", "OUTPUT_TAIL_BYTES"): "bytes of a server's output kept for its error message",
     ("rfviz/sampling.py", "EXACT_SUM_MAX_DOF"): "which chi-square sampling algorithm is used (sampling)",
 }
 
