@@ -20,8 +20,8 @@ from app_pages import _ui as ui
 from rfviz.estimators import REGISTRY
 from rfviz.figures import lab as figs
 from rfviz.lab import DEFAULT_ALPHA, DEFAULT_COMPARE, DEFAULT_D, DEFAULT_TRIALS, check
-from rfviz.params import D_PARAM, LAB_TRIALS_PARAM, SEED_PARAM
-from rfviz.plugin_process import check_isolated, discover_isolated
+from rfviz.params import D_PARAM, LAB_TRIALS_PARAM, SEED_PARAM, ParameterError
+from rfviz.plugin_process import check_feature_map_isolated, check_isolated, discover_isolated
 from rfviz.plugins import ENV_VAR, entry_point_specs, env_specs, plugin_timeout_scope
 from rfviz.textio import jsonable
 from rfviz.verdicts import closed_form_word
@@ -50,6 +50,119 @@ with ui.page(
     ],
 ) as state:
     DISCOVERY_TIMEOUT_S = 30.0
+    MODES = ("an estimator", "a feature map")
+    PASTE_ENV_VAR = "RFVIZ_LAB_PASTE"
+    """Set to 1 on the server to let the page check a function pasted in the browser (it then runs on the server,
+    in a plugin process with its deadline and limits); off by default: a browser never sends code to run."""
+
+
+    def _pasted_spec(code: str) -> tuple[str, list[str]]:
+        """The pasted code written to a temporary .py file (never imported here) and the names of its top-level
+        functions, read with ``ast`` (parsing runs no code)."""
+        import ast
+        import hashlib
+        import tempfile
+
+        try:
+            tree = ast.parse(code)
+        except SyntaxError as exc:
+            raise ParameterError(f"the pasted code is not valid Python: line {exc.lineno}: {exc.msg}") from None
+        names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+        folder = Path(tempfile.gettempdir()) / "rfviz-lab-pasted"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"pasted_{hashlib.sha1(code.encode()).hexdigest()[:12]}.py"
+        path.write_text(code, encoding="utf-8")
+        return str(path), names
+
+
+    def _feature_map_source(state, side) -> tuple[str, str | None]:
+        """(features spec, mse spec or None) from a file on the server or, where allowed, pasted code."""
+        sources = ["a file on the server"] + (["pasted code"] if os.environ.get(PASTE_ENV_VAR) == "1" else [])
+        source = state.radio("Feature map from", "fm_source", sources, sources[0], container=side,
+                             help=f"pasting code needs {PASTE_ENV_VAR}=1 on the server (the code runs there, in a "
+                                  "plugin process)")
+        if source == "pasted code":
+            code = st.text_area("Your feature map (Python)", PASTE_EXAMPLE, height=220, key="estimator_lab.code")
+            path, names = _pasted_spec(code)
+            if not names:
+                raise ParameterError("the pasted code defines no function")
+            fn = st.selectbox("features(X, rng) function", names, key="estimator_lab.fn")
+            mse = st.selectbox("closed-form mse(x, y) (optional)", ["(none)", *names], key="estimator_lab.mse_fn")
+            return f"{path}:{fn}", None if mse == "(none)" else f"{path}:{mse}"
+        spec = state.text("features: FILE.py:FUNCTION", "fm_spec", "", container=side)
+        mse_spec = state.text("mse: FILE.py:FUNCTION (optional)", "fm_mse", "", container=side)
+        return spec.strip(), mse_spec.strip() or None
+
+
+    PASTE_EXAMPLE = """import numpy as np
+
+
+def phi(X, rng):
+    m = 16
+    W = rng.standard_normal((X.shape[1], m))
+    return np.exp(X @ W - 0.5 * (X * X).sum(1, keepdims=True)) / np.sqrt(m)
+"""
+
+
+    def show_report(report) -> None:
+        """The lab report: verdict, warnings, metrics, the maps, the text and the JSON."""
+        show = {0: st.success, 1: st.error, 3: st.warning, 4: st.info}.get(report.exit_code, st.error)
+        show(f"{report.summary()} (CLI exit code {report.exit_code})", icon=":material/rule:")
+        for w in report.warnings:
+            st.warning(w, icon=":material/warning:")
+        cols = st.columns(3)
+        cf = report.closed_form_agrees
+        cf_text = closed_form_word(cf, report.closed_form_z is not None)  # the verdict module's words
+        cols[0].metric("Closed form vs Monte Carlo", cf_text,
+                       help=f"{report.closed_form_text()}. Only non-exact points test a formula (at exact points "
+                            "closed form and sample are both 0).")
+        feats = report.features
+        def yes_no(key: str) -> str:
+            return "n/a" if key not in feats else ("yes" if feats[key] else "no")
+
+        cols[1].metric("Features positive", yes_no("positive"))
+        cols[2].metric("Features bounded (observed)", yes_no("bounded_observed"))
+        if report.closed_form_z is not None:
+            st.caption(f"Closed form: {report.closed_form_text()}.")
+        ui.plot(figs.bias_z_map(report), key="lab-z")
+        ratio = figs.ratio_map(report)
+        if ratio is not None:
+            ui.plot(ratio, key="lab-ratio")
+        for other, why in report.skipped_comparisons.items():
+            st.caption(f"Not compared with {other}: {why}")
+        with st.expander("Full report (text)"):
+            st.code(report.to_text(), language=None)
+        st.download_button("Report (JSON)", json.dumps(jsonable(report.to_json()), indent=2),
+                           file_name=f"lab_{report.estimator}.json", mime="application/json",
+                           icon=":material/download:", on_click="ignore")
+
+
+    def feature_map_page(state, side) -> None:
+        """The lab on a plain feature map: its settings, the check in a plugin process, the report."""
+        with ui.guard("feature map: "):
+            spec, mse = _feature_map_source(state, side)
+            kernel = state.selectbox("Kernel", "fm_kernel", ["softmax", "gaussian"], "softmax", container=side)
+            biased = state.toggle("Biased by design (declared)", "fm_biased", False, container=side)
+            d = ui.valid(D_PARAM, state.param(D_PARAM, DEFAULT_D, container=side))
+            trials = ui.valid(LAB_TRIALS_PARAM, state.param(LAB_TRIALS_PARAM, DEFAULT_TRIALS, container=side))
+            seed = ui.valid(SEED_PARAM, state.param(SEED_PARAM, container=side, label="Seed"))
+            compare = state.multiselect("Compare the MSE with (same feature length)", "fm_compare", list(REGISTRY),
+                                        list(DEFAULT_COMPARE), container=side)
+            state.show_url_errors()
+            if not spec:
+                st.info("Name a function `features(X, rng) -> Φ` as `path/to/file.py:phi` (a file on this server) "
+                        "and press **Run the check**.", icon=":material/play_arrow:")
+            if spec and st.button("Run the check", type="primary", icon=":material/science:",
+                                  key="estimator_lab.run_fm"):
+                bar = st.progress(0.0, text="sampling…")
+                report = ui.pooled(lambda f: check_feature_map_isolated(
+                    spec, kernel, compare, mse=mse, biased=biased, progress=f, d=int(d), trials=int(trials),
+                    seed=int(seed)), lambda f: bar.progress(min(max(f, 0.0), 1.0), text="sampling…"))
+                bar.empty()
+                st.session_state["estimator_lab.fm_report"] = report
+        report = st.session_state.get("estimator_lab.fm_report")
+        if report is not None:
+            show_report(report)
 
 
     EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
@@ -82,6 +195,12 @@ with ui.page(
 
     # ------------------------------------------------------------------ controls
     side = st.sidebar
+    mode = state.radio("Check", "mode", MODES, MODES[0], container=side,
+                       help="an estimator class (a built-in, an example or a plugin), or a plain feature map "
+                            "features(X, rng) -> Φ")
+    if mode == MODES[1]:
+        feature_map_page(state, side)
+        st.stop()  # the estimator widgets below are not drawn in this mode
     options = [*plugins, *REGISTRY]
     labels = {name: f"{name} ({'example' if name in examples else 'plugin'})" for name in plugins}
     default = next((n for n in plugins if n not in examples), "positive_antithetic")
@@ -143,32 +262,4 @@ with ui.page(
         shown_settings, report = stored
         if shown_settings != settings:
             st.caption("The settings changed since this report was computed: press **Run the check** to update it.")
-        show = {0: st.success, 1: st.error, 3: st.warning, 4: st.info}.get(report.exit_code, st.error)
-        show(f"{report.summary()} (CLI exit code {report.exit_code})", icon=":material/rule:")
-        for w in report.warnings:
-            st.warning(w, icon=":material/warning:")
-        cols = st.columns(3)
-        cf = report.closed_form_agrees
-        cf_text = closed_form_word(cf, report.closed_form_z is not None)  # the verdict module's words
-        cols[0].metric("Closed form vs Monte Carlo", cf_text,
-                       help=f"{report.closed_form_text()}. Only non-exact points test a formula (at exact points "
-                            "closed form and sample are both 0).")
-        feats = report.features
-        def yes_no(key: str) -> str:
-            return "n/a" if key not in feats else ("yes" if feats[key] else "no")
-
-        cols[1].metric("Features positive", yes_no("positive"))
-        cols[2].metric("Features bounded (observed)", yes_no("bounded_observed"))
-        if report.closed_form_z is not None:
-            st.caption(f"Closed form: {report.closed_form_text()}.")
-        ui.plot(figs.bias_z_map(report), key="lab-z")
-        ratio = figs.ratio_map(report)
-        if ratio is not None:
-            ui.plot(ratio, key="lab-ratio")
-        for other, why in report.skipped_comparisons.items():
-            st.caption(f"Not compared with {other}: {why}")
-        with st.expander("Full report (text)"):
-            st.code(report.to_text(), language=None)
-        st.download_button("Report (JSON)", json.dumps(jsonable(report.to_json()), indent=2),
-                           file_name=f"lab_{report.estimator}.json", mime="application/json",
-                           icon=":material/download:", on_click="ignore")
+        show_report(report)

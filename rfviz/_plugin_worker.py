@@ -41,6 +41,15 @@ def _check(payload: dict[str, Any], status: str) -> Any:
                         payload["compare"], progress=lambda f: _status(status, "the check", f), **payload["kwargs"])
 
 
+def _check_features(payload: dict[str, Any], status: str) -> Any:
+    from .lab.feature_map import check_feature_map_spec
+
+    _status(status, "the check")
+    return check_feature_map_spec(payload["features"], payload["kernel"], mse=payload["mse"],
+                                  biased=payload["biased"], compare=payload["compare"],
+                                  progress=lambda f: _status(status, "the check", f), **payload["kwargs"])
+
+
 def _discover(payload: dict[str, Any], status: str) -> list[Any]:
     from .plugin_process import PluginInfo
     from .plugins import load_plugin, split_spec
@@ -58,7 +67,7 @@ def _answer(request: dict[str, Any], status: str) -> str:
 
     try:
         with memory_budget_scope(request["memory_budget"]):
-            task = {"check": _check, "discover": _discover}[request["task"]]
+            task = {"check": _check, "check_features": _check_features, "discover": _discover}[request["task"]]
             return answer_json(task(request["payload"], status))
     except plugins.PluginError as exc:
         return answer_json(error=str(exc))

@@ -784,6 +784,49 @@ def check_isolated(target: str, extra_plugins: Sequence[str], params: dict[str, 
     return report
 
 
+def check_feature_map_isolated(features: str, kernel: str, compare: Sequence[str], *, mse: str | None = None,
+                               biased: bool = False, limits: PluginLimits | None = None,
+                               progress: Callable[[float], None] | None = None, **kwargs: Any) -> Any:
+    """The lab on a plain feature map ``features(X, rng) -> Φ`` named by a spec (``FILE.py:FUNCTION`` or
+    ``module:FUNCTION``), in a plugin process: the function (and ``mse``, a closed-form ``mse(x, y)``) is imported
+    and called only there (``rfviz.lab.feature_map.check_feature_map_spec``); the LabReport comes back as data.
+
+    Parameters
+    ----------
+    features : str
+        The feature map's spec.
+    kernel : str
+        ``softmax`` or ``gaussian``.
+    compare : sequence of str
+        Built-ins to compare with, each at the map's feature length.
+    mse : str, optional
+        The closed-form MSE's spec.
+    biased : bool
+        The map declares a bias.
+    limits, progress : as in ``run_isolated``.
+    **kwargs : the lab's remaining settings (``rfviz.commands.check.check_settings``).
+
+    Returns
+    -------
+    rfviz.lab.LabReport
+
+    Examples
+    --------
+    >>> check_feature_map_isolated("my_map.py:phi", "softmax", []).verdict  # doctest: +SKIP
+    'unbiased'
+    """
+    from .lab import LabReport
+
+    payload = {"features": str(features), "kernel": str(kernel), "mse": None if mse is None else str(mse),
+               "biased": bool(biased), "compare": list(compare), "kwargs": kwargs}
+    label = f"feature map {features!r}"
+    report = run_isolated("check_features", payload, label, limits, progress)
+    if not isinstance(report, LabReport):
+        raise PluginError(f"{label}: its answer is not a lab report")
+    check_report_grid(report, label)
+    return report
+
+
 def check_report_grid(report: Any, label: str) -> None:
     """Refuse (PluginError, one line) a lab report whose arrays do not fit its grid: ``r`` and ``theta`` must be
     one-dimensional and every other array of the report and of its comparisons (len(r), len(theta)), as the lab

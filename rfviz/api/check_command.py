@@ -14,6 +14,7 @@ from ..lab import ALPHA_PARAM, DEFAULT_COMPARE, PAIR_KINDS
 from ..params import (
     CHECK_TRIALS_PARAM,
     CPU_DEVICE_PARAM,
+    KERNEL_PARAM,
     LAB_D_PARAM,
     R_PARAM,
     SEED_PARAM,
@@ -29,6 +30,7 @@ from .validation import Instance, api_function
 
 FEATURE_MAPS_PARAM = Param("check_feature_maps", True, "bool", "check the feature maps (finite, positive, bounded, "
                            "consistent with estimate)")
+FEATURE_KERNEL_PARAM = dataclasses.replace(KERNEL_PARAM, help="the kernel a feature map's Φ[i]·Φ[j] estimates")
 CHECK_OPTIONS = ("r", "theta", "d", "trials", "seed", "alpha", "compare", "device", "check_feature_maps", "pairs")
 """The keywords of ``rfviz.check`` besides the target and its parameters."""
 
@@ -151,6 +153,51 @@ def run_check(target: Any, params: Mapping[str, Any] | None, *, plugins: Sequenc
     return lab_check(target, params, compare=compare, **settings)
 
 
+def run_feature_check(features: Any, kernel: Any, *, mse: Any = None, biased: bool = False,
+                      **options: Any) -> Any:
+    """The lab's report on a plain feature map ``features(X, rng) -> Φ``, always in a plugin process
+    (``rfviz.plugin_process.check_feature_map_isolated``): a function given from Python crosses by its file and
+    name (``rfviz.lab.feature_map.callable_spec``), never pickled.
+
+    Parameters
+    ----------
+    features : callable or str
+        The map, or its spec ``FILE.py:FUNCTION`` / ``module:FUNCTION``.
+    kernel : str
+        ``softmax`` or ``gaussian``.
+    mse : callable or str, optional
+        A closed-form ``mse(x, y) -> float`` (or its spec).
+    biased : bool
+        The map is biased by design (declared).
+    **options
+        ``CHECK_OPTIONS`` (``check_settings``).
+
+    Returns
+    -------
+    rfviz.lab.LabReport
+
+    Examples
+    --------
+    >>> run_feature_check("my_map.py:phi", "softmax").verdict  # doctest: +SKIP
+    'unbiased'
+    """
+    from ..lab.feature_map import callable_spec
+    from ..plugin_process import check_feature_map_isolated
+
+    kernel = check_param(kernel, FEATURE_KERNEL_PARAM)
+    if not isinstance(biased, bool):
+        raise ParameterError(f"biased must be True or False, got {str(biased)[:40]!r}")
+    spec = callable_spec(features, "features")
+    mse_spec = None if mse is None else callable_spec(mse, "mse")
+    settings = check_settings(**options)
+    compare = settings.pop("compare")
+    unknown = [c for c in compare if c not in REGISTRY]
+    if unknown:
+        raise ParameterError(f"compare must name built-in estimators ({', '.join(sorted(REGISTRY))}), got "
+                             f"{unknown[0][:80]!r}")
+    return check_feature_map_isolated(spec, kernel, compare, mse=mse_spec, biased=biased, **settings)
+
+
 # ------------------------------------------------------------------------------------------------ the API
 @dataclasses.dataclass(frozen=True)
 class CheckResult(Result):
@@ -194,9 +241,11 @@ class CheckResult(Result):
 
 @api_function({"target": Instance("target", (str, type), "an estimator name, a plugin spec (path/to/file.py:Class) "
                                                           "or an estimator class"),
-               "params": Instance("params", (Mapping,), "a mapping of the estimator's parameters")})
-def check(target: str | type, params: Mapping[str, Any] | None = None, *, plugins: Sequence[str] = (),
-          param_texts: Mapping[str, str] | None = None, **options: Any) -> CheckResult:
+               "params": Instance("params", (Mapping,), "a mapping of the estimator's parameters"),
+               "kernel": FEATURE_KERNEL_PARAM})
+def check(target: str | type | None = None, params: Mapping[str, Any] | None = None, *, plugins: Sequence[str] = (),
+          param_texts: Mapping[str, str] | None = None, features: Any = None, kernel: str | None = None,
+          mse: Any = None, biased: bool = False, **options: Any) -> CheckResult:
     """Check an estimator for bias and compare it with the built-ins (``rfviz check``, the estimator lab).
 
     Parameters
@@ -210,6 +259,17 @@ def check(target: str | type, params: Mapping[str, Any] | None = None, *, plugin
     param_texts : mapping, optional
         Parameters as ``key=value`` texts, read by the target's own Params once it is loaded (how the CLI passes
         them; Python callers give ``params``).
+    features : callable or str, optional
+        Instead of ``target``: a plain feature map ``features(X, rng) -> Φ`` (``rfviz check --features``). It runs
+        only in a plugin process, which imports it by name: pass a function defined at the top level of a ``.py``
+        file (the process reads that file as saved; not a lambda, a nested function or one typed at a prompt),
+        or its spec ``FILE.py:FUNCTION``.
+    kernel : str, optional
+        With ``features``: ``softmax`` or ``gaussian``, the kernel Φ[i]·Φ[j] estimates (required).
+    mse : callable or str, optional
+        With ``features``: its closed-form ``mse(x, y) -> float`` (same rule as ``features``).
+    biased : bool
+        With ``features``: the map is biased by design (the lab then expects a bias: exit 4).
     **options
         ``r``, ``theta`` (radians), ``d``, ``trials``, ``seed``, ``alpha``, ``compare``, ``device``,
         ``check_feature_maps``, ``pairs``: as in :func:`rfviz.lab.check_estimator` (same defaults as the command).
@@ -229,6 +289,19 @@ def check(target: str | type, params: Mapping[str, Any] | None = None, *, plugin
     """
     if isinstance(plugins, str) or not all(isinstance(p, str) for p in plugins):
         raise ParameterError(f"plugins must be a list of plugin specs, got {str(plugins)[:40]!r}")
+    if features is not None:
+        if target is not None or params or plugins or param_texts:
+            raise ParameterError("features checks a feature map: give it without target, params or plugins")
+        if kernel is None:
+            raise ParameterError(f"kernel must be given with features: {FEATURE_KERNEL_PARAM.range_text()}")
+        report = run_feature_check(features, kernel, mse=mse, biased=biased, **options)
+        return CheckResult(estimator=report.estimator, verdict=report.verdict, exit_code=report.exit_code,
+                           report=report)
+    if target is None:
+        raise ParameterError("check needs a target (an estimator name, a plugin spec or a class) or features")
+    if mse is not None or biased or kernel is not None:
+        raise ParameterError("kernel, mse and biased go with features (a feature map); an estimator's kernel is "
+                             "one of its params")
     report = run_check(target, params, plugins=plugins, param_texts=param_texts, **options)
     name = report.estimator if isinstance(target, str) else getattr(target, "name", str(target))
     return CheckResult(estimator=name, verdict=report.verdict, exit_code=report.exit_code, report=report)

@@ -28,11 +28,24 @@ import numpy as np
 from .._version import __version__
 from ..params import DEFAULT_MEMORY_BUDGET, ParameterError, format_bytes, memory_budget_scope, parse_bytes
 from ..textio import UsageError
-from . import check, density, downstream, estimators, features_needed, figure, gram, mse, psi, rank_estimators, sweep
+from . import (
+    audit,
+    check,
+    density,
+    downstream,
+    estimators,
+    features_needed,
+    figure,
+    gram,
+    mse,
+    psi,
+    rank_estimators,
+    sweep,
+)
 from ._flags import cli_words
 
 COMMANDS: tuple[ModuleType, ...] = (estimators, mse, figure, check, psi, density, gram, sweep, features_needed,
-                                    rank_estimators, downstream)
+                                    rank_estimators, downstream, audit)
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
 _FIT = "use smaller sizes (and a --memory-budget that fits the machine)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from typing import Any
 
 from ..api.check_command import check
 from ..lab import (
@@ -47,18 +48,41 @@ def _angles(text: str) -> list[float]:
     return parse_vector("theta", t).tolist()
 
 
+def _feature_check(args: argparse.Namespace) -> dict:
+    """The keywords of ``rfviz.check`` for ``--features`` (a plain feature map; no target, no parameters)."""
+    if args.target is not None or args.params or args.plugin:
+        raise UsageError("--features checks a feature map: give no TARGET, parameters or --plugin with it")
+    if args.kernel is None:
+        raise UsageError("--features needs --kernel softmax or --kernel gaussian (the kernel Φ[i]·Φ[j] estimates)")
+    return {"features": args.features, "kernel": args.kernel, "mse": args.mse, "biased": args.biased}
+
+
 def _run_check(args: argparse.Namespace) -> int:
+    if args.features is not None:
+        what = _feature_check(args)
+        return _report(args, check(**what, **_settings(args)))
+    if args.target is None:
+        raise UsageError("check needs a TARGET (an estimator name or plugin spec) or --features FILE.py:FUNCTION")
+    if args.mse is not None or args.biased:
+        raise UsageError("--mse and --biased go with --features (a feature map)")
     params = parse_assignments(args.params)
     if args.kernel is not None:
         if "kernel" in params:
             raise UsageError("kernel given twice (--kernel and kernel=)")
         params["kernel"] = args.kernel
+    return _report(args, check(args.target, plugins=args.plugin or (), param_texts=params, **_settings(args)))
+
+
+def _settings(args: argparse.Namespace) -> dict:
+    """The lab's settings from the options, the same for a target and a feature map."""
     compare = [c.strip() for c in args.compare.split(",") if c.strip()] if args.compare is not None \
         else list(DEFAULT_COMPARE)
-    result = check(args.target, plugins=args.plugin or (), param_texts=params, r=parse_vector("r", args.r).tolist(),
-                   theta=_angles(args.theta), d=args.d, trials=args.trials, seed=args.seed, alpha=args.alpha,
-                   device=args.device, check_feature_maps=not args.no_features, compare=compare,
-                   pairs=[k.strip() for k in args.pairs.split(",") if k.strip()])
+    return dict(r=parse_vector("r", args.r).tolist(), theta=_angles(args.theta), d=args.d, trials=args.trials,
+                seed=args.seed, alpha=args.alpha, device=args.device, check_feature_maps=not args.no_features,
+                compare=compare, pairs=[k.strip() for k in args.pairs.split(",") if k.strip()])
+
+
+def _report(args: argparse.Namespace, result: Any) -> int:
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:
@@ -74,16 +98,27 @@ def run(args: argparse.Namespace) -> int:
     except (ParameterError, UsageError, NotImplementedError, BrokenPipeError):
         raise
     except Exception as exc:  # a last resort for failures outside the guarded estimator calls
-        raise PluginError(f"check of {args.target!r} failed: {type(exc).__name__}: {' '.join(str(exc).split())}") \
-            from exc
+        what = args.target if args.features is None else args.features
+        raise PluginError(f"check of {what!r} failed: {type(exc).__name__}: {' '.join(str(exc).split())}") from exc
 
 
 def configure(p: argparse.ArgumentParser) -> None:
-    p.add_argument("target", help="built-in or plugin name, or a plugin spec path/to/file.py[:Class] or module:Class")
+    p.add_argument("target", nargs="?", default=None,
+                   help="built-in or plugin name, or a plugin spec path/to/file.py[:Class] or module:Class (or "
+                        "--features instead)")
     p.add_argument("params", nargs="*", help="estimator parameters as key=value (e.g. m=16 sigma=1.3)")
     p.add_argument("--plugin", action="append", metavar="SPEC",
                    help="load a plugin first (path/to/file.py[:Class] or module:Class); repeatable")
-    p.add_argument("--kernel", default=None, help="target kernel (softmax or gaussian for the softmax family)")
+    p.add_argument("--kernel", default=None, help="target kernel (softmax or gaussian for the softmax family; "
+                   "required with --features)")
+    p.add_argument("--features", default=None, metavar="FILE.py:FUNCTION",
+                   help="check a plain feature map features(X, rng) -> Φ instead of an estimator class (X an (n, d) "
+                        "numpy array, rng a numpy Generator, Φ an (n, M) array; Φ[i]·Φ[j] estimates the kernel); "
+                        "also module:FUNCTION; it runs in a plugin process")
+    p.add_argument("--mse", default=None, metavar="FILE.py:FUNCTION",
+                   help="with --features: its closed-form MSE, mse(x, y) -> float for one pair")
+    p.add_argument("--biased", action="store_true",
+                   help="with --features: the map is biased by design (a bias found is then exit 4, not 1)")
     p.add_argument("--d", type=int, default=DEFAULT_D, help=f"input dimension (default {DEFAULT_D})")
     p.add_argument("--r", default=",".join(f"{v:g}" for v in DEFAULT_R),
                    help="input norms |x| = |y| of the grid, comma-separated (default %(default)s)")

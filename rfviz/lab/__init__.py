@@ -51,6 +51,13 @@ from .closed_form import (
     confirm_disagreements,
     confirmation_warnings,
 )
+from .feature_map import (
+    FeatureMapEstimator,
+    check_feature_map,
+    check_feature_map_spec,
+    feature_map_estimator,
+    load_callable,
+)
 from .features import (
     REPRO_TRIALS,
     check_features,
@@ -76,6 +83,8 @@ from .options import (
     ORIENTATIONS_KEY,
     PAIR_KINDS,
     REPRODUCIBLE_KEY,
+    ROTATIONS_KEY,
+    ROTATIONS_PARAM,
     SHARED_PARAMS,
     UNEQUAL_RATIO,
     LabOptions,
@@ -93,6 +102,11 @@ from .pipeline import (
 from .report import (
     Comparison,
     LabReport,
+)
+from .rotation import (
+    haar_rotation,
+    rotation_step,
+    rotation_test,
 )
 from .stats import (
     bonferroni_z,
@@ -138,10 +152,13 @@ __all__ = [
     "PAIR_KINDS",
     "REPRODUCIBLE_KEY",
     "REPRO_TRIALS",
+    "ROTATIONS_KEY",
+    "ROTATIONS_PARAM",
     "SHARED_PARAMS",
     "TIE_LOG10",
     "UNEQUAL_RATIO",
     "Comparison",
+    "FeatureMapEstimator",
     "LabOptions",
     "LabReport",
     "bias_step",
@@ -149,6 +166,8 @@ __all__ = [
     "build_grid",
     "check",
     "check_estimator",
+    "check_feature_map",
+    "check_feature_map_spec",
     "check_features",
     "check_reproducible",
     "closed_form_step",
@@ -162,11 +181,16 @@ __all__ = [
     "detectable_error",
     "exact_points",
     "exact_threshold",
+    "feature_map_estimator",
     "features_step",
+    "haar_rotation",
     "holm",
     "holm_over",
     "kurtosis",
     "lab_reliable",
+    "load_callable",
+    "rotation_step",
+    "rotation_test",
     "run_lab",
     "sample_grid",
     "two_sided_p",

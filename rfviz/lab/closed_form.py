@@ -3,6 +3,7 @@ extra pairs at α·CLOSED_FORM_ALPHA_FACTOR), each rejection confirmed on an ind
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,8 @@ from ..plugins import call_guarded
 from ..verdicts.rules import (  # the lab's rules, with their reasons, live in the verdict module
     CLOSED_FORM_ALPHA_FACTOR,
     CONFIRM_TRIALS_FACTOR,
+    EXTRA_TRIALS_FACTOR,
+    UNEQUAL_POWER_TARGET,
 )
 from .options import CONFIRM_KEY, LabOptions, _Bias, _closed_form_logs, _ClosedForm, _Grid, _owner, _run_mc
 from .stats import (
@@ -62,7 +65,7 @@ def closed_form_step(est: Estimator, grid: _Grid, res: MCResult, bias: _Bias, op
     ex = bias.extra
     ex_cf = None if ex is None else _closed_form_logs(est, ex.x, ex.y, opts.d)
     if ex is not None and ex_cf is not None:
-        parts.append((closed_form_verdicts(ex.res, ex_cf, exact_points(ex.res), ex.kappa, ex.reliable, opts.trials,
+        parts.append((closed_form_verdicts(ex.res, ex_cf, exact_points(ex.res), ex.kappa, ex.reliable, ex.res.trials,
                                            opts.alpha), ex.x, ex.y, ex_cf,
                       [{"pair": kind, "r": nx, "norm_y": ny, "theta": th} for kind, nx, ny, th in ex.meta]))
     _joint_closed_form_family([v for v, *_ in parts], opts.alpha * CLOSED_FORM_ALPHA_FACTOR)
@@ -81,12 +84,27 @@ def closed_form_step(est: Estimator, grid: _Grid, res: MCResult, bias: _Bias, op
     out.exact_tested = tests - out.nonexact_tested
     out.detectable = detectable_error(np.concatenate([p[0]["rse"] for p in parts]), tests,
                                       opts.alpha * CLOSED_FORM_ALPHA_FACTOR)
+    if len(parts) > 1:
+        _unequal_power(out, parts[1][0]["rse"], ex, tests, opts)
     out.any_rejected = any(bool(p[0]["rejected"].any()) for p in parts)
     out.used = v["tested"] & (not out.any_rejected)
     out.log_mse = np.where(out.used, log_mse_cf, out.log_mse)
     out.source = ("closed form" if out.used.all() else "monte carlo" if not out.used.any()
                   else "closed form where tested and agreed, Monte Carlo elsewhere")
     return out
+
+
+def _unequal_power(out: _ClosedForm, rse: np.ndarray, ex: Any, tests: int, opts: LabOptions) -> None:
+    """The smallest closed-form error detectable at the |x| ≠ |y| pairs alone (``detectable_error`` over them) and,
+    when it is above UNEQUAL_POWER_TARGET, the trials (``--trials``) that would bring it there: the relative
+    standard error falls like 1/√trials, so trials·(ε*/target)²."""
+    unequal = np.array([kind == "unequal" for kind, *_ in ex.meta], bool)
+    if not unequal.any():
+        return
+    out.unequal_detectable = detectable_error(np.where(unequal, rse, np.nan), tests,
+                                              opts.alpha * CLOSED_FORM_ALPHA_FACTOR)
+    if out.unequal_detectable is not None and out.unequal_detectable > UNEQUAL_POWER_TARGET:
+        out.unequal_trials_needed = math.ceil(opts.trials * (out.unequal_detectable / UNEQUAL_POWER_TARGET) ** 2)
 
 
 def _confirm_parts(est: Estimator, opts: LabOptions, parts: list[tuple], out: _ClosedForm) -> None:
@@ -96,15 +114,16 @@ def _confirm_parts(est: Estimator, opts: LabOptions, parts: list[tuple], out: _C
         index = np.flatnonzero(v["rejected"] & ~v["deterministic_wrong"])
         if not index.size:
             continue
+        trials = opts.trials if v is parts[0][0] else int(opts.trials * EXTRA_TRIALS_FACTOR)
         rows = confirm_disagreements(est, x[index], y[index], log_cf[index], opts,
-                                     [{**where[i], "index": int(i)} for i in index])
+                                     [{**where[i], "index": int(i)} for i in index], trials)
         for i, row in zip(index, rows, strict=True):
             v["rejected"][i] = row["confirmed"]
         out.confirmation.extend(rows)
 
 
 def confirm_disagreements(est: Estimator, x: np.ndarray, y: np.ndarray, log_mse_cf: np.ndarray, opts: LabOptions,
-                          where: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                          where: list[dict[str, Any]], first_trials: int | None = None) -> list[dict[str, Any]]:
     """Re-test the closed form at the pairs (x, y) (rejected by the first sample) on an independent sample with
     CONFIRM_TRIALS_FACTOR × the trials and ``spawn_seed(seed, CONFIRM_KEY)``; a point stays a disagreement only if that
     sample is light-tailed, reliable and rejects too (Holm at the same level over the re-tested points).
@@ -116,6 +135,8 @@ def confirm_disagreements(est: Estimator, x: np.ndarray, y: np.ndarray, log_mse_
     log_mse_cf : the closed-form log MSE at those pairs.
     opts : the lab's settings.
     where : per pair, what the report says about it (pair: "grid" or the extra pair's kind, index, r, theta, …).
+    first_trials : the trials of the sample that rejected (default ``opts.trials``; the extra pairs run
+        EXTRA_TRIALS_FACTOR × more).
 
     Returns
     -------
@@ -129,7 +150,7 @@ def confirm_disagreements(est: Estimator, x: np.ndarray, y: np.ndarray, log_mse_
     [{'pair': 'grid', 'index': 7, 'r': 1.5, 'theta': 1.571, 'trials': 16000, 'z': -0.9, 'tested': False,
       'confirmed': False}]
     """
-    trials = opts.trials * CONFIRM_TRIALS_FACTOR
+    trials = (opts.trials if first_trials is None else first_trials) * CONFIRM_TRIALS_FACTOR
     res = _run_mc(est, x, y, opts.d, trials, spawn_seed(opts.seed, CONFIRM_KEY), opts.device, None)
     exact = exact_points(res)
     v = closed_form_verdicts(res, log_mse_cf, exact, kurtosis(res), lab_reliable(res, log_mse_cf), trials,

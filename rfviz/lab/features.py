@@ -34,10 +34,51 @@ def comparator(name: str, candidate: Estimator) -> Estimator:
     cls = REGISTRY[name]
     own = {p.name: p for p in cls.spec}
     params = {k: candidate.params[k] for k in SHARED_PARAMS if k in own and k in candidate.params}
+    length = getattr(candidate, "feature_length", None)
+    if length is not None and "m" in own:  # a plain feature map: the built-in at the same feature length M
+        params["m"] = _m_for_length(cls, params, int(length))
     other = cls(**params)
     if other.kernel != candidate.kernel:
         raise ParameterError(f"{name} estimates the {other.kernel} kernel, not {candidate.kernel}")
     return other
+
+
+def features_per_m(estimator_class: type[Estimator], params: dict[str, Any]) -> int:
+    """How many features a built-in has per unit of ``m`` (1 for positive RFs, 2 for trig and antithetic ones),
+    read off one draw of its feature map at m = 1.
+
+    Parameters
+    ----------
+    estimator_class : type
+        A built-in estimator class.
+    params : dict
+        Its other parameters (kernel, coupling).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> from rfviz.estimators import REGISTRY
+    >>> features_per_m(REGISTRY["trig"], {})
+    2
+    """
+    est = estimator_class(**{**params, "m": 1})
+    gen = torch.Generator().manual_seed(0)
+    samples = est.sample(1, 2, generator=gen, device=torch.device("cpu"), dim=2)
+    return int(est.features(samples, torch.zeros((1, 2), dtype=torch.float64), "query").shape[-1])
+
+
+def _m_for_length(cls: type[Estimator], params: dict[str, Any], length: int) -> int:
+    """The m at which built-in ``cls`` has ``length`` features; ParameterError where none does."""
+    try:
+        per = features_per_m(cls, params)
+    except NotImplementedError:
+        raise ParameterError(f"{cls.name} has no feature map to match the feature length {length}") from None
+    if per < 1 or length % per:
+        raise ParameterError(f"{cls.name} has {per} features per m, so no m gives {length} features")
+    return length // per
 
 
 def check_features(est: Estimator, x: np.ndarray, y: np.ndarray, log_scale: np.ndarray, d: int, seed: int,

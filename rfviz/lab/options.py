@@ -18,6 +18,7 @@ from ..params import check as check_param
 from ..plugins import protocol_guard
 from ..verdicts.rules import (  # the lab's rules, with their reasons, live in the verdict module
     LAB_ALPHA,
+    LAB_ROTATIONS,
 )
 
 DEFAULT_R: tuple[float, ...] = (0.5, 1.0, 1.5)
@@ -26,10 +27,11 @@ DEFAULT_D = LAB_D_PARAM.default
 DEFAULT_TRIALS = CHECK_TRIALS_PARAM.default
 DEFAULT_ALPHA = LAB_ALPHA
 DEFAULT_COMPARE: tuple[str, ...] = ("trig", "positive", "positive_antithetic")
-FEATURES_KEY, EXTRA_PAIRS_KEY, CONFIRM_KEY, ORIENTATIONS_KEY, REPRODUCIBLE_KEY = 1, 2, 3, 4, 5
+FEATURES_KEY, EXTRA_PAIRS_KEY, CONFIRM_KEY, ORIENTATIONS_KEY, REPRODUCIBLE_KEY, ROTATIONS_KEY = 1, 2, 3, 4, 5, 6
 """The children of the lab's seed (the one seed rule, ``rfviz.engine.spawn_seed(seed, key)``): the feature checks,
-the extra pairs' Monte Carlo, the confirmation sample, the extra pairs' random orientations and the
-reproducibility probe. The grid's Monte Carlo and the comparators use the seed itself (common random numbers)."""
+the extra pairs' Monte Carlo, the confirmation sample, the extra pairs' random orientations, the
+reproducibility probe and the rotation test (its rotations, and run k's seed ``spawn_seed(seed, ROTATIONS_KEY,
+k)``). The grid's Monte Carlo and the comparators use the seed itself (common random numbers)."""
 FEATURE_TRIALS = 1024
 EXIT_CODES: dict[str, int] = {"unbiased": 0, "bias detected": 1, "closed form disagrees": 1, "inconclusive": 3,
                               "biased, as declared": 4}
@@ -44,6 +46,8 @@ UNEQUAL_RATIO = 0.5
 SHARED_PARAMS = ("m", "kernel", "coupling")
 """Parameters copied from the candidate to each comparator (a like-for-like comparison)."""
 
+ROTATIONS_PARAM = Param("rotations", LAB_ROTATIONS, "int", "random rotations of R^d under which the grid is re-run "
+                        "(the rotation test of a non-isotropic estimator; 0: none)", low=0, high=16)
 ALPHA_PARAM = Param("alpha", DEFAULT_ALPHA, help="family-wise error rate of the bias test (Holm)", low=0.0, high=1.0,
                     low_open=True, high_open=True)
 
@@ -88,6 +92,7 @@ class LabOptions:
     check_feature_maps : whether to check ``features`` (finite, positive, bounded, consistent with ``estimate``).
     pairs : which pair kinds enter the bias test (subset of PAIR_KINDS).
     progress : called with the fraction done in [0, 1], or None.
+    rotations : random rotations of R^d for the rotation test of a non-isotropic estimator (``rfviz.lab.rotation``).
 
     Examples
     --------
@@ -106,9 +111,10 @@ class LabOptions:
     check_feature_maps: bool = True
     pairs: Sequence[str] = PAIR_KINDS
     progress: Callable[[float], None] | None = None
+    rotations: int = LAB_ROTATIONS
 
     def __post_init__(self) -> None:
-        for spec in (CHECK_TRIALS_PARAM, ALPHA_PARAM, SEED_PARAM, CPU_DEVICE_PARAM):
+        for spec in (CHECK_TRIALS_PARAM, ALPHA_PARAM, SEED_PARAM, CPU_DEVICE_PARAM, ROTATIONS_PARAM):
             object.__setattr__(self, spec.name, check_param(getattr(self, spec.name), spec))
 
     @property
@@ -186,6 +192,8 @@ class _ClosedForm:
     detectable: float | None = None
     any_rejected: bool = False
     used: np.ndarray | None = None
+    unequal_detectable: float | None = None
+    unequal_trials_needed: int | None = None
 
 
 def _owner(est: Estimator) -> str:

@@ -20,6 +20,8 @@ from ..plugins import instantiate, protocol_guard
 from ..verdicts import known_log_mse, ratio_map
 from ..verdicts.rules import (  # the lab's rules, with their reasons, live in the verdict module
     BIAS_KURTOSIS_FRACTION,
+    EXTRA_TRIALS_FACTOR,
+    LAB_ROTATIONS,
 )
 from .closed_form import closed_form_step
 from .features import check_features, check_reproducible, comparator, declares_bias
@@ -47,6 +49,7 @@ from .options import (
     _run_mc,
 )
 from .report import Comparison, LabReport
+from .rotation import rotation_step
 from .stats import _bias_test, _p_values, exact_points, holm_over, kurtosis, lab_reliable
 
 
@@ -97,15 +100,17 @@ def _holm_with_extra_pairs(est: Estimator, opts: LabOptions, grid: _Grid, p: np.
     if not extra:
         return holm_over(p, opts.alpha, tested), [], None
     ex_x, ex_y, meta = extra
-    ex = _run_mc(est, ex_x, ex_y, opts.d, opts.trials, spawn_seed(opts.seed, EXTRA_PAIRS_KEY), opts.device, None)
+    trials = opts.trials * EXTRA_TRIALS_FACTOR  # the only pairs off |x| = |y|: more trials (the rule's reason)
+    ex = _run_mc(est, ex_x, ex_y, opts.d, trials, spawn_seed(opts.seed, EXTRA_PAIRS_KEY), opts.device, None)
     log_cf = _closed_form_logs(est, ex_x, ex_y, opts.d)
     e_reliable = lab_reliable(ex, log_cf)
-    ez, e_tested, e_inf, e_det = _bias_test(ex, opts.trials, e_reliable)
+    ez, e_tested, e_inf, e_det = _bias_test(ex, trials, e_reliable)
     if log_cf is not None:
         e_tested &= ~np.isposinf(log_cf)
         e_inf &= ~np.isposinf(log_cf)
     both = holm_over(np.concatenate([p, _p_values(ex, ez)]), opts.alpha, np.concatenate([tested, e_tested]))
-    rows = [{"kind": kind, "norm_x": nx, "norm_y": ny, "theta": th, "z": float(ez[i]), "tested": bool(e_tested[i]),
+    rows = [{"kind": kind, "norm_x": nx, "norm_y": ny, "theta": th, "trials": trials, "z": float(ez[i]),
+             "tested": bool(e_tested[i]),
              "informative": bool(e_inf[i]), "rejected": bool(both[p.size + i]), "reliable": bool(e_reliable[i]),
              "deterministic_wrong": bool(e_det[i])} for i, (kind, nx, ny, th) in enumerate(meta)]
     return both[: p.size], rows, _ExtraRun(ex_x, ex_y, meta, ex, kurtosis(ex), e_reliable)
@@ -226,6 +231,7 @@ def run_lab(est: Estimator, opts: LabOptions) -> LabReport:
     opts = replace(opts, pairs=_check_pairs(opts.pairs), compare=[c for c in opts.compare if c != est.name])
     res = sample_grid(est, grid, opts)
     bias = bias_step(est, grid, res, opts)
+    rotation = rotation_step(est, grid, res, opts)
     cf = closed_form_step(est, grid, res, bias, opts)
     warnings = bias.warnings + cf.warnings
     known, _ = known_log_mse(cf.log_mse, cf.used, cf.log_mse, np.ravel(bias.reliable) | exact_points(res))
@@ -245,11 +251,17 @@ def run_lab(est: Estimator, opts: LabOptions) -> LabReport:
         closed_form_tested=grid_of(cf.tested), closed_form_rejected=grid_of(cf.rejected), closed_form_error=cf.error,
         closed_form_confirmation=cf.confirmation, closed_form_nonexact_tested=cf.nonexact_tested,
         closed_form_exact_tested=cf.exact_tested, closed_form_detectable=cf.detectable,
-        closed_form_used=grid_of(cf.used),
+        closed_form_used=grid_of(cf.used), closed_form_unequal_detectable=cf.unequal_detectable,
+        closed_form_unequal_trials=cf.unequal_trials_needed, rotation=_rotation_grids(rotation, shape),
         comparisons=comparisons, skipped_comparisons=skipped, features=features, warnings=warnings,
         declared_biased=declares_bias(type(est)), informative=bias.informative.reshape(shape),
         deterministic_wrong=bias.deterministic_wrong.reshape(shape), exact=exact_points(res).reshape(shape),
         extra_pairs=bias.extra_rows)
+
+
+def _rotation_grids(rotation: dict[str, Any], shape: tuple[int, ...]) -> dict[str, Any]:
+    """The rotation test's per-point arrays in the grid's shape (rows r, columns θ)."""
+    return {k: (v.reshape(shape) if isinstance(v, np.ndarray) else v) for k, v in rotation.items()}
 
 
 @validated(CHECK_TRIALS_PARAM, ALPHA_PARAM)
@@ -257,7 +269,7 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
                     d: int = DEFAULT_D, trials: int = DEFAULT_TRIALS, seed: int = 0, alpha: float = DEFAULT_ALPHA,
                     compare: Sequence[str] = DEFAULT_COMPARE, device: str = "cpu",
                     check_feature_maps: bool = True, pairs: Sequence[str] = PAIR_KINDS,
-                    progress: Callable[[float], None] | None = None) -> LabReport:
+                    progress: Callable[[float], None] | None = None, rotations: int = LAB_ROTATIONS) -> LabReport:
     """Run the lab's checks on ``est`` over the (r, θ) grid in R^d: bias, closed form, comparisons, features.
 
     The decision rules (Holm over the grid, confirmed closed-form rejections, at least 3 informative points) are
@@ -289,6 +301,8 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
         Which pair kinds enter the bias test: ``canonical`` (the grid), ``random`` orientations, ``unequal`` norms.
     progress : callable, optional
         Called with the fraction done in [0, 1].
+    rotations : int
+        Random rotations of R^d for the rotation test of a non-isotropic estimator (``rfviz.lab.rotation``).
 
     Returns
     -------
@@ -310,7 +324,7 @@ def check_estimator(est: Estimator, *, r: Sequence[float] = DEFAULT_R, theta: Se
     """
     return run_lab(est, LabOptions(r=r, theta=theta, d=d, trials=trials, seed=seed, alpha=alpha, compare=compare,
                                    device=device, check_feature_maps=check_feature_maps, pairs=pairs,
-                                   progress=progress))
+                                   progress=progress, rotations=rotations))
 
 
 def _extra_pairs(est: Estimator, kinds: Sequence[str], r: np.ndarray, theta: np.ndarray, d: int,
@@ -323,23 +337,37 @@ def _extra_pairs(est: Estimator, kinds: Sequence[str], r: np.ndarray, theta: np.
     for kind in kinds:
         if kind == "canonical":
             continue
+        if kind == "unequal":
+            for x, y, m in _unequal_pairs(r, angles, d):
+                xs.append(x)
+                ys.append(y)
+                meta.append(m)
+            continue
         for th in angles:
             x, y = (np.asarray(v, float) for v in embed_pair(r0, th, d, "canonical"))
-            if kind == "random":  # x, y span e1, e2: a Haar-random frame of k = min(d, 2) columns rotates them
-                k = min(d, 2)  # (O(d) memory; a d × d QR took 3 GiB at d = 20 000)
-                q, rr = np.linalg.qr(rng.standard_normal((d, k)))
-                q = q * np.where(np.diag(rr) < 0, -1.0, 1.0)
-                x, y = q @ x[:k], q @ y[:k]
-                nx, ny = r0, r0
-            else:
-                y = UNEQUAL_RATIO * y
-                nx, ny = r0, UNEQUAL_RATIO * r0
-            xs.append(x)
-            ys.append(y)
-            meta.append((kind, nx, ny, th))
+            k = min(d, 2)  # x, y span e1, e2: a Haar-random frame of k = min(d, 2) columns rotates them
+            q, rr = np.linalg.qr(rng.standard_normal((d, k)))  # (O(d) memory; a d × d QR took 3 GiB at d = 20 000)
+            q = q * np.where(np.diag(rr) < 0, -1.0, 1.0)
+            xs.append(q @ x[:k])
+            ys.append(q @ y[:k])
+            meta.append((kind, r0, r0, th))
     if not xs:
         return None
     return np.stack(xs), np.stack(ys), meta
+
+
+def _unequal_pairs(r: np.ndarray, angles: list[float], d: int
+                   ) -> list[tuple[np.ndarray, np.ndarray, tuple[str, float, float, float]]]:
+    """The |x| ≠ |y| pairs: at the grid's smallest and middle r (where the sampled MSE is lightest-tailed, so a
+    closed form's error shows most), each angle once, the shorter side alternating between x and y
+    (|short| = UNEQUAL_RATIO·|long|): 2 × EXTRA_PAIRS pairs (one norm when the grid has one r)."""
+    out = []
+    for r0 in dict.fromkeys((float(np.min(r)), float(np.median(r)))):
+        for i, th in enumerate(angles):
+            x, y = (np.asarray(v, float) for v in embed_pair(r0, th, d, "canonical"))
+            nx, ny = (r0, UNEQUAL_RATIO * r0) if i % 2 == 0 else (UNEQUAL_RATIO * r0, r0)
+            out.append((x * nx / r0, y * ny / r0, ("unequal", nx, ny, th)))
+    return out
 
 
 def check(target: type[Estimator], params: dict[str, Any] | None = None, **kwargs: Any) -> LabReport:

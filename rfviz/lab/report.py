@@ -13,6 +13,7 @@ from ..verdicts.rules import (  # the lab's rules, with their reasons, live in t
     CONFIRM_TRIALS_FACTOR,
     MIN_CLOSED_FORM_POINTS,
     MIN_INFORMATIVE,
+    UNEQUAL_POWER_TARGET,
 )
 from . import text
 from .options import EXIT_CODES
@@ -83,6 +84,14 @@ class LabReport:
     closed_form_detectable: float | None = None
     """Smallest relative error of the closed form detected with power ≈ 1/2 at these trials (``detectable_error``);
     None when no non-exact point was tested."""
+    closed_form_unequal_detectable: float | None = None
+    """Smallest relative closed-form error detectable (power ≈ 1/2) at the |x| ≠ |y| pairs alone; None when none
+    was tested."""
+    closed_form_unequal_trials: int | None = None
+    """The ``trials`` at which that error would be UNEQUAL_POWER_TARGET, when it is larger at these trials."""
+    rotation: dict[str, Any] | None = None
+    """The rotation test (``rfviz.lab.rotation.rotation_step``): ``ran``, and per grid point (flattened, r-major)
+    q, p, tested, rejected, with ``direction_dependent``."""
     closed_form_used: np.ndarray | None = None
     """Grid points where the MSE map (``log10_mse``, the comparisons) uses the closed form: tested there and
     rejected nowhere; the sampled MSE elsewhere."""
@@ -90,7 +99,13 @@ class LabReport:
     @property
     def biased(self) -> bool:
         """Bias found (Holm rejects E[K̂] = K somewhere), declared or not."""
-        return bool(self.bias_rejected.any()) or any(p["rejected"] for p in self.extra_pairs)
+        return (bool(self.bias_rejected.any()) or any(p["rejected"] for p in self.extra_pairs)
+                or self.direction_dependent)
+
+    @property
+    def direction_dependent(self) -> bool:
+        """The rotation test rejects: the mean of K̂ differs between directions with the same kernel value."""
+        return bool(self.rotation and self.rotation.get("direction_dependent"))
 
     @property
     def n_informative(self) -> int:
@@ -231,6 +246,13 @@ class LabReport:
                           f"rejection confirmed on an independent sample with {CONFIRM_TRIALS_FACTOR}× the trials",
             },
             "closed_form_error": self.closed_form_error,
+            "closed_form_unequal": None if self.closed_form_z is None else {
+                "detectable_rel_error": self.closed_form_unequal_detectable,
+                "target_rel_error": UNEQUAL_POWER_TARGET,
+                "trials_for_target": self.closed_form_unequal_trials,
+            },
+            "rotation": self.rotation,
+            "direction_dependent": self.direction_dependent,
             "extra_pairs": self.extra_pairs,
             "log10_mse": self.log10_mse,
             "mse_source": self.mse_source,

@@ -8,7 +8,12 @@ from typing import Any
 import numpy as np
 
 from ..verdicts import UNKNOWN_HEAVY_TAIL, closed_form_word, points_trial_advice
-from ..verdicts.rules import CLOSED_FORM_KURTOSIS_FRACTION, MIN_CLOSED_FORM_POINTS, MIN_INFORMATIVE
+from ..verdicts.rules import (
+    CLOSED_FORM_KURTOSIS_FRACTION,
+    MIN_CLOSED_FORM_POINTS,
+    MIN_INFORMATIVE,
+    UNEQUAL_POWER_TARGET,
+)
 from .options import EXIT_CODES
 
 
@@ -46,12 +51,42 @@ def closed_form_text(report: Any) -> str:
     tested = f"{n} non-exact point(s) tested" + (f" (+ {e} exact, which test no formula)" if e else "")
     power = "" if report.closed_form_detectable is None else (
         f"; smallest relative error detectable at {report.trials} trials: {report.closed_form_detectable:.2%} "
-        "(power ≈ 1/2 at the Holm/Bonferroni threshold)")
+        "(power ≈ 1/2 at the Holm/Bonferroni threshold)" + _unequal_text(report))
     agrees = report.closed_form_agrees
     if agrees is None:
         return (f"NOT TESTED ENOUGH: {tested}, at least {MIN_CLOSED_FORM_POINTS} needed{power}; "
                 f"{_closed_form_advice(report)}the MSE map uses the sampled MSE where it was not tested")
     return f"{closed_form_word(agrees, True)}: {tested}{power}"
+
+
+def _rotation_lines(report: Any) -> list[str]:
+    """The rotation test in words, with its p-values on the grid when it ran."""
+    rot = report.rotation
+    if not rot:
+        return []
+    if not rot.get("ran"):
+        return ["", f"rotation test: not run ({rot.get('reason', '')})"]
+    verdict = ("the estimates DEPEND ON THE DIRECTION of x" if rot["direction_dependent"]
+               else "no dependence on the direction of x found")
+    lines = ["", f"rotation test ({rot['rotations']} random rotations of R^d, independent runs of "
+             f"{rot['trials']} trials): {verdict} ({rot['rejected_count']} of {rot['tested_count']} tested points "
+             f"rejected, Holm at {rot['alpha']:g}); log10 p per grid point (* = rejected, ~ = left out):"]
+    with np.errstate(divide="ignore"):
+        logp = np.log10(np.maximum(np.asarray(rot["p"], float), 1e-300))
+    return lines + _grid_text(report.r, report.theta, logp, np.asarray(rot["rejected"], bool),
+                              ~np.asarray(rot["tested"], bool))
+
+
+def _unequal_text(report: Any) -> str:
+    """The closed-form test's power at the |x| ≠ |y| pairs: the smallest detectable error, and the trials that
+    would reach UNEQUAL_POWER_TARGET when it is larger."""
+    det = report.closed_form_unequal_detectable
+    if det is None:
+        return "; no |x| ≠ |y| pair was tested (heavy-tailed or unreliable there)"
+    text = f"; at |x| ≠ |y| alone: {det:.2%}"
+    if report.closed_form_unequal_trials is not None:
+        text += (f" (--trials {report.closed_form_unequal_trials} would detect {UNEQUAL_POWER_TARGET:.0%} there)")
+    return text
 
 
 def _closed_form_advice(report: Any) -> str:
@@ -108,7 +143,20 @@ def summary_text(report: Any) -> str:
 
 
 def _bias_summary(report: Any, n: int) -> str:
-    """The sentence of a bias found: where, how strong (deterministic, extra pairs, or grid points)."""
+    """The sentence of a bias found (``_bias_where``), with the rotation test's finding when it rejects."""
+    text = _bias_where(report, n)
+    if report.direction_dependent:
+        rot = report.rotation
+        text += (f"; the estimates depend on the direction of x (rotation test: {rot['rejected_count']} of "
+                 f"{rot['tested_count']} grid points differ between the canonical orientation and "
+                 f"{rot['rotations']} random rotations, Holm at {rot['alpha']:g})")
+    return text
+
+
+def _bias_where(report: Any, n: int) -> str:
+    """The sentence of a bias found: where, how strong (deterministic, extra pairs, grid points or directions)."""
+    if not report.bias_rejected.any() and not any(p["rejected"] for p in report.extra_pairs):
+        return "BIAS DETECTED"
     if report.deterministic_wrong is not None and (report.deterministic_wrong
                                                                  & report.bias_rejected).any():
         k = int((report.deterministic_wrong & report.bias_rejected).sum())
@@ -165,6 +213,7 @@ def report_text(report: Any) -> str:
         lines += ["", f"closed-form MSE: FAILED ({report.closed_form_error})"]
     else:
         lines += ["", "closed-form MSE: none given"]
+    lines += _rotation_lines(report)
     if report.extra_pairs:
         lines += ["", "bias z-score at extra pairs (* = rejected by Holm with the grid, ~ = not informative: "
                   "heavy-tailed or exact); closed-form z where it was tested:"]

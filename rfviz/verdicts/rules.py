@@ -122,6 +122,26 @@ relative."""
 MIN_INFORMATIVE = 3
 """A verdict of "unbiased" needs at least this many informative points: not exact, light-tailed enough for the
 CLT (kurtosis test) and with a reliable sampled MSE (``lab_reliable``). Fewer: exit 3, inconclusive."""
+LAB_ROTATIONS = 2
+"""Random rotations of R^d under which the lab re-runs the whole (r, θ) grid of an estimator that is not isotropic
+(``rfviz.lab.rotation``): each rotation is an independent Monte-Carlo run (its own child seed), so per grid point
+the canonical mean and the rotated means are independent and their equality is a χ² test with this many degrees of
+freedom. Two rotations triple the grid's Monte Carlo; an estimator biased only along the coordinate axes (whose
+canonical grid lies in the e₁–e₂ plane) differs there from both."""
+ROTATION_ALPHA = FWER_LEVEL
+"""Family-wise level of the rotation test (Holm over the grid points): its own family, beside the bias test's. A
+rejection is evidence of bias (the rotated pairs have the same kernel value, so unequal means cannot all equal
+it): "bias detected, the estimates depend on the direction of x". Together the two families' false-alarm rate is
+at most the sum of their levels."""
+EXTRA_TRIALS_FACTOR = 4
+"""The extra pairs (random orientations, |x| ≠ |y|) run with this many times the trials: they are the only pairs
+off |x| = |y|, so a closed form wrong only there must be caught on them alone. At 4 × 4000 trials the closed-form
+gate κ ≤ trials/1000 admits κ ≤ 16 (positive RFs at r ≤ 1 have κ ≈ 4-10) and a relative standard error
+√((κ − 1)/N) ≈ 1.5-2.5 % puts a 15 % error at z ≈ 6-10 against a Bonferroni threshold ≈ 4.6. (8× doubled the
+cost of a plain feature map's check, whose map is called once per trial.)"""
+UNEQUAL_POWER_TARGET = 0.15
+"""The relative closed-form error off |x| = |y| the lab must catch at its default trials; the report states the
+smallest error detectable at the unequal pairs and, when it is larger than this, the trials that would reach it."""
 MIN_CLOSED_FORM_POINTS = 3
 """"The closed form agrees" needs at least this many tested non-exact points (grid and extra pairs) and no
 rejection; fewer: "not tested enough" (``closed_form_agrees`` None) and the MSE map keeps the sampled MSE wherever

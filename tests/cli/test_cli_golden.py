@@ -17,6 +17,12 @@ A second rule changed on purpose (issue 39): one set of data defaults for the ap
 changes the data, hence every number, of the commands in ``DATA_DEFAULTS_CHANGED``; their pre-change outputs are kept
 in ``golden/before_data_defaults/`` and must still be reproduced byte for byte when the old defaults are given as
 flags (so nothing but the defaults changed); their current outputs are the golden files.
+A third rule changed on purpose since: the lab's extra pairs (issue 41: |x| ≠ |y| pairs at the grid's smallest and
+middle r with the shorter side alternating, the extra pairs run with 4× the trials, each row states its trials) and
+three new report keys (``closed_form_unequal``: the closed-form test's power at |x| ≠ |y|; ``rotation`` and
+``direction_dependent``: the rotation test, not run for an isotropic estimator such as trig). It changes
+``check_trig`` in the fields of ``AUDIT_RULE_CHANGED`` only: its output before that change is kept in
+``golden/before_audit_rule/`` (the seed-rule test compares against it), its current output is the golden file.
 """
 
 from __future__ import annotations
@@ -65,6 +71,12 @@ DATA_DEFAULTS_CHANGED: dict[str, list[str]] = {
     "rank_estimators_wine": ["--preprocess", "center,scale", "--scale", "1"],
 }
 
+# command -> the JSON paths the lab's extra-pair rule and new report keys changed (issue 41; nothing else may differ)
+AUDIT_RULE_CHANGED: dict[str, str] = {
+    "check_trig": r"^/extra_pairs\[\d+\]/(cf_z|z|trials|norm_x|norm_y)$|^/closed_form/(detectable_rel_error|verdict)$"
+                  r"|^/(closed_form_unequal|rotation|direction_dependent)$",
+}
+
 
 def differing_paths(before: object, after: object, path: str = "") -> list[str]:
     """The JSON paths (``/key[i]/...``) where two parsed documents differ (a key present in one only counts)."""
@@ -97,8 +109,9 @@ def test_cli_json_matches_golden(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(SEED_RULE_CHANGED))
 def test_the_seed_rule_changed_only_sampled_numbers(name: str) -> None:
     before = json.loads((GOLDEN / "before_seed_rule" / f"{name}.json").read_text())
+    later = GOLDEN / "before_audit_rule" / f"{name}.json"  # the output the seed rule gave, before issue 41's change
     folder = GOLDEN / "before_data_defaults" if name in DATA_DEFAULTS_CHANGED else GOLDEN  # the seed rule's output
-    after = json.loads((folder / f"{name}.json").read_text())
+    after = json.loads((later if later.exists() else folder / f"{name}.json").read_text())
     changed = differing_paths(before, after)
     assert changed, f"{name}: the seed rule changed nothing; its pre-change golden file should be the golden file"
     unexpected = [p for p in changed if not re.search(SEED_RULE_CHANGED[name], p)]
@@ -117,6 +130,16 @@ def test_the_data_defaults_changed_only_the_defaults(name: str) -> None:
     assert not changed, f"{name}: with the old defaults as flags, fields other than sampled numbers changed: {changed}"
     now = json.loads((GOLDEN / f"{name}.json").read_text())
     assert now["data"]["preprocess"] == ["standardize", "scale"] and now["data"]["scale"] == 0.5
+
+
+@pytest.mark.parametrize("name", sorted(AUDIT_RULE_CHANGED))
+def test_the_audit_rule_changed_only_extra_pairs_and_new_keys(name: str) -> None:
+    before = json.loads((GOLDEN / "before_audit_rule" / f"{name}.json").read_text())
+    after = json.loads((GOLDEN / f"{name}.json").read_text())
+    changed = differing_paths(before, after)
+    assert changed, f"{name}: the rule changed nothing; its pre-change golden file should be the golden file"
+    unexpected = [p for p in changed if not re.search(AUDIT_RULE_CHANGED[name], p)]
+    assert not unexpected, f"{name}: fields other than the extra pairs' and the new keys changed: {unexpected}"
 
 
 if __name__ == "__main__":  # how the golden files were written (on main before the change; SEED_RULE_CHANGED after it)

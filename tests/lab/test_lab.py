@@ -22,6 +22,7 @@ from rfviz import diagnostics, lab, plugins, verdicts
 from rfviz.cli import main as cli_main
 from rfviz.figures import lab as lab_figures
 from rfviz.geometry import canonical_pair
+from rfviz.verdicts.rules import EXTRA_TRIALS_FACTOR
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -153,7 +154,9 @@ def test_a_wrong_closed_form_is_caught(tmp_path):
     assert "DISAGREES" in report.to_text()
     # Every rejection was confirmed on an independent sample with 4× the trials (the wrong factor 2 is no tail).
     rows = report.closed_form_confirmation
-    assert rows and all(r["confirmed"] and r["trials"] == 4 * report.trials for r in rows), rows
+    # the extra pairs run with EXTRA_TRIALS_FACTOR × the trials, and are confirmed with 4× theirs
+    assert rows and all(r["confirmed"] and r["trials"] == 4 * report.trials * (
+        1 if r["pair"] == "grid" else EXTRA_TRIALS_FACTOR) for r in rows), rows
     extra = sum(p["cf_rejected"] for p in report.extra_pairs)  # the extra pairs are tested too (issue 28)
     assert int(report.closed_form_rejected.sum()) + extra == len(rows)
     assert report.to_json()["closed_form"]["confirmation"] == rows

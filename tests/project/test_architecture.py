@@ -53,6 +53,7 @@ LAYER_OF_PREFIX: dict[str, str] = {
     "rfviz.figures": "figures",  # pure drawing: arrays in, plotly figures out (see test_figures_only_draw)
     "rfviz.compute": "compute",  # Monte Carlo, closed forms on grids, statistics, files and catalog for the figures
     "rfviz.lab": "lab/gallery/sweep",
+    "rfviz.audit": "lab/gallery/sweep",  # other libraries' feature maps run through the lab
     "rfviz.plugin_process": "lab/gallery/sweep",  # runs plugin code (the lab) in a child process
     "rfviz._plugin_worker": "lab/gallery/sweep",  # that child's entry point
     "rfviz.gallery": "lab/gallery/sweep",
