@@ -70,6 +70,7 @@ def test_gram_error_is_the_relative_frobenius_error_of_the_tuned_estimator():
     assert errors == sorted(errors)
 
 
+@pytest.mark.slow  # over a few seconds: out of the one-minute unit tier
 def test_attention_leader_has_the_lowest_output_error_within_standard_errors():
     """The crowned first estimator's attention output error, re-sampled with other seeds by the downstream module,
     is within three standard errors of the lowest among every reliable row."""
@@ -90,6 +91,7 @@ def test_attention_leader_has_the_lowest_output_error_within_standard_errors():
     assert lead[0] <= best[0] + 3 * math.hypot(lead[1], best[1])
 
 
+@pytest.mark.slow  # over a few seconds: out of the one-minute unit tier
 def test_ridge_task_ranks_symmetric_maps_by_the_rmse_gap():
     ds, y_tr, y_te = data.regression_data("diabetes", train=40, test=20, seed=0)
     a = decide(Question(TaskData.from_dataset(ds, y_tr, y_te), task="ridge", amount=64,
@@ -248,6 +250,7 @@ def test_features_needed_for_a_task_is_the_cores_smallest_length():
         rfviz.features_needed("trig", 0.1, task="gram")
 
 
+@pytest.mark.slow  # over a few seconds: out of the one-minute unit tier
 def test_downstream_attention_reads_the_same_answer():
     res = rfviz.downstream("attention", "iris", names=["trig"], lengths=[32], repeats=3, nystroem=False, queries=10,
                            keys=10)

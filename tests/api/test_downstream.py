@@ -89,6 +89,7 @@ def test_your_data_page_downstream_panel() -> None:
 
 
 # ------------------------------------------------------------------ the faces: rfviz.downstream and `rfviz downstream`
+@pytest.mark.slow  # over a few seconds: out of the one-minute unit tier
 def test_cli_json_is_the_api_result(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 

@@ -75,6 +75,7 @@ def test_block_law_is_read_off_the_closed_form_not_the_name():
     assert block_law(_Problem("trig", {"coupling": "orthogonal"}, grid_target(0.8, 1.2, 6), 0.0), None, 10**7)
 
 
+@pytest.mark.slow  # over a few seconds: out of the one-minute unit tier
 def test_search_path_is_exhaustive_below_small_answers():
     """TensorSRHT (no block law): the search's answer checked against every m below it."""
     target = grid_target(0.8, 1.2, 6, isotropic=False)

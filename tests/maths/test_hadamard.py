@@ -30,7 +30,7 @@ def _scipy_h(n: int) -> torch.Tensor:
     return torch.as_tensor(scipy.linalg.hadamard(n) / math.sqrt(n))
 
 
-@pytest.mark.parametrize("n", [1, 2, 4, 32, 64, 128, 1024, 4096])
+@pytest.mark.parametrize("n", [1, 2, 4, 32, 64, 128, 1024, pytest.param(4096, marks=pytest.mark.slow)])
 def test_fwht_is_the_orthonormal_sylvester_hadamard_matrix(n: int) -> None:
     x = torch.randn(3, 2, n, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
     assert torch.allclose(fwht(x), x @ _scipy_h(n), rtol=0, atol=1e-13 * math.sqrt(n))
