@@ -93,7 +93,11 @@ def _once(kind: str, decorate: Callable[[F], F], fn: F, convert: Callable[[Any],
 
 def cached(fn: F) -> F:
     """``st.cache_data`` for a pure computation (arguments must be hashable values, results picklable)."""
-    return _once("data", st.cache_data(show_spinner=False, max_entries=256), fn)
+    return _once("data", st.cache_data(show_spinner=False, max_entries=256, hash_funcs=_HASH_FUNCS), fn)
+
+
+_HASH_FUNCS: dict[type, Callable[[Any], Any]] = {complex: lambda c: (c.real, c.imag)}
+"""What Streamlit's cache cannot hash itself: a complex parameter (``A``, ``A_diag``) by its two parts."""
 
 
 def shared_figure(fn: F) -> F:
