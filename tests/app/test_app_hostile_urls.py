@@ -72,7 +72,8 @@ def test_the_sweeps_page_suggests_the_working_command(tmp_path, monkeypatch) -> 
     at = AppTest.from_file(str(BY_PATH["sweeps"].file), default_timeout=TIMEOUT).run()
     assert not at.exception, [e.message for e in at.exception]
     text = " ".join(i.value for i in at.info)
-    assert sf.example_command(str(tmp_path / "results")) in text and "mkdir -p" in text
+    assert sf.example_command("$RFVIZ_RESULTS") in text and "mkdir -p" in text  # the folder by its variable's name
+    assert str(tmp_path) not in text  # no server path shown to a browser (issue 42)
 
 
 @pytest.mark.slow
