@@ -327,7 +327,7 @@ class PairStats:
     x, y : numpy.ndarray
         The pairs' coordinates, shape (..., k) each.
     xx, yy, xy : numpy.ndarray
-        |x|², |y|² and x·y over the leading axes.
+        ``|x|²``, ``|y|²`` and x·y over the leading axes.
     d : int
         The true dimension of the input space (≥ k).
 

@@ -584,7 +584,7 @@ def attention_errors(est: Any, Q: np.ndarray, K: np.ndarray, V: np.ndarray, repe
 
 def ridge_gaps(est: Any, X_train: np.ndarray, y_train: np.ndarray, X_test: np.ndarray, y_test: np.ndarray,
                repeats: int, alpha: float = 1.0, seed: int = 0) -> tuple[np.ndarray, float]:
-    """|RMSE_rf − RMSE_exact|/RMSE_exact per feature draw: ridge on one (symmetric, tuned) Gaussian-kernel map
+    """``|RMSE_rf − RMSE_exact|/RMSE_exact`` per feature draw: ridge on one (symmetric, tuned) Gaussian-kernel map
     against exact kernel ridge (scikit-learn's ``KernelRidge``, same α, targets centred on the training mean), as
     :func:`ridge_study` fits them (inputs as given: scale applied by the caller's preprocessing).
 

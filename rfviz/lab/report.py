@@ -85,7 +85,7 @@ class LabReport:
     """Smallest relative error of the closed form detected with power ≈ 1/2 at these trials (``detectable_error``);
     None when no non-exact point was tested."""
     closed_form_unequal_detectable: float | None = None
-    """Smallest relative closed-form error detectable (power ≈ 1/2) at the |x| ≠ |y| pairs alone; None when none
+    """Smallest relative closed-form error detectable (power ≈ 1/2) at the ``|x| ≠ |y|`` pairs alone; None when none
     was tested."""
     closed_form_unequal_trials: int | None = None
     """The ``trials`` at which that error would be UNEQUAL_POWER_TARGET, when it is larger at these trials."""

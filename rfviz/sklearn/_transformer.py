@@ -100,10 +100,10 @@ class RandomFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEsti
     samples_ : dict of torch.Tensor
         Its random draw (for sorf and fastfood only the signs, permutations and scalings).
     gamma_, scale_ : float
-        The bandwidth used (scale_ = √(2·gamma_)).
+        The bandwidth used (``scale_`` = √(2·``gamma_``)).
     m_ : int
         Random projections drawn.
-    center_ : np.ndarray of shape (n_features_in_,)
+    center_ : np.ndarray of shape (``n_features_in_``,)
         What is subtracted from the inputs: the training mean for the Gaussian kernel (K(x − c, y − c) = K(x, y)
         exactly, so the features stay in range for data far from the origin), 0 for the other kernels.
     n_features_in_ : int
