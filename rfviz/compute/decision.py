@@ -462,7 +462,8 @@ def _candidates(q: Question, names: Sequence[str], timer: FeatureTimer | None) -
         length, m = SECONDS_TUNING_LENGTH, None
     if q.budget == "seconds" and timer is None:
         raise ParameterError("budget=seconds needs a feature timer (rfviz.timing.DeviceTimer)")
-    ranking = rank_estimators(x, y, q.kernel, length=length, m=m, names=names)
+    once = tuple(dict.fromkeys(names)) if names else names  # each estimator once (a name repeated is refused)
+    ranking = rank_estimators(x, y, q.kernel, length=length, m=m, names=once)
     out = []
     for r in ranking.rows:
         for params in (_variants(q, r.estimator, dict(r.params)) if not r.note else [dict(r.params)]):

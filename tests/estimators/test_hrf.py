@@ -450,7 +450,7 @@ def test_invalid_inputs_raise_named_errors():
     with pytest.raises(ParameterError, match="x and y must have the same length"):
         monte_carlo(rfviz.create("hybrid_gaussian"), X10, Y10, trials=10, device="cpu")
     with pytest.raises(ParameterError, match=r"d must be an integer in \[3, inf\)"):
-        rfviz.create("complex_exponential_diag", A_diag="1, 2, 3").log_mse(np.ones(2), np.ones(2))
+        rfviz.create("complex_exponential_diag", A_diag=(1, 2, 3)).log_mse(np.ones(2), np.ones(2))
     with pytest.raises(ParameterError, match="theta must be in"):
         H.angular_lambda_moments(3.5, 2)
     with pytest.raises(ParameterError, match=r"n must be an integer in \[1, inf\)"):
