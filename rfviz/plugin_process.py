@@ -99,6 +99,9 @@ class PluginLimits:
         ``unlimited``), else 4 GiB.
     cpu_s : RLIMIT_CPU (CPU seconds over all threads), None for none; default ``RFVIZ_PLUGIN_CPU_SECONDS``, else
         the deadline times the number of CPUs plus the startup allowance (what the deadline permits anyway).
+    threads : the process's compute threads (``OMP_NUM_THREADS``, which torch reads), None for the machine's
+        default. Plugin processes run side by side (``rfviz audit``) give each its share of the cores: two
+        processes of two spinning threads on two cores made a 6 s check take 145 s (measured 2026-11-28).
 
     Examples
     --------
@@ -109,6 +112,7 @@ class PluginLimits:
     timeout_s: float
     memory_bytes: int | None
     cpu_s: int | None
+    threads: int | None = None
 
     @classmethod
     def from_env(cls, environ: dict[str, str] | None = None) -> PluginLimits:
@@ -630,6 +634,8 @@ def _run_in(folder: pathlib.Path, task: str, payload: dict[str, Any], label: str
     env = dict(os.environ)
     root = str(pathlib.Path(__file__).resolve().parents[1])
     env["PYTHONPATH"] = os.pathsep.join([root, *([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])])
+    if limits.threads is not None:
+        env.update(OMP_NUM_THREADS=str(limits.threads), MKL_NUM_THREADS=str(limits.threads))
     with open(folder / "stdout", "w+b") as out, open(folder / "stderr", "w+b") as err:
         proc = subprocess.Popen([sys.executable, "-m", "rfviz._plugin_worker", str(folder / "request.json")],
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True,

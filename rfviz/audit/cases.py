@@ -5,8 +5,10 @@ closed form for the same mechanism or how large its measured bias is."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.metadata
 import importlib.util
+import os
 import resource
 import time
 from collections.abc import Callable, Sequence
@@ -190,8 +192,8 @@ def _sentence(f: dict[str, Any]) -> str:
     return f"{f['verdict']}{cf}"
 
 
-def _run_case(case: AuditCase, seed: int, settings: dict[str, Any]) -> dict[str, Any]:
-    from ..plugin_process import check_feature_map_isolated
+def _run_case(case: AuditCase, seed: int, settings: dict[str, Any], threads: int) -> dict[str, Any]:
+    from ..plugin_process import PluginLimits, check_feature_map_isolated
 
     row: dict[str, Any] = {**asdict(case), "version": library_version(case.library),
                            "command": case.command(seed, settings.get("trials"))}
@@ -199,7 +201,9 @@ def _run_case(case: AuditCase, seed: int, settings: dict[str, Any]) -> dict[str,
         return {**row, "status": "skipped", "reason": f"{case.library} is not installed (pip install rfviz[audit])"}
     start = time.monotonic()
     try:
-        report = check_feature_map_isolated(case.features, case.kernel, [], mse=case.mse, seed=seed, **settings)
+        limits = dataclasses.replace(PluginLimits.from_env(), threads=threads)
+        report = check_feature_map_isolated(case.features, case.kernel, [], mse=case.mse, seed=seed, limits=limits,
+                                            **settings)
     except ParameterError as exc:
         return {**row, "status": "failed", "reason": str(exc), "seconds": round(time.monotonic() - start, 1)}
     return {**row, "status": "ran", **finding(report), "seconds": round(time.monotonic() - start, 1),
@@ -237,11 +241,12 @@ def run_audit(libraries: Sequence[str] | None = None, *, seed: int = 0, workers:
     'unbiased'
     """
     cases = select(libraries)
+    threads = max(1, (os.cpu_count() or 1) // max(1, int(workers)))  # each case its share of the cores
     cpu0 = _cpu_seconds()
     start = time.monotonic()
 
     def one(case: AuditCase) -> dict[str, Any]:
-        row = _run_case(case, seed, settings)
+        row = _run_case(case, seed, settings, threads)
         if progress is not None:
             progress(case.name)
         return row

@@ -95,7 +95,7 @@ def test_an_idle_run_app_does_not_watch_its_own_venv(tmp_path) -> None:
     _clone(clone)
     venv = _venv_inside(clone)
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "RFVIZ_VENV")}
     env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     log = tmp_path / "run-app.log"
     server = spawn(["./run", "app", "--server.headless", "true", "--server.port", str(port), "--server.address",
