@@ -38,6 +38,8 @@ from .verdicts import (
     iid_witness,
     practical_count,
     roundoff_floor,
+    sample_skewness,
+    skew_corrected_z,
     vetoed,
     z_against_closed_form,
 )
@@ -93,6 +95,8 @@ class GramError:
     """Repeats that guarantee ±10 % on the sampled value (from the per-pair fourth moments, rfviz.verdicts.gram_theory;
     inf: none do; None: no fourth moments, the repeats alone decide ``reliable``). Where the iid witness of a
     coupled estimator objects (rfviz.verdicts.gram_witness), the iid estimator's count."""
+    skewness: float | None = None
+    """Sample skewness of the per-repeat ‖K̂ − K‖²_F (None: no Monte Carlo): ``z`` is corrected for it."""
 
     @property
     def relative_frobenius(self) -> float | None:
@@ -104,10 +108,12 @@ class GramError:
 
     @property
     def z(self) -> float | None:
-        """(MC − closed form)/stderr: how many standard errors the two disagree by."""
+        """(MC − closed form)/stderr, corrected for the repeats' skewness (rfviz.verdicts.skew_corrected_z): how many
+        standard errors the two disagree by."""
         if self.frobenius_sq_closed_form is None or self.frobenius_sq_mc is None or not self.stderr:
             return None
-        return float(z_against_closed_form(self.frobenius_sq_mc, self.frobenius_sq_closed_form, self.stderr))
+        z = z_against_closed_form(self.frobenius_sq_mc, self.frobenius_sq_closed_form, self.stderr)
+        return float(z if self.skewness is None else skew_corrected_z(z, self.skewness, self.repeats))
 
     def to_json(self) -> dict[str, Any]:
         return {"estimator": self.estimator, "params": self.params, "m": self.params.get("m"),
@@ -504,7 +510,7 @@ def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeat
     kmat = kernel_matrix(est, queries, keys)
     closed = frobenius_sq_closed_form(est, queries, keys)
     notes = [] if closed is not None else ["no closed-form MSE for these parameters"]
-    mc = se = att = att_se = None
+    mc = se = att = att_se = skew = None
     needed: float | None = None
     ok: bool | None = None
     warning: str | None = None
@@ -517,6 +523,7 @@ def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeat
             notes.append(f"no Monte Carlo: {exc}; scale the data down")
         else:
             mc, se = _mean_stderr(values)
+            skew = sample_skewness(values)
             ok, warning, needed = _repeats_verdict(est, queries, keys, values)  # rfviz.verdicts' rules
             if att_values is not None:
                 att, att_se = _mean_stderr(att_values)
@@ -524,5 +531,5 @@ def gram_error(est: GramEstimator, queries: np.ndarray, keys: np.ndarray, repeat
     exact = mc is not None and closed is not None and kernel_sq > 0 and bool(exact_at_roundoff(
         closed / kernel_sq, mc / kernel_sq, roundoff_floor(np.shape(queries)[-1], int(est.params.get("m", 1)))))
     result = GramError(name or getattr(est, "name", type(est).__name__), dict(est.params), kernel_sq, closed, mc,
-                       se, ok, int(repeats), att, att_se, "; ".join(notes), warning, exact, None, needed)
+                       se, ok, int(repeats), att, att_se, "; ".join(notes), warning, exact, None, needed, skew)
     return _with_agreement(result, agreement(result.z, bool(ok), exact) if result.z is not None or exact else None)

@@ -590,7 +590,7 @@ def _kernel_mc(q: Question, est: Estimator, repeats: int) -> np.ndarray:
 def _confirm(q: Question, row: Row) -> Row:
     """A closed-form row checked by Monte Carlo through the verdict rules (gram: ``gram_error``; kernel: the pair
     errors per draw, ``assess_repeats``); reliable only if the sample is and does not disagree."""
-    from ..verdicts import agreement, z_against_closed_form
+    from ..verdicts import agreement, sample_skewness, skew_corrected_z, z_against_closed_form
 
     est = make_estimator(row.estimator, {**row.params, "m": row.m}, q.kernel)
     try:
@@ -610,8 +610,8 @@ def _confirm(q: Question, row: Row) -> Row:
             verdict = assess_repeats(values) if math.isfinite(mean) else None
             ok, warning = (verdict.reliable, verdict.warning) if verdict else (False, "features overflowed")
             mc, se = (math.sqrt(mean), se2 / (2 * math.sqrt(mean)) if mean > 0 else 0.0) if verdict else (None, None)
-            z = (float(z_against_closed_form(mean, (row.error or 0.0) ** 2, se2))
-                 if verdict and se2 > 0 else None)
+            z = (float(skew_corrected_z(z_against_closed_form(mean, (row.error or 0.0) ** 2, se2),
+                                        sample_skewness(values), values.size)) if verdict and se2 > 0 else None)
             word = agreement(z, ok) if z is not None else None
     except (NotImplementedError, FloatingPointError) as exc:
         return dataclasses.replace(row, reliable=False, warning=f"no Monte Carlo: {exc}")

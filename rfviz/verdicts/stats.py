@@ -31,6 +31,71 @@ def z_against_closed_form(sampled: np.ndarray | float, closed: np.ndarray | floa
         return (np.asarray(sampled, dtype=float) - np.asarray(closed, dtype=float)) / se
 
 
+def sample_skewness(values: np.ndarray) -> float:
+    """The values' sample skewness m₃/m₂^{3/2} (0 for fewer than 3 values or none that differ): the γ of
+    ``skew_corrected_z``.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        The values (any shape).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> round(sample_skewness(np.array([0.0, 0.0, 0.0, 1.0])), 4)
+    1.1547
+    """
+    v = np.asarray(values, dtype=float).ravel()
+    if v.size < 3:
+        return 0.0
+    dev = v - np.mean(v)
+    m2 = float(np.mean(dev**2))
+    return float(np.mean(dev**3)) / m2**1.5 if m2 > 0 else 0.0
+
+
+def skew_corrected_z(z: np.ndarray | float, skewness: np.ndarray | float, count: int) -> np.ndarray:
+    """Hall's transformation of a Studentized mean (P. Hall, J. R. Statist. Soc. B 54 (1992) 221–228), which removes
+    the skewness of its distribution:
+    T = z + γz²/(3√n) + γ²z³/(27n) + γ/(6√n), for n values of sample skewness γ (T = z where γ is 0 or NaN).
+
+    A mean of squared errors is right-skewed, and its standard error is estimated from the same values, so a sample
+    that missed the rare large values has both a low mean and a low standard error: z = (mean − μ)/SE has a heavy
+    left tail. Measured on the wine Gram error of complex_exponential (skewness 2.6, 400 repeats, 10⁵ resamples):
+    P(z < −2.94) = 0.54 % where the normal says 0.16 %; after the transformation 0.18 % (and 0.17 % above +2.94).
+    T is increasing in z (dT/dz = (1 + γz/(3√n))² ≥ 0), so it only moves a z, never reorders two of one sample.
+
+    Parameters
+    ----------
+    z : float or array
+        (mean − μ)/(s/√n), with s the values' standard deviation.
+    skewness : float or array
+        The values' sample skewness (scipy.stats.skew).
+    count : int
+        n, the number of values.
+
+    Returns
+    -------
+    numpy.ndarray
+        T, compared with the normal quantiles as z would be.
+
+    Examples
+    --------
+    >>> round(float(skew_corrected_z(-2.94, 2.6, 400)), 2)
+    -2.56
+    >>> float(skew_corrected_z(1.5, 0.0, 400))
+    1.5
+    """
+    zz = np.asarray(z, dtype=float)
+    g = np.nan_to_num(np.asarray(skewness, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
+    root = math.sqrt(max(int(count), 1))
+    with np.errstate(over="ignore", invalid="ignore"):
+        return zz + g * zz**2 / (3 * root) + g**2 * zz**3 / (27 * root**2) + g / (6 * root)
+
+
 def two_sided_p(z: np.ndarray | float) -> np.ndarray:
     """Two-sided normal p-values 2·Φ(−|z|) (NaN stays NaN).
 

@@ -24,6 +24,9 @@ three new report keys (``closed_form_unequal``: the closed-form test's power at 
 ``direction_dependent``: the rotation test, not run for an isotropic estimator such as trig). It changes
 ``check_trig`` in the fields of ``AUDIT_RULE_CHANGED`` only: its output before that change is kept in
 ``golden/before_audit_rule/`` (the seed-rule test compares against it), its current output is the golden file.
+A fourth rule changed on purpose (2026-11-28): a Gram row's z against its closed form is corrected for the skewness
+of its repeats (``rfviz.verdicts.skew_corrected_z``). It changes ``z_vs_closed_form`` of ``gram_iris`` only; the
+output before it is kept in ``golden/before_skew_rule/``.
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ SEED_RULE_CHANGED: dict[str, str] = {
                   r"|^/extra_pairs\[\d+\]/(cf_z|z)$|^/summary$",
 }
 
+
+# command -> the JSON paths the skewness-corrected z changed (nothing else may differ)
+SKEW_RULE_CHANGED: dict[str, str] = {"gram_iris": r"^/results\[\d+\]/z_vs_closed_form$"}
 
 # command -> the flags that give the data defaults it had before issue 39
 DATA_DEFAULTS_CHANGED: dict[str, list[str]] = {
@@ -167,6 +173,16 @@ def test_the_audit_rule_changed_only_extra_pairs_and_new_keys(name: str) -> None
     assert changed, f"{name}: the rule changed nothing; its pre-change golden file should be the golden file"
     unexpected = [p for p in changed if not re.search(AUDIT_RULE_CHANGED[name], p)]
     assert not unexpected, f"{name}: fields other than the extra pairs' and the new keys changed: {unexpected}"
+
+
+@pytest.mark.parametrize("name", sorted(SKEW_RULE_CHANGED))
+def test_the_skew_rule_changed_only_the_z(name: str) -> None:
+    before = json.loads((GOLDEN / "before_skew_rule" / f"{name}.json").read_text())
+    after = json.loads((GOLDEN / f"{name}.json").read_text())
+    changed = differing_paths(before, after)
+    assert changed, f"{name}: the rule changed nothing; its pre-change golden file should be the golden file"
+    unexpected = [p for p in changed if not re.search(SKEW_RULE_CHANGED[name], p)]
+    assert not unexpected, f"{name}: fields other than z changed: {unexpected}"
 
 
 if __name__ == "__main__":  # how the golden files were written (on main before the change; SEED_RULE_CHANGED after it)

@@ -349,22 +349,24 @@ DIRF_PAIRS = (np.array([[0.5, -0.3, 0.2, 0.4], [0.3, 0.0, 0.2, -0.4], [-0.6, 0.1
 """Negative and zero coordinates (0^0 = 1) on purpose."""
 
 
-OPEN_FINDING = ("open finding (2026-11-28, after issues 37-41 merged): the sampled MSE came out below the closed form "
-                "at z -4.8 and -6.9; not yet known whether the sample misses a heavy tail or the new seeding "
-                "correlates draws")
+HEAVY_TRIALS = 200_000
+"""Trials for geometric p = 0.7 with shift −1, whose squared errors are heavy-tailed at these pairs: at 12 000
+trials one sample (seed 6) missed the tail at the third pair, the sample-only reliability rule (DIRF has no
+closed-form fourth moment) called it reliable, and its MSE sat at z −6.9; seeds 7-9 gave −2.3, −0.5, +1.1, and three
+runs of 400 000 trials agreed with the closed form within 1.8 SE (ratios 0.97-1.03). The case is kept, with the
+trials its tail needs: the limit of a rule that has only the sample is documented (docs: the verdict rules)."""
 
 
 # Small λ and small p are left out: their kurtosis is enormous and the sampled MSE is unreliable (reference §7.2).
 @pytest.mark.slow
 @pytest.mark.parametrize("name, kw", [("poisson", dict(lam=0.5)), ("poisson", dict(lam=1.5)),
                                       ("poisson", dict(lam=1.0, shift=-1.0)), ("geometric", dict(prob=0.6)),
-                                      ("geometric", dict(prob=0.85)),
-                                      pytest.param("geometric", dict(prob=0.7, shift=-1.0), marks=pytest.mark.xfail(
-                                          strict=False, reason=OPEN_FINDING))])
+                                      ("geometric", dict(prob=0.85)), ("geometric", dict(prob=0.7, shift=-1.0))])
 @pytest.mark.parametrize("kernel", ["softmax", "gaussian"])
 def test_dirf_closed_form_matches_monte_carlo(name, kw, kernel):
     est = rfviz.create(name, m=4, kernel=kernel, **kw)
-    assert_mc_matches_closed_form(est, *DIRF_PAIRS, trials=12000, seed=6)
+    trials = HEAVY_TRIALS if kw.get("shift") == -1.0 and name == "geometric" else 12000
+    assert_mc_matches_closed_form(est, *DIRF_PAIRS, trials=trials, seed=6)
 
 
 @pytest.mark.slow
