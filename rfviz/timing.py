@@ -212,6 +212,14 @@ class DeviceTimer:
             return None
         slope = max((t_hi - t_lo) / (hi_m - lo_m), 1e-12)
         m = int(min(MAX_TIMED_M, max(1, math.floor(lo_m + (seconds - t_lo) / slope))))
-        while m > 1 and self.seconds(name, params, X, m) > seconds:
+        while m > 1 and self._seconds_within_memory(name, params, X, m) > seconds:
             m = max(1, int(m * 0.8))
-        return m if self.seconds(name, params, X, m) <= seconds else None
+        return m if self._seconds_within_memory(name, params, X, m) <= seconds else None
+
+    def _seconds_within_memory(self, name: str, params: Mapping[str, Any], X: np.ndarray, m: int) -> float:
+        """``seconds``, or inf where the map at m is over the memory budget (the transformer refuses it before any
+        work): a time budget never asks for more features than memory allows."""
+        try:
+            return self.seconds(name, params, X, m)
+        except ParameterError:
+            return math.inf

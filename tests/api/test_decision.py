@@ -173,6 +173,22 @@ def test_device_timer_cache_is_per_device_atomic_and_parses_numbers_only(tmp_pat
     assert m is not None and t.seconds("trig", {"kernel": "gaussian"}, X, m) <= budget  # measured, cached
 
 
+def test_a_time_budget_never_asks_for_more_features_than_memory_allows():
+    """A map the memory budget refuses counts as too slow: on 2026-11-28 a budget of 0.002 s asked for 10⁶ positive
+    features of 64 rows (552 MiB) and the whole ranking failed on the transformer's refusal."""
+    from rfviz import timing
+    from rfviz.params import memory_budget_scope
+
+    X = np.random.default_rng(0).normal(size=(64, 4)) * 0.3
+    t = timing.DeviceTimer(path=False)
+    t._memory.update({timing._entry_key("positive", {"kernel": "softmax"}, X.shape, m): 1e-9 * m for m in (8, 64)})
+    with memory_budget_scope(2**20):  # 1 MiB: about 2 000 features of 64 rows
+        m = t.largest_m("positive", {"kernel": "softmax"}, X, 10.0)
+        assert m is not None and 64 <= m < 4096
+        with pytest.raises(ParameterError, match="memory"):
+            t.seconds("positive", {"kernel": "softmax"}, X, 2 * m)
+
+
 def _resampled(row, td: TaskData, seed: int, draws: int = 40) -> tuple[float, float]:
     est = make_estimator(row.estimator, {**row.params, "m": row.m}, "softmax")
     e = attention_errors(est, td.queries, td.keys, attention_values(len(td.keys), seed), draws, seed=seed)
