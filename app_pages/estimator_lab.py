@@ -51,9 +51,10 @@ with ui.page(
 ) as state:
     DISCOVERY_TIMEOUT_S = 30.0
     MODES = ("an estimator", "a feature map")
+    # Set to 1 on the server to let the page check a function pasted in the browser (it then runs on the server, in
+    # a plugin process with its deadline and limits); off by default: a browser never sends code to run. (A comment:
+    # a bare string here is an expression Streamlit's magic writes on the page.)
     PASTE_ENV_VAR = "RFVIZ_LAB_PASTE"
-    """Set to 1 on the server to let the page check a function pasted in the browser (it then runs on the server,
-    in a plugin process with its deadline and limits); off by default: a browser never sends code to run."""
 
 
     def _pasted_spec(code: str) -> tuple[str, list[str]]:

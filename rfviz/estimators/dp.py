@@ -31,7 +31,7 @@ FEATURES_PARAM = replace(M_PARAM, default=16, help="number of random features D 
 BASIS_PARAM = Param("basis", "rademacher", "choice",
                     "law of each weight entry, with q setting its real/imaginary split: rademacher √q·v + i√(1−q)·w "
                     "(v, w = ±1), gaussian (a ~ N(0, q), b ~ N(0, 1−q)), plus_minus_i ({±1} w.p. q, else {±i}), "
-                    "unit_circle (e^{iφ})", choices=dp.BASES)
+                    "unit_circle (exp(iφ))", choices=dp.BASES)
 UNIT_BASIS_PARAM = Param("basis", "rademacher", "choice",
                          "law of each entry of z (|z| = 1, Theorem 10), q setting its real/imaginary split: "
                          "rademacher, plus_minus_i or unit_circle", choices=dp.UNIT_MODULUS_BASES)
@@ -257,10 +257,10 @@ class Maclaurin(_DotProductEstimator):
     description = ("Biased: drops degrees above p. method=optimized allocates the m features over degrees 1..p* "
                    "by Algorithm 3, tuned once on 64 fixed pairs of uniform unit vectors in R^d.")
     spec: ClassVar[tuple[Param, ...]] = (
-        Param("kernel", "exponential", "choice", "target: exponential e^{x·y}, gaussian e^{−|x−y|²/2} or polynomial "
+        Param("kernel", "exponential", "choice", "target: exponential exp(x·y), gaussian exp(−|x−y|²/2) or polynomial "
               "(x·y + nu)^kernel_degree", choices=dp.MACLAURIN_KERNELS),
         Param("method", "optimized", "choice", "optimized (Algorithm 3 allocation, a_0 exact) or random (degree n ~ "
-              "μ(n) ∝ c^{−(n+1)} per feature on 1..p, Kar & Karnick)", choices=("optimized", "random")),
+              "μ(n) ∝ c^−(n+1) per feature on 1..p, Kar & Karnick)", choices=("optimized", "random")),
         FEATURES_PARAM,
         Param("p", 6, "int", "highest Maclaurin degree: p_max of Algorithm 3, or the support 1..p of the random "
               "degree measure", low=1, high=30, ui_low=1, ui_high=15, label="p (max degree)"),
@@ -269,7 +269,7 @@ class Maclaurin(_DotProductEstimator):
         BASIS_PARAM,
         Q_PARAM,
         DP_VARIANCE_PARAM,
-        Param("c", 2.0, "float", "base of the random degree measure μ(n) ∝ c^{−(n+1)}", low=1.0, low_open=True,
+        Param("c", 2.0, "float", "base of the random degree measure μ(n) ∝ c^−(n+1)", low=1.0, low_open=True,
               ui_low=1.1, ui_high=5.0),
         Param("kernel_degree", 3, "int", "degree P of the polynomial kernel (x·y + nu)^P", low=1, high=30),
         Param("nu", 1.0, "float", "offset ν ≥ 0 of the polynomial kernel (x·y + nu)^P", low=0.0, ui_high=4.0),

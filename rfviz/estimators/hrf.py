@@ -194,7 +194,7 @@ class Positive(_ProjectionEstimator):
     citation = "[HRF] §2.1 (E2′); MSE App. F eq. F6 with A = I"
     title = "Positive RF (one-sided)"
     short_title = "Positive RF"
-    reference = "HRF paper §2.1 (E2′) and Performers; MSE = SM²(e^{|x+y|²} − 1)/m (HRF F6 with A = I)"
+    reference = "HRF paper §2.1 (E2′) and Performers; MSE = SM²(exp(|x+y|²) − 1)/m (HRF F6 with A = I)"
     description = "Strictly positive, unbounded; m features."
 
     projection_features: ClassVar[bool] = True
@@ -467,7 +467,7 @@ LAMBDA_RF_PARAM = Param("lambda_rf", "trig", "choice",
                          "variance)",
                         choices=("trig", "positive"))
 R_NORM_PARAM = Param("r_norm", 0.0, "float",
-                     "length r in ρ = 1 − e^{−2σ²r²} (HRF eq. 68). 0: the inputs' common length, which then must "
+                     "length r in ρ = 1 − exp(−2σ²r²) (HRF eq. 68). 0: the inputs' common length, which then must "
                      "satisfy |x| = |y| (App. F); > 0: a fixed normaliser, any x, y", low=0.0, ui_low=0.0,
                      ui_high=5.0)
 
@@ -618,7 +618,7 @@ class HybridGaussian(_BipolarHybrid):
             i = np.flatnonzero(np.ravel(bad))[0]
             nx, ny = math.sqrt(np.ravel(xx)[i]), math.sqrt(np.ravel(yy)[i])
             raise ParameterError(f"x and y must have the same length |x| = |y| for {self.name} with r_norm = 0 "
-                                 f"(ρ = 1 − e^{{−2σ²r²}} needs one r, HRF App. F), got |x| = {nx:g}, |y| = {ny:g}; "
+                                 f"(ρ = 1 − exp(−2σ²r²) needs one r, HRF App. F), got |x| = {nx:g}, |y| = {ny:g}; "
                                  f"set r_norm > 0 to fix r")
 
     def _log_rho(self, r2: torch.Tensor) -> torch.Tensor:

@@ -196,3 +196,14 @@ def test_describe_is_json_listing_the_spec(name):
     est = cls()  # the defaults are valid
     assert set(est.params) == {p.name for p in cls.spec}
     assert isinstance(est.closed_form_available(), bool)
+
+
+@pytest.mark.parametrize("name", list(rfviz.REGISTRY))
+def test_shown_texts_hold_no_raw_latex(name):
+    """Titles, references, descriptions and every parameter's label and help are shown as plain text (tables,
+    tooltips, the CLI): no TeX braces such as e^{…} (the Home table showed "SM²(e^{|x+y|²} − 1)/m" raw)."""
+    cls = rfviz.REGISTRY[name]
+    texts = [getattr(cls, a, "") or "" for a in ("title", "short_title", "reference", "description")]
+    texts += [str(getattr(p, a, "") or "") for p in cls.spec for a in ("help", "label")]
+    raw = [t for t in texts if "^{" in t or "_{" in t or "\\frac" in t]
+    assert not raw, raw
