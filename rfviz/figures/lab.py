@@ -101,8 +101,9 @@ def ratio_map(report: LabResult) -> go.Figure | None:
             else "closed form where tested and agreed, sampled MSE at the dots")
     fig = heatmaps(report.theta, report.r, zs, xlabel="θ", ylabel="r = |x| = |y|", zlabel="log₁₀ MSE ratio",
                    style=HeatmapStyle(diverging=True),
-                   title=f"log₁₀ MSE ratio, {report.estimator} ({mine}) / built-in (closed form unless "
-                         "marked MC): blue < 0, it wins; red > 0, it loses")
+                   title=f"log₁₀ MSE ratio {report.estimator} / built-in: blue < 0, it wins; red > 0, it loses"
+                         f"<br><sup>{report.estimator}: {mine}; built-ins: closed form unless marked MC</sup>")
+    fig.update_layout(margin={"t": 110})  # the title's two lines (one line did not fit a desktop chart)
     if sx.size and not sampled.all():
         for i in range(len(zs)):
             fig.add_trace(go.Scatter(x=sx, y=sy, mode="markers", name=SAMPLED_NAME, showlegend=i == 0,

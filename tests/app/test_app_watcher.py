@@ -29,7 +29,7 @@ from rfviz.server.processes import spawn
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 FAKE_PACKAGES = 3000
-WINDOW_S = 60.0
+WINDOW_S = 20.0
 MAX_CORE_SHARE = 0.02
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser,

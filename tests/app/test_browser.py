@@ -71,10 +71,12 @@ def _assert_no_exception(page, where: str) -> None:
 
 
 def _wait_idle(page, timeout_ms: int = 90_000) -> None:
-    """Wait until the script is no longer running (the status widget disappears)."""
-    page.wait_for_timeout(300)
+    """Wait until the script has run and is no longer running (Streamlit's ``data-test-script-state`` on the app is
+    ``notRunning``, not ``initial``; the status widget gone)."""
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout_ms)
+        "() => { const a = document.querySelector('[data-testid=\"stApp\"]'); return a && "
+        "a.getAttribute('data-test-script-state') === 'notRunning' && "
+        "!document.querySelector('[data-testid=\"stStatusWidget\"]'); }", timeout=timeout_ms)
 
 
 URLS = [p.url_path for p in PAGES]

@@ -120,15 +120,40 @@ def open_page(browser, url: str, width: int, phone: bool):
     page = context.new_page()
     page.goto(url, wait_until="domcontentloaded", timeout=120_000)
     page.wait_for_selector("h1", timeout=120_000)
-    page.wait_for_timeout(500)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=120_000)
+    wait_until_still(page)
     height = page.evaluate("() => (document.querySelector('[data-testid=\"stMain\"]') || document.body).scrollHeight")
     page.set_viewport_size({"width": width, "height": max(900, min(int(height) + 100, 12000))})  # the whole page
-    page.wait_for_timeout(1000)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]') && "
-                           "!document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=120_000)
-    page.wait_for_timeout(1500)  # plotly's own layout pass after the script finished (and after the resize)
+    wait_until_still(page)  # plotly's own layout pass after the script finished (and after the resize)
     return context, page
+
+
+STILL_JS = r"""
+() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.getAttribute('data-test-script-state') !== 'notRunning') return null;  // Streamlit's own flag
+  if (document.querySelector('[data-testid="stStatusWidget"], [data-testid="stSkeleton"]')) return null;
+  const main = document.querySelector('[data-testid="stMain"]') || document.body;
+  const boxes = [...document.querySelectorAll('.js-plotly-plot svg.main-svg, h1, h2, h3')].map(e => {
+    const r = e.getBoundingClientRect(); return [r.left, r.top, r.width, r.height].map(Math.round).join(','); });
+  return main.scrollHeight + '|' + boxes.join(';');
+}
+"""
+
+
+def wait_until_still(page, still_polls: int = 3, poll_ms: int = 250, limit_s: float = 60.0) -> None:
+    """Wait until the script is idle and the page's charts and headings keep their boxes for ``still_polls``
+    polls ``poll_ms`` apart (Streamlit's rerun and Plotly's relayout are both done), at most ``limit_s``."""
+    import time
+
+    deadline, last, same = time.monotonic() + limit_s, None, 0
+    while time.monotonic() < deadline:
+        now = page.evaluate(STILL_JS)
+        same = same + 1 if now is not None and now == last else 0
+        if same >= still_polls:
+            return
+        last = now
+        page.wait_for_timeout(poll_ms)
+    raise AssertionError(f"the page did not settle within {limit_s:g} s (script still running or charts moving)")
 
 
 PATHS = ["", *(p.url_path for p in PAGES), "teach"]
