@@ -118,7 +118,7 @@ def test_library_version_reads_the_installed_distribution():
 @pytest.mark.slow
 def test_performer_audit_flags_the_library_and_passes_the_twin():
     _needs("performer_pytorch")
-    out = run_audit(["performer-pytorch"], trials=2000)
+    out = run_audit(["performer-pytorch"], trials=600)  # the bias is at z ≈ -10 already at 200 trials
     library, twin = out["cases"]
     assert library["verdict"] == "bias detected" and library["direction_dependent"], library["summary"]
     assert twin["verdict"] == "unbiased", twin["summary"]
