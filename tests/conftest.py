@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing.process
 import pathlib
+import signal
 import socket
 import subprocess
 import sys
@@ -29,6 +30,12 @@ sys.path.insert(0, str(ROOT))
 REFERENCE = ROOT.parent / "shared" / "reference"
 
 torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+
+# A suite started as a background job of a non-interactive shell (``./run test &``, a CI runner's wrapper) inherits
+# SIGINT ignored, and so would every command a test starts: the Ctrl-C tests would then wait on a child that cannot
+# be interrupted. The tests run as from a terminal: SIGINT raises KeyboardInterrupt here, and children get the default.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 HEAVIER_TIERS = ("slow", "browser", "integration")
 

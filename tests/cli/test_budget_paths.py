@@ -18,12 +18,14 @@ import time
 import numpy as np
 import pytest
 import torch
+from proc_helpers import stop
 
 import rfviz
 import rfviz.sampling
 from rfviz import ParameterError
 from rfviz.cli import main
 from rfviz.plugins import PluginError
+from rfviz.server.processes import spawn
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MIB = 2**20
@@ -304,14 +306,16 @@ def test_resuming_a_complete_parquet_sweep_reads_it_in_bounded_batches(tmp_path)
     out = tmp_path / "big.parquet"
     argv = ["sweep", "trig", "d=4", "--grid", "theta=0:3:400", "r=0.5:1:1000", "--trials", "100", "--out", str(out)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.Popen([sys.executable, "-m", "rfviz", *argv], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120
-    while not (tmp_path / "big.parquet.manifest.json").exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(2)
-    proc.send_signal(signal.SIGINT)
-    proc.wait(timeout=60)
+    proc = spawn([sys.executable, "-m", "rfviz", *argv], env=env)  # its own group, killed with the test
+    try:
+        deadline = time.monotonic() + 120
+        while not (tmp_path / "big.parquet.manifest.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        time.sleep(2)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        stop(proc)
     subprocess.run([sys.executable, "-c", MAKE_COMPLETE, str(out)], check=True, timeout=120, env=env)
     code, grew, err = _peak([*argv, "--resume"], timeout=600)
     assert code == 0, err[-500:]

@@ -595,7 +595,7 @@ def test_a_closed_form_ten_times_too_small_is_caught_and_stays_out_of_the_ratio_
     assert any(c["pair"] == "unequal" and c["confirmed"] for c in report.closed_form_confirmation)
     # The map uses the closed form nowhere ...
     assert not report.closed_form_used.any() and report.mse_source == "monte carlo", report.to_text()
-    assert "(sampled MSE)" in lab_figures.ratio_map(report).layout.title.text
+    assert "tenth_favor: sampled MSE;" in lab_figures.ratio_map(report).layout.title.text
     # ... so against the built-in FAVOR+ (the same estimator, a correct closed form) the ratio is the sampling
     # error of the candidate's MSE, not -1 (10×): at informative points the relative standard error is ≤ 10 %
     # (MAX_REL_STDERR), so 4 standard errors keep |log10 ratio| ≤ -log10(1 - 0.4).
