@@ -11,9 +11,7 @@ import streamlit as st
 from app_pages import _ui as ui
 from rfviz.lessons import LESSONS, get_lesson
 from rfviz.params import Param
-from rfviz.server.room import ENV_DB, Room, new_session_id
-
-FOLLOW_SECONDS = 2.0  # in a class, how often a student's page asks the room store whether the teacher moved or revealed
+from rfviz.server.room import ENV_DB, STUDENT_POLL_SECONDS, Room, new_session_id
 
 
 @st.cache_resource(show_spinner=False)
@@ -38,13 +36,12 @@ def follow_the_class(state: ui.PageState) -> tuple[str, int, bool] | None:
     return (now.lesson, now.step, now.revealed) if now.lesson in LESSONS else None
 
 
-@st.fragment(run_every=FOLLOW_SECONDS)
+@st.fragment(run_every=STUDENT_POLL_SECONDS)
 def watch_the_class() -> None:
-    """Rerun the page when the teacher moves the class or reveals (a new version in the room store)."""
+    """Rerun the page when the teacher moves the class or reveals (a new version in the room store); it draws
+    nothing itself, so a poll that finds no change sends the browser nothing."""
     if ROOM.state().version != st.session_state.get("learn.room.version"):
         st.rerun(scope="app")
-    st.caption("In class: your prediction is counted, anonymously, on the teacher's screen; the page follows the "
-               "step the teacher opens.")
 
 
 def record(slug: str, step_no: int, choices: tuple[str, ...], key: str) -> None:
@@ -139,4 +136,6 @@ with ui.page(
     st.caption(f"Share this step: add `?lesson={slug}&step={step_no}` to the page's address. The lessons' names "
                "in addresses: " + ", ".join(f"{i + 1} `{s}`" for i, s in enumerate(slugs)) + ".")
     if ROOM is not None:
+        st.caption("In class: your prediction is counted, anonymously, on the teacher's screen; the page follows the "
+                   "step the teacher opens.")
         watch_the_class()

@@ -17,9 +17,8 @@ import streamlit as st
 from app_pages import _ui as ui
 from rfviz.figures.learn import predictions_figure
 from rfviz.lessons import LESSONS
-from rfviz.server.room import ENV_DB, ENV_KEY, Room, key_matches
+from rfviz.server.room import ENV_DB, ENV_KEY, TEACHER_REFRESH_SECONDS, Room, key_matches
 
-REFRESH_SECONDS = 1.0  # how often the open teacher's page redraws the counts (the fragment's run_every)
 # (no bare strings at this level: Streamlit's "magic" would write them on the page)
 NEEDS_KEY = ("This page is the teacher's: it needs the teacher's link (…/teach?key=…) that `./run classroom` or "
              "`./run app` printed when it started.")
@@ -55,7 +54,7 @@ def _pick_step(r: Room) -> tuple[str, int]:
     return slug, int(step)
 
 
-@st.fragment(run_every=REFRESH_SECONDS)
+@st.fragment(run_every=TEACHER_REFRESH_SECONDS)
 def live(r: Room, slug: str, step_no: int) -> None:
     """Where the class is, how many answered step ``step_no`` of ``slug``, and the spread of their predictions."""
     now = r.state()

@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_browser import free_port, start_server  # noqa: E402
 
 from rfviz.server.processes import spawn, start_allowance, stop_groups, wait_for_text  # noqa: E402
+from rfviz.server.room import STUDENT_POLL_SECONDS, TEACHER_REFRESH_SECONDS  # noqa: E402
 
 PAGES = {
     # page: (query string, slider label, first value, step, answer (radio label, choice) to give first)
@@ -275,10 +276,10 @@ async def watch_count(teacher: Session, k: int, seconds: float) -> float:
 
 
 async def measure_class(url: str, pids: list[int], key: str, k: int, rounds: int) -> dict:
-    """The teacher's page open (its fragment rerun every second), K students each answering the lesson's question
-    (their pages polling the class every 2 s, as in a browser), then moving the lesson's slider to values of their
-    own: the slider moves' median and p90 latency, and the seconds from the last answer until the teacher's page
-    counts all K."""
+    """The teacher's page open (its fragment rerun every ``TEACHER_REFRESH_SECONDS``), K students each answering the
+    lesson's question (their pages polling the class every ``STUDENT_POLL_SECONDS``, as a browser does), then moving
+    the lesson's slider to values of their own: the slider moves' median and p90 latency, and the seconds from the
+    last answer until the teacher's page counts all K."""
     _, _, first, step, _ = PAGES["learn"]
     slug, step_no, _ = LESSON
     teacher = await _connect(url, "teach", f"key={key}&lesson={slug}&step={step_no}")
@@ -288,10 +289,10 @@ async def measure_class(url: str, pids: list[int], key: str, k: int, rounds: int
     students = list(await asyncio.gather(*(_connect(url, "learn") for _ in range(k))))
     answered = time.perf_counter()
     done = asyncio.Event()
-    pollers = [asyncio.create_task(poll(s, 2.0, done)) for s in students]
+    pollers = [asyncio.create_task(poll(s, STUDENT_POLL_SECONDS, done)) for s in students]
     try:
         seen = await watch_count(teacher, before + k, 30.0)
-        teacher_poll = asyncio.create_task(poll(teacher, 1.0, done))
+        teacher_poll = asyncio.create_task(poll(teacher, TEACHER_REFRESH_SECONDS, done))
         latencies, cpu, rss = [], [], []
         for _ in range(rounds):
             c0, _ = _cpu_and_rss(pids)
