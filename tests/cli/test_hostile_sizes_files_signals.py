@@ -166,9 +166,14 @@ def _interrupt(args: list[str], after: float) -> subprocess.CompletedProcess:
     """Run ``python -m rfviz ARGS`` with SIGINT at its default (a terminal's Ctrl-C), then send SIGINT."""
     proc = subprocess.Popen([sys.executable, "-m", "rfviz", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    time.sleep(after)
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=120)
+    try:
+        time.sleep(after)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # a failed wait leaves nothing running
+            proc.kill()
+            proc.communicate(timeout=30)
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 

@@ -189,15 +189,20 @@ def test_sigterm_while_waiting_for_a_silent_address_is_honoured(tmp_path) -> Non
         proc = subprocess.Popen([sys.executable, "-m", "rfviz", *CLI, "--out", str(tmp_path / "x.csv"), "--backend",
                                  "ray", "--address", address], cwd=root, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(root)})
-        deadline = time.monotonic() + 60
-        while proc.poll() is None and time.monotonic() < deadline:  # wait until the probe runs
-            if any("ray" in Path(f"/proc/{c}/cmdline").read_text(errors="replace")
-                   for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()):
-                break
-            time.sleep(0.2)
-        t0 = time.perf_counter()
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=30)
+        try:
+            deadline = time.monotonic() + 60
+            while proc.poll() is None and time.monotonic() < deadline:  # wait until the probe runs
+                if any("ray" in Path(f"/proc/{c}/cmdline").read_text(errors="replace")
+                       for c in Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()):
+                    break
+                time.sleep(0.2)
+            t0 = time.perf_counter()
+            proc.send_signal(signal.SIGTERM)
+            _, err = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:  # a failed wait leaves nothing running
+                proc.kill()
+                proc.communicate(timeout=30)
     assert time.perf_counter() - t0 < 5, err
     assert proc.returncode == 130 and err.strip().splitlines()[-1].startswith("interrupted"), (proc.returncode, err)
     assert "Traceback" not in err and not (tmp_path / "x.csv").exists()
