@@ -1,6 +1,7 @@
-"""``python -m rfviz``: see rfviz.cli."""
+"""``python -m rfviz``: see rfviz.cli (entered through rfviz._console, which a Ctrl-C during the imports ends in
+one line)."""
 
-from .cli import console_main
+from ._console import console_main
 
 if __name__ == "__main__":
     console_main()

@@ -79,13 +79,21 @@ def test_version_is_one_literal_read_by_setuptools():
     assert rfviz.__version__ == literals[0]
 
 
+@pytest.mark.integration
 def test_console_script_is_the_cli_main():
+    """The console script and ``python -m rfviz`` enter through rfviz._console, which imports nothing heavy and then
+    runs rfviz.cli's console_main."""
     module, func = _pyproject()["project"]["scripts"]["rfviz"].split(":")
     import importlib
+    import inspect
 
-    from rfviz.cli import console_main
+    from rfviz import _console
 
-    assert getattr(importlib.import_module(module), func) is console_main
+    entry = getattr(importlib.import_module(module), func)
+    assert entry is _console.console_main and "from .cli import console_main" in inspect.getsource(entry)
+    probe = "import sys, rfviz._console; print(sorted(m for m in ('torch', 'scipy', 'rfviz.cli') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
 EXIT_PROBE = """
