@@ -178,6 +178,16 @@ def _interrupt(args: list[str], after: float) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("after", [0.3, 0.8])
+def test_ctrl_c_while_the_command_line_is_still_importing_is_one_line(after: float) -> None:
+    """``python -m rfviz`` imports torch and every command first (about 2 s of CPU, many more under load): a Ctrl-C
+    then ended in a KeyboardInterrupt traceback and exit -2 (found with four busy processes beside the suite)."""
+    proc = _interrupt(["mse", "trig", "m=64", "d=16", "--trials", "50000000"], after=after)
+    assert proc.returncode == 130, (proc.returncode, proc.stderr[-500:])
+    assert proc.stderr.strip().splitlines()[-1] == "interrupted" and "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [["check", "trig", "--trials", "5000000"],
                                   ["mse", "trig", "m=64", "d=16", "--trials", "50000000"],
                                   ["gram", "trig", "--data", "digits", "--repeats", "20000",
