@@ -86,14 +86,15 @@ def skew_corrected_z(z: np.ndarray | float, skewness: np.ndarray | float, count:
     --------
     >>> round(float(skew_corrected_z(-2.94, 2.6, 400)), 2)
     -2.56
-    >>> float(skew_corrected_z(1.5, 0.0, 400))
-    1.5
+    >>> float(skew_corrected_z(1.5, 0.0, 400)), float(skew_corrected_z(-np.inf, 2.0, 400))
+    (1.5, -inf)
     """
     zz = np.asarray(z, dtype=float)
     g = np.nan_to_num(np.asarray(skewness, dtype=float), nan=0.0, posinf=0.0, neginf=0.0)
     root = math.sqrt(max(int(count), 1))
     with np.errstate(over="ignore", invalid="ignore"):
-        return zz + g * zz**2 / (3 * root) + g**2 * zz**3 / (27 * root**2) + g / (6 * root)
+        t = zz + g * zz**2 / (3 * root) + g**2 * zz**3 / (27 * root**2) + g / (6 * root)
+    return np.where(np.isfinite(zz), t, zz)  # ±inf (a zero SE) stays as it was, never NaN
 
 
 def two_sided_p(z: np.ndarray | float) -> np.ndarray:
