@@ -773,7 +773,6 @@ def check_isolated(target: str, extra_plugins: Sequence[str], params: dict[str, 
                    **kwargs: Any) -> Any:
     """``check_target`` in a plugin process (see ``run_isolated``); returns the LabReport, rebuilt in this process
     from the worker's JSON (``from_wire``): nothing of the plugin's classes or values reaches the caller."""
-    from .lab import LabReport
 
     try:
         wire_params = to_wire(dict(params))
@@ -782,12 +781,7 @@ def check_isolated(target: str, extra_plugins: Sequence[str], params: dict[str, 
                              f"them: {exc}") from None
     payload = {"target": target, "extra_plugins": list(extra_plugins), "params": wire_params,
                "compare": list(compare), "kwargs": kwargs}
-    label = f"plugin {target!r}"
-    report = run_isolated("check", payload, label, limits, progress)
-    if not isinstance(report, LabReport):
-        raise PluginError(f"{label}: its answer is not a lab report")
-    check_report_grid(report, label)
-    return report
+    return _isolated_report("check", payload, f"plugin {target!r}", limits, progress)
 
 
 def check_feature_map_isolated(features: str, kernel: str, compare: Sequence[str], *, mse: str | None = None,
@@ -821,12 +815,18 @@ def check_feature_map_isolated(features: str, kernel: str, compare: Sequence[str
     >>> check_feature_map_isolated("my_map.py:phi", "softmax", []).verdict  # doctest: +SKIP
     'unbiased'
     """
-    from .lab import LabReport
 
     payload = {"features": str(features), "kernel": str(kernel), "mse": None if mse is None else str(mse),
                "biased": bool(biased), "compare": list(compare), "kwargs": kwargs}
-    label = f"feature map {features!r}"
-    report = run_isolated("check_features", payload, label, limits, progress)
+    return _isolated_report("check_features", payload, f"feature map {features!r}", limits, progress)
+
+
+def _isolated_report(task: str, payload: dict[str, Any], label: str, limits: PluginLimits | None,
+                     progress: Callable[[float], None] | None) -> Any:
+    """``run_isolated``'s answer to a lab task, checked to be a LabReport whose arrays fit its grid."""
+    from .lab import LabReport
+
+    report = run_isolated(task, payload, label, limits, progress)
     if not isinstance(report, LabReport):
         raise PluginError(f"{label}: its answer is not a lab report")
     check_report_grid(report, label)
