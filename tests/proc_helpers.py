@@ -51,6 +51,14 @@ def wait_for_health(url: str, proc, what: str, seconds: float | None = None, log
         pytest.fail(str(exc), pytrace=False)
 
 
+def reap(proc, seconds: float = 30.0) -> None:
+    """Kill ``proc`` (a direct child, no group of its own) if it is still running and collect it, the wait bounded:
+    a test whose own wait failed leaves nothing running."""
+    if proc.poll() is None:
+        proc.kill()
+        proc.communicate(timeout=seconds)
+
+
 def stop(proc, seconds: float = 15.0) -> None:
     """SIGTERM to ``proc``'s process group (it must have one: ``start_new_session=True``), SIGKILL after
     ``seconds``; every wait bounded."""

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 import pytest
-from proc_helpers import PRINT_PEAK_KIB
+from proc_helpers import PRINT_PEAK_KIB, reap
 
 from rfviz import data
 from rfviz.cli import main, program_name
@@ -172,9 +172,7 @@ def _interrupt(args: list[str], after: float) -> subprocess.CompletedProcess:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:  # a failed wait leaves nothing running
-            proc.kill()
-            proc.communicate(timeout=30)
+        reap(proc)  # a failed wait leaves nothing running
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
@@ -197,9 +195,7 @@ def test_ctrl_c_while_the_command_line_is_still_importing_is_one_line(library: s
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate(timeout=30)
+        reap(proc)  # a failed wait leaves nothing running
     assert proc.returncode == 130, (proc.returncode, err[-500:])
     assert err.strip().splitlines()[-1] == "interrupted" and "Traceback" not in err
 

@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 import pytest
-from proc_helpers import start_allowance
+from proc_helpers import reap, start_allowance
 from sweep_helpers import rows, small_spec
 
 from rfviz import ParameterError, get_estimator
@@ -200,9 +200,7 @@ def test_sigterm_while_waiting_for_a_silent_address_is_honoured(tmp_path) -> Non
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=30)
         finally:
-            if proc.poll() is None:  # a failed wait leaves nothing running
-                proc.kill()
-                proc.communicate(timeout=30)
+            reap(proc)  # a failed wait leaves nothing running
     assert time.perf_counter() - t0 < 5, err
     assert proc.returncode == 130 and err.strip().splitlines()[-1].startswith("interrupted"), (proc.returncode, err)
     assert "Traceback" not in err and not (tmp_path / "x.csv").exists()
