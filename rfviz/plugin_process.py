@@ -901,8 +901,7 @@ def discover_isolated(specs: Sequence[str], limits: PluginLimits | None = None
 
     specs = list(specs)
     base = PluginLimits.from_env() if limits is None else limits
-    workers = max(1, min(len(specs), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                         else os.cpu_count() or 1))
+    workers = max(1, min(len(specs), os.cpu_count() or 1))  # the cores, counted as PluginLimits and the audit do
     one = base if base.threads is not None or workers == 1 else replace(base, threads=1)
 
     def discover(spec: str) -> list[PluginInfo] | str:
