@@ -10,6 +10,7 @@ from app_pages import HERE, LEGACY_PATHS, PAGES, SECTIONS
 from app_pages import _ui as ui
 from app_pages import home as home_page
 from rfviz.figures.common import use_rfviz_template
+from rfviz.server.turns import RUNS
 
 
 def home() -> None:
@@ -49,4 +50,5 @@ def pages() -> tuple[dict[str, st.Page], dict[str, list[st.Page]]]:
     return st.session_state["_rfviz_pages"]
 
 
-st.navigation(pages()[1]).run()
+with RUNS.turn():  # page runs in order of arrival: a class moving at once gets its charts one after another
+    st.navigation(pages()[1]).run()

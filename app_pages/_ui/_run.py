@@ -16,6 +16,7 @@ import streamlit as st
 
 from rfviz.params import ParameterError
 from rfviz.server.jobs import POLL_SECONDS, POOL, SHARED, Abandoned, Job, Progress
+from rfviz.server.turns import RUNS
 
 from ._text import plain
 
@@ -132,6 +133,7 @@ def memo(namespace: str, key: Any, compute: Callable[[Progress], T], progress: P
 def wait_for(job: Job[T], progress: Progress | None = None, joined: bool = False) -> T:
     """Wait for ``job`` on the page's thread: its place in the queue, the note that it is another visitor's
     request (``joined``), or ``progress(fraction)`` while it runs; its result, or the exception it raised."""
+    RUNS.step_aside()  # the next page run need not wait for this one's job
     note, shown = st.empty(), None
     try:
         with job.watch():
