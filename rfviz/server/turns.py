@@ -53,7 +53,13 @@ class RunQueue:
     @contextmanager
     def turn(self) -> Iterator[None]:
         """Wait for this run's turn (behind the runs that came first, each for at most ``exclusive_seconds``), run
-        the body, then hand the turn to the next. Re-entrant in the same thread (an inner ``turn`` is the outer)."""
+        the body, then hand the turn to the next. Re-entrant in the same thread (an inner ``turn`` is the outer).
+
+        Yields
+        ------
+        None
+            While the body runs (alone until it steps aside or runs past ``exclusive_seconds`` with others waiting).
+        """
         if getattr(self._local, "ticket", None) is not None:
             yield
             return

@@ -101,6 +101,7 @@ def test_ridge_task_ranks_symmetric_maps_by_the_rmse_gap():
 
 
 # ------------------------------------------------------------------------------------------ usable / needed length
+@pytest.mark.slow  # over 2 s of CPU: kept out of the one-minute unit tier
 def test_not_usable_gives_a_needed_length_that_then_meets_eps():
     """ε = 3 % on a short length is out of reach; at needed_length the first estimator meets ε by Monte Carlo
     (an independent Gram sample with its own verdict), and half of it (on the search's grid) does not by the core."""
@@ -214,6 +215,7 @@ def test_issue_case_wine_attention_length_128():
         assert mean <= 0.1 + 2 * se
 
 
+@pytest.mark.slow  # over 2 s of CPU: kept out of the one-minute unit tier
 def test_smallest_length_meets_eps_where_half_of_it_does_not_for_the_leader():
     td = _wine(10)
     q = Question(td, task="gram", eps=0.05, names=("trig", "positive"), repeats=10)

@@ -178,6 +178,7 @@ def test_ridge_through_the_api_converges_to_exact_kernel_ridge() -> None:
     assert kernel_errors == sorted(kernel_errors, reverse=True)  # the closed form falls as 1/√m
 
 
+@pytest.mark.slow  # over 2 s of CPU: kept out of the one-minute unit tier
 def test_examples_run() -> None:
     """The examples of rfviz.downstream, its module and the compute module (their docstrings) run as written."""
     import doctest

@@ -132,6 +132,7 @@ def test_top_three_confirmed_by_monte_carlo(dataset: str, kernel: str) -> None:
     assert sum(c["reliable"] for c in res.monte_carlo) >= 2
 
 
+@pytest.mark.slow  # over 2 s of CPU: kept out of the one-minute unit tier
 def test_docs_page_examples_run() -> None:
     import doctest
     import pathlib

@@ -104,6 +104,7 @@ def test_bad_parameters_raise_at_fit_naming_them(kwargs: dict, word: str) -> Non
         rf.fit(np.ones((3, 4)))
 
 
+@pytest.mark.slow  # over 2 s of CPU: kept out of the one-minute unit tier
 def test_pipeline_and_grid_search_on_diabetes() -> None:
     X, y = load_diabetes(return_X_y=True)
     model = make_pipeline(StandardScaler(), RandomFeatures("trig", m=100, kernel="gaussian", random_state=0),

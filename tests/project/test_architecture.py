@@ -231,6 +231,7 @@ def test_known_exceptions_still_exist():
     assert set(KNOWN) <= set(MODULES), sorted(set(KNOWN) - set(MODULES))
 
 
+@pytest.mark.slow  # over 2 s of CPU: kept out of the one-minute unit tier
 def test_no_import_cycle():
     cycle = find_cycle(_checked(internal_edges()))
     assert cycle is None, "import cycle: " + " -> ".join(cycle)

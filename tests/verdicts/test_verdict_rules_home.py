@@ -24,6 +24,8 @@ import ast
 import pathlib
 import re
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 HOME = ROOT / "rfviz" / "verdicts"
 RULE_NAME = re.compile(r"ALPHA|(^|_)Z($|_)|THRESHOLD|SHARE|TAIL|KURTOSIS|GATE|MIN_REPEATS|MIN_INFORMATIVE|"
@@ -117,6 +119,7 @@ def offenders(roots: tuple[pathlib.Path, ...] = (ROOT / "rfviz", ROOT / "app_pag
     return out
 
 
+@pytest.mark.slow  # over 2 s of CPU: kept out of the one-minute unit tier
 def test_no_verdict_threshold_outside_the_verdict_module() -> None:
     found = offenders()
     assert not found, "verdict thresholds outside rfviz/verdicts/ (move them there, or say why in ALLOWED):\n" + \
