@@ -96,6 +96,15 @@ sys.meta_path.insert(0, _HideInstalledRfviz)
 proves that the sweep works because the backend ships rfviz, also where the driver's venv has rfviz installed."""
 
 
+def _answers(port: int) -> bool:
+    """Whether something accepts a connection on 127.0.0.1:``port`` (within 1 s)."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
 @pytest.fixture(scope="module")
 def cluster():
     pytest.importorskip("ray")
@@ -125,14 +134,12 @@ def cluster():
         start("head", ["--head", f"--port={gcs}", "--num-cpus=0", "--include-dashboard=false"], ports[:6])
         address = f"127.0.0.1:{gcs}"
         deadline = time.monotonic() + 90
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", gcs), timeout=1).close()
-                break
-            except OSError:
-                if procs[0].poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the Ray head did not start: {(root / 'head.log').read_text()[-1500:]}")
-                time.sleep(0.5)
+        # up: its GCS port answers and it has written the file by which a plain ray.init() finds it (written after
+        # the port opens: seen missing under four busy processes)
+        while not (_answers(gcs) and (root / "t" / "ray" / "ray_current_cluster").exists()):
+            if procs[0].poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"the Ray head did not start: {(root / 'head.log').read_text()[-1500:]}")
+            time.sleep(0.5)
         start("worker", [f"--address={address}", "--num-cpus=2"], ports[6:12])
         yield {"address": address, "env": env, "outside": outside, "root": root}
     finally:
