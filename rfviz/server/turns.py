@@ -70,8 +70,8 @@ class RunQueue:
                 self._wait_for_front(ticket)
             finally:
                 self._waiting.remove(ticket)
-            self._holder, self._since = ticket, time.monotonic()
-            self._cond.notify_all()  # the others now time their wait on this run
+                self._cond.notify_all()  # a waiter that leaves (taking its turn or interrupted) wakes the new first
+            self._holder, self._since = ticket, time.monotonic()  # (the others, woken above, now time their wait)
         self._local.ticket = ticket
         try:
             yield
